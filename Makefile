@@ -1,0 +1,43 @@
+# SPDX-License-Identifier: GPL-2.0
+# oxtrace: the user front end.  Kbuild reads ./Kbuild, not this file.
+#
+#   make run     build everything, boot the guest, show the tool talking to the module
+#   make check   host tests + style + module build + guest selftests: "N passed, N failed"
+#   make vm CMD='...' [VM_FILES=dir]   run CMD as root in a fresh guest
+#   make module | tool | selftests | kernel | clean
+#
+# KDIR=/path builds against another Rust-enabled kernel tree (default: the
+# test kernel that scripts/kernel.sh builds and caches in ~/.cache/oxtrace).
+
+export KDIR
+SHELL := /bin/bash
+
+.PHONY: all run check vm module tool selftests kernel setup clean
+
+all: module tool selftests
+
+setup:
+	@scripts/setup-toolchain.sh
+
+kernel:
+	@scripts/kernel.sh test
+
+module tool selftests:
+	@scripts/build.sh $@
+
+run:
+	@scripts/vm.sh -- 'echo "# oxtrace version"; oxtrace version; echo "# oxtrace status"; oxtrace status; echo "# oxtrace status --json"; oxtrace status --json'
+
+check:
+	@scripts/check.sh
+
+vm:
+	@test -n "$(CMD)" || { echo "usage: make vm CMD='...' [VM_FILES=dir]" >&2; exit 2; }
+	@scripts/vm.sh $(if $(VM_FILES),--files "$(VM_FILES)") -- '$(subst ','\'',$(CMD))'
+
+clean:
+	rm -rf build target
+	$(MAKE) -C selftests/oxtrace OUTPUT=$(CURDIR)/build/selftests clean
+	find . -path ./target -prune -o \( -name '*.o' -o -name '*.ko' -o -name '*.mod' \
+		-o -name '*.mod.c' -o -name '.*.cmd' -o -name '*.d' -o -name '*.rmeta' \) -print0 | xargs -0 rm -f
+	rm -f modules.order Module.symvers

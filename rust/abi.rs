@@ -1,0 +1,192 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The user/kernel ABI of `/dev/oxtrace`, mirrored from `include/uapi/linux/oxtrace.h`.
+//!
+//! The C header is the reference. The host test `tests/abi.rs` compiles it and checks every
+//! size, offset and ioctl number here against it. This file is shared by the module and by the
+//! tool (through the host crate), so both sides use one definition.
+
+/// Name of the misc device, `/dev/oxtrace`.
+pub const DEVICE_NAME: &str = "oxtrace";
+
+/// ABI major version: a new major breaks old tools.
+pub const ABI_MAJOR: u32 = 1;
+/// ABI minor version: a new minor only adds.
+pub const ABI_MINOR: u32 = 0;
+
+/// The CPU has Intel PT with ToPA output.
+pub const FEAT_INTEL_PT: u64 = 1 << 0;
+/// kprobes and kretprobes are available to the module.
+pub const FEAT_KPROBES: u64 = 1 << 1;
+
+/// Length of [`Version::release`].
+pub const RELEASE_LEN: usize = 32;
+
+/// Consumer state: opened, nothing loaded.
+pub const STATE_IDLE: u32 = 0;
+
+/// `struct oxt_version`: answer of [`IOC_VERSION`].
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Version {
+    /// In: `size_of::<Version>()`.
+    pub size: u32,
+    /// Out: [`ABI_MAJOR`] of the module.
+    pub abi_major: u32,
+    /// Out: [`ABI_MINOR`] of the module.
+    pub abi_minor: u32,
+    /// Out: number of possible CPUs.
+    pub ncpus: u32,
+    /// Out: `FEAT_*` bits.
+    pub features: u64,
+    /// Out: module version, NUL-terminated.
+    pub release: [u8; RELEASE_LEN],
+    /// In: zero.
+    pub reserved: [u64; 4],
+}
+
+/// `struct oxt_status`: answer of [`IOC_STATUS`].
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Status {
+    /// In: `size_of::<Status>()`.
+    pub size: u32,
+    /// Out: `STATE_*` of this consumer.
+    pub state: u32,
+    /// Out: unique id of this consumer, never 0.
+    pub consumer_id: u64,
+    /// Out: consumers open on the device now.
+    pub nconsumers: u64,
+    /// Out: consumer objects allocated and not yet freed.
+    pub live_consumers: u64,
+    /// Out: `CLOCK_MONOTONIC` time of this consumer's `open()`, in ns.
+    pub opened_ns: u64,
+    /// Out: ioctls served to this consumer so far.
+    pub ioctls: u64,
+    /// In: zero.
+    pub reserved: [u64; 8],
+}
+
+/// The ioctl type byte of oxtrace.
+pub const IOC_MAGIC: u32 = 0xb7;
+
+const IOC_NRBITS: u32 = 8;
+const IOC_TYPEBITS: u32 = 8;
+const IOC_SIZEBITS: u32 = 14;
+const IOC_NRSHIFT: u32 = 0;
+const IOC_TYPESHIFT: u32 = IOC_NRSHIFT + IOC_NRBITS;
+const IOC_SIZESHIFT: u32 = IOC_TYPESHIFT + IOC_TYPEBITS;
+const IOC_DIRSHIFT: u32 = IOC_SIZESHIFT + IOC_SIZEBITS;
+const IOC_WRITE: u32 = 1;
+const IOC_READ: u32 = 2;
+
+/// `_IOC(dir, type, nr, size)` as in `include/uapi/asm-generic/ioctl.h` (x86 uses the generic
+/// layout).
+const fn ioc(dir: u32, ty: u32, nr: u32, size: usize) -> u32 {
+    // The size field has 14 bits; a larger struct would not fit the encoding.
+    assert!(size < (1 << IOC_SIZEBITS));
+    (dir << IOC_DIRSHIFT)
+        | (ty << IOC_TYPESHIFT)
+        | (nr << IOC_NRSHIFT)
+        | ((size as u32) << IOC_SIZESHIFT)
+}
+
+/// `_IOWR(type, nr, T)`.
+const fn iowr<T>(nr: u32) -> u32 {
+    ioc(
+        IOC_READ | IOC_WRITE,
+        IOC_MAGIC,
+        nr,
+        core::mem::size_of::<T>(),
+    )
+}
+
+/// `OXT_IOC_VERSION`: ABI version and features.
+pub const IOC_VERSION: u32 = iowr::<Version>(0x00);
+/// `OXT_IOC_STATUS`: state of this consumer.
+pub const IOC_STATUS: u32 = iowr::<Status>(0x01);
+
+/// An ABI struct that starts with the `size` field and ends with `reserved` words.
+pub trait Sized32 {
+    /// The `size` field as user space filled it in.
+    fn size_field(&self) -> u32;
+    /// The reserved words, which must be zero on input.
+    fn reserved(&self) -> &[u64];
+}
+
+macro_rules! sized32 {
+    ($($t:ty),*) => {$(
+        impl Sized32 for $t {
+            fn size_field(&self) -> u32 {
+                self.size
+            }
+            fn reserved(&self) -> &[u64] {
+                &self.reserved
+            }
+        }
+    )*};
+}
+sized32!(Version, Status);
+
+/// Why an ioctl argument was refused; every variant maps to `EINVAL`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ArgError {
+    /// The `size` field is not the size of the struct this command takes.
+    Size,
+    /// A reserved field is not zero.
+    Reserved,
+}
+
+/// Checks the common header and trailer of an ioctl argument as read from user space.
+pub fn check_arg<T: Sized32>(arg: &T) -> Result<(), ArgError> {
+    if arg.size_field() as usize != core::mem::size_of::<T>() {
+        return Err(ArgError::Size);
+    }
+    if arg.reserved().iter().any(|&w| w != 0) {
+        return Err(ArgError::Reserved);
+    }
+    Ok(())
+}
+
+/// Copies `s` into a NUL-terminated fixed-size field, truncating if needed.
+pub fn fill_cstr<const N: usize>(field: &mut [u8; N], s: &str) {
+    let n = s.len().min(N.saturating_sub(1));
+    field[..n].copy_from_slice(&s.as_bytes()[..n]);
+    field[n..].fill(0);
+}
+
+/// The text of a NUL-terminated fixed-size field, up to the first NUL (lossy on bad UTF-8: `?`).
+pub fn cstr_field(field: &[u8]) -> &str {
+    let end = field.iter().position(|&b| b == 0).unwrap_or(field.len());
+    core::str::from_utf8(&field[..end]).unwrap_or("?")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arg_checks() {
+        let mut v = Version {
+            size: core::mem::size_of::<Version>() as u32,
+            ..Default::default()
+        };
+        assert_eq!(check_arg(&v), Ok(()));
+        v.size -= 8;
+        assert_eq!(check_arg(&v), Err(ArgError::Size));
+        v.size += 8;
+        v.reserved[3] = 1;
+        assert_eq!(check_arg(&v), Err(ArgError::Reserved));
+    }
+
+    #[test]
+    fn cstr_roundtrip_and_truncation() {
+        let mut f = [0xffu8; 8];
+        fill_cstr(&mut f, "abc");
+        assert_eq!(cstr_field(&f), "abc");
+        assert_eq!(&f[3..], &[0; 5]);
+        fill_cstr(&mut f, "0123456789");
+        assert_eq!(cstr_field(&f), "0123456");
+        assert_eq!(f[7], 0);
+    }
+}

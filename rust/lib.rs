@@ -1,0 +1,11 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! oxtrace's pure logic as a host crate.
+//!
+//! The files listed here are the very files the kernel module compiles (see
+//! `oxtrace_main.rs` in this directory): no kernel dependency, `no_std`, no allocation. Host
+//! unit, property and loom tests run them under `cargo test`; the tool uses them for the ABI.
+
+#![cfg_attr(not(test), no_std)]
+
+pub mod abi;

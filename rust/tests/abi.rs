@@ -1,0 +1,107 @@
+//! The Rust ABI mirror (`rust/abi.rs`, used by the module and the tool) against the C UAPI
+//! header, `include/uapi/linux/oxtrace.h`: every size, offset, constant and ioctl number.
+
+use oxtrace_core::abi::*;
+use std::fmt::Write as _;
+use std::mem::{offset_of, size_of};
+use std::path::Path;
+use std::process::Command;
+
+/// One fact: a C expression and the value Rust computes for it.
+struct Fact {
+    c_expr: String,
+    rust: u64,
+}
+
+macro_rules! facts {
+    ($v:ident; structs { $($cs:ident => $rs:ty { $($f:ident),* $(,)? })* } consts { $($cc:ident => $rc:expr),* $(,)? }) => {
+        $(
+            $v.push(Fact { c_expr: format!("sizeof(struct {})", stringify!($cs)), rust: size_of::<$rs>() as u64 });
+            $v.push(Fact { c_expr: format!("_Alignof(struct {})", stringify!($cs)), rust: std::mem::align_of::<$rs>() as u64 });
+            $(
+                $v.push(Fact {
+                    c_expr: format!("offsetof(struct {}, {})", stringify!($cs), stringify!($f)),
+                    rust: offset_of!($rs, $f) as u64,
+                });
+                $v.push(Fact {
+                    c_expr: format!("sizeof(((struct {}*)0)->{})", stringify!($cs), stringify!($f)),
+                    rust: {
+                        let x: $rs = Default::default();
+                        std::mem::size_of_val(&x.$f) as u64
+                    },
+                });
+            )*
+        )*
+        $( $v.push(Fact { c_expr: stringify!($cc).to_string(), rust: ($rc) as u64 }); )*
+    };
+}
+
+fn facts() -> Vec<Fact> {
+    let mut v = Vec::new();
+    facts!(v;
+        structs {
+            oxt_version => Version { size, abi_major, abi_minor, ncpus, features, release, reserved }
+            oxt_status => Status { size, state, consumer_id, nconsumers, live_consumers, opened_ns, ioctls, reserved }
+        }
+        consts {
+            OXT_ABI_MAJOR => ABI_MAJOR,
+            OXT_ABI_MINOR => ABI_MINOR,
+            OXT_FEAT_INTEL_PT => FEAT_INTEL_PT,
+            OXT_FEAT_KPROBES => FEAT_KPROBES,
+            OXT_RELEASE_LEN => RELEASE_LEN,
+            OXT_STATE_IDLE => STATE_IDLE,
+            OXT_IOC_MAGIC => IOC_MAGIC,
+            OXT_IOC_VERSION => IOC_VERSION,
+            OXT_IOC_STATUS => IOC_STATUS,
+        }
+    );
+    v
+}
+
+#[test]
+fn rust_mirror_matches_c_header() {
+    let facts = facts();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let dir = std::env::temp_dir().join(format!("oxtrace-abi-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut src = String::from(
+        "#include <stdio.h>\n#include <stddef.h>\n#include <linux/oxtrace.h>\nint main(void)\n{\n",
+    );
+    for f in &facts {
+        writeln!(
+            src,
+            "\tprintf(\"%llu\\n\", (unsigned long long)({}));",
+            f.c_expr
+        )
+        .unwrap();
+    }
+    src.push_str("\treturn 0;\n}\n");
+    let c = dir.join("abi.c");
+    let exe = dir.join("abi");
+    std::fs::write(&c, src).unwrap();
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    let st = Command::new(&cc)
+        .args(["-std=c11", "-Wall", "-Werror", "-Wpadded", "-I"])
+        .arg(root.join("include/uapi"))
+        .arg(&c)
+        .arg("-o")
+        .arg(&exe)
+        .status()
+        .expect("a C compiler (cc) to check the UAPI header");
+    assert!(
+        st.success(),
+        "the UAPI header does not compile cleanly (-Wpadded: no implicit padding)"
+    );
+    let out = Command::new(&exe).output().unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    let values: Vec<u64> = text.lines().map(|l| l.parse().unwrap()).collect();
+    assert_eq!(values.len(), facts.len());
+    let mut bad = Vec::new();
+    for (f, c) in facts.iter().zip(values) {
+        if f.rust != c {
+            bad.push(format!("{}: C {} Rust {}", f.c_expr, c, f.rust));
+        }
+    }
+    std::fs::remove_dir_all(&dir).ok();
+    assert!(bad.is_empty(), "ABI mismatch:\n{}", bad.join("\n"));
+}

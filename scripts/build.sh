@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Build the pieces that go into the guest.
+#
+#   scripts/build.sh module|tool|selftests|all
+#
+# module: oxtrace.ko against $KDIR (default: the cached test kernel);
+# tool: tools/oxtrace as a static binary; selftests: static TAP programs.
+# Outputs are collected in build/.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+what=${1:-all}
+BUILD=$OXT_ROOT/build
+mkdir -p "$BUILD"
+
+kdir() {
+	if [ -z "${KDIR:-}" ]; then
+		KDIR=$("$OXT_ROOT/scripts/kernel.sh" "${KFLAVOR:-test}")
+	fi
+	[ -f "$KDIR/Module.symvers" ] || die "KDIR=$KDIR is not a built kernel tree (no Module.symvers)"
+	echo "$KDIR"
+}
+
+build_module() {
+	local k
+	k=$(kdir)
+	say "building oxtrace.ko against $k"
+	# KMAKE_FLAGS (space-separated) overrides the toolchain for another tree.
+	local flags=("${KMAKE_FLAGS[@]}")
+	[ -z "${OXT_KMAKE_FLAGS:-}" ] || read -r -a flags <<<"$OXT_KMAKE_FLAGS"
+	local log=$BUILD/module-build.log
+	if ! make -C "$k" M="$OXT_ROOT" "${flags[@]}" -j"$(nproc)" modules >"$log" 2>&1; then
+		cat "$log" >&2
+		die "module build failed"
+	fi
+	# The module must build without a single compiler warning.
+	if grep -E '(^|[^a-z_])warning[:\[]' "$log" >&2; then
+		die "module build has warnings (log: $log)"
+	fi
+	cp "$OXT_ROOT/oxtrace.ko" "$BUILD/oxtrace.ko"
+}
+
+build_tool() {
+	say "building tools/oxtrace (static)"
+	# An explicit --target keeps crt-static off build scripts and proc macros.
+	(cd "$OXT_ROOT" && RUSTFLAGS="-C target-feature=+crt-static" \
+		cargo build --quiet --release --locked -p oxtrace --target x86_64-unknown-linux-gnu)
+	cp "$OXT_ROOT/target/x86_64-unknown-linux-gnu/release/oxtrace" "$BUILD/oxtrace"
+}
+
+build_selftests() {
+	local k ksrc
+	k=$(kdir)
+	ksrc=$k
+	[ -e "$k/source" ] && ksrc=$(readlink -f "$k/source")
+	say "building selftests"
+	make -s -C "$OXT_ROOT/selftests/oxtrace" KSRC="$ksrc" OUTPUT="$BUILD/selftests"
+}
+
+case $what in
+module) build_module ;;
+tool) build_tool ;;
+selftests) build_selftests ;;
+all)
+	build_module
+	build_tool
+	build_selftests
+	;;
+*) die "unknown build target '$what'" ;;
+esac

@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# make check: host tests, style checks, the module build, and the selftests in
+# a guest.  Ends with "N passed, N failed" and exits non-zero on any failure.
+set -uo pipefail
+. "$(dirname "$0")/lib.sh"
+cd "$OXT_ROOT"
+
+passed=0
+failed=0
+skipped=0
+logdir=$OXT_ROOT/build/check
+mkdir -p "$logdir"
+declare -a failures=()
+
+pass() { passed=$((passed + 1)); }
+fail() {
+	failed=$((failed + 1))
+	failures+=("$1")
+	echo "FAIL: $1" >&2
+}
+# step NAME CMD...: one check that passes or fails as a whole
+step() {
+	local name=$1
+	shift
+	local log=$logdir/${name// /_}.log
+	if "$@" >"$log" 2>&1; then
+		echo "ok: $name"
+		pass
+	else
+		fail "$name"
+		tail -n 40 "$log" >&2
+	fi
+}
+
+say "toolchain"
+"$OXT_ROOT/scripts/setup-toolchain.sh" || die "toolchain setup failed"
+
+say "host tests (cargo test)"
+cargo test --workspace --locked >"$logdir/cargo-test.log" 2>&1
+cargo_rc=$?
+while read -r p f; do
+	passed=$((passed + p))
+	failed=$((failed + f))
+done < <(sed -n 's/^test result: [A-Za-z]*\. \([0-9]*\) passed; \([0-9]*\) failed.*/\1 \2/p' "$logdir/cargo-test.log")
+grep -E '^test .* FAILED$|panicked' "$logdir/cargo-test.log" >&2
+if [ $cargo_rc != 0 ] && ! grep -q '^test result: FAILED' "$logdir/cargo-test.log"; then
+	fail "cargo test (did not run: see $logdir/cargo-test.log)"
+	tail -n 30 "$logdir/cargo-test.log" >&2
+fi
+grep '^test result' "$logdir/cargo-test.log" | awk '{p+=$4; f+=$6} END {print "   host: " p " passed, " f " failed"}'
+
+say "style"
+step "rustfmt" rustfmt --check --edition 2021 --config-path "$OXT_ROOT/.rustfmt.toml" \
+	rust/*.rs rust/tests/*.rs tools/oxtrace/src/*.rs
+step "clippy" cargo clippy --workspace --all-targets --locked -- -D warnings
+step "logscan" "$OXT_ROOT/scripts/test-logscan.sh"
+
+say "module build (warnings are errors)"
+step "module build" "$OXT_ROOT/scripts/build.sh" module
+
+say "guest selftests"
+guest_log=$logdir/guest.log
+"$OXT_ROOT/scripts/vm.sh" --timeout "${CHECK_TIMEOUT:-1200}" -- /selftests/run_tests.sh 2>&1 | tee "$guest_log"
+vm_rc=${PIPESTATUS[0]}
+gp=$(grep -cE '^ok [0-9]+ ' "$guest_log")
+gs=$(grep -cE '^ok [0-9]+ .*# *SKIP' "$guest_log")
+gf=$(grep -cE '^not ok [0-9]+ ' "$guest_log")
+echo "   guest: $((gp - gs)) passed, $gf failed, $gs skipped"
+passed=$((passed + gp - gs))
+failed=$((failed + gf))
+skipped=$((skipped + gs))
+if [ "$vm_rc" != 0 ]; then
+	# a splat, a timeout, a dead guest or a failed rmmod is a failure of its own
+	[ "$gf" != 0 ] && [ "$vm_rc" = 1 ] || fail "guest run (vm.sh exit $vm_rc)"
+fi
+[ "$gp" -ge 10 ] || fail "guest ran only $gp tests"
+
+if [ ${#failures[@]} -gt 0 ]; then
+	echo "failed: ${failures[*]}" >&2
+fi
+if [ $skipped -gt 0 ]; then
+	echo "$passed passed, $failed failed, $skipped skipped"
+else
+	echo "$passed passed, $failed failed"
+fi
+[ $failed = 0 ]

@@ -1,0 +1,16 @@
+# Shared settings for oxtrace's scripts (sourced, not run).
+# shellcheck shell=bash
+
+OXT_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# The kernel build, initramfs pieces and KVM probe result live outside the repo.
+OXT_CACHE=${OXTRACE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/oxtrace}
+KRUSTC=${KRUSTC:-/usr/bin/rustc}
+KBINDGEN=${KBINDGEN:-${CARGO_HOME:-$HOME/.cargo}/bin/bindgen}
+# Everything the kernel and the module are built with.
+KMAKE_FLAGS=(LLVM=1 "RUSTC=$KRUSTC" "BINDGEN=$KBINDGEN")
+
+say() { echo "==> $*" >&2; }
+die() {
+	echo "error: $*" >&2
+	exit 1
+}

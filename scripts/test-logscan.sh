@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# The log scanner must flag every kind of splat and pass a clean boot log.
+set -uo pipefail
+scan=$(dirname "$0")/logscan.sh
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+bad=0
+
+cat >"$dir/clean" <<'LOG'
+[    0.000000] Linux version 6.12.117 (root@host) #1 SMP PREEMPT
+[    0.120000] Lock dependency validator: Copyright (c) 2006 Red Hat, Inc., Ingo Molnar
+[    0.130000] ... MAX_LOCKDEP_SUBCLASSES:  8
+[    2.900000] oxtrace: oxtrace 0.1.0 loaded: /dev/oxtrace, ABI 1.0
+LOG
+"$scan" "$dir/clean" >/dev/null || { echo "clean log flagged"; bad=1; }
+
+while IFS= read -r line; do
+	printf '[    1.000000] boot ok\n[    3.000000] %s\n' "$line" >"$dir/splat"
+	if "$scan" "$dir/splat" >/dev/null; then
+		echo "not flagged: $line"
+		bad=1
+	fi
+done <<'SPLATS'
+BUG: sleeping function called from invalid context at kernel/locking/mutex.c:585
+BUG: kernel NULL pointer dereference, address: 0000000000000000
+BUG: KASAN: slab-use-after-free in oxt_fop_ioctl+0x1c/0x30 [oxtrace]
+WARNING: CPU: 1 PID: 80 at rust/kernel/alloc/kbox.rs:100 oxtrace_init+0x10/0x20 [oxtrace]
+WARNING: possible circular locking dependency detected
+WARNING: possible recursive locking detected
+INFO: trying to register non-static key.
+watchdog: BUG: soft lockup - CPU#2 stuck for 22s! [device_test:91]
+NMI watchdog: Watchdog detected hard LOCKUP on cpu 3
+rcu: INFO: rcu_preempt detected stalls on CPUs/tasks:
+INFO: task insmod:77 blocked for more than 120 seconds.
+Oops: general protection fault, probably for non-canonical address 0xdead000000000100: 0000 [#1] PREEMPT SMP
+Kernel panic - not syncing: Fatal exception
+rust_kernel: panicked at rust/oxtrace_main.rs:10:5:
+kernel BUG at mm/slub.c:123!
+Call Trace:
+SPLATS
+exit $bad

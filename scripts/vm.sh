@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# Run a command as root in a fresh guest with oxtrace loaded.
+#
+#   scripts/vm.sh [--files DIR] [--timeout SEC] [--no-build] -- CMD...
+#
+# The guest is QEMU with 4 vCPUs (TCG; KVM only if a short probe boot works),
+# booting the cached test kernel with an initramfs of busybox, oxtrace.ko, the
+# tool (/usr/bin/oxtrace), the selftests (/selftests) and DIR (/extra).  CMD's
+# output is streamed; the exit status is CMD's.  The kernel log is scanned
+# afterwards and any splat fails the run (exit 120), as does a timeout (121) or
+# a guest that died before CMD finished (122).
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+files=
+timeout=${VM_TIMEOUT:-900}
+build=1
+while [ $# -gt 0 ]; do
+	case $1 in
+	--files) files=$2; shift 2 ;;
+	--timeout) timeout=$2; shift 2 ;;
+	--no-build) build=0; shift ;;
+	--) shift; break ;;
+	*) break ;;
+	esac
+done
+[ $# -gt 0 ] || die "usage: scripts/vm.sh [--files DIR] [--timeout SEC] -- CMD..."
+cmd="$*"
+
+export KDIR=${KDIR:-$("$OXT_ROOT/scripts/kernel.sh" "${KFLAVOR:-test}")}
+[ $build = 0 ] || "$OXT_ROOT/scripts/build.sh" all
+BUILD=$OXT_ROOT/build
+run=$BUILD/vm
+rm -rf "$run"
+mkdir -p "$run/root"/{bin,dev,proc,sys,tmp,usr/bin,lib/modules,selftests,extra}
+
+# initramfs
+root=$run/root
+cp /bin/busybox "$root/bin/busybox"
+cp "$OXT_ROOT/scripts/guest/init" "$root/init"
+chmod +x "$root/init"
+cp "$BUILD/oxtrace.ko" "$root/lib/modules/"
+cp "$BUILD/oxtrace" "$root/usr/bin/"
+cp -r "$BUILD/selftests/." "$root/selftests/"
+if [ -n "$files" ]; then
+	[ -d "$files" ] || die "VM_FILES=$files is not a directory"
+	cp -r "$files/." "$root/extra/"
+fi
+printf '%s\n' "$cmd" >"$root/cmd"
+(cd "$root" && find . | LC_ALL=C sort | cpio -o -H newc --quiet | gzip -1) >"$run/initramfs.gz"
+
+bzimage=$KDIR/arch/x86/boot/bzImage
+[ -f "$bzimage" ] || die "no bzImage in $KDIR"
+
+# KVM only where a short probe boot really works (PVM here hangs a stock kernel).
+accel=${OXT_ACCEL:-auto}
+if [ "$accel" = auto ]; then
+	accel=tcg
+	if [ -w /dev/kvm ]; then
+		probe=$OXT_CACHE/kvm-probe-$(sha256sum "$bzimage" | cut -c1-12)
+		if [ ! -f "$probe" ]; then
+			say "probing KVM (once per kernel)"
+			mkdir -p "$run/probe/bin"
+			cp /bin/busybox "$run/probe/bin/"
+			printf '#!/bin/busybox sh\n/bin/busybox echo OXTRACE-KVM-OK\n/bin/busybox reboot -f\n' >"$run/probe/init"
+			chmod +x "$run/probe/init"
+			(cd "$run/probe" && find . | cpio -o -H newc --quiet | gzip -1) >"$run/probe.gz"
+			if timeout 40 qemu-system-x86_64 -accel kvm -cpu host -smp 2 -m 512M \
+				-kernel "$bzimage" -initrd "$run/probe.gz" -append "console=ttyS0 panic=-1" \
+				-display none -monitor none -serial stdio -no-reboot </dev/null 2>/dev/null |
+				grep -q OXTRACE-KVM-OK; then
+				echo kvm >"$probe"
+			else
+				echo tcg >"$probe"
+			fi
+		fi
+		accel=$(cat "$probe")
+	fi
+fi
+case $accel in
+kvm) accel_args=(-accel kvm -cpu host) ;;
+tcg) accel_args=(-accel tcg,thread=multi -cpu max) ;;
+*) die "OXT_ACCEL must be auto, kvm or tcg" ;;
+esac
+
+: >"$run/console.log"
+: >"$run/out.log"
+: >"$run/dmesg.log"
+say "booting guest ($accel, 4 vCPUs): $cmd"
+timeout -k 10 "$timeout" qemu-system-x86_64 "${accel_args[@]}" -smp 4 -m 1G \
+	-kernel "$bzimage" -initrd "$run/initramfs.gz" \
+	-append "console=ttyS0 loglevel=6 panic=-1 log_buf_len=4M printk.devkmsg=on rdinit=/init" \
+	-display none -monitor none -no-reboot \
+	-serial file:"$run/console.log" -serial file:"$run/out.log" -serial file:"$run/dmesg.log" \
+	</dev/null >"$run/qemu.log" 2>&1 &
+qemu=$!
+# Stream the command's output while the guest runs.
+tail -n +1 -f --pid=$qemu "$run/out.log" 2>/dev/null | tr -d '\r' | grep -v '^OXTRACE-EXIT=' &
+streamer=$!
+set +e
+wait $qemu
+qrc=$?
+sleep 0.3
+kill $streamer 2>/dev/null
+wait $streamer 2>/dev/null
+set -e
+
+rc=$(tr -d '\r' <"$run/out.log" | sed -n 's/^OXTRACE-EXIT=//p' | tail -n 1)
+status=0
+if [ "$qrc" = 124 ] || [ "$qrc" = 137 ]; then
+	echo "vm: guest timed out after ${timeout}s (console: $run/console.log)" >&2
+	tail -n 30 "$run/console.log" | tr -d '\r' >&2
+	status=121
+elif [ -z "$rc" ]; then
+	echo "vm: guest died before the command finished (qemu exit $qrc; console: $run/console.log)" >&2
+	tail -n 40 "$run/console.log" | tr -d '\r' >&2
+	status=122
+fi
+if ! grep -q OXTRACE-DMESG-END "$run/dmesg.log" && [ $status = 0 ]; then
+	echo "vm: the guest's kernel log was not captured" >&2
+	status=122
+fi
+if ! "$OXT_ROOT/scripts/logscan.sh" "$run/console.log" "$run/dmesg.log" >"$run/splats.txt"; then
+	echo "vm: kernel log has splats:" >&2
+	cat "$run/splats.txt" >&2
+	[ $status != 0 ] || status=120
+fi
+if [ $status = 0 ]; then
+	status=$rc
+fi
+exit "$status"

@@ -1,0 +1,484 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * /dev/oxtrace: the device node, VERSION and STATUS, every error path of the
+ * ioctl ABI, capabilities, consumers' independence and lifetime, and module
+ * unload/reload while consumers come and go.
+ */
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <linux/capability.h>
+
+#include "oxt_test.h"
+#include "kselftest_harness.h"
+
+TEST(device_node)
+{
+	struct stat st;
+
+	ASSERT_EQ(0, stat(OXT_DEV, &st));
+	EXPECT_TRUE(S_ISCHR(st.st_mode));
+	EXPECT_EQ(0600, st.st_mode & 07777);
+	EXPECT_EQ(0, st.st_uid);
+	/* a misc device: major 10 */
+	EXPECT_EQ(10, major(st.st_rdev));
+	ASSERT_EQ(0, access("/sys/class/misc/" OXT_DEVICE_NAME, F_OK));
+}
+
+TEST(version)
+{
+	struct oxt_version v;
+	int fd = oxt_open();
+
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, oxt_version(fd, &v));
+	EXPECT_EQ(sizeof(v), v.size);
+	EXPECT_EQ(OXT_ABI_MAJOR, v.abi_major);
+	EXPECT_EQ(OXT_ABI_MINOR, v.abi_minor);
+	EXPECT_EQ(sysconf(_SC_NPROCESSORS_CONF), v.ncpus);
+	EXPECT_TRUE(v.features & OXT_FEAT_KPROBES);
+	EXPECT_NE(0, v.release[0]);
+	EXPECT_EQ(0, v.release[OXT_RELEASE_LEN - 1]);
+	for (int i = 0; i < 4; i++)
+		EXPECT_EQ(0, v.reserved[i]);
+	close(fd);
+}
+
+/* The PT feature bit says what the CPU says, nothing else. */
+TEST(version_pt_bit_matches_cpu)
+{
+	struct oxt_version v;
+	char line[4096];
+	bool pt = false;
+	FILE *f = fopen("/proc/cpuinfo", "r");
+	int fd = oxt_open();
+
+	ASSERT_NE(NULL, f);
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, "flags", 5) && strstr(line, " intel_pt"))
+			pt = true;
+	fclose(f);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, oxt_version(fd, &v));
+	EXPECT_EQ(pt, !!(v.features & OXT_FEAT_INTEL_PT));
+	close(fd);
+}
+
+/* Output fields are written by the kernel whatever user space left in them. */
+TEST(version_overwrites_output)
+{
+	struct oxt_version v;
+	int fd = oxt_open();
+
+	ASSERT_LE(0, fd);
+	memset(&v, 0xa5, sizeof(v));
+	v.size = sizeof(v);
+	memset(v.reserved, 0, sizeof(v.reserved));
+	ASSERT_EQ(0, ioctl(fd, OXT_IOC_VERSION, &v));
+	EXPECT_EQ(OXT_ABI_MAJOR, v.abi_major);
+	EXPECT_EQ(0, v.release[OXT_RELEASE_LEN - 1]);
+	close(fd);
+}
+
+TEST(status_fresh)
+{
+	struct oxt_status s1, s2;
+	int fd = oxt_open();
+
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, oxt_status(fd, &s1));
+	EXPECT_EQ(OXT_STATE_IDLE, s1.state);
+	EXPECT_NE(0, s1.consumer_id);
+	EXPECT_EQ(1, s1.nconsumers);
+	EXPECT_EQ(1, s1.live_consumers);
+	EXPECT_EQ(1, s1.ioctls);
+	EXPECT_NE(0, s1.opened_ns);
+	ASSERT_EQ(0, oxt_status(fd, &s2));
+	EXPECT_EQ(s1.consumer_id, s2.consumer_id);
+	EXPECT_EQ(2, s2.ioctls);
+	EXPECT_EQ(s1.opened_ns, s2.opened_ns);
+	close(fd);
+}
+
+TEST(unknown_command_enotty)
+{
+	int fd = oxt_open();
+	char buf[8] = { 0 };
+	struct termios t;
+
+	ASSERT_LE(0, fd);
+	EXPECT_EQ(-1, ioctl(fd, _IO(OXT_IOC_MAGIC, 0x7f)));
+	EXPECT_EQ(ENOTTY, errno);
+	/* the right number with another size is another command */
+	EXPECT_EQ(-1, ioctl(fd, _IOWR(OXT_IOC_MAGIC, 0x00, char[8]), buf));
+	EXPECT_EQ(ENOTTY, errno);
+	/* the right number with another direction too */
+	EXPECT_EQ(-1, ioctl(fd, _IOR(OXT_IOC_MAGIC, 0x01, struct oxt_status), buf));
+	EXPECT_EQ(ENOTTY, errno);
+	EXPECT_EQ(-1, tcgetattr(fd, &t));
+	EXPECT_EQ(ENOTTY, errno);
+	close(fd);
+}
+
+TEST(bad_pointer_efault)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	struct oxt_version *v;
+	char *map;
+	int fd = oxt_open();
+
+	ASSERT_LE(0, fd);
+	EXPECT_EQ(-1, ioctl(fd, OXT_IOC_VERSION, NULL));
+	EXPECT_EQ(EFAULT, errno);
+	EXPECT_EQ(-1, ioctl(fd, OXT_IOC_STATUS, (void *)1));
+	EXPECT_EQ(EFAULT, errno);
+	/* a kernel address */
+	EXPECT_EQ(-1, ioctl(fd, OXT_IOC_STATUS, (void *)0xffffffff81000000UL));
+	EXPECT_EQ(EFAULT, errno);
+
+	map = mmap(NULL, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, map);
+	/* a struct that runs off the end of its mapping */
+	ASSERT_EQ(0, mprotect(map + page, page, PROT_NONE));
+	v = (struct oxt_version *)(map + page - 16);
+	v->size = sizeof(*v);
+	EXPECT_EQ(-1, ioctl(fd, OXT_IOC_VERSION, v));
+	EXPECT_EQ(EFAULT, errno);
+	/* readable but not writable: the answer can't be written back */
+	v = (struct oxt_version *)map;
+	memset(v, 0, sizeof(*v));
+	v->size = sizeof(*v);
+	ASSERT_EQ(0, mprotect(map, page, PROT_READ));
+	EXPECT_EQ(-1, ioctl(fd, OXT_IOC_VERSION, v));
+	EXPECT_EQ(EFAULT, errno);
+	munmap(map, 2 * page);
+
+	/* and the consumer still works */
+	struct oxt_version ok;
+
+	EXPECT_EQ(0, oxt_version(fd, &ok));
+	close(fd);
+}
+
+TEST(wrong_size_einval)
+{
+	__u32 sizes[] = { 0, 4, sizeof(struct oxt_version) - 1, sizeof(struct oxt_version) + 8,
+			  0xffffffff };
+	struct oxt_version v;
+	struct oxt_status s;
+	int fd = oxt_open();
+
+	ASSERT_LE(0, fd);
+	for (unsigned int i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		memset(&v, 0, sizeof(v));
+		v.size = sizes[i];
+		EXPECT_EQ(-1, ioctl(fd, OXT_IOC_VERSION, &v));
+		EXPECT_EQ(EINVAL, errno);
+		/* nothing was written back */
+		EXPECT_EQ(0, v.abi_major);
+	}
+	memset(&s, 0, sizeof(s));
+	s.size = sizeof(struct oxt_version);
+	EXPECT_EQ(-1, ioctl(fd, OXT_IOC_STATUS, &s));
+	EXPECT_EQ(EINVAL, errno);
+	close(fd);
+}
+
+TEST(reserved_nonzero_einval)
+{
+	struct oxt_version v;
+	struct oxt_status s;
+	int fd = oxt_open();
+
+	ASSERT_LE(0, fd);
+	for (int i = 0; i < 4; i++) {
+		memset(&v, 0, sizeof(v));
+		v.size = sizeof(v);
+		v.reserved[i] = 1ULL << (i * 13);
+		EXPECT_EQ(-1, ioctl(fd, OXT_IOC_VERSION, &v));
+		EXPECT_EQ(EINVAL, errno);
+	}
+	for (int i = 0; i < 8; i++) {
+		memset(&s, 0, sizeof(s));
+		s.size = sizeof(s);
+		s.reserved[i] = ~0ULL;
+		EXPECT_EQ(-1, ioctl(fd, OXT_IOC_STATUS, &s));
+		EXPECT_EQ(EINVAL, errno);
+	}
+	close(fd);
+}
+
+/* Keep uid 0 (so the 0600 node is accessible) but drop the given capabilities. */
+static int drop_caps(const int *caps, int n)
+{
+	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct data[2];
+
+	if (syscall(SYS_capget, &hdr, data))
+		return -1;
+	for (int i = 0; i < n; i++) {
+		data[caps[i] / 32].effective &= ~(1U << (caps[i] % 32));
+		data[caps[i] / 32].permitted &= ~(1U << (caps[i] % 32));
+		data[caps[i] / 32].inheritable &= ~(1U << (caps[i] % 32));
+	}
+	return syscall(SYS_capset, &hdr, data);
+}
+
+/* Runs open() in a child with `caps` dropped; returns 0 or the errno. */
+static int open_without(const int *caps, int n)
+{
+	int status;
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		int fd;
+
+		if (drop_caps(caps, n))
+			_exit(200);
+		fd = oxt_open();
+		_exit(fd < 0 ? errno : 0);
+	}
+	if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+		return -1;
+	return WEXITSTATUS(status);
+}
+
+TEST(no_capability_eperm)
+{
+	int both[] = { CAP_SYS_ADMIN, CAP_PERFMON };
+	int admin[] = { CAP_SYS_ADMIN };
+	int perfmon[] = { CAP_PERFMON };
+
+	EXPECT_EQ(EPERM, open_without(both, 2));
+	/* either one is enough */
+	EXPECT_EQ(0, open_without(admin, 1));
+	EXPECT_EQ(0, open_without(perfmon, 1));
+}
+
+TEST(rmmod_while_open_fails)
+{
+	struct oxt_version v;
+	char line[256];
+	bool listed = false;
+	FILE *f;
+	int fd = oxt_open();
+
+	ASSERT_LE(0, fd);
+	/* the kernel refuses to unload a module in use: EWOULDBLOCK ("in use") */
+	EXPECT_EQ(-1, syscall(SYS_delete_module, "oxtrace", O_NONBLOCK));
+	EXPECT_EQ(EWOULDBLOCK, errno);
+	f = fopen("/proc/modules", "r");
+	ASSERT_NE(NULL, f);
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, "oxtrace ", 8))
+			listed = strstr(line, " Live ") != NULL;
+	fclose(f);
+	EXPECT_TRUE(listed);
+	EXPECT_EQ(0, oxt_version(fd, &v));
+	close(fd);
+}
+
+TEST(open_close_1000_no_leak)
+{
+	struct oxt_status s;
+	__u64 last = 0;
+
+	for (int i = 0; i < 1000; i++) {
+		int fd = oxt_open();
+
+		ASSERT_LE(0, fd);
+		ASSERT_EQ(0, oxt_status(fd, &s));
+		ASSERT_LT(last, s.consumer_id);
+		last = s.consumer_id;
+		ASSERT_EQ(0, close(fd));
+	}
+	int fd = oxt_open();
+
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, oxt_status(fd, &s));
+	EXPECT_EQ(1, s.nconsumers);
+	EXPECT_EQ(1, s.live_consumers);
+	close(fd);
+}
+
+TEST(two_consumers_independent)
+{
+	struct oxt_status a, b;
+	int fa = oxt_open(), fb = oxt_open();
+
+	ASSERT_LE(0, fa);
+	ASSERT_LE(0, fb);
+	for (int i = 0; i < 3; i++)
+		ASSERT_EQ(0, oxt_status(fa, &a));
+	ASSERT_EQ(0, oxt_status(fb, &b));
+	EXPECT_NE(a.consumer_id, b.consumer_id);
+	EXPECT_EQ(3, a.ioctls);
+	EXPECT_EQ(1, b.ioctls);
+	EXPECT_EQ(2, b.nconsumers);
+	ASSERT_EQ(0, close(fa));
+	ASSERT_EQ(0, oxt_status(fb, &b));
+	EXPECT_EQ(2, b.ioctls);
+	EXPECT_EQ(1, b.nconsumers);
+	close(fb);
+}
+
+#define NTHREADS 8
+#define NCALLS 2000
+
+struct worker {
+	int shared_fd;
+	int cpu;
+	int errors;
+};
+
+static void *hammer(void *arg)
+{
+	struct worker *w = arg;
+	struct oxt_version v;
+	struct oxt_status s;
+	cpu_set_t set;
+	int own = oxt_open();
+
+	CPU_ZERO(&set);
+	CPU_SET(w->cpu, &set);
+	sched_setaffinity(0, sizeof(set), &set);
+	if (own < 0) {
+		w->errors++;
+		return NULL;
+	}
+	for (int i = 0; i < NCALLS; i++) {
+		if (oxt_status(w->shared_fd, &s) || oxt_version(own, &v))
+			w->errors++;
+	}
+	if (oxt_status(own, &s) || s.ioctls != NCALLS + 1)
+		w->errors++;
+	close(own);
+	return NULL;
+}
+
+/* ioctls from every CPU at once, on a shared consumer and on private ones. */
+TEST(concurrent_ioctls_all_cpus)
+{
+	pthread_t th[NTHREADS];
+	struct worker w[NTHREADS];
+	struct oxt_status s;
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	int fd = oxt_open();
+
+	ASSERT_LE(0, fd);
+	for (int i = 0; i < NTHREADS; i++) {
+		w[i] = (struct worker){ .shared_fd = fd, .cpu = i % ncpu };
+		ASSERT_EQ(0, pthread_create(&th[i], NULL, hammer, &w[i]));
+	}
+	for (int i = 0; i < NTHREADS; i++) {
+		pthread_join(th[i], NULL);
+		EXPECT_EQ(0, w[i].errors);
+	}
+	ASSERT_EQ(0, oxt_status(fd, &s));
+	EXPECT_EQ(NTHREADS * NCALLS + 1, s.ioctls);
+	EXPECT_EQ(1, s.nconsumers);
+	close(fd);
+}
+
+/* A consumer whose process is killed mid-ioctl-storm is released exactly once. */
+TEST(killed_consumer_released)
+{
+	struct oxt_status s;
+	int status, fd;
+	pid_t pid = fork();
+
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		int cfd = oxt_open();
+		struct oxt_status cs;
+
+		for (;;)
+			oxt_status(cfd, &cs);
+	}
+	usleep(200 * 1000);
+	ASSERT_EQ(0, kill(pid, SIGKILL));
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFSIGNALED(status));
+	fd = oxt_open();
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, oxt_status(fd, &s));
+	EXPECT_EQ(1, s.nconsumers);
+	EXPECT_EQ(1, s.live_consumers);
+	close(fd);
+}
+
+/* A consumer shared across fork lives until its last file reference goes. */
+TEST(fork_shares_consumer)
+{
+	struct oxt_status s, p;
+	int status;
+	int fd = oxt_open();
+
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, oxt_status(fd, &p));
+	pid_t pid = fork();
+
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		struct oxt_status c;
+
+		usleep(100 * 1000); /* the parent closes its copy meanwhile */
+		if (oxt_status(fd, &c) || c.consumer_id != p.consumer_id || c.nconsumers != 1)
+			_exit(1);
+		_exit(0);
+	}
+	close(fd);
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+	fd = oxt_open();
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, oxt_status(fd, &s));
+	EXPECT_EQ(1, s.live_consumers);
+	close(fd);
+}
+
+static int load_module(void)
+{
+	int fd = open(OXT_KO, O_RDONLY | O_CLOEXEC);
+	int ret;
+
+	if (fd < 0)
+		return -errno;
+	ret = syscall(SYS_finit_module, fd, "", 0) ? -errno : 0;
+	close(fd);
+	return ret;
+}
+
+/* Last: unloads and reloads the module (and leaves it loaded). */
+TEST(unload_reload_cycles)
+{
+	struct oxt_version v;
+	struct stat st;
+
+	for (int i = 0; i < 3; i++) {
+		int fd;
+
+		ASSERT_EQ(0, syscall(SYS_delete_module, "oxtrace", O_NONBLOCK)) {
+			TH_LOG("rmmod: %s", strerror(errno));
+		}
+		EXPECT_EQ(-1, stat(OXT_DEV, &st));
+		EXPECT_EQ(ENOENT, errno);
+		EXPECT_EQ(-1, oxt_open());
+		ASSERT_EQ(0, load_module());
+		fd = oxt_open();
+		ASSERT_LE(0, fd);
+		EXPECT_EQ(0, oxt_version(fd, &v));
+		close(fd);
+	}
+	/* loading twice is refused and harmless */
+	EXPECT_EQ(-EEXIST, load_module());
+}
+
+TEST_HARNESS_MAIN

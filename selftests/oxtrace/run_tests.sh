@@ -1,0 +1,10 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+# Runs every oxtrace selftest in the guest; each prints TAP.
+cd "$(dirname "$0")" || exit 1
+rc=0
+for t in ./device_test ./tool_test.sh; do
+	echo "# selftest: $t"
+	"$t" || rc=1
+done
+exit $rc

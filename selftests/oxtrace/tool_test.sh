@@ -1,0 +1,30 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+# The oxtrace tool against the module: TAP.
+n=0
+fails=0
+check() { # description, then a command that must succeed
+	desc=$1
+	shift
+	n=$((n + 1))
+	if out=$("$@" 2>&1); then
+		echo "ok $n $desc"
+	else
+		echo "not ok $n $desc"
+		echo "$out" | sed 's/^/# /'
+		fails=$((fails + 1))
+	fi
+}
+echo "TAP version 13"
+echo "1..6"
+check "version talks to the module" sh -c 'oxtrace version | grep -q "^ABI *1\.0 (tool 1\.0)"'
+check "version --json" sh -c 'oxtrace version --json | grep -q "\"abi\":\"1.0\""'
+check "status shows an idle consumer" sh -c 'oxtrace status | grep -q "^state *idle"'
+check "status --json" sh -c 'oxtrace status --json | grep -q "\"consumers_open\":1"'
+check "missing device: clear error, exit 1" sh -c \
+	'! oxtrace --device /dev/nonexistent status 2>/tmp/err && grep -q "is the oxtrace module loaded" /tmp/err'
+check "not permitted: clear error" sh -c \
+	'mknod -m 0666 /tmp/oxt c 10 $(sed -n "s/ oxtrace$//p" /proc/misc) &&
+	 ! setpriv --reuid=65534 --regid=65534 --clear-groups oxtrace --device /tmp/oxt status 2>/tmp/err &&
+	 grep -q "CAP_PERFMON or CAP_SYS_ADMIN" /tmp/err'
+exit $((fails > 0))
