@@ -1,9 +1,7 @@
 //! oxtrace: the command-line tool that drives the oxtrace kernel module.
 
-mod device;
-
 use clap::{Parser, Subcommand};
-use device::Device;
+use oxtrace::device::{self, Device};
 use oxtrace_core::abi;
 use std::path::PathBuf;
 use std::process::ExitCode;
