@@ -1,5 +1,4 @@
 //! oxtrace: the command-line tool that drives the oxtrace kernel module.
-
 use clap::{Parser, Subcommand};
 use oxtrace::device::{self, Device};
 use oxtrace_core::abi;
