@@ -31,9 +31,11 @@ run:
 check:
 	@scripts/check.sh
 
+# CMD and VM_FILES reach the script through the environment: no quoting issues.
+export CMD VM_FILES
 vm:
-	@test -n "$(CMD)" || { echo "usage: make vm CMD='...' [VM_FILES=dir]" >&2; exit 2; }
-	@scripts/vm.sh $(if $(VM_FILES),--files "$(VM_FILES)") -- '$(subst ','\'',$(CMD))'
+	@if [ -z "$$CMD" ]; then echo "usage: make vm CMD='...' [VM_FILES=dir]" >&2; exit 2; fi
+	@scripts/vm.sh $${VM_FILES:+--files "$$VM_FILES"} -- "$$CMD"
 
 clean:
 	rm -rf build target

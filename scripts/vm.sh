@@ -94,15 +94,14 @@ timeout -k 10 "$timeout" qemu-system-x86_64 "${accel_args[@]}" -smp 4 -m 1G \
 	-serial file:"$run/console.log" -serial file:"$run/out.log" -serial file:"$run/dmesg.log" \
 	</dev/null >"$run/qemu.log" 2>&1 &
 qemu=$!
-# Stream the command's output while the guest runs.
-tail -n +1 -f --pid=$qemu "$run/out.log" 2>/dev/null | tr -d '\r' | grep -v '^OXTRACE-EXIT=' &
+# Stream the command's output while the guest runs; tail ends with qemu.
+tail -n +1 -s 0.2 -f --pid=$qemu "$run/out.log" 2>/dev/null |
+	sed -u -e 's/\r$//' -e '/^OXTRACE-EXIT=/d' &
 streamer=$!
 set +e
 wait $qemu
 qrc=$?
-sleep 0.3
-kill $streamer 2>/dev/null
-wait $streamer 2>/dev/null
+wait $streamer
 set -e
 
 rc=$(tr -d '\r' <"$run/out.log" | sed -n 's/^OXTRACE-EXIT=//p' | tail -n 1)
