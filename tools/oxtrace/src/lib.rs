@@ -2,3 +2,4 @@
 //! and shared by the subcommands.
 
 pub mod device;
+pub mod probes;

@@ -1,0 +1,178 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Principal-buffer records: the framing the probe context writes into a CPU's active buffer
+//! and the tool parses from a snapshot.
+//!
+//! Each record is 8-byte aligned and starts with a [`Header`] of [`HDR_LEN`] bytes, all
+//! little-endian: `size` (whole record, padded to 8), `kind`, `probe` (the program's probe
+//! index), `id` (format or aggregation id), `timestamp` (ns). The payload follows. A writer
+//! never splits a record: one that doesn't fit is not written at all (the caller counts a drop).
+
+/// Bytes of a record header.
+pub const HDR_LEN: usize = 24;
+
+/// Record kind of a runtime error (the action kinds are small numbers, see `action`).
+pub const KIND_ERROR: u32 = 0x100;
+
+/// A record header.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Header {
+    /// Whole record in bytes, header and padding included; a multiple of 8.
+    pub size: u32,
+    /// What produced the record.
+    pub kind: u32,
+    /// Index of the probe that fired, in the loaded program.
+    pub probe: u32,
+    /// Format, aggregation or fault id; 0 when unused.
+    pub id: u32,
+    /// When the probe fired, in ns.
+    pub timestamp: u64,
+}
+
+/// Size of a record carrying `data_len` bytes of payload, or `None` if it can't be framed.
+pub fn record_len(data_len: usize) -> Option<usize> {
+    let n = HDR_LEN.checked_add(data_len)?.checked_add(7)? & !7;
+    if n > u32::MAX as usize {
+        return None;
+    }
+    Some(n)
+}
+
+/// Appends a record at `*off` in `buf`; advances `*off`. Returns false, changing nothing, if
+/// the record does not fit.
+pub fn write(
+    buf: &mut [u8],
+    off: &mut usize,
+    kind: u32,
+    probe: u32,
+    id: u32,
+    timestamp: u64,
+    data: &[u8],
+) -> bool {
+    let Some(len) = record_len(data.len()) else {
+        return false;
+    };
+    let start = *off;
+    let Some(end) = start.checked_add(len) else {
+        return false;
+    };
+    let Some(rec) = buf.get_mut(start..end) else {
+        return false;
+    };
+    rec[0..4].copy_from_slice(&(len as u32).to_le_bytes());
+    rec[4..8].copy_from_slice(&kind.to_le_bytes());
+    rec[8..12].copy_from_slice(&probe.to_le_bytes());
+    rec[12..16].copy_from_slice(&id.to_le_bytes());
+    rec[16..24].copy_from_slice(&timestamp.to_le_bytes());
+    rec[HDR_LEN..HDR_LEN + data.len()].copy_from_slice(data);
+    rec[HDR_LEN + data.len()..].fill(0);
+    *off = end;
+    true
+}
+
+/// A record read back from a buffer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Rec<'a> {
+    /// Its header.
+    pub hdr: Header,
+    /// Its payload, padding included.
+    pub data: &'a [u8],
+}
+
+/// Why a buffer could not be parsed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Malformed {
+    /// Byte offset of the bad record.
+    pub offset: usize,
+}
+
+/// Iterates over the records of a filled buffer; stops at the first malformed one.
+#[derive(Clone, Debug)]
+pub struct Reader<'a> {
+    buf: &'a [u8],
+    off: usize,
+}
+
+impl<'a> Reader<'a> {
+    /// Reads `buf`, which holds whole records only.
+    pub fn new(buf: &'a [u8]) -> Self {
+        Self { buf, off: 0 }
+    }
+}
+
+fn le32(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
+}
+
+impl<'a> Iterator for Reader<'a> {
+    type Item = Result<Rec<'a>, Malformed>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let rest = self.buf.get(self.off..)?;
+        if rest.is_empty() {
+            return None;
+        }
+        let bad = Malformed { offset: self.off };
+        if rest.len() < HDR_LEN {
+            self.off = self.buf.len();
+            return Some(Err(bad));
+        }
+        let size = le32(rest, 0) as usize;
+        if size < HDR_LEN || size % 8 != 0 || size > rest.len() {
+            self.off = self.buf.len();
+            return Some(Err(bad));
+        }
+        let mut ts = [0u8; 8];
+        ts.copy_from_slice(&rest[16..24]);
+        let hdr = Header {
+            size: size as u32,
+            kind: le32(rest, 4),
+            probe: le32(rest, 8),
+            id: le32(rest, 12),
+            timestamp: u64::from_le_bytes(ts),
+        };
+        self.off += size;
+        Some(Ok(Rec {
+            hdr,
+            data: &rest[HDR_LEN..size],
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip_and_exact_fit() {
+        let mut buf = [0u8; 80];
+        let mut off = 0;
+        assert!(write(&mut buf, &mut off, 1, 2, 3, 4, b"hello"));
+        assert_eq!(off, 32);
+        assert!(write(&mut buf, &mut off, 5, 6, 7, 8, &[9; 24]));
+        assert_eq!(off, 80);
+        // full: nothing changes
+        assert!(!write(&mut buf, &mut off, 1, 1, 1, 1, &[]));
+        assert_eq!(off, 80);
+        let recs: Vec<_> = Reader::new(&buf[..off]).collect();
+        assert_eq!(recs.len(), 2);
+        let r = recs[0].unwrap();
+        assert_eq!(
+            (r.hdr.kind, r.hdr.probe, r.hdr.id, r.hdr.timestamp),
+            (1, 2, 3, 4)
+        );
+        assert_eq!(&r.data[..5], b"hello");
+        assert_eq!(recs[1].unwrap().data, &[9; 24]);
+    }
+
+    #[test]
+    fn malformed_sizes_stop_the_reader() {
+        for size in [0u32, 8, 25, 1 << 20] {
+            let mut buf = [0u8; 48];
+            buf[0..4].copy_from_slice(&size.to_le_bytes());
+            let mut r = Reader::new(&buf);
+            assert_eq!(r.next(), Some(Err(Malformed { offset: 0 })));
+            assert_eq!(r.next(), None);
+        }
+    }
+}
