@@ -49,7 +49,10 @@ fn entry_rule_violations_are_rejected() {
     }
     assert_eq!(Entry::decode(1u64 << 52, W), Err(EntryError::AddressWidth));
     let w36 = PhysWidth::new(36).unwrap();
-    assert_eq!(Entry::decode(1u64 << 36, w36), Err(EntryError::AddressWidth));
+    assert_eq!(
+        Entry::decode(1u64 << 36, w36),
+        Err(EntryError::AddressWidth)
+    );
     assert_eq!(Entry::decode((1u64 << 36) - 4096, w36).map(|_| ()), Ok(()));
     assert_eq!(
         Entry::decode(0x5000 | ENTRY_END | ENTRY_STOP, W),
@@ -92,8 +95,14 @@ fn entry_rule_violations_are_rejected() {
         }),
         Err(EntryError::Misaligned)
     );
-    assert_eq!(bad(Entry::End { table: 0x1800 }), Err(EntryError::Misaligned));
-    assert_eq!(bad(Entry::End { table: 1 << 52 }), Err(EntryError::AddressWidth));
+    assert_eq!(
+        bad(Entry::End { table: 0x1800 }),
+        Err(EntryError::Misaligned)
+    );
+    assert_eq!(
+        bad(Entry::End { table: 1 << 52 }),
+        Err(EntryError::AddressWidth)
+    );
     assert_eq!(PhysWidth::new(31), None);
     assert_eq!(PhysWidth::new(53), None);
 }
@@ -269,7 +278,11 @@ fn builder_rejects_every_rule_violation() {
 #[test]
 fn layout_of_three_tables_ring_and_stop() {
     let orders = [0u8, 1, 0, 2, 0, 0, 1];
-    for mode in [Mode::Ring, Mode::Stop { int: true }, Mode::Stop { int: false }] {
+    for mode in [
+        Mode::Ring,
+        Mode::Stop { int: true },
+        Mode::Stop { int: false },
+    ] {
         let s = setup(&orders, 3, mode, 7);
         assert_eq!(s.layout.tables(), 3);
         assert_eq!(s.layout.slices(), 7);
@@ -331,7 +344,10 @@ fn full_tables_hold_511_outputs() {
     let s = setup(&orders, MAX_OUTPUTS_PER_TABLE, Mode::Ring, 3);
     assert_eq!(s.layout.tables(), 3);
     assert_eq!(s.mem.tables[0][511], s.mem.table_phys[1] | ENTRY_END);
-    assert_eq!(s.mem.tables[2][1200 - 1022], s.mem.table_phys[0] | ENTRY_END);
+    assert_eq!(
+        s.mem.tables[2][1200 - 1022],
+        s.mem.table_phys[0] | ENTRY_END
+    );
     assert_eq!(check_sdm_rules(&s.mem, s.mem.table_phys[0], 52), 1200);
 }
 

@@ -257,7 +257,10 @@ fn single_entry_ring() {
     let mut e = OutputEngine::new(&layout, &cfg);
     e.enable(&mem).unwrap();
     assert_eq!(e.write(&mut mem, &data[..9000]), 8192);
-    assert_eq!(e.error(), Some(WalkError::SingleEntryRule { table: 0x1000 }));
+    assert_eq!(
+        e.error(),
+        Some(WalkError::SingleEntryRule { table: 0x1000 })
+    );
     assert_eq!(e.bytes_lost(), 9000 - 8192);
 }
 
@@ -269,7 +272,9 @@ fn raw_mem(t0: &[u64], t1: &[u64]) -> ModelMem {
     ModelMem {
         tables,
         table_phys: vec![0x1000, 0x2000],
-        regions: (0..4).map(|i| (0x10_0000 + i * 0x10_0000, vec![0; 4096])).collect(),
+        regions: (0..4)
+            .map(|i| (0x10_0000 + i * 0x10_0000, vec![0; 4096]))
+            .collect(),
     }
 }
 
@@ -298,9 +303,15 @@ fn malformed_tables_are_operational_errors() {
     r.unwrap();
     assert_eq!(e.write(&mut mem, &[1; 5000]), 4096);
     assert_eq!(e.error(), Some(WalkError::EndInEntryZero { table: 0x2000 }));
-    assert_eq!((e.bytes_lost(), e.status() & RTIT_STATUS_ERROR), (904, RTIT_STATUS_ERROR));
+    assert_eq!(
+        (e.bytes_lost(), e.status() & RTIT_STATUS_ERROR),
+        (904, RTIT_STATUS_ERROR)
+    );
     assert_eq!(e.write(&mut mem, &[1; 10]), 0);
-    assert_eq!(e.enable(&mem), Err(WalkError::EndInEntryZero { table: 0x2000 }));
+    assert_eq!(
+        e.enable(&mem),
+        Err(WalkError::EndInEntryZero { table: 0x2000 })
+    );
 
     // STOP or INT on an END entry.
     for bad in [ENTRY_STOP, ENTRY_INT] {
@@ -371,7 +382,12 @@ fn malformed_tables_are_operational_errors() {
     );
     // ... which is the legal state after a ToPA stop.
     let cfg = Config::new(PhysWidth::ARCH_MAX);
-    let mut e = OutputEngine::with_regs(&cfg, 0x1000, OutputRegs::new(0x1000, 0, 4096), RTIT_STATUS_STOPPED);
+    let mut e = OutputEngine::with_regs(
+        &cfg,
+        0x1000,
+        OutputRegs::new(0x1000, 0, 4096),
+        RTIT_STATUS_STOPPED,
+    );
     assert_eq!(e.enable(&mem), Ok(()));
     assert!(e.is_stopped());
 
@@ -401,9 +417,15 @@ fn position_of_registers_left_on_an_end_entry() {
     let s = setup(&[0, 0, 0], 2, Mode::Ring, 11);
     let p = &s.mem.table_phys;
     // Index 2 of table 0 is its END entry: equivalent to the end of slice 1.
-    assert_eq!(s.layout.position(&s.mem, OutputRegs::new(p[0], 2, 0)), Ok(8192));
+    assert_eq!(
+        s.layout.position(&s.mem, OutputRegs::new(p[0], 2, 0)),
+        Ok(8192)
+    );
     // Index 1 of table 1 is the END back to the start: position 0 of the ring.
-    assert_eq!(s.layout.position(&s.mem, OutputRegs::new(p[1], 1, 0)), Ok(0));
+    assert_eq!(
+        s.layout.position(&s.mem, OutputRegs::new(p[1], 1, 0)),
+        Ok(0)
+    );
     assert_eq!(
         s.layout.position(&s.mem, OutputRegs::new(p[1], 5, 0)),
         Err(WalkError::NotInLayout)

@@ -15,10 +15,13 @@ pub struct ModelMem {
 
 impl ModelMem {
     fn region(&self, phys: u64, len: usize) -> Option<(usize, usize)> {
-        self.regions.iter().enumerate().find_map(|(i, (base, data))| {
-            let off = phys.checked_sub(*base)? as usize;
-            (off + len <= data.len()).then_some((i, off))
-        })
+        self.regions
+            .iter()
+            .enumerate()
+            .find_map(|(i, (base, data))| {
+                let off = phys.checked_sub(*base)? as usize;
+                (off + len <= data.len()).then_some((i, off))
+            })
     }
 
     /// The bytes of the region at `base`.
@@ -29,7 +32,7 @@ impl ModelMem {
 
 impl PhysMem for ModelMem {
     fn read_entry(&self, phys: u64) -> Result<u64, MemFault> {
-        if phys % 8 != 0 {
+        if phys & 7 != 0 {
             return Err(MemFault);
         }
         for (t, &base) in self.table_phys.iter().enumerate() {
