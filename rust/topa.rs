@@ -524,18 +524,23 @@ pub fn build(
         };
     }
 
-    // Everything is valid: write.
+    // Everything is valid: write. Plain indices rather than `chunks()`: objtool rejects the
+    // code core's `Chunks` iterator compiles to in the kernel.
     let last_slice = slices.len() - 1;
-    for (t, (page, chunk)) in tables.iter_mut().zip(slices.chunks(per)).enumerate() {
+    let mut next_slice = 0;
+    for t in 0..needed {
+        let page = &mut tables[t];
+        let end = (next_slice + per).min(slices.len());
         let mut i = 0;
-        for (k, slice) in chunk.iter().enumerate() {
-            let last = t * per + k == last_slice;
+        while next_slice < end {
+            let slice = &slices[next_slice];
             let (int, stop) = match mode {
-                Mode::Stop { int } if last => (int, true),
+                Mode::Stop { int } if next_slice == last_slice => (int, true),
                 _ => (false, false),
             };
             page[i] = raw_output(slice.phys, slice.order, int, stop);
             i += 1;
+            next_slice += 1;
         }
         let is_last_table = t + 1 == needed;
         let next = if is_last_table {
