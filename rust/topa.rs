@@ -101,8 +101,11 @@ pub const MASK_PTRS_OFFSET_SHIFT: u32 = 32;
 pub const MAX_TABLE_INDEX: u64 = MASK_PTRS_INDEX_MASK >> MASK_PTRS_INDEX_SHIFT;
 
 /// Bytes in the region of Size field value `order` (`4 KiB << order`).
+///
+/// Only the low 4 bits of `order` count, as in the 4-bit Size field; the builder rejects
+/// larger orders before sizing anything.
 pub const fn region_size(order: u8) -> u64 {
-    TABLE_BYTES << order
+    TABLE_BYTES << (order & 0xf)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -298,7 +301,7 @@ pub struct Slice {
 }
 
 impl Slice {
-    /// Bytes in the slice (meaningful when `order <= MAX_SIZE_ORDER`).
+    /// Bytes in the slice (meaningful when `order <= MAX_SIZE_ORDER`, see [`region_size`]).
     pub const fn size(&self) -> u64 {
         region_size(self.order)
     }

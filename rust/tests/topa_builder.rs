@@ -36,6 +36,7 @@ fn entry_encodings_follow_the_sdm() {
     assert_eq!(Entry::End { table: 0xabc000 }.encode(W), Ok(0xabc001));
     assert_eq!(region_size(0), 4096);
     assert_eq!(region_size(15), 128 << 20);
+    assert_eq!(region_size(255), 128 << 20);
 }
 
 #[test]
