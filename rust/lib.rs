@@ -10,3 +10,4 @@
 
 pub mod abi;
 pub mod buffer;
+pub mod topa;
