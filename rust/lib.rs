@@ -9,3 +9,5 @@
 #![cfg_attr(not(test), no_std)]
 
 pub mod abi;
+pub mod action;
+pub mod program;
