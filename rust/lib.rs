@@ -9,5 +9,7 @@
 #![cfg_attr(not(test), no_std)]
 
 pub mod abi;
+pub mod action;
 pub mod buffer;
+pub mod program;
 pub mod topa;

@@ -10,6 +10,8 @@ use kernel::prelude::*;
 
 // Pure logic, also compiled by the host crate (`lib.rs`).
 pub mod abi;
+pub mod action;
+pub mod program;
 pub mod topa;
 
 // Kernel glue.

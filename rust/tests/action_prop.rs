@@ -1,0 +1,172 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Property tests: random bytecode never panics the verifier or the interpreter; verified
+//! programs never reach an instruction the verifier should have rejected and always stop.
+
+mod action_support;
+
+use action_support::*;
+use oxtrace_core::action::*;
+use proptest::prelude::*;
+
+/// Instruction fields biased towards small, mostly valid values.
+fn field() -> impl Strategy<Value = u8> {
+    prop_oneof![4 => Just(0u8), 6 => 0u8..16, 1 => any::<u8>()]
+}
+
+fn imm() -> impl Strategy<Value = u32> {
+    prop_oneof![4 => Just(0u32), 6 => 0u32..24, 1 => any::<u32>(), 1 => Just(8), 1 => Just(32)]
+}
+
+fn word() -> impl Strategy<Value = u64> {
+    (0u8..NOPS + 3, field(), field(), field(), imm()).prop_map(|(op, rd, r1, r2, imm)| {
+        Insn {
+            op,
+            rd,
+            r1,
+            r2,
+            imm,
+        }
+        .encode()
+    })
+}
+
+fn program() -> impl Strategy<Value = Vec<u64>> {
+    (prop::collection::vec(word(), 0..48), any::<bool>()).prop_map(|(mut v, end)| {
+        if end {
+            v.push(insn(Op::Ret, 0, 1, 0, 0));
+        }
+        v
+    })
+}
+
+/// A random program whose rejected instructions were replaced by `nop` until it verifies
+/// (the end is fixed with a `ret`): rich in valid, randomly shaped instructions.
+fn repaired() -> impl Strategy<Value = Vec<u64>> {
+    prop::collection::vec(word(), 1..48).prop_map(|mut p| {
+        p.push(insn(Op::Ret, 0, 1, 0, 0));
+        let d = TDict::default();
+        while let Err(e) = check(&p, &d) {
+            let i = (e.index as usize).min(p.len() - 1);
+            if i == p.len() - 1 && e.reason == Reason::NoReturn {
+                p.push(insn(Op::Ret, 0, 0, 0, 0));
+            } else {
+                p[i] = insn(Op::Nop, 0, 0, 0, 0);
+            }
+        }
+        p
+    })
+}
+
+fn any_program() -> impl Strategy<Value = Vec<u64>> {
+    prop_oneof![program(), repaired()]
+}
+
+fn rich_env() -> TEnv {
+    let mut env = TEnv::default();
+    // Make register values that look like addresses readable sometimes.
+    env.mem.push((0, vec![7u8; 64]));
+    env
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 4096, ..ProptestConfig::default() })]
+
+    #[test]
+    fn verifier_and_interpreter_never_panic(p in any_program(), strsize in 1u32..64) {
+        let dict = TDict { strsize, ..TDict::default() };
+        let bytes = code_bytes(&p);
+        let code = Code::new(&bytes).unwrap();
+        match verify(code, &dict, LIMIT) {
+            Ok(v) => {
+                // The only way to run code is through a `Verified`, which only `verify`
+                // makes: rejected programs cannot run at all.
+                let mut scratch =
+                    vec![0u8; scratch_size(dict.nlocals, dict.strsize, v.string_allocs())];
+                let mut vm = Vm::new(&mut scratch, dict.nlocals, dict.strsize).unwrap();
+                let mut env = rich_env();
+                vm.begin_clause();
+                match vm.run(&v, &dict, &mut env) {
+                    Ok(_) => {}
+                    Err(f) => {
+                        // Verified code never meets an invalid instruction or runs short of
+                        // the scratch the verifier sized.
+                        prop_assert_ne!(f.kind, FaultKind::Invalid);
+                        prop_assert_ne!(f.kind, FaultKind::ScratchExhausted);
+                        prop_assert!((f.pc as usize) < p.len());
+                    }
+                }
+                // Each instruction runs at most once: emitted records are bounded by length.
+                prop_assert!(env.records.len() <= p.len());
+            }
+            Err(e) => {
+                prop_assert!((e.index as usize) <= p.len().max(1));
+            }
+        }
+    }
+
+    #[test]
+    fn verifier_never_panics_on_any_bytes(b in prop::collection::vec(any::<u8>(), 0..400)) {
+        if let Ok(code) = Code::new(&b) {
+            let _ = verify(code, &TDict::default(), LIMIT);
+        }
+    }
+
+    #[test]
+    fn verifier_error_index_points_at_the_breaking_instruction(
+        p in prop::collection::vec(word(), 1..32),
+        bad in 0usize..32,
+    ) {
+        // Make a program valid up to `bad`, then put a bad opcode there.
+        let mut p: Vec<u64> = p.iter().map(|_| insn(Op::Nop, 0, 0, 0, 0)).collect();
+        let bad = bad % p.len();
+        p[bad] = 0xfe;
+        p.push(insn(Op::Ret, 0, 0, 0, 0));
+        let e = check(&p, &TDict::default()).unwrap_err();
+        prop_assert_eq!(e, VerifyError { index: bad as u32, reason: Reason::BadOpcode(0xfe) });
+    }
+
+    #[test]
+    fn interpreter_never_panics_with_mismatched_tables(p in any_program()) {
+        // Verify against one dictionary, run against a smaller one: the interpreter must
+        // still not panic (it checks every table access).
+        let big = TDict::default();
+        let small = TDict {
+            ints: vec![],
+            strtab: vec![0],
+            vars: vec![],
+            aggs: vec![],
+            nfmts: 0,
+            nlocals: 4,
+            strsize: 32,
+        };
+        let bytes = code_bytes(&p);
+        if let Ok(v) = verify(Code::new(&bytes).unwrap(), &big, LIMIT) {
+            let mut scratch = vec![0u8; scratch_size(4, 32, v.string_allocs())];
+            let mut vm = Vm::new(&mut scratch, 4, 32).unwrap();
+            vm.begin_clause();
+            let _ = vm.run(&v, &small, &mut rich_env());
+        }
+    }
+}
+
+/// The generator must produce verifiable programs often enough for the properties above to
+/// exercise the interpreter, not only the verifier.
+#[test]
+fn random_programs_often_verify() {
+    use proptest::strategy::ValueTree;
+    use proptest::test_runner::TestRunner;
+    let mut runner = TestRunner::deterministic();
+    let strat = any_program();
+    let (mut ok, total) = (0, 4000);
+    for _ in 0..total {
+        let p = strat.new_tree(&mut runner).unwrap().current();
+        if check(&p, &TDict::default()).is_ok() {
+            ok += 1;
+        }
+    }
+    assert!(
+        ok * 3 >= total,
+        "only {ok} of {total} random programs verified"
+    );
+}
