@@ -1622,7 +1622,7 @@ pub fn parse_snapshot(bytes: &[u8]) -> Result<(SnapshotHeader, Records<'_>, &[u8
         payload_len: le64(bytes, 24)?,
     };
     let rest = &bytes[SNAPSHOT_HEADER_BYTES..];
-    if h.payload_len % 8 != 0 {
+    if h.payload_len & 7 != 0 {
         return Err(ParseError::BadHeader);
     }
     if h.payload_len > rest.len() as u64 {
@@ -1715,7 +1715,7 @@ impl<'a> Records<'a> {
         let agg_id = le32(b, 4)?;
         let kw = le32(b, 8)? as usize;
         let nw = le32(b, 12)? as usize;
-        if len % 8 != 0
+        if len & 7 != 0
             || kw == 0
             || kw > KEY_MAX_WORDS
             || nw == 0
