@@ -1042,7 +1042,7 @@ pub fn key_hash(agg_id: u32, key_words: &[u64]) -> u32 {
 
 /// Decodes the elements of an encoded key given as little-endian bytes (a snapshot
 /// record's key); yields `None` after the last element.
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug)]
 pub struct KeyRef<'a> {
     bytes: &'a [u8],
 }
