@@ -63,7 +63,8 @@ pub enum ParamError {
     LqStepTooLarge,
     /// `lquantize()` step is so small that there are more than [`LQUANTIZE_MAX_LEVELS`].
     LqStepTooSmall,
-    /// An `llquantize()` parameter is not an unsigned 16-bit quantity (argument number).
+    /// An `llquantize()` parameter is not an unsigned 16-bit quantity (argument number,
+    /// counted after the value as DTrace does: factor is #1).
     LlqRange(u8),
     /// `llquantize()` factor is below two.
     LlqFactorTooSmall,
@@ -85,31 +86,31 @@ impl fmt::Display for ParamError {
         match self {
             Self::UnknownFunction(c) => write!(f, "unknown aggregating function code {c}"),
             Self::UnexpectedParameter => f.write_str("aggregating function takes no parameters"),
-            Self::LqLowRange => f.write_str("lquantize( ) argument #2 must be a 32-bit quantity"),
-            Self::LqHighRange => f.write_str("lquantize( ) argument #3 must be a 32-bit quantity"),
+            Self::LqLowRange => f.write_str("lquantize( ) argument #1 must be a 32-bit quantity"),
+            Self::LqHighRange => f.write_str("lquantize( ) argument #2 must be a 32-bit quantity"),
             Self::LqHighNotAboveLow => f.write_str(
-                "lquantize( ) upper bound (argument #3) must be greater than lower bound (argument #2)",
+                "lquantize( ) upper bound (argument #2) must be greater than lower bound (argument #1)",
             ),
             Self::LqStepNotPositive => {
-                f.write_str("lquantize( ) step (argument #4) must be a non-zero positive integer")
+                f.write_str("lquantize( ) step (argument #3) must be a non-zero positive integer")
             }
-            Self::LqStepRange => f.write_str("lquantize( ) step (argument #4) must be a 16-bit quantity"),
+            Self::LqStepRange => f.write_str("lquantize( ) step (argument #3) must be a 16-bit quantity"),
             Self::LqStepTooLarge => f.write_str(
-                "lquantize( ) step (argument #4) too large: must have at least one quantization level",
+                "lquantize( ) step (argument #3) too large: must have at least one quantization level",
             ),
             Self::LqStepTooSmall => f.write_str(
-                "lquantize( ) step (argument #4) too small: number of quantization levels must be a 16-bit quantity",
+                "lquantize( ) step (argument #3) too small: number of quantization levels must be a 16-bit quantity",
             ),
             Self::LlqRange(n) => write!(f, "llquantize( ) argument #{n} must be an unsigned 16-bit quantity"),
-            Self::LlqFactorTooSmall => f.write_str("llquantize( ) factor (argument #2) must be two or more"),
+            Self::LlqFactorTooSmall => f.write_str("llquantize( ) factor (argument #1) must be two or more"),
             Self::LlqMagnitudeRange => f.write_str(
-                "llquantize( ) high magnitude (argument #4) must be greater than low magnitude (argument #3)",
+                "llquantize( ) high magnitude (argument #3) must be greater than low magnitude (argument #2)",
             ),
             Self::LlqStepsBelowFactor => f.write_str(
-                "llquantize( ) factor (argument #2) must be less than or equal to the number of linear steps per magnitude (argument #5)",
+                "llquantize( ) factor (argument #1) must be less than or equal to the number of linear steps per magnitude (argument #4)",
             ),
             Self::LlqStepsUneven => f.write_str(
-                "llquantize( ) factor (argument #2) must evenly divide the number of steps per magnitude (argument #5), and the number of steps per magnitude must evenly divide a power of the factor",
+                "llquantize( ) factor (argument #1) must evenly divide the number of steps per magnitude (argument #4), and the number of steps per magnitude must evenly divide a power of the factor",
             ),
             Self::LlqMagnitudeTooBig => f.write_str(
                 "llquantize( ) factor raised to the power of high magnitude plus 2 overflows 64 bits",
@@ -364,7 +365,7 @@ impl LlquantizeParams {
                 Err(ParamError::LlqRange(n))
             }
         };
-        let (f, lo, hi, st) = (r(factor, 2)?, r(low, 3)?, r(high, 4)?, r(steps, 5)?);
+        let (f, lo, hi, st) = (r(factor, 1)?, r(low, 2)?, r(high, 3)?, r(steps, 4)?);
         if f < 2 {
             return Err(ParamError::LlqFactorTooSmall);
         }
@@ -815,7 +816,9 @@ impl AggFunc {
         }
         let normal = normal.max(1) as i128;
         match self {
-            Self::Count | Self::Sum | Self::Min | Self::Max => Some(v[0] as i64 as i128 / normal),
+            Self::Count | Self::Sum | Self::Min | Self::Max => {
+                Some(idiv128(v[0] as i64 as i128, normal))
+            }
             Self::Avg => Some(avg(v[0], v[1], normal)),
             Self::Stddev => Some(stddev(v, normal as u128) as i128),
             _ => None,
@@ -866,7 +869,7 @@ fn avg(count: u64, sum: u64, normal: i128) -> i128 {
     if count == 0 {
         0
     } else {
-        sum as i64 as i128 / normal / count
+        idiv128(idiv128(sum as i64 as i128, normal), count)
     }
 }
 
@@ -878,10 +881,52 @@ fn stddev(v: &[u64], normal: u128) -> u64 {
         return 0;
     }
     let sumsq = v[2] as u128 | ((v[3] as u128) << 64);
-    let avg_sq = sumsq / normal / normal / count;
-    let mean = (v[1] as i64 as i128 / normal as i128 / v[0] as i64 as i128).unsigned_abs();
+    let avg_sq = udiv128(udiv128(udiv128(sumsq, normal), normal), count);
+    let mean = idiv128(
+        idiv128(v[1] as i64 as i128, normal as i128),
+        v[0] as i64 as i128,
+    )
+    .unsigned_abs();
     let sq_mean = mean.saturating_mul(mean);
     isqrt128(avg_sq.saturating_sub(sq_mean))
+}
+
+/// `n / d` for 128-bit integers without the compiler's `__udivti3`, which the kernel does
+/// not provide; `d == 0` gives `u128::MAX`. Only final values divide in 128 bits.
+pub fn udiv128(n: u128, d: u128) -> u128 {
+    if d == 0 {
+        return u128::MAX;
+    }
+    if n >> 64 == 0 && d >> 64 == 0 {
+        return (n as u64 / d as u64) as u128;
+    }
+    if d > n {
+        return 0;
+    }
+    // Restoring shift-subtract division, one quotient bit per step.
+    let shift = d.leading_zeros() - n.leading_zeros();
+    let mut d = d << shift;
+    let mut r = n;
+    let mut q: u128 = 0;
+    for _ in 0..=shift {
+        q <<= 1;
+        if r >= d {
+            r -= d;
+            q |= 1;
+        }
+        d >>= 1;
+    }
+    q
+}
+
+/// `n / d` truncated toward zero, like C and Rust, through [`udiv128`].
+pub fn idiv128(n: i128, d: i128) -> i128 {
+    let q = udiv128(n.unsigned_abs(), d.unsigned_abs()) as i128;
+    if (n < 0) != (d < 0) {
+        q.wrapping_neg()
+    } else {
+        q
+    }
 }
 
 /// Floor of the square root of a 128-bit integer.
@@ -1762,6 +1807,25 @@ mod tests {
         assert_eq!(p.bucket(999), 27);
         assert_eq!(p.bucket(1000), 28);
         assert_eq!(p.labels().count(), 28);
+    }
+
+    #[test]
+    fn division() {
+        let cases: [(u128, u128); 6] = [
+            (u128::MAX, 1),
+            (u128::MAX, 3),
+            (1 << 100, (1 << 64) + 7),
+            (12345, 0x1_0000_0000_0000_0001),
+            (99, 7),
+            (0, 5),
+        ];
+        for (n, d) in cases {
+            assert_eq!(udiv128(n, d), n / d);
+        }
+        assert_eq!(idiv128(-7, 2), -3);
+        assert_eq!(idiv128(7, -2), -3);
+        assert_eq!(idiv128(-7, -2), 3);
+        assert_eq!(idiv128(i64::MIN as i128, 1), i64::MIN as i128);
     }
 
     #[test]
