@@ -10,6 +10,7 @@
 
 pub mod abi;
 pub mod action;
+pub mod agg;
 pub mod buffer;
 pub mod program;
 pub mod topa;

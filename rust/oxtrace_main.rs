@@ -11,6 +11,7 @@ use kernel::prelude::*;
 // Pure logic, also compiled by the host crate (`lib.rs`).
 pub mod abi;
 pub mod action;
+pub mod agg;
 pub mod program;
 pub mod topa;
 

@@ -1,5 +1,6 @@
 //! The oxtrace tool's library: everything but argument handling, so that it is unit-tested
 //! and shared by the subcommands.
 
+pub mod agg;
 pub mod device;
 pub mod probes;
