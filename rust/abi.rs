@@ -12,7 +12,7 @@ pub const DEVICE_NAME: &str = "oxtrace";
 /// ABI major version: a new major breaks old tools.
 pub const ABI_MAJOR: u32 = 1;
 /// ABI minor version: a new minor only adds.
-pub const ABI_MINOR: u32 = 0;
+pub const ABI_MINOR: u32 = 1;
 
 /// The CPU has Intel PT with ToPA output.
 pub const FEAT_INTEL_PT: u64 = 1 << 0;
@@ -24,6 +24,31 @@ pub const RELEASE_LEN: usize = 32;
 
 /// Consumer state: opened, nothing loaded.
 pub const STATE_IDLE: u32 = 0;
+/// Consumer state: program loaded, probes registered and disabled.
+pub const STATE_LOADED: u32 = 1;
+/// Consumer state: probes enabled (GO).
+pub const STATE_ACTIVE: u32 = 2;
+/// Consumer state: probes disabled (STOP); buffers can be drained.
+pub const STATE_STOPPED: u32 = 3;
+
+/// [`Attach::flags`]: from a glob, skip if the kernel refuses.
+pub const ATTACH_OPTIONAL: u32 = 1 << 0;
+
+/// [`Load::err_kind`]: no error.
+pub const LOADERR_NONE: u32 = 0;
+/// [`Load::err_kind`]: the image is malformed; `err_code` says how.
+pub const LOADERR_IMAGE: u32 = 1;
+/// [`Load::err_kind`]: bytecode rejected; `err_index` clause, `err_part`, `err_insn`, `err_code`.
+pub const LOADERR_VERIFY: u32 = 2;
+/// [`Load::err_kind`]: attach entry `err_index` refused; the errno says why.
+pub const LOADERR_ATTACH: u32 = 3;
+/// [`Load::err_kind`]: probe description `err_index` attaches nowhere.
+pub const LOADERR_PROBE: u32 = 4;
+
+/// [`ProbeInfo::flags`]: a return probe.
+pub const PROBE_RETURN: u32 = 1 << 0;
+/// Length of [`ProbeInfo::func`].
+pub const PROBE_FUNC_LEN: usize = 64;
 
 /// `struct oxt_version`: answer of [`IOC_VERSION`].
 #[repr(C)]
@@ -45,6 +70,24 @@ pub struct Version {
     pub reserved: [u64; 4],
 }
 
+/// `struct oxt_cpu_status`: per-CPU counters of a consumer.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CpuStatus {
+    /// Probes fired on this CPU.
+    pub fired: u64,
+    /// Records written to the principal buffer.
+    pub records: u64,
+    /// Records that did not fit the principal buffer.
+    pub drops: u64,
+    /// Clauses aborted by a runtime error.
+    pub errors: u64,
+    /// Probe hits not run because an action was running on this CPU.
+    pub recursion: u64,
+    /// Zero.
+    pub reserved: [u64; 3],
+}
+
 /// `struct oxt_status`: answer of [`IOC_STATUS`].
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -63,8 +106,144 @@ pub struct Status {
     pub opened_ns: u64,
     /// Out: ioctls served to this consumer so far.
     pub ioctls: u64,
+    /// In: pointer to `ncpus` [`CpuStatus`], or 0.
+    pub cpus: u64,
+    /// In: entries at `cpus`; out: entries written.
+    pub ncpus: u32,
+    /// Out: 1 once an `exit()` action ran.
+    pub exited: u32,
+    /// Out: the argument of the first `exit()`.
+    pub exit_status: i64,
+    /// Out: hits the kernel could not hand to us.
+    pub missed: u64,
     /// In: zero.
-    pub reserved: [u64; 8],
+    pub reserved: [u64; 6],
+}
+
+/// `struct oxt_attach`: where an fbt probe description attaches.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Attach {
+    /// Index of the probe description in the image.
+    pub probe: u32,
+    /// `ATTACH_*` bits.
+    pub flags: u32,
+    /// Offset of the NUL-terminated function name in the names buffer.
+    pub name: u32,
+    /// Zero.
+    pub reserved: u32,
+}
+
+/// `struct oxt_load`: argument of [`IOC_LOAD`].
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Load {
+    /// In: `size_of::<Load>()`.
+    pub size: u32,
+    /// In: zero.
+    pub flags: u32,
+    /// In: pointer to the program image.
+    pub image: u64,
+    /// In: its length.
+    pub image_len: u64,
+    /// In: pointer to `nattach` [`Attach`].
+    pub attach: u64,
+    /// In: pointer to the names of the attach entries.
+    pub names: u64,
+    /// In: entries at `attach`.
+    pub nattach: u32,
+    /// In: bytes at `names`.
+    pub names_len: u32,
+    /// Out: kprobes and kretprobes registered.
+    pub nprobes: u32,
+    /// Out: optional attach entries the kernel refused.
+    pub nskipped: u32,
+    /// Out: `LOADERR_*`.
+    pub err_kind: u32,
+    /// Out: clause, attach entry or probe description.
+    pub err_index: u32,
+    /// Out: 0 predicate, 1 actions.
+    pub err_part: u32,
+    /// Out: instruction index.
+    pub err_insn: u32,
+    /// Out: reason code.
+    pub err_code: u32,
+    /// Out: the reason's operand.
+    pub err_arg: u32,
+    /// In: zero.
+    pub reserved: [u64; 4],
+}
+
+/// `struct oxt_snapshot`: argument of [`IOC_SNAPSHOT`].
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Snapshot {
+    /// In: `size_of::<Snapshot>()`.
+    pub size: u32,
+    /// In: the CPU.
+    pub cpu: u32,
+    /// In: pointer to at least `bufsize` bytes.
+    pub buf: u64,
+    /// In: its length.
+    pub buf_len: u64,
+    /// Out: bytes of whole records written.
+    pub len: u64,
+    /// Out: records dropped since the last snapshot.
+    pub drops: u64,
+    /// In: zero.
+    pub reserved: [u64; 4],
+}
+
+/// `struct oxt_probe_info`: one attached probe.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ProbeInfo {
+    /// Index of the probe description.
+    pub probe: u32,
+    /// `PROBE_*` bits.
+    pub flags: u32,
+    /// Attached function, NUL-terminated.
+    pub func: [u8; PROBE_FUNC_LEN],
+    /// Times fired.
+    pub fired: u64,
+    /// Clauses aborted by runtime errors.
+    pub errors: u64,
+    /// Hits not run because an action was running on the CPU.
+    pub recursion: u64,
+    /// Zero.
+    pub reserved: [u64; 2],
+}
+
+impl Default for ProbeInfo {
+    fn default() -> Self {
+        Self {
+            probe: 0,
+            flags: 0,
+            func: [0; PROBE_FUNC_LEN],
+            fired: 0,
+            errors: 0,
+            recursion: 0,
+            reserved: [0; 2],
+        }
+    }
+}
+
+/// `struct oxt_probes`: argument of [`IOC_PROBES`].
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Probes {
+    /// In: `size_of::<Probes>()`.
+    pub size: u32,
+    /// In: entries at `info`; out: entries written.
+    pub n: u32,
+    /// In: pointer to `n` [`ProbeInfo`].
+    pub info: u64,
+    /// Out: attached probes in all.
+    pub total: u32,
+    /// In: zero.
+    pub reserved0: u32,
+    /// In: zero.
+    pub reserved: [u64; 3],
 }
 
 /// The ioctl type byte of oxtrace.
@@ -91,6 +270,11 @@ const fn ioc(dir: u32, ty: u32, nr: u32, size: usize) -> u32 {
         | ((size as u32) << IOC_SIZESHIFT)
 }
 
+/// `_IO(type, nr)`.
+const fn io(nr: u32) -> u32 {
+    ioc(0, IOC_MAGIC, nr, 0)
+}
+
 /// `_IOWR(type, nr, T)`.
 const fn iowr<T>(nr: u32) -> u32 {
     ioc(
@@ -105,6 +289,18 @@ const fn iowr<T>(nr: u32) -> u32 {
 pub const IOC_VERSION: u32 = iowr::<Version>(0x00);
 /// `OXT_IOC_STATUS`: state of this consumer.
 pub const IOC_STATUS: u32 = iowr::<Status>(0x01);
+/// `OXT_IOC_LOAD`: load a program and register its probes, disabled.
+pub const IOC_LOAD: u32 = iowr::<Load>(0x02);
+/// `OXT_IOC_GO`: enable the probes.
+pub const IOC_GO: u32 = io(0x03);
+/// `OXT_IOC_STOP`: disable the probes.
+pub const IOC_STOP: u32 = io(0x04);
+/// `OXT_IOC_SNAPSHOT`: take one CPU's principal buffer.
+pub const IOC_SNAPSHOT: u32 = iowr::<Snapshot>(0x05);
+/// `OXT_IOC_PROBES`: the attached probes and their counters.
+pub const IOC_PROBES: u32 = iowr::<Probes>(0x06);
+/// `OXT_IOC_AGGSNAP`: take one CPU's aggregation buffer.
+pub const IOC_AGGSNAP: u32 = iowr::<Snapshot>(0x07);
 
 /// An ABI struct that starts with the `size` field and ends with `reserved` words.
 pub trait Sized32 {
@@ -126,7 +322,7 @@ macro_rules! sized32 {
         }
     )*};
 }
-sized32!(Version, Status);
+sized32!(Version, Status, Snapshot, Probes, Load);
 
 /// Why an ioctl argument was refused; every variant maps to `EINVAL`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

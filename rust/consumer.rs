@@ -1,9 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! A consumer: the state behind one open of `/dev/oxtrace`.
+//!
+//! Lifecycle: IDLE -LOAD-> LOADED -GO-> ACTIVE -STOP-> STOPPED. Everything a consumer does is
+//! serialised by [`Consumer::inner`]; probe context never takes it.
 
 use crate::abi;
 use crate::cpu;
+use crate::probe::ProbeSet;
+use crate::program::ProbeKind;
+use crate::session::{AttachReq, Drain, LoadFail, Session};
 use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::new_mutex;
 use kernel::prelude::*;
@@ -17,7 +23,13 @@ static LIVE: AtomicU64 = AtomicU64::new(0);
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
 /// What a consumer's ioctls change, serialised by [`Consumer::inner`].
+///
+/// Field order matters: `probes` point into `session` and are dropped (unregistered, waiting
+/// for running handlers) first.
 struct Inner {
+    probes: Option<ProbeSet>,
+    session: Option<KBox<Session>>,
+    drain: Option<Drain>,
     state: u32,
 }
 
@@ -40,7 +52,10 @@ impl Consumer {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             opened_ns: cpu::ktime_ns(),
             ioctls: AtomicU64::new(0),
-            inner <- new_mutex!(Inner { state: abi::STATE_IDLE }, "oxtrace::Consumer::inner"),
+            inner <- new_mutex!(
+                Inner { probes: None, session: None, drain: None, state: abi::STATE_IDLE },
+                "oxtrace::Consumer::inner"
+            ),
         })
     }
 
@@ -49,14 +64,144 @@ impl Consumer {
         self.ioctls.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// Fills in `OXT_IOC_STATUS`.
-    pub(crate) fn status(&self, st: &mut abi::Status) {
-        st.state = self.inner.lock().state;
+    /// Fills in `OXT_IOC_STATUS`; per-CPU counters go to `cpus`.
+    pub(crate) fn status(&self, st: &mut abi::Status, cpus: &mut [abi::CpuStatus]) -> usize {
+        let inner = self.inner.lock();
+        st.state = inner.state;
         st.consumer_id = self.id;
         st.nconsumers = NCONSUMERS.load(Ordering::Relaxed);
         st.live_consumers = LIVE.load(Ordering::Relaxed);
         st.opened_ns = self.opened_ns;
         st.ioctls = self.ioctls.load(Ordering::Relaxed);
+        st.missed = inner.probes.as_ref().map_or(0, |p| p.missed());
+        let mut n = 0;
+        if let Some(s) = inner.session.as_ref() {
+            if let Some(code) = s.exit_status() {
+                st.exited = 1;
+                st.exit_status = code;
+            }
+            n = s.cpu_status(cpus);
+        }
+        n
+    }
+
+    /// LOAD: verifies the program and registers its probes, disabled.
+    pub(crate) fn load(
+        &self,
+        image: VVec<u8>,
+        attach: &[AttachReq<'_>],
+    ) -> Result<(u32, u32), LoadFail> {
+        let mut inner = self.inner.lock();
+        if inner.state != abi::STATE_IDLE {
+            return Err(EBUSY.into());
+        }
+        let l = Session::load(image, attach)?;
+        inner.session = Some(l.session);
+        inner.probes = Some(l.probes);
+        inner.drain = Some(l.drain);
+        inner.state = abi::STATE_LOADED;
+        Ok((l.nprobes, l.nskipped))
+    }
+
+    /// GO: runs BEGIN, then enables the probes.
+    pub(crate) fn go(&self) -> Result {
+        let mut guard = self.inner.lock();
+        let inner = &mut *guard;
+        match inner.state {
+            abi::STATE_LOADED => {}
+            abi::STATE_IDLE => return Err(ENOENT),
+            _ => return Err(EBUSY),
+        }
+        let (Some(s), Some(p)) = (inner.session.as_ref(), inner.probes.as_mut()) else {
+            return Err(EINVAL);
+        };
+        s.fire_special(ProbeKind::Begin);
+        p.enable()?;
+        inner.state = abi::STATE_ACTIVE;
+        Ok(())
+    }
+
+    /// STOP: disables the probes, then runs END.
+    pub(crate) fn stop(&self) -> Result {
+        let mut guard = self.inner.lock();
+        let inner = &mut *guard;
+        match inner.state {
+            abi::STATE_ACTIVE => {}
+            abi::STATE_IDLE => return Err(ENOENT),
+            _ => return Err(EINVAL),
+        }
+        let (Some(s), Some(p)) = (inner.session.as_ref(), inner.probes.as_mut()) else {
+            return Err(EINVAL);
+        };
+        p.disable();
+        s.fire_special(ProbeKind::End);
+        inner.state = abi::STATE_STOPPED;
+        Ok(())
+    }
+
+    /// SNAPSHOT: switches `cpu`'s principal buffer and hands the records to `out`.
+    pub(crate) fn snapshot(
+        &self,
+        cpu: u32,
+        buf_len: usize,
+        out: impl FnOnce(&[u8]) -> Result,
+    ) -> Result<(usize, u64)> {
+        let mut guard = self.inner.lock();
+        let inner = &mut *guard;
+        let (Some(s), Some(d)) = (inner.session.as_ref(), inner.drain.as_mut()) else {
+            return Err(ENOENT);
+        };
+        if cpu >= cpu::nr_cpu_ids() {
+            return Err(EINVAL);
+        }
+        if buf_len < s.bufsize() {
+            return Err(ENOSPC);
+        }
+        if !cpu::online(cpu) {
+            return Ok((0, 0));
+        }
+        s.take_pbuf(d, cpu, |data, drops| {
+            out(data).map(|()| (data.len(), drops))
+        })?
+    }
+
+    /// AGGSNAP: switches `cpu`'s aggregation buffer and streams its data sets to `sink`.
+    pub(crate) fn aggsnap(
+        &self,
+        cpu: u32,
+        limit: usize,
+        sink: impl FnMut(&[u8]) -> Result,
+    ) -> Result<(usize, u64)> {
+        let mut guard = self.inner.lock();
+        let inner = &mut *guard;
+        let (Some(s), Some(d)) = (inner.session.as_ref(), inner.drain.as_mut()) else {
+            return Err(ENOENT);
+        };
+        if cpu >= cpu::nr_cpu_ids() {
+            return Err(EINVAL);
+        }
+        if !cpu::online(cpu) {
+            return Ok((0, 0));
+        }
+        s.take_agg(d, cpu, limit, sink)
+    }
+
+    /// PROBES: the attached probes; `f(i, info)` for each of the first `n`. Returns the total.
+    pub(crate) fn probes(
+        &self,
+        n: usize,
+        mut f: impl FnMut(usize, &abi::ProbeInfo) -> Result,
+    ) -> Result<usize> {
+        let inner = self.inner.lock();
+        let Some(s) = inner.session.as_ref() else {
+            return Ok(0);
+        };
+        let mut info = abi::ProbeInfo::default();
+        for i in 0..n.min(s.nslots()) {
+            s.probe_info(i, &mut info);
+            f(i, &info)?;
+        }
+        Ok(s.nslots())
     }
 }
 

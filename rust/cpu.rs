@@ -12,16 +12,40 @@ pub(crate) fn perfmon_capable() -> bool {
     unsafe { shim::oxt_perfmon_capable() }
 }
 
-/// Number of possible CPUs: the length of every per-CPU array.
-pub(crate) fn num_possible() -> u32 {
-    // SAFETY: reads the constant-after-boot possible mask.
-    unsafe { shim::oxt_num_possible_cpus() }
+/// Highest possible CPU id + 1: the length of every per-CPU array.
+pub(crate) fn nr_cpu_ids() -> u32 {
+    // SAFETY: reads a constant-after-boot variable.
+    unsafe { shim::oxt_nr_cpu_ids() }
+}
+
+/// Whether `cpu` is online now.
+pub(crate) fn online(cpu: u32) -> bool {
+    // SAFETY: reads the online mask; any CPU id is accepted.
+    unsafe { shim::oxt_cpu_online(cpu) }
+}
+
+/// The CPU the caller runs on; stable only with preemption or interrupts off.
+pub(crate) fn this_cpu() -> u32 {
+    // SAFETY: `raw_smp_processor_id()` may be called from any context.
+    unsafe { shim::oxt_this_cpu() }
 }
 
 /// Whether the boot CPU reports Intel PT.
 pub(crate) fn has_intel_pt() -> bool {
     // SAFETY: reads the boot CPU's feature bits, constant after boot.
     unsafe { shim::oxt_cpu_has_intel_pt() }
+}
+
+/// `CLOCK_MONOTONIC` in ns, safe from any context including NMI.
+pub(crate) fn mono_fast_ns() -> u64 {
+    // SAFETY: `ktime_get_mono_fast_ns()` is NMI-safe.
+    unsafe { shim::oxt_mono_fast_ns() }
+}
+
+/// `CLOCK_REALTIME` in ns, safe from any context including NMI.
+pub(crate) fn real_fast_ns() -> u64 {
+    // SAFETY: `ktime_get_real_fast_ns()` is NMI-safe.
+    unsafe { shim::oxt_real_fast_ns() }
 }
 
 /// `CLOCK_MONOTONIC` in ns.

@@ -6,19 +6,36 @@ use crate::abi;
 use crate::consumer::Consumer;
 use crate::cpu;
 use crate::miscdev::FileOps;
+use crate::program;
+use crate::session::{AttachReq, LoadFail, MAX_ATTACH};
 use kernel::prelude::*;
+use kernel::str::CStr;
 use kernel::types::{AsBytes, FromBytes};
 use kernel::uaccess::{UserSlice, UserSliceWriter};
 
-// SAFETY: plain `repr(C)` integers and byte arrays with no padding (the host ABI test checks
-// every offset against the C header): any bit pattern is valid and all bytes are initialised.
-unsafe impl FromBytes for abi::Version {}
-// SAFETY: as above.
-unsafe impl AsBytes for abi::Version {}
-// SAFETY: as above.
-unsafe impl FromBytes for abi::Status {}
-// SAFETY: as above.
-unsafe impl AsBytes for abi::Status {}
+macro_rules! plain_abi {
+    ($($t:ty),*) => {$(
+        // SAFETY: plain `repr(C)` integers and byte arrays with no padding (the host ABI test
+        // checks every offset against the C header): any bit pattern is valid and all bytes
+        // are initialised.
+        unsafe impl FromBytes for $t {}
+        // SAFETY: as above.
+        unsafe impl AsBytes for $t {}
+    )*};
+}
+plain_abi!(
+    abi::Version,
+    abi::Status,
+    abi::CpuStatus,
+    abi::Load,
+    abi::Attach,
+    abi::Snapshot,
+    abi::ProbeInfo,
+    abi::Probes
+);
+
+/// Longest names buffer LOAD accepts.
+const MAX_NAMES: usize = 4 << 20;
 
 /// The device's file operations.
 pub(crate) struct Device;
@@ -40,7 +57,7 @@ impl FileOps for Device {
                 let (mut v, out) = read_arg::<abi::Version>(arg)?;
                 v.abi_major = abi::ABI_MAJOR;
                 v.abi_minor = abi::ABI_MINOR;
-                v.ncpus = cpu::num_possible();
+                v.ncpus = cpu::nr_cpu_ids();
                 v.features = abi::FEAT_KPROBES;
                 if cpu::has_intel_pt() {
                     v.features |= abi::FEAT_INTEL_PT;
@@ -48,14 +65,149 @@ impl FileOps for Device {
                 abi::fill_cstr(&mut v.release, crate::RELEASE);
                 write_arg(out, &v)
             }
-            abi::IOC_STATUS => {
-                let (mut st, out) = read_arg::<abi::Status>(arg)?;
-                consumer.status(&mut st);
-                write_arg(out, &st)
+            abi::IOC_STATUS => status(&consumer, arg),
+            abi::IOC_LOAD => load(&consumer, arg),
+            abi::IOC_GO => consumer.go().map(|()| 0),
+            abi::IOC_STOP => consumer.stop().map(|()| 0),
+            abi::IOC_SNAPSHOT => {
+                let (mut a, out) = read_arg::<abi::Snapshot>(arg)?;
+                let mut w = UserSlice::new(a.buf as usize, a.buf_len as usize).writer();
+                let (len, drops) =
+                    consumer.snapshot(a.cpu, a.buf_len as usize, |d| w.write_slice(d))?;
+                a.len = len as u64;
+                a.drops = drops;
+                write_arg(out, &a)
+            }
+            abi::IOC_AGGSNAP => {
+                let (mut a, out) = read_arg::<abi::Snapshot>(arg)?;
+                let mut w = UserSlice::new(a.buf as usize, a.buf_len as usize).writer();
+                let (len, drops) =
+                    consumer.aggsnap(a.cpu, a.buf_len as usize, |d| w.write_slice(d))?;
+                a.len = len as u64;
+                a.drops = drops;
+                write_arg(out, &a)
+            }
+            abi::IOC_PROBES => {
+                let (mut a, out) = read_arg::<abi::Probes>(arg)?;
+                if a.reserved0 != 0 {
+                    return Err(EINVAL);
+                }
+                let size = core::mem::size_of::<abi::ProbeInfo>();
+                let n = a.n as usize;
+                let mut w = UserSlice::new(a.info as usize, n.saturating_mul(size)).writer();
+                let total = consumer.probes(n, |_, info| w.write(info))?;
+                a.total = total as u32;
+                a.n = n.min(total) as u32;
+                write_arg(out, &a)
             }
             _ => Err(ENOTTY),
         }
     }
+}
+
+fn status(consumer: &Consumer, arg: usize) -> Result<i32> {
+    let (mut st, out) = read_arg::<abi::Status>(arg)?;
+    let mut cpus = KVec::new();
+    let want = (st.ncpus as usize).min(cpu::nr_cpu_ids() as usize);
+    if st.cpus != 0 {
+        cpus.extend_with(want, abi::CpuStatus::default(), GFP_KERNEL)?;
+    }
+    let n = consumer.status(&mut st, &mut cpus);
+    if st.cpus != 0 {
+        let size = core::mem::size_of::<abi::CpuStatus>();
+        let mut w = UserSlice::new(st.cpus as usize, n * size).writer();
+        for c in &cpus[..n] {
+            w.write(c)?;
+        }
+    }
+    st.ncpus = n as u32;
+    write_arg(out, &st)
+}
+
+fn load(consumer: &Consumer, arg: usize) -> Result<i32> {
+    let (mut a, out) = read_arg::<abi::Load>(arg)?;
+    if a.flags != 0 {
+        return Err(EINVAL);
+    }
+    if a.image_len as usize > program::MAX_IMAGE_SIZE
+        || a.nattach as usize > MAX_ATTACH
+        || a.names_len as usize > MAX_NAMES
+    {
+        return Err(E2BIG);
+    }
+    let mut image = VVec::from_elem(0u8, a.image_len as usize, GFP_KERNEL)?;
+    UserSlice::new(a.image as usize, image.len())
+        .reader()
+        .read_slice(&mut image)?;
+    let mut names = KVVec::from_elem(0u8, a.names_len as usize, GFP_KERNEL)?;
+    UserSlice::new(a.names as usize, names.len())
+        .reader()
+        .read_slice(&mut names)?;
+    let mut entries = KVVec::with_capacity(a.nattach as usize, GFP_KERNEL)?;
+    let mut r = UserSlice::new(
+        a.attach as usize,
+        a.nattach as usize * core::mem::size_of::<abi::Attach>(),
+    )
+    .reader();
+    for _ in 0..a.nattach {
+        entries.push(r.read::<abi::Attach>()?, GFP_KERNEL)?;
+    }
+    let mut reqs = KVVec::with_capacity(entries.len(), GFP_KERNEL)?;
+    for (i, e) in entries.iter().enumerate() {
+        let Some(name) = attach_name(&names, e) else {
+            a.err_kind = abi::LOADERR_ATTACH;
+            a.err_index = i as u32;
+            write_arg(out, &a)?;
+            return Err(EINVAL);
+        };
+        reqs.push(
+            AttachReq {
+                desc: e.probe,
+                optional: e.flags & abi::ATTACH_OPTIONAL != 0,
+                name,
+            },
+            GFP_KERNEL,
+        )?;
+    }
+    match consumer.load(image, &reqs) {
+        Ok((nprobes, nskipped)) => {
+            a.nprobes = nprobes;
+            a.nskipped = nskipped;
+            a.err_kind = abi::LOADERR_NONE;
+            write_arg(out, &a)
+        }
+        Err(LoadFail {
+            err,
+            kind,
+            index,
+            part,
+            insn,
+            code,
+            arg,
+        }) => {
+            a.err_kind = kind;
+            a.err_index = index;
+            a.err_part = part;
+            a.err_insn = insn;
+            a.err_code = code;
+            a.err_arg = arg;
+            write_arg(out, &a)?;
+            Err(err)
+        }
+    }
+}
+
+/// The checked name of an attach entry: in bounds, NUL-terminated, 1 to 63 bytes.
+fn attach_name<'a>(names: &'a [u8], e: &abi::Attach) -> Option<&'a CStr> {
+    if e.reserved != 0 || e.flags & !abi::ATTACH_OPTIONAL != 0 {
+        return None;
+    }
+    let rest = names.get(e.name as usize..)?;
+    let len = rest.iter().position(|&b| b == 0)?;
+    if len == 0 || len >= abi::PROBE_FUNC_LEN {
+        return None;
+    }
+    CStr::from_bytes_with_nul(&rest[..=len]).ok()
 }
 
 /// Reads an ioctl argument and checks its size and reserved fields.

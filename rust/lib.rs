@@ -12,5 +12,6 @@ pub mod abi;
 pub mod action;
 pub mod agg;
 pub mod buffer;
+pub mod diag;
 pub mod program;
 pub mod topa;

@@ -12,15 +12,25 @@ use kernel::prelude::*;
 pub mod abi;
 pub mod action;
 pub mod agg;
+pub mod buffer;
+pub mod diag;
 pub mod program;
 pub mod topa;
 
 // Kernel glue.
 mod consumer;
-mod cpu;
 mod device;
+mod probe;
+mod session;
+
+// Safe wrappers over the C shim.
+mod cpu;
 mod miscdev;
+mod percpu;
 mod shim;
+mod switchbuf;
+mod task;
+mod xcall;
 
 /// Version string reported by `OXT_IOC_VERSION`.
 pub(crate) const RELEASE: &str = "0.1.0";

@@ -664,7 +664,11 @@ impl<'a> Image<'a> {
 
     /// Number of entries in section `s`.
     pub fn count(&self, s: Section) -> usize {
-        self.sec[s as usize].len() / s.entry_size()
+        // No panicking division in the kernel: entry sizes are never 0.
+        self.sec[s as usize]
+            .len()
+            .checked_div(s.entry_size())
+            .unwrap_or(0)
     }
 
     fn entry(&self, s: Section, i: usize) -> &'a [u8] {

@@ -4,11 +4,29 @@
 //!
 //! Nothing outside the safe wrappers (`miscdev`, `cpu`) uses these directly.
 
-use kernel::ffi::{c_int, c_long, c_uint, c_ulong, c_void};
+use kernel::ffi::{c_char, c_int, c_long, c_uint, c_ulong, c_void};
 
 /// `struct file`, only ever handled by pointer.
 #[repr(C)]
 pub(crate) struct File {
+    _opaque: [u8; 0],
+}
+
+/// `struct pt_regs`, only ever handled by pointer.
+#[repr(C)]
+pub(crate) struct PtRegs {
+    _opaque: [u8; 0],
+}
+
+/// `struct oxt_probe` (a kprobe or kretprobe of the shim), only ever handled by pointer.
+#[repr(C)]
+pub(crate) struct Probe {
+    _opaque: [u8; 0],
+}
+
+/// `struct oxt_tick` (an hrtimer of the shim), only ever handled by pointer.
+#[repr(C)]
+pub(crate) struct Tick {
     _opaque: [u8; 0],
 }
 
@@ -26,7 +44,46 @@ extern "C" {
     pub(crate) fn oxt_file_private(file: *const File) -> *mut c_void;
     pub(crate) fn oxt_file_set_private(file: *mut File, data: *mut c_void);
     pub(crate) fn oxt_perfmon_capable() -> bool;
-    pub(crate) fn oxt_num_possible_cpus() -> c_uint;
     pub(crate) fn oxt_cpu_has_intel_pt() -> bool;
     pub(crate) fn oxt_ktime_get_ns() -> u64;
+    pub(crate) fn oxt_mono_fast_ns() -> u64;
+    pub(crate) fn oxt_real_fast_ns() -> u64;
+    pub(crate) fn oxt_nr_cpu_ids() -> c_uint;
+    pub(crate) fn oxt_cpu_online(cpu: c_uint) -> bool;
+
+    pub(crate) fn oxt_this_cpu() -> c_uint;
+    pub(crate) fn oxt_current_pid() -> u32;
+    pub(crate) fn oxt_current_tid() -> u32;
+    pub(crate) fn oxt_current_uid() -> u32;
+    pub(crate) fn oxt_current_gid() -> u32;
+    pub(crate) fn oxt_current_ppid() -> u32;
+    pub(crate) fn oxt_current_task() -> c_ulong;
+    pub(crate) fn oxt_current_comm(buf: *mut u8, len: usize) -> usize;
+    pub(crate) fn oxt_read_nofault(dst: *mut c_void, src: c_ulong, len: usize) -> c_long;
+
+    pub(crate) fn oxt_probe_alloc(
+        symbol: *const c_char,
+        is_return: bool,
+        cookie: *mut c_void,
+    ) -> *mut Probe;
+    pub(crate) fn oxt_probe_register(p: *mut Probe) -> c_int;
+    pub(crate) fn oxt_probe_enable(p: *mut Probe) -> c_int;
+    pub(crate) fn oxt_probe_disable(p: *mut Probe) -> c_int;
+    pub(crate) fn oxt_probes_unregister(probes: *mut *mut Probe, n: c_uint);
+    pub(crate) fn oxt_probe_free(p: *mut Probe);
+    pub(crate) fn oxt_probe_missed(p: *const Probe) -> c_ulong;
+    pub(crate) fn oxt_regs_arg(regs: *mut PtRegs, n: c_uint) -> c_ulong;
+    pub(crate) fn oxt_regs_retval(regs: *mut PtRegs) -> c_ulong;
+
+    pub(crate) fn oxt_tick_alloc(cookie: *mut c_void, period_ns: u64) -> *mut Tick;
+    pub(crate) fn oxt_tick_start(t: *mut Tick);
+    pub(crate) fn oxt_tick_cancel(t: *mut Tick);
+    pub(crate) fn oxt_tick_free(t: *mut Tick);
+
+    pub(crate) fn oxt_xcall_cpu(
+        cpu: c_uint,
+        f: unsafe extern "C" fn(info: *mut c_void),
+        info: *mut c_void,
+    ) -> c_int;
+    pub(crate) fn oxt_run_as_action(f: unsafe extern "C" fn(info: *mut c_void), info: *mut c_void);
 }

@@ -56,7 +56,7 @@ say "configuring $flavor kernel $kver in $out"
 km rustavailable >/dev/null || die "the kernel does not accept the Rust toolchain (make rustavailable)"
 km tinyconfig >/dev/null
 cat "${fragments[@]}" >>"$out/.config"
-km olddefconfig >/dev/null
+km olddefconfig >"$out/config.log" 2>&1 || { cat "$out/config.log" >&2; die "olddefconfig failed"; }
 # olddefconfig drops silently what it can't satisfy (CONFIG_RUST when the
 # toolchain is not found, for one): every requested option must survive.
 lost=0

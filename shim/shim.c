@@ -2,11 +2,21 @@
 /*
  * The C shim of oxtrace: the misc device and its file_operations (owner =
  * THIS_MODULE, so an open consumer pins the module), and wrappers for static
- * inlines and macros.  No logic lives here; see rust/.
+ * inlines and macros, kprobe and hrtimer plumbing, and the per-CPU action
+ * guard.  Mechanism only: the logic is in rust/.
  */
 #include <linux/capability.h>
 #include <linux/cpumask.h>
+#include <linux/cred.h>
 #include <linux/fs.h>
+#include <linux/hrtimer.h>
+#include <linux/kprobes.h>
+#include <linux/percpu.h>
+#include <linux/sched.h>
+#include <linux/slab.h>
+#include <linux/smp.h>
+#include <linux/string.h>
+#include <linux/uaccess.h>
 #include <linux/miscdevice.h>
 #include <linux/module.h>
 #include <linux/timekeeping.h>
@@ -75,11 +85,6 @@ bool oxt_perfmon_capable(void)
 	return perfmon_capable();
 }
 
-unsigned int oxt_num_possible_cpus(void)
-{
-	return num_possible_cpus();
-}
-
 bool oxt_cpu_has_intel_pt(void)
 {
 	return boot_cpu_has(X86_FEATURE_INTEL_PT);
@@ -88,4 +93,314 @@ bool oxt_cpu_has_intel_pt(void)
 u64 oxt_ktime_get_ns(void)
 {
 	return ktime_get_ns();
+}
+
+u64 oxt_mono_fast_ns(void)
+{
+	return ktime_get_mono_fast_ns();
+}
+
+u64 oxt_real_fast_ns(void)
+{
+	return ktime_get_real_fast_ns();
+}
+
+unsigned int oxt_nr_cpu_ids(void)
+{
+	return nr_cpu_ids;
+}
+
+bool oxt_cpu_online(unsigned int cpu)
+{
+	return cpu < nr_cpu_ids && cpu_online(cpu);
+}
+
+unsigned int oxt_this_cpu(void)
+{
+	return raw_smp_processor_id();
+}
+
+u32 oxt_current_pid(void)
+{
+	return task_tgid_nr(current);
+}
+
+u32 oxt_current_tid(void)
+{
+	return task_pid_nr(current);
+}
+
+u32 oxt_current_uid(void)
+{
+	return from_kuid_munged(&init_user_ns, current_uid());
+}
+
+u32 oxt_current_gid(void)
+{
+	return from_kgid_munged(&init_user_ns, current_gid());
+}
+
+u32 oxt_current_ppid(void)
+{
+	u32 ppid;
+
+	/* real_parent is RCU-protected; interrupts are off, which is a read-side section */
+	rcu_read_lock();
+	ppid = task_tgid_nr(rcu_dereference(current->real_parent));
+	rcu_read_unlock();
+	return ppid;
+}
+
+unsigned long oxt_current_task(void)
+{
+	return (unsigned long)current;
+}
+
+size_t oxt_current_comm(char *buf, size_t len)
+{
+	ssize_t n;
+
+	if (!len)
+		return 0;
+	n = strscpy(buf, current->comm, len);
+	return n < 0 ? len - 1 : n;
+}
+
+long oxt_read_nofault(void *dst, unsigned long src, size_t len)
+{
+	return copy_from_kernel_nofault(dst, (const void *)src, len);
+}
+
+/*
+ * The action guard: nonzero while an action (or a cross-call handler of
+ * ours) runs on this CPU.  Anything of ours that would start while it is set
+ * (a probe hit from inside an action, or from an NMI that interrupted one) is
+ * not run but counted, so per-CPU state has one user at a time.
+ */
+static DEFINE_PER_CPU(int, oxt_action_depth);
+
+static bool oxt_guard_enter(void)
+{
+	return this_cpu_inc_return(oxt_action_depth) == 1;
+}
+
+static void oxt_guard_exit(void)
+{
+	this_cpu_dec(oxt_action_depth);
+}
+
+struct oxt_probe {
+	struct kretprobe krp;	/* krp.kp is the probe of an entry probe too */
+	bool is_return;
+	void *cookie;
+};
+
+static void oxt_probe_run(struct oxt_probe *p, struct pt_regs *regs)
+{
+	unsigned long flags;
+
+	local_irq_save(flags);
+	if (oxt_guard_enter())
+		oxtrace_probe_fire(p->cookie, regs, p->is_return);
+	else
+		oxtrace_probe_recursion(p->cookie);
+	oxt_guard_exit();
+	local_irq_restore(flags);
+}
+
+static int oxt_kprobe_pre(struct kprobe *kp, struct pt_regs *regs)
+{
+	oxt_probe_run(container_of(kp, struct oxt_probe, krp.kp), regs);
+	return 0;
+}
+
+static int oxt_kretprobe_ret(struct kretprobe_instance *ri, struct pt_regs *regs)
+{
+	oxt_probe_run(container_of(get_kretprobe(ri), struct oxt_probe, krp), regs);
+	return 0;
+}
+
+struct oxt_probe *oxt_probe_alloc(const char *symbol, bool is_return, void *cookie)
+{
+	struct oxt_probe *p = kzalloc(sizeof(*p), GFP_KERNEL);
+
+	if (!p)
+		return NULL;
+	p->krp.kp.symbol_name = kstrdup(symbol, GFP_KERNEL);
+	if (!p->krp.kp.symbol_name) {
+		kfree(p);
+		return NULL;
+	}
+	p->is_return = is_return;
+	p->cookie = cookie;
+	p->krp.kp.flags = KPROBE_FLAG_DISABLED;
+	if (is_return) {
+		p->krp.handler = oxt_kretprobe_ret;
+		/* enough instances for every CPU to be a few calls deep */
+		p->krp.maxactive = max_t(int, 16, 4 * num_possible_cpus());
+	} else {
+		p->krp.kp.pre_handler = oxt_kprobe_pre;
+	}
+	return p;
+}
+
+int oxt_probe_register(struct oxt_probe *p)
+{
+	return p->is_return ? register_kretprobe(&p->krp) : register_kprobe(&p->krp.kp);
+}
+
+int oxt_probe_enable(struct oxt_probe *p)
+{
+	return enable_kprobe(&p->krp.kp);
+}
+
+int oxt_probe_disable(struct oxt_probe *p)
+{
+	return disable_kprobe(&p->krp.kp);
+}
+
+void oxt_probes_unregister(struct oxt_probe **probes, unsigned int n)
+{
+	struct kprobe **kps;
+	struct kretprobe **rps;
+	unsigned int i, nk = 0, nr = 0;
+
+	kps = kmalloc_array(n, sizeof(*kps), GFP_KERNEL);
+	rps = kmalloc_array(n, sizeof(*rps), GFP_KERNEL);
+	if (!kps || !rps) {
+		/* one at a time: slower (a grace period each), same result */
+		for (i = 0; i < n; i++) {
+			if (probes[i]->is_return)
+				unregister_kretprobe(&probes[i]->krp);
+			else
+				unregister_kprobe(&probes[i]->krp.kp);
+		}
+		synchronize_rcu();
+		goto out;
+	}
+	for (i = 0; i < n; i++) {
+		if (probes[i]->is_return)
+			rps[nr++] = &probes[i]->krp;
+		else
+			kps[nk++] = &probes[i]->krp.kp;
+	}
+	/* each waits for a grace period: handlers run with IRQs off, inside one */
+	unregister_kprobes(kps, nk);
+	unregister_kretprobes(rps, nr);
+	if (!nk && !nr)
+		synchronize_rcu();
+out:
+	kfree(kps);
+	kfree(rps);
+}
+
+void oxt_probe_free(struct oxt_probe *p)
+{
+	if (!p)
+		return;
+	kfree(p->krp.kp.symbol_name);
+	kfree(p);
+}
+
+unsigned long oxt_probe_missed(const struct oxt_probe *p)
+{
+	return p->krp.kp.nmissed + (p->is_return ? p->krp.nmissed : 0);
+}
+
+unsigned long oxt_regs_arg(struct pt_regs *regs, unsigned int n)
+{
+	return regs ? regs_get_kernel_argument(regs, n) : 0;
+}
+
+unsigned long oxt_regs_retval(struct pt_regs *regs)
+{
+	return regs ? regs_return_value(regs) : 0;
+}
+
+struct oxt_tick {
+	struct hrtimer timer;
+	ktime_t period;
+	void *cookie;
+};
+
+static enum hrtimer_restart oxt_tick_fn(struct hrtimer *timer)
+{
+	struct oxt_tick *t = container_of(timer, struct oxt_tick, timer);
+
+	/* hard interrupt context: interrupts are already off */
+	if (oxt_guard_enter())
+		oxtrace_probe_fire(t->cookie, NULL, false);
+	else
+		oxtrace_probe_recursion(t->cookie);
+	oxt_guard_exit();
+	hrtimer_forward_now(timer, t->period);
+	return HRTIMER_RESTART;
+}
+
+struct oxt_tick *oxt_tick_alloc(void *cookie, u64 period_ns)
+{
+	struct oxt_tick *t = kzalloc(sizeof(*t), GFP_KERNEL);
+
+	if (!t)
+		return NULL;
+	hrtimer_init(&t->timer, CLOCK_MONOTONIC, HRTIMER_MODE_REL_HARD);
+	t->timer.function = oxt_tick_fn;
+	t->period = ns_to_ktime(period_ns);
+	t->cookie = cookie;
+	return t;
+}
+
+void oxt_tick_start(struct oxt_tick *t)
+{
+	hrtimer_start(&t->timer, t->period, HRTIMER_MODE_REL_HARD);
+}
+
+void oxt_tick_cancel(struct oxt_tick *t)
+{
+	hrtimer_cancel(&t->timer);
+}
+
+void oxt_tick_free(struct oxt_tick *t)
+{
+	kfree(t);
+}
+
+struct oxt_xcall {
+	void (*fn)(void *info);
+	void *info;
+};
+
+static void oxt_xcall_fn(void *arg)
+{
+	struct oxt_xcall *x = arg;
+
+	/* IPI context, interrupts off; an NMI probe meanwhile is counted, not run */
+	oxt_guard_enter();
+	x->fn(x->info);
+	oxt_guard_exit();
+}
+
+void oxt_xcall_all(void (*fn)(void *info), void *info)
+{
+	struct oxt_xcall x = { .fn = fn, .info = info };
+
+	on_each_cpu(oxt_xcall_fn, &x, 1);
+}
+
+int oxt_xcall_cpu(unsigned int cpu, void (*fn)(void *info), void *info)
+{
+	struct oxt_xcall x = { .fn = fn, .info = info };
+
+	return smp_call_function_single(cpu, oxt_xcall_fn, &x, 1);
+}
+
+void oxt_run_as_action(void (*fn)(void *info), void *info)
+{
+	unsigned long flags;
+
+	local_irq_save(flags);
+	if (oxt_guard_enter())
+		fn(info);
+	oxt_guard_exit();
+	local_irq_restore(flags);
 }

@@ -24,8 +24,68 @@ void *oxt_file_private(const struct file *file);
 void oxt_file_set_private(struct file *file, void *data);
 
 bool oxt_perfmon_capable(void);
-unsigned int oxt_num_possible_cpus(void);
 bool oxt_cpu_has_intel_pt(void);
 u64 oxt_ktime_get_ns(void);
+u64 oxt_mono_fast_ns(void);
+u64 oxt_real_fast_ns(void);
+unsigned int oxt_nr_cpu_ids(void);
+bool oxt_cpu_online(unsigned int cpu);
+
+/* Probe context: task facts of current and safe kernel reads. */
+unsigned int oxt_this_cpu(void);
+u32 oxt_current_pid(void);
+u32 oxt_current_tid(void);
+u32 oxt_current_uid(void);
+u32 oxt_current_gid(void);
+u32 oxt_current_ppid(void);
+unsigned long oxt_current_task(void);
+/* Copies current->comm (NUL-terminated, at most len bytes); returns its length. */
+size_t oxt_current_comm(char *buf, size_t len);
+/* 0, or -EFAULT when [src, src + len) can't be read. */
+long oxt_read_nofault(void *dst, unsigned long src, size_t len);
+
+/*
+ * kprobes and kretprobes.  A probe is registered disabled, enabled at GO and
+ * disabled at STOP; its handler disables interrupts for the whole action and
+ * calls oxtrace_probe_fire(), unless an action is already running on this CPU
+ * (then oxtrace_probe_recursion()).  oxt_probes_unregister() waits until no
+ * handler can still be running.
+ */
+struct pt_regs;
+struct oxt_probe;
+
+struct oxt_probe *oxt_probe_alloc(const char *symbol, bool is_return, void *cookie);
+int oxt_probe_register(struct oxt_probe *p);
+int oxt_probe_enable(struct oxt_probe *p);
+int oxt_probe_disable(struct oxt_probe *p);
+void oxt_probes_unregister(struct oxt_probe **probes, unsigned int n);
+void oxt_probe_free(struct oxt_probe *p);
+unsigned long oxt_probe_missed(const struct oxt_probe *p);
+unsigned long oxt_regs_arg(struct pt_regs *regs, unsigned int n);
+unsigned long oxt_regs_retval(struct pt_regs *regs);
+
+/* Implemented in Rust (rust/probe.rs). */
+void oxtrace_probe_fire(void *cookie, struct pt_regs *regs, bool is_return);
+void oxtrace_probe_recursion(void *cookie);
+
+/*
+ * Periodic tick probes on an hrtimer (hard interrupt context); the callback
+ * calls oxtrace_probe_fire(cookie, NULL, false) under the same guard.
+ */
+struct oxt_tick;
+struct oxt_tick *oxt_tick_alloc(void *cookie, u64 period_ns);
+void oxt_tick_start(struct oxt_tick *t);
+void oxt_tick_cancel(struct oxt_tick *t);
+void oxt_tick_free(struct oxt_tick *t);
+
+/*
+ * Cross-calls: run fn(info) on every online CPU (or on one) with interrupts
+ * disabled, under the same guard as actions, and wait for all to finish.
+ */
+void oxt_xcall_all(void (*fn)(void *info), void *info);
+int oxt_xcall_cpu(unsigned int cpu, void (*fn)(void *info), void *info);
+
+/* Run fn(info) as an action would: interrupts off, under the guard (BEGIN/END). */
+void oxt_run_as_action(void (*fn)(void *info), void *info);
 
 #endif /* OXTRACE_SHIM_H */

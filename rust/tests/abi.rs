@@ -41,7 +41,13 @@ fn facts() -> Vec<Fact> {
     facts!(v;
         structs {
             oxt_version => Version { size, abi_major, abi_minor, ncpus, features, release, reserved }
-            oxt_status => Status { size, state, consumer_id, nconsumers, live_consumers, opened_ns, ioctls, reserved }
+            oxt_status => Status { size, state, consumer_id, nconsumers, live_consumers, opened_ns, ioctls, cpus, ncpus, exited, exit_status, missed, reserved }
+            oxt_cpu_status => CpuStatus { fired, records, drops, errors, recursion, reserved }
+            oxt_attach => Attach { probe, flags, name, reserved }
+            oxt_load => Load { size, flags, image, image_len, attach, names, nattach, names_len, nprobes, nskipped, err_kind, err_index, err_part, err_insn, err_code, err_arg, reserved }
+            oxt_snapshot => Snapshot { size, cpu, buf, buf_len, len, drops, reserved }
+            oxt_probe_info => ProbeInfo { probe, flags, func, fired, errors, recursion, reserved }
+            oxt_probes => Probes { size, n, info, total, reserved0, reserved }
         }
         consts {
             OXT_ABI_MAJOR => ABI_MAJOR,
@@ -50,9 +56,26 @@ fn facts() -> Vec<Fact> {
             OXT_FEAT_KPROBES => FEAT_KPROBES,
             OXT_RELEASE_LEN => RELEASE_LEN,
             OXT_STATE_IDLE => STATE_IDLE,
+            OXT_STATE_LOADED => STATE_LOADED,
+            OXT_STATE_ACTIVE => STATE_ACTIVE,
+            OXT_STATE_STOPPED => STATE_STOPPED,
+            OXT_ATTACH_OPTIONAL => ATTACH_OPTIONAL,
+            OXT_LOADERR_NONE => LOADERR_NONE,
+            OXT_LOADERR_IMAGE => LOADERR_IMAGE,
+            OXT_LOADERR_VERIFY => LOADERR_VERIFY,
+            OXT_LOADERR_ATTACH => LOADERR_ATTACH,
+            OXT_LOADERR_PROBE => LOADERR_PROBE,
+            OXT_PROBE_RETURN => PROBE_RETURN,
+            OXT_PROBE_FUNC_LEN => PROBE_FUNC_LEN,
             OXT_IOC_MAGIC => IOC_MAGIC,
             OXT_IOC_VERSION => IOC_VERSION,
             OXT_IOC_STATUS => IOC_STATUS,
+            OXT_IOC_LOAD => IOC_LOAD,
+            OXT_IOC_GO => IOC_GO,
+            OXT_IOC_STOP => IOC_STOP,
+            OXT_IOC_SNAPSHOT => IOC_SNAPSHOT,
+            OXT_IOC_PROBES => IOC_PROBES,
+            OXT_IOC_AGGSNAP => IOC_AGGSNAP,
         }
     );
     v

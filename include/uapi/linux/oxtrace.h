@@ -27,7 +27,7 @@
 
 /* A new major breaks old tools; a new minor only adds. */
 #define OXT_ABI_MAJOR 1
-#define OXT_ABI_MINOR 0
+#define OXT_ABI_MINOR 1
 
 /* Feature bits of struct oxt_version.features. */
 /* The CPU has Intel PT with ToPA output (CPUID 7.0:EBX[25], 0x14.0:ECX[0]). */
@@ -47,8 +47,25 @@ struct oxt_version {
 	__u64 reserved[4];	/* in: zero */
 };
 
-/* enum oxt_consumer_state: lifecycle of a consumer. */
+/*
+ * Lifecycle of a consumer: IDLE -LOAD-> LOADED -GO-> ACTIVE -STOP-> STOPPED.
+ * LOAD is allowed once; GO once; STOP from ACTIVE.  Closing the device in any
+ * state tears everything down.
+ */
 #define OXT_STATE_IDLE		0	/* opened, nothing loaded */
+#define OXT_STATE_LOADED	1	/* program loaded, probes registered, disabled */
+#define OXT_STATE_ACTIVE	2	/* probes enabled (GO) */
+#define OXT_STATE_STOPPED	3	/* probes disabled (STOP); buffers can be drained */
+
+/* Per-CPU counters of a consumer, an array of struct oxt_status.ncpus. */
+struct oxt_cpu_status {
+	__u64 fired;		/* clauses' probes fired on this CPU */
+	__u64 records;		/* records written to the principal buffer */
+	__u64 drops;		/* records that did not fit the principal buffer */
+	__u64 errors;		/* clauses aborted by a runtime error */
+	__u64 recursion;	/* probe hits not run: an action was running on this CPU */
+	__u64 reserved[3];
+};
 
 struct oxt_status {
 	__u32 size;		/* in: sizeof(struct oxt_status) */
@@ -58,12 +75,101 @@ struct oxt_status {
 	__u64 live_consumers;	/* out: consumer objects allocated, not yet freed */
 	__u64 opened_ns;	/* out: CLOCK_MONOTONIC time of this open() */
 	__u64 ioctls;		/* out: ioctls served to this consumer so far */
-	__u64 reserved[8];	/* in: zero */
+	__u64 cpus;		/* in: pointer to struct oxt_cpu_status[ncpus], or 0 */
+	__u32 ncpus;		/* in: entries at cpus; out: entries written */
+	__u32 exited;		/* out: 1 once an exit() action ran */
+	__s64 exit_status;	/* out: the argument of the first exit() */
+	__u64 missed;		/* out: hits the kernel could not hand to us (kprobe nmissed) */
+	__u64 reserved[6];	/* in: zero */
+};
+
+/* struct oxt_load.attach[] entries: where the program's fbt probes attach. */
+#define OXT_ATTACH_OPTIONAL	(1U << 0)	/* from a glob: skip if the kernel refuses */
+
+struct oxt_attach {
+	__u32 probe;		/* index of the probe description in the image */
+	__u32 flags;		/* OXT_ATTACH_* */
+	__u32 name;		/* offset of the NUL-terminated function name in names */
+	__u32 reserved;		/* zero */
+};
+
+/* struct oxt_load.err_kind: what a failed LOAD refused. */
+#define OXT_LOADERR_NONE	0
+#define OXT_LOADERR_IMAGE	1	/* the image: err_code = image error code */
+#define OXT_LOADERR_VERIFY	2	/* bytecode: err_index = clause, err_part, err_insn, err_code */
+#define OXT_LOADERR_ATTACH	3	/* attach entry err_index: the errno says why */
+#define OXT_LOADERR_PROBE	4	/* probe description err_index attaches nowhere */
+
+struct oxt_load {
+	__u32 size;		/* in: sizeof(struct oxt_load) */
+	__u32 flags;		/* in: zero */
+	__u64 image;		/* in: pointer to the program image */
+	__u64 image_len;	/* in: its length */
+	__u64 attach;		/* in: pointer to struct oxt_attach[nattach] */
+	__u64 names;		/* in: pointer to the names of the attach entries */
+	__u32 nattach;		/* in */
+	__u32 names_len;	/* in */
+	__u32 nprobes;		/* out: kprobes and kretprobes registered */
+	__u32 nskipped;		/* out: optional attach entries the kernel refused */
+	__u32 err_kind;		/* out: OXT_LOADERR_* when LOAD fails */
+	__u32 err_index;	/* out: clause, attach entry or probe description */
+	__u32 err_part;		/* out: 0 predicate, 1 actions (VERIFY) */
+	__u32 err_insn;		/* out: instruction index (VERIFY) */
+	__u32 err_code;		/* out: reason code (IMAGE, VERIFY) */
+	__u32 err_arg;		/* out: the reason's operand */
+	__u64 reserved[4];	/* in: zero */
+};
+
+/*
+ * SNAPSHOT: take the principal buffer of one CPU (DTrace's switch policy); buf
+ * must hold bufsize bytes (else ENOSPC).  AGGSNAP: take one CPU's aggregation
+ * buffer as a stream of data-set records (Documentation/agg.rst); if it does
+ * not fit buf, ENOSPC and len = the bytes needed, and nothing is lost.
+ * An offline CPU gives len 0.
+ */
+struct oxt_snapshot {
+	__u32 size;		/* in: sizeof(struct oxt_snapshot) */
+	__u32 cpu;		/* in: the CPU */
+	__u64 buf;		/* in: pointer to at least bufsize bytes */
+	__u64 buf_len;		/* in: its length */
+	__u64 len;		/* out: bytes of whole records written to buf */
+	__u64 drops;		/* out: records that did not fit since the last snapshot */
+	__u64 reserved[4];	/* in: zero */
+};
+
+/* Per attached probe: where it is and what it did. */
+#define OXT_PROBE_FUNC_LEN	64
+
+struct oxt_probe_info {
+	__u32 probe;		/* index of the probe description */
+	__u32 flags;		/* OXT_PROBE_* */
+	char func[OXT_PROBE_FUNC_LEN];		/* attached function, NUL-terminated */
+	__u64 fired;
+	__u64 errors;
+	__u64 recursion;
+	__u64 reserved[2];
+};
+
+#define OXT_PROBE_RETURN	(1U << 0)
+
+struct oxt_probes {
+	__u32 size;		/* in: sizeof(struct oxt_probes) */
+	__u32 n;		/* in: entries at info; out: entries written */
+	__u64 info;		/* in: pointer to struct oxt_probe_info[n] */
+	__u32 total;		/* out: attached probes in all */
+	__u32 reserved0;	/* in: zero */
+	__u64 reserved[3];	/* in: zero */
 };
 
 #define OXT_IOC_MAGIC 0xb7
 
 #define OXT_IOC_VERSION	_IOWR(OXT_IOC_MAGIC, 0x00, struct oxt_version)
 #define OXT_IOC_STATUS	_IOWR(OXT_IOC_MAGIC, 0x01, struct oxt_status)
+#define OXT_IOC_LOAD	_IOWR(OXT_IOC_MAGIC, 0x02, struct oxt_load)
+#define OXT_IOC_GO	_IO(OXT_IOC_MAGIC, 0x03)
+#define OXT_IOC_STOP	_IO(OXT_IOC_MAGIC, 0x04)
+#define OXT_IOC_SNAPSHOT _IOWR(OXT_IOC_MAGIC, 0x05, struct oxt_snapshot)
+#define OXT_IOC_PROBES	_IOWR(OXT_IOC_MAGIC, 0x06, struct oxt_probes)
+#define OXT_IOC_AGGSNAP	_IOWR(OXT_IOC_MAGIC, 0x07, struct oxt_snapshot)
 
 #endif /* _UAPI_LINUX_OXTRACE_H */

@@ -1,0 +1,223 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Error codes across the ABI: how the kernel encodes why a LOAD failed or a clause faulted,
+//! and how the tool turns the codes back into words. One table for both sides.
+//!
+//! A LOAD error travels as `struct oxt_load`'s `err_code` (what) and `err_arg` (its operand);
+//! a runtime fault as an error record's `id` (what) and payload (instruction, address).
+
+use crate::action::{FaultKind, Reason};
+use crate::program::{ImageError, OptionFault, ProbeFault};
+use core::fmt;
+
+/// `(err_code, err_arg)` of an image error. The low byte of the code is the variant; the next
+/// byte a sub-reason (section or fault kind).
+pub fn image_code(e: &ImageError) -> (u32, u32) {
+    use ImageError::*;
+    let sub = |v: u32, s: u32| v | (s << 8);
+    match *e {
+        TooShort => (1, 0),
+        TooLarge => (2, 0),
+        BadMagic => (3, 0),
+        BadVersion(v) => (4, v as u32),
+        BadHeaderSize(v) => (5, v as u32),
+        SizeMismatch { header, .. } => (6, header),
+        ReservedNonZero(off) => (7, off as u32),
+        SectionMisaligned(s) => (sub(8, s as u32), 0),
+        SectionOverlap(s) => (sub(9, s as u32), 0),
+        SectionOutOfBounds(s) => (sub(10, s as u32), 0),
+        SectionLength(s) => (sub(11, s as u32), 0),
+        BadStrtab => (12, 0),
+        TooManyLocals(n) => (13, n),
+        NoClauses => (14, 0),
+        BadProbe { index, why } => (sub(15, probe_fault(why)), index),
+        BadClause { index, why } => (sub(16, why as u32), index),
+        BadVar { index, why } => (sub(17, why as u32), index),
+        BadAgg { index, why } => (sub(18, why as u32), index),
+        BadFmt(i) => (19, i),
+        BadOption { index, why } => (sub(20, option_fault(why)), index),
+    }
+}
+
+fn probe_fault(f: ProbeFault) -> u32 {
+    match f {
+        ProbeFault::Kind(_) => 0,
+        ProbeFault::FuncOffset => 1,
+        ProbeFault::FuncPattern => 2,
+        ProbeFault::Field => 3,
+        ProbeFault::TickPeriod => 4,
+    }
+}
+
+fn option_fault(f: OptionFault) -> u32 {
+    match f {
+        OptionFault::Key(_) => 0,
+        OptionFault::Duplicate => 1,
+        OptionFault::Range => 2,
+    }
+}
+
+const SECTIONS: [&str; 9] = [
+    "probes",
+    "clauses",
+    "code",
+    "integers",
+    "strings",
+    "variables",
+    "aggregations",
+    "formats",
+    "options",
+];
+
+/// Words for an image error code, as [`image_code`] made it.
+pub struct ImageMsg {
+    /// `err_code`.
+    pub code: u32,
+    /// `err_arg`.
+    pub arg: u32,
+}
+
+impl fmt::Display for ImageMsg {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (v, s, a) = (self.code & 0xff, (self.code >> 8) & 0xff, self.arg);
+        let sec = SECTIONS.get(s as usize).copied().unwrap_or("?");
+        const PROBE: [&str; 5] = [
+            "kind",
+            "function offset",
+            "function pattern",
+            "field",
+            "tick period",
+        ];
+        const CLAUSE: [&str; 3] = ["probe range", "predicate range", "action range"];
+        const DICT: [&str; 5] = ["id", "kind", "key layout", "name", "parameters"];
+        const OPTION: [&str; 3] = ["unknown key", "duplicate", "value out of range"];
+        let pick = |t: &'static [&'static str]| t.get(s as usize).copied().unwrap_or("?");
+        match v {
+            1 => write!(f, "image shorter than its header"),
+            2 => write!(f, "image too large"),
+            3 => write!(f, "not a program image (bad magic)"),
+            4 => write!(f, "image format version {a} not supported"),
+            5 => write!(f, "bad header size {a}"),
+            6 => write!(f, "image size {a} in the header does not match"),
+            7 => write!(f, "reserved header field at offset {a} not zero"),
+            8 => write!(f, "section {sec} misaligned"),
+            9 => write!(f, "section {sec} overlaps another"),
+            10 => write!(f, "section {sec} out of bounds"),
+            11 => write!(f, "section {sec} length not a multiple of its entry"),
+            12 => write!(f, "malformed string table"),
+            13 => write!(f, "too many clause-local variables ({a})"),
+            14 => write!(f, "no clauses"),
+            15 => write!(f, "probe description {a}: bad {}", pick(&PROBE)),
+            16 => write!(f, "clause {a}: bad {}", pick(&CLAUSE)),
+            17 => write!(f, "variable {a}: bad {}", pick(&DICT)),
+            18 => write!(f, "aggregation {a}: bad {}", pick(&DICT)),
+            19 => write!(f, "printf format {a} malformed"),
+            20 => write!(f, "option {a}: {}", pick(&OPTION)),
+            _ => write!(f, "image error {:#x} ({a})", self.code),
+        }
+    }
+}
+
+/// `(err_code, err_arg)` of a verifier reason.
+pub fn reason_code(r: &Reason) -> (u32, u32) {
+    use Reason::*;
+    match *r {
+        Empty => (1, 0),
+        TooLong => (2, 0),
+        Misaligned => (3, 0),
+        BadOpcode(o) => (4, o as u32),
+        BadRegister(x) => (5, x as u32),
+        WritesR0 => (6, 0),
+        ReservedNonZero => (7, 0),
+        BackwardJump(t) => (8, t),
+        JumpOutOfBounds(t) => (9, t),
+        BadIntIndex(i) => (10, i),
+        BadStrOffset(o) => (11, o),
+        StringTooLong(n) => (12, n),
+        BadBuiltin(b) => (13, b),
+        BadLocal(l) => (14, l),
+        BadVariable(v) => (15, v),
+        BadAggregation(a) => (16, a),
+        BadFormat(x) => (17, x),
+        BadWidth(w) => (18, w),
+        BadType(t) => (19, t),
+        NoReturn => (20, 0),
+        ScratchTooLarge => (21, 0),
+        BadTables => (22, 0),
+    }
+}
+
+/// Words for a verifier reason code, as [`reason_code`] made it.
+pub struct ReasonMsg {
+    /// `err_code`.
+    pub code: u32,
+    /// `err_arg`.
+    pub arg: u32,
+}
+
+impl fmt::Display for ReasonMsg {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let a = self.arg;
+        match self.code {
+            1 => write!(f, "empty program"),
+            2 => write!(f, "program too long"),
+            3 => write!(f, "code not a whole number of instructions"),
+            4 => write!(f, "invalid opcode {a:#x}"),
+            5 => write!(f, "invalid register r{a}"),
+            6 => write!(f, "writes r0"),
+            7 => write!(f, "unused instruction field not zero"),
+            8 => write!(f, "backward jump to {a}"),
+            9 => write!(f, "jump past the end to {a}"),
+            10 => write!(f, "integer table index {a} out of range"),
+            11 => write!(f, "string table offset {a} invalid"),
+            12 => write!(f, "string constant of {a} bytes longer than strsize"),
+            13 => write!(f, "invalid built-in {a}"),
+            14 => write!(f, "clause-local variable {a} out of range"),
+            15 => write!(f, "unknown variable {a}"),
+            16 => write!(f, "unknown aggregation {a}"),
+            17 => write!(f, "unknown printf format {a}"),
+            18 => write!(f, "invalid width {a}"),
+            19 => write!(f, "invalid type {a}"),
+            20 => write!(f, "a path does not end in ret"),
+            21 => write!(f, "needs more scratch space than allowed"),
+            22 => write!(f, "tables inconsistent"),
+            c => write!(f, "verifier reason {c} ({a})"),
+        }
+    }
+}
+
+/// Error-record `id` and address of a runtime fault.
+pub fn fault_code(k: &FaultKind) -> (u32, u64) {
+    match *k {
+        FaultKind::DivZero => (1, 0),
+        FaultKind::BadAddr(a) => (2, a),
+        FaultKind::BadString => (3, 0),
+        FaultKind::TupleOverflow => (4, 0),
+        FaultKind::KeyMismatch => (5, 0),
+        FaultKind::ScratchExhausted => (6, 0),
+        FaultKind::Invalid => (7, 0),
+    }
+}
+
+/// Words for a runtime fault, as DTrace says them.
+pub struct FaultMsg {
+    /// Error-record `id`.
+    pub code: u32,
+    /// The address, for bad reads.
+    pub addr: u64,
+}
+
+impl fmt::Display for FaultMsg {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.code {
+            1 => write!(f, "division by zero"),
+            2 => write!(f, "invalid address ({:#x})", self.addr),
+            3 => write!(f, "invalid string"),
+            4 => write!(f, "tuple stack overflow"),
+            5 => write!(f, "key does not match the variable's layout"),
+            6 => write!(f, "out of scratch space"),
+            7 => write!(f, "invalid instruction"),
+            c => write!(f, "fault {c}"),
+        }
+    }
+}

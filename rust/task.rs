@@ -1,0 +1,63 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Facts about the current task and fault-safe kernel reads, for probe context.
+//!
+// TODO: replace with kernel::task::Task accessors when they cover these.
+
+use crate::shim;
+use kernel::ffi::c_void;
+
+/// Process id (thread group id) of the current task.
+pub(crate) fn pid() -> u32 {
+    // SAFETY: reads `current`, valid in every context we run in.
+    unsafe { shim::oxt_current_pid() }
+}
+
+/// Thread id of the current task.
+pub(crate) fn tid() -> u32 {
+    // SAFETY: as above.
+    unsafe { shim::oxt_current_tid() }
+}
+
+/// Real uid of the current task, in the initial user namespace.
+pub(crate) fn uid() -> u32 {
+    // SAFETY: `current_uid()` reads current's credentials, which can't go away under it.
+    unsafe { shim::oxt_current_uid() }
+}
+
+/// Real gid of the current task, in the initial user namespace.
+pub(crate) fn gid() -> u32 {
+    // SAFETY: as `uid`.
+    unsafe { shim::oxt_current_gid() }
+}
+
+/// Process id of the current task's parent.
+pub(crate) fn ppid() -> u32 {
+    // SAFETY: the shim reads `real_parent` under RCU.
+    unsafe { shim::oxt_current_ppid() }
+}
+
+/// Address of the current task (`curthread`).
+pub(crate) fn current_addr() -> u64 {
+    // SAFETY: reads `current`.
+    unsafe { shim::oxt_current_task() as u64 }
+}
+
+/// Copies the current task's name into `out` (truncated, no NUL); returns its length.
+pub(crate) fn comm(out: &mut [u8]) -> usize {
+    // The shim writes a NUL-terminated string: leave room for the NUL.
+    let mut buf = [0u8; 17];
+    // SAFETY: `buf` is valid for `buf.len()` bytes.
+    let n = unsafe { shim::oxt_current_comm(buf.as_mut_ptr(), buf.len()) };
+    let n = n.min(out.len()).min(buf.len() - 1);
+    out[..n].copy_from_slice(&buf[..n]);
+    n
+}
+
+/// Reads `out.len()` bytes of kernel memory at `addr` without faulting; false if any byte
+/// can't be read.
+pub(crate) fn read_kernel(addr: u64, out: &mut [u8]) -> bool {
+    // SAFETY: `out` is valid for writes of its length; the source is read with
+    // `copy_from_kernel_nofault`, which checks the address and never faults.
+    unsafe { shim::oxt_read_nofault(out.as_mut_ptr() as *mut c_void, addr as _, out.len()) == 0 }
+}
