@@ -1,0 +1,5 @@
+//! The oxtrace tool's library: everything but argument handling, so that it is unit-tested
+//! and shared by the subcommands.
+
+pub mod device;
+pub mod dsl;
