@@ -93,7 +93,7 @@ impl fmt::Display for CompileError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "error: {}\n{} --> {}:{}:{}\n{}",
+            "error: {}\n{}--> {}:{}:{}\n{}",
             self.msg,
             " ".repeat(self.line.to_string().len()),
             self.input,

@@ -550,7 +550,22 @@ impl<'a> Parser<'a> {
                 Tok::Punct("[") => {
                     let name = match &e.kind {
                         ExprKind::Ident(n) => n.clone(),
-                        _ => return self.err(t.span, "only associative arrays can be indexed"),
+                        _ => {
+                            // p[i] on a pointer is *(p + i).
+                            self.bump();
+                            let idx = self.expr()?;
+                            let close = self.expect("]")?;
+                            let span = e.span.to(close);
+                            let sum = Expr {
+                                kind: ExprKind::Binary(BinOp::Add, Box::new(e), Box::new(idx)),
+                                span,
+                            };
+                            e = Expr {
+                                kind: ExprKind::Unary(UnOp::Deref, Box::new(sum)),
+                                span,
+                            };
+                            continue;
+                        }
                     };
                     self.bump();
                     let keys = self.expr_list("]")?;
