@@ -1323,11 +1323,13 @@ impl<'s> Vm<'s> {
                         return Err(f(FaultKind::DivZero));
                     }
                     let (sa, sb) = (a as i64, b as i64);
+                    // Checked forms have no panic path; `None` is only i64::MIN / -1 here,
+                    // whose wrapped results are MIN and 0.
                     out = Some(match op {
-                        Sdiv => sa.wrapping_div(sb) as u64,
-                        Udiv => a / b,
-                        Srem => sa.wrapping_rem(sb) as u64,
-                        _ => a % b,
+                        Sdiv => sa.checked_div(sb).unwrap_or(sa) as u64,
+                        Udiv => a.checked_div(b).unwrap_or(0),
+                        Srem => sa.checked_rem(sb).unwrap_or(0) as u64,
+                        _ => a.checked_rem(b).unwrap_or(0),
                     });
                 }
                 And => out = Some(a & b),

@@ -77,7 +77,17 @@ impl Section {
 
     /// Bytes of one entry.
     pub fn entry_size(self) -> usize {
-        ENTRY_SIZE[self as usize]
+        match self {
+            Section::Probes => ENTRY_SIZE[0],
+            Section::Clauses => ENTRY_SIZE[1],
+            Section::Code => ENTRY_SIZE[2],
+            Section::Ints => ENTRY_SIZE[3],
+            Section::Strtab => ENTRY_SIZE[4],
+            Section::Vars => ENTRY_SIZE[5],
+            Section::Aggs => ENTRY_SIZE[6],
+            Section::Fmts => ENTRY_SIZE[7],
+            Section::Options => ENTRY_SIZE[8],
+        }
     }
 }
 
@@ -618,7 +628,7 @@ impl<'a> Image<'a> {
                 .checked_add(size)
                 .filter(|&e| e <= bytes.len())
                 .ok_or(ImageError::SectionOutOfBounds(s))?;
-            if size / s.entry_size() * s.entry_size() != size {
+            if size.checked_rem(s.entry_size()) != Some(0) {
                 return Err(ImageError::SectionLength(s));
             }
             sec[s as usize] = &bytes[off..end];
@@ -664,7 +674,6 @@ impl<'a> Image<'a> {
 
     /// Number of entries in section `s`.
     pub fn count(&self, s: Section) -> usize {
-        // No panicking division in the kernel: entry sizes are never 0.
         self.sec[s as usize]
             .len()
             .checked_div(s.entry_size())
@@ -1038,7 +1047,8 @@ pub fn agg_params_valid(func: AggFunc, p: &[i64; 4]) -> bool {
                 && low < high
                 && high
                     .checked_sub(low)
-                    .is_some_and(|d| d / step >= 1 && d / step <= LQUANTIZE_MAX_LEVELS)
+                    .and_then(|d| d.checked_div(step))
+                    .is_some_and(|n| (1..=LQUANTIZE_MAX_LEVELS).contains(&n))
         }
         AggFunc::Llquantize => {
             let (factor, low, high, steps) = (p[0], p[1], p[2], p[3]);
@@ -1054,7 +1064,7 @@ pub fn agg_params_valid(func: AggFunc, p: &[i64; 4]) -> bool {
                     None => return false,
                 };
             }
-            steps <= factor || steps % factor == 0
+            steps <= factor || steps.checked_rem(factor) == Some(0)
         }
         _ => *p == [0; 4],
     }

@@ -3,4 +3,5 @@
 
 pub mod agg;
 pub mod device;
+pub mod dsl;
 pub mod probes;

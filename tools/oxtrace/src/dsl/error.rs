@@ -1,0 +1,107 @@
+//! Compile errors with `line:column`, the source line and a caret under the problem.
+
+use std::fmt;
+
+/// A span in the source: byte offset and length.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Span {
+    /// Byte offset of the first character.
+    pub start: usize,
+    /// Length in bytes (at least 1 for the caret).
+    pub len: usize,
+}
+
+impl Span {
+    /// A span from `start` to `end` (exclusive).
+    pub fn new(start: usize, end: usize) -> Span {
+        Span {
+            start,
+            len: end.saturating_sub(start),
+        }
+    }
+
+    /// The span covering `self` and `other`.
+    pub fn to(self, other: Span) -> Span {
+        let s = self.start.min(other.start);
+        let e = (self.start + self.len).max(other.start + other.len);
+        Span::new(s, e)
+    }
+}
+
+/// A compile error.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CompileError {
+    /// Name of the input (`-e`, a file name).
+    pub input: String,
+    /// 1-based line.
+    pub line: usize,
+    /// 1-based column (in characters).
+    pub col: usize,
+    /// What is wrong.
+    pub msg: String,
+    /// The source line.
+    pub src_line: String,
+    /// Caret length in characters.
+    pub width: usize,
+}
+
+impl CompileError {
+    /// Build an error for `span` of `src`.
+    pub fn at(src: &str, input: &str, span: Span, msg: impl Into<String>) -> CompileError {
+        let start = span.start.min(src.len());
+        let line_start = src[..start].rfind('\n').map_or(0, |p| p + 1);
+        let line_end = src[start..].find('\n').map_or(src.len(), |p| start + p);
+        let line = src[..start].matches('\n').count() + 1;
+        let col = src[line_start..start].chars().count() + 1;
+        let end = (span.start + span.len).min(line_end).max(start);
+        let width = src[start..end].chars().count().max(1);
+        CompileError {
+            input: input.to_string(),
+            line,
+            col,
+            msg: msg.into(),
+            src_line: src[line_start..line_end].to_string(),
+            width,
+        }
+    }
+
+    /// The `line:column` position.
+    pub fn position(&self) -> String {
+        format!("{}:{}", self.line, self.col)
+    }
+
+    /// The source line and the caret line, without the header.
+    pub fn snippet(&self) -> String {
+        let ln = self.line.to_string();
+        let pad = " ".repeat(ln.len());
+        // Tabs keep their width so that the caret lines up under them.
+        let lead: String = self
+            .src_line
+            .chars()
+            .take(self.col - 1)
+            .map(|c| if c == '\t' { '\t' } else { ' ' })
+            .collect();
+        format!(
+            "{pad} |\n{ln} | {}\n{pad} | {lead}{}",
+            self.src_line,
+            "^".repeat(self.width)
+        )
+    }
+}
+
+impl fmt::Display for CompileError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "error: {}\n{}--> {}:{}:{}\n{}",
+            self.msg,
+            " ".repeat(self.line.to_string().len()),
+            self.input,
+            self.line,
+            self.col,
+            self.snippet()
+        )
+    }
+}
+
+impl std::error::Error for CompileError {}

@@ -1,0 +1,309 @@
+//! printf formats: parsing and checking at compile time, and the user-space formatter that
+//! turns printf records back into text with DTrace's (C's) semantics.
+
+use oxtrace_core::action::{IntType, Item};
+
+/// Flags of a conversion.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Flags {
+    /// `-`: left-justify.
+    pub minus: bool,
+    /// `+`: always a sign.
+    pub plus: bool,
+    /// ` `: a space for positive numbers.
+    pub space: bool,
+    /// `0`: pad with zeros.
+    pub zero: bool,
+    /// `#`: alternate form.
+    pub alt: bool,
+    /// `@`: the aggregation value (printa formats only).
+    pub agg: bool,
+}
+
+/// One conversion specification.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Conv {
+    /// Flags.
+    pub flags: Flags,
+    /// Minimum field width.
+    pub width: Option<usize>,
+    /// Precision.
+    pub prec: Option<usize>,
+    /// The conversion character.
+    pub conv: char,
+    /// Byte range in the format.
+    pub start: usize,
+    /// End of the byte range in the format.
+    pub end: usize,
+}
+
+/// What a conversion consumes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ArgKind {
+    /// An integer or pointer.
+    Int,
+    /// A string.
+    Str,
+}
+
+impl Conv {
+    /// The kind of argument the conversion wants.
+    pub fn arg_kind(&self) -> ArgKind {
+        if self.conv == 's' {
+            ArgKind::Str
+        } else {
+            ArgKind::Int
+        }
+    }
+}
+
+/// A piece of a parsed format.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Piece {
+    /// Literal bytes (`%%` already turned into `%`).
+    Lit(Vec<u8>),
+    /// A conversion.
+    Conv(Conv),
+}
+
+/// A format error: byte offset in the format and message.
+pub type FormatError = (usize, String);
+
+/// Largest width or precision accepted.
+pub const MAX_WIDTH: usize = 4096;
+
+/// Parse `fmt`; `printa` allows the `@` flag.
+pub fn parse(fmt: &[u8], printa: bool) -> Result<Vec<Piece>, FormatError> {
+    let mut out = Vec::new();
+    let mut lit = Vec::new();
+    let mut i = 0;
+    while i < fmt.len() {
+        if fmt[i] != b'%' {
+            lit.push(fmt[i]);
+            i += 1;
+            continue;
+        }
+        let start = i;
+        i += 1;
+        if fmt.get(i) == Some(&b'%') {
+            lit.push(b'%');
+            i += 1;
+            continue;
+        }
+        let mut flags = Flags::default();
+        while let Some(&c) = fmt.get(i) {
+            match c {
+                b'-' => flags.minus = true,
+                b'+' => flags.plus = true,
+                b' ' => flags.space = true,
+                b'0' => flags.zero = true,
+                b'#' => flags.alt = true,
+                b'\'' => {}
+                b'@' if printa => flags.agg = true,
+                b'@' => return Err((i, "the @ flag is only valid in printa() formats".into())),
+                _ => break,
+            }
+            i += 1;
+        }
+        let num = |i: &mut usize| -> Result<Option<usize>, FormatError> {
+            let s = *i;
+            while fmt.get(*i).is_some_and(|c| c.is_ascii_digit()) {
+                *i += 1;
+            }
+            if s == *i {
+                return Ok(None);
+            }
+            let v: usize = std::str::from_utf8(&fmt[s..*i])
+                .ok()
+                .and_then(|t| t.parse().ok())
+                .unwrap_or(usize::MAX);
+            if v > MAX_WIDTH {
+                return Err((s, format!("width or precision larger than {MAX_WIDTH}")));
+            }
+            Ok(Some(v))
+        };
+        if fmt.get(i) == Some(&b'*') {
+            return Err((i, "'*' widths are not supported".into()));
+        }
+        let width = num(&mut i)?;
+        let mut prec = None;
+        if fmt.get(i) == Some(&b'.') {
+            i += 1;
+            if fmt.get(i) == Some(&b'*') {
+                return Err((i, "'*' precisions are not supported".into()));
+            }
+            prec = Some(num(&mut i)?.unwrap_or(0));
+        }
+        // Length modifiers are accepted and ignored: the argument's type decides.
+        while let Some(b'h' | b'l' | b'L' | b'j' | b'z' | b't' | b'q') = fmt.get(i) {
+            i += 1;
+        }
+        let conv = match fmt.get(i) {
+            None => return Err((start, "format ends in the middle of a conversion".into())),
+            Some(&c) => c as char,
+        };
+        if !"diuxXocsp".contains(conv) {
+            return Err((
+                i,
+                format!("conversion %{} is not supported", conv.escape_default()),
+            ));
+        }
+        i += 1;
+        if !lit.is_empty() {
+            out.push(Piece::Lit(std::mem::take(&mut lit)));
+        }
+        out.push(Piece::Conv(Conv {
+            flags,
+            width,
+            prec,
+            conv,
+            start,
+            end: i,
+        }));
+    }
+    if !lit.is_empty() {
+        out.push(Piece::Lit(lit));
+    }
+    Ok(out)
+}
+
+/// The conversions of a parsed format.
+pub fn convs(pieces: &[Piece]) -> impl Iterator<Item = &Conv> {
+    pieces.iter().filter_map(|p| match p {
+        Piece::Conv(c) => Some(c),
+        Piece::Lit(_) => None,
+    })
+}
+
+fn pad(out: &mut Vec<u8>, body: &[u8], width: Option<usize>, left: bool) {
+    let w = width.unwrap_or(0);
+    let n = w.saturating_sub(body.len());
+    if left {
+        out.extend_from_slice(body);
+        out.extend(std::iter::repeat_n(b' ', n));
+    } else {
+        out.extend(std::iter::repeat_n(b' ', n));
+        out.extend_from_slice(body);
+    }
+}
+
+/// The value of an integer item as the conversion sees it: signed conversions sign-extend
+/// from the argument's size, unsigned ones truncate to it (DTrace uses the argument's type).
+///
+/// Types narrower than `int` are promoted to `int` first, as C's varargs do (the register
+/// already holds the value extended by the type's own signedness).
+fn int_value(v: u64, ty: IntType, signed_conv: bool) -> i128 {
+    let bits = ty.size().max(4) as u32 * 8;
+    let masked = if bits >= 64 {
+        v
+    } else {
+        v & ((1u64 << bits) - 1)
+    };
+    if signed_conv {
+        let sh = 64 - bits;
+        (((masked << sh) as i64) >> sh) as i128
+    } else {
+        masked as i128
+    }
+}
+
+/// Format one conversion of `item` into `out`.
+pub fn format_conv(out: &mut Vec<u8>, c: &Conv, item: &Item<'_>) {
+    let f = c.flags;
+    match (c.conv, item) {
+        ('s', Item::Str(s)) => {
+            let s = match c.prec {
+                Some(p) if p < s.len() => &s[..p],
+                _ => s,
+            };
+            pad(out, s, c.width, f.minus);
+        }
+        ('c', Item::Int(v, _)) => pad(out, &[*v as u8], c.width, f.minus),
+        (_, Item::Str(s)) => pad(out, s, c.width, f.minus),
+        (conv, Item::Int(v, ty)) => {
+            let signed_conv = matches!(conv, 'd' | 'i');
+            let (val, ty) = if conv == 'p' {
+                (*v as i128, IntType::U64)
+            } else {
+                (int_value(*v, *ty, signed_conv), *ty)
+            };
+            let _ = ty;
+            let neg = val < 0;
+            let mag = val.unsigned_abs();
+            let mut digits = match conv {
+                'x' | 'p' => format!("{mag:x}"),
+                'X' => format!("{mag:X}"),
+                'o' => format!("{mag:o}"),
+                _ => mag.to_string(),
+            }
+            .into_bytes();
+            if c.prec == Some(0) && mag == 0 && conv != 'p' {
+                digits.clear();
+            }
+            if let Some(p) = c.prec {
+                if digits.len() < p {
+                    let mut z = vec![b'0'; p - digits.len()];
+                    z.extend(digits);
+                    digits = z;
+                }
+            }
+            let mut prefix: Vec<u8> = Vec::new();
+            if neg {
+                prefix.push(b'-');
+            } else if signed_conv && f.plus {
+                prefix.push(b'+');
+            } else if signed_conv && f.space {
+                prefix.push(b' ');
+            }
+            match conv {
+                'p' => prefix.extend_from_slice(b"0x"),
+                'x' if f.alt && mag != 0 => prefix.extend_from_slice(b"0x"),
+                'X' if f.alt && mag != 0 => prefix.extend_from_slice(b"0X"),
+                'o' if f.alt && digits.first() != Some(&b'0') => prefix.push(b'0'),
+                _ => {}
+            }
+            let w = c.width.unwrap_or(0);
+            let len = prefix.len() + digits.len();
+            if f.zero && !f.minus && c.prec.is_none() && w > len {
+                out.extend_from_slice(&prefix);
+                out.extend(std::iter::repeat_n(b'0', w - len));
+                out.extend_from_slice(&digits);
+            } else {
+                prefix.extend(digits);
+                pad(out, &prefix, c.width, f.minus);
+            }
+        }
+    }
+}
+
+/// Format a printf record: `pieces` from [`parse`], `items` from the record.
+///
+/// Missing arguments print nothing; extra ones are ignored (the compiler checked the count).
+pub fn format_printf(pieces: &[Piece], items: &[Item<'_>]) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut args = items.iter();
+    for p in pieces {
+        match p {
+            Piece::Lit(l) => out.extend_from_slice(l),
+            Piece::Conv(c) => {
+                if let Some(item) = args.next() {
+                    format_conv(&mut out, c, item);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Format `items` with the printf format text `fmt` (parsing it first).
+pub fn sprintf(fmt: &[u8], items: &[Item<'_>]) -> Result<Vec<u8>, FormatError> {
+    Ok(format_printf(&parse(fmt, false)?, items))
+}
+
+/// How `trace()` shows one item: integers in decimal by their type, strings as they are.
+pub fn format_trace_item(item: &Item<'_>) -> Vec<u8> {
+    match item {
+        Item::Str(s) => s.to_vec(),
+        Item::Int(v, ty) => int_value(*v, *ty, ty.signed()).to_string().into_bytes(),
+    }
+}

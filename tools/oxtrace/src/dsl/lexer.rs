@@ -1,0 +1,278 @@
+//! The D lexer: tokens with their spans.
+
+use super::error::Span;
+
+/// A token kind.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Tok {
+    /// An identifier or keyword.
+    Ident(String),
+    /// An integer literal's text (suffixes included; parsed later).
+    Int(String),
+    /// A string literal, escapes resolved.
+    Str(Vec<u8>),
+    /// A character literal's value.
+    Char(u8),
+    /// `$name` or `$N` (`dollar2` set for `$$N`).
+    Macro {
+        /// The name after the `$`.
+        name: String,
+        /// `$$`: force a string.
+        string: bool,
+    },
+    /// `@name` (empty name for `@`).
+    Agg(String),
+    /// A `#pragma` line: its text after `#`.
+    Pragma(String),
+    /// Punctuation or operator.
+    Punct(&'static str),
+    /// End of input.
+    Eof,
+}
+
+/// A token and where it is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Token {
+    /// The token.
+    pub tok: Tok,
+    /// Its span.
+    pub span: Span,
+}
+
+/// Longest first, so that `<<=` wins over `<<` and `<`.
+const PUNCTS: &[&str] = &[
+    "<<=", ">>=", "->", "++", "--", "<<", ">>", "<=", ">=", "==", "!=", "&&", "||", "^^", "+=",
+    "-=", "*=", "/=", "%=", "&=", "|=", "^=", "::", "+", "-", "*", "/", "%", "<", ">", "=", "!",
+    "~", "&", "|", "^", "?", ":", ";", ",", "(", ")", "{", "}", "[", "]", ".",
+];
+
+/// A lexing error: span and message.
+pub type LexError = (Span, String);
+
+/// Split `src` into tokens.
+pub fn lex(src: &str) -> Result<Vec<Token>, LexError> {
+    let b = src.as_bytes();
+    let mut i = 0;
+    let mut out = Vec::new();
+    let mut line_start = true;
+    while i < b.len() {
+        let c = b[i];
+        if c == b'\n' {
+            line_start = true;
+            i += 1;
+            continue;
+        }
+        if c.is_ascii_whitespace() {
+            i += 1;
+            continue;
+        }
+        if c == b'/' && b.get(i + 1) == Some(&b'*') {
+            let start = i;
+            match src[i + 2..].find("*/") {
+                Some(p) => i = i + 2 + p + 2,
+                None => return Err((Span::new(start, start + 2), "unterminated comment".into())),
+            }
+            continue;
+        }
+        if c == b'/' && b.get(i + 1) == Some(&b'/') {
+            while i < b.len() && b[i] != b'\n' {
+                i += 1;
+            }
+            continue;
+        }
+        let start = i;
+        if c == b'#' && line_start {
+            while i < b.len() && b[i] != b'\n' {
+                i += 1;
+            }
+            out.push(Token {
+                tok: Tok::Pragma(src[start + 1..i].to_string()),
+                span: Span::new(start, i),
+            });
+            continue;
+        }
+        line_start = false;
+        if c.is_ascii_alphabetic() || c == b'_' {
+            while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_') {
+                i += 1;
+            }
+            out.push(Token {
+                tok: Tok::Ident(src[start..i].to_string()),
+                span: Span::new(start, i),
+            });
+            continue;
+        }
+        if c.is_ascii_digit() {
+            while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_') {
+                i += 1;
+            }
+            out.push(Token {
+                tok: Tok::Int(src[start..i].to_string()),
+                span: Span::new(start, i),
+            });
+            continue;
+        }
+        if c == b'"' {
+            i += 1;
+            let mut s = Vec::new();
+            loop {
+                match b.get(i) {
+                    None | Some(b'\n') => {
+                        return Err((Span::new(start, i), "unterminated string literal".into()))
+                    }
+                    Some(b'"') => {
+                        i += 1;
+                        break;
+                    }
+                    Some(b'\\') => {
+                        let (v, n) = escape(b, i)?;
+                        s.push(v);
+                        i += n;
+                    }
+                    Some(&ch) => {
+                        s.push(ch);
+                        i += 1;
+                    }
+                }
+            }
+            out.push(Token {
+                tok: Tok::Str(s),
+                span: Span::new(start, i),
+            });
+            continue;
+        }
+        if c == b'\'' {
+            i += 1;
+            let v = match b.get(i) {
+                Some(b'\\') => {
+                    let (v, n) = escape(b, i)?;
+                    i += n;
+                    v
+                }
+                Some(&ch) if ch != b'\'' && ch != b'\n' => {
+                    i += 1;
+                    ch
+                }
+                _ => return Err((Span::new(start, i + 1), "empty character literal".into())),
+            };
+            if b.get(i) != Some(&b'\'') {
+                return Err((Span::new(start, i), "unterminated character literal".into()));
+            }
+            i += 1;
+            out.push(Token {
+                tok: Tok::Char(v),
+                span: Span::new(start, i),
+            });
+            continue;
+        }
+        if c == b'$' {
+            i += 1;
+            let string = b.get(i) == Some(&b'$');
+            if string {
+                i += 1;
+            }
+            let ns = i;
+            while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_') {
+                i += 1;
+            }
+            if ns == i {
+                return Err((
+                    Span::new(start, i),
+                    "expected a macro name after '$'".into(),
+                ));
+            }
+            out.push(Token {
+                tok: Tok::Macro {
+                    name: src[ns..i].to_string(),
+                    string,
+                },
+                span: Span::new(start, i),
+            });
+            continue;
+        }
+        if c == b'@' {
+            i += 1;
+            while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_') {
+                i += 1;
+            }
+            out.push(Token {
+                tok: Tok::Agg(src[start + 1..i].to_string()),
+                span: Span::new(start, i),
+            });
+            continue;
+        }
+        match PUNCTS.iter().find(|p| src[i..].starts_with(**p)) {
+            Some(p) => {
+                i += p.len();
+                out.push(Token {
+                    tok: Tok::Punct(p),
+                    span: Span::new(start, i),
+                });
+            }
+            None => {
+                let ch = src[i..].chars().next().unwrap_or('?');
+                return Err((
+                    Span::new(start, start + ch.len_utf8()),
+                    format!("invalid character '{}'", ch.escape_default()),
+                ));
+            }
+        }
+    }
+    out.push(Token {
+        tok: Tok::Eof,
+        span: Span::new(b.len(), b.len()),
+    });
+    Ok(out)
+}
+
+/// Decode the escape at `b[i] == '\\'`; returns the byte and the bytes consumed.
+fn escape(b: &[u8], i: usize) -> Result<(u8, usize), LexError> {
+    let v = match b.get(i + 1) {
+        Some(b'n') => b'\n',
+        Some(b't') => b'\t',
+        Some(b'r') => b'\r',
+        Some(b'a') => 0x07,
+        Some(b'b') => 0x08,
+        Some(b'f') => 0x0c,
+        Some(b'v') => 0x0b,
+        Some(b'\\') => b'\\',
+        Some(b'"') => b'"',
+        Some(b'\'') => b'\'',
+        Some(b'?') => b'?',
+        Some(d @ b'0'..=b'7') => {
+            let mut v: u32 = (d - b'0') as u32;
+            let mut n = 2;
+            while n < 4 {
+                match b.get(i + n) {
+                    Some(d @ b'0'..=b'7') => v = v * 8 + (d - b'0') as u32,
+                    _ => break,
+                }
+                n += 1;
+            }
+            if v > 255 {
+                return Err((Span::new(i, i + n), "octal escape out of range".into()));
+            }
+            return Ok((v as u8, n));
+        }
+        Some(b'x') => {
+            let mut v: u32 = 0;
+            let mut n = 2;
+            while let Some(d) = b.get(i + n).and_then(|c| (*c as char).to_digit(16)) {
+                v = v * 16 + d;
+                n += 1;
+                if v > 255 {
+                    return Err((Span::new(i, i + n), "hex escape out of range".into()));
+                }
+            }
+            if n == 2 {
+                return Err((
+                    Span::new(i, i + 2),
+                    "\\x used with no following hex digits".into(),
+                ));
+            }
+            return Ok((v as u8, n));
+        }
+        _ => return Err((Span::new(i, i + 2), "unknown escape sequence".into())),
+    };
+    Ok((v, 2))
+}

@@ -1,0 +1,162 @@
+//! The D-subset compiler: lexer, parser, compiler to the program image of
+//! `oxtrace_core::program`, and the printf formatter for the records the kernel returns.
+//!
+//! The grammar, built-ins, actions and options are documented in
+//! `Documentation/d-language.rst`.
+
+pub mod ast;
+pub mod compile;
+pub mod error;
+pub mod format;
+pub mod lexer;
+pub mod parser;
+pub mod sim;
+
+pub use error::{CompileError, Span};
+pub use parser::Macros;
+
+use oxtrace_core::action::{Insn, Op, Scope};
+use oxtrace_core::program::{AggFunc, OptKey, Options, ProbeKind};
+use std::collections::BTreeMap;
+use std::ops::Range;
+
+/// Kind of a key component.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KeyKind {
+    /// An integer.
+    Int,
+    /// A string.
+    Str,
+}
+
+impl KeyKind {
+    /// The D type name.
+    pub fn name(self) -> &'static str {
+        match self {
+            KeyKind::Int => "integer",
+            KeyKind::Str => "string",
+        }
+    }
+}
+
+/// A probe the program enables.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProbeSpec {
+    /// What kind of probe.
+    pub kind: ProbeKind,
+    /// Function glob for fbt probes.
+    pub func: String,
+    /// Period for tick probes, ns.
+    pub period_ns: u64,
+    /// The description as written.
+    pub text: String,
+}
+
+/// An aggregation of the program (the user-level dictionary entry).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AggInfo {
+    /// Name without `@`.
+    pub name: String,
+    /// Function.
+    pub func: AggFunc,
+    /// Key layout.
+    pub keys: Vec<KeyKind>,
+    /// Parameters (lquantize, llquantize).
+    pub params: [i64; 4],
+}
+
+/// A variable of the program.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VarSummary {
+    /// Name.
+    pub name: String,
+    /// Scope.
+    pub scope: Scope,
+}
+
+/// A compiled program: the image for LOAD and what user space needs to interpret records.
+#[derive(Clone, Debug, Default)]
+pub struct Compiled {
+    /// The program image (`oxtrace_core::program` format).
+    pub image: Vec<u8>,
+    /// Probe descriptions, in image order.
+    pub probes: Vec<ProbeSpec>,
+    /// Per clause: the span of its head and the range of its probes.
+    pub clause_spans: Vec<(Span, Range<usize>)>,
+    /// printf/printa formats by id.
+    pub formats: Vec<String>,
+    /// Aggregations by id.
+    pub aggs: Vec<AggInfo>,
+    /// Variables by id.
+    pub vars: Vec<VarSummary>,
+    /// Number of clause-local variables.
+    pub nlocals: u32,
+    /// Kernel options (defaults where not set).
+    pub options: Options,
+    /// The kernel options set explicitly, in order.
+    pub set_options: Vec<OptKey>,
+    /// Option `quiet`.
+    pub quiet: bool,
+    /// Tool-only options and their values.
+    pub tool_options: BTreeMap<String, String>,
+    /// Warnings (e.g. clamped options).
+    pub warnings: Vec<String>,
+}
+
+/// What the compiler needs besides the source.
+#[derive(Clone, Debug, Default)]
+pub struct CompileOptions {
+    /// Macro variables (`$1`, `$target`...), by name without `$`.
+    pub macros: Macros,
+    /// `-x name[=value]` options.
+    pub xopts: Vec<(String, Option<String>)>,
+}
+
+impl CompileOptions {
+    /// Options with positional macro arguments `$1..$n` and `$0` = `name`.
+    pub fn with_args(name: &str, args: &[String]) -> Self {
+        let mut macros = Macros::new();
+        macros.insert("0".into(), name.into());
+        for (i, a) in args.iter().enumerate() {
+            macros.insert((i + 1).to_string(), a.clone());
+        }
+        CompileOptions {
+            macros,
+            xopts: vec![],
+        }
+    }
+}
+
+/// Compile D source `src` (named `input` in errors: a file name, or `-e`).
+pub fn compile(src: &str, input: &str, opts: &CompileOptions) -> Result<Compiled, CompileError> {
+    let toks = lexer::lex(src).map_err(|(span, msg)| CompileError::at(src, input, span, msg))?;
+    let mut p = parser::Parser::new(toks, src, input, &opts.macros);
+    let items = p.program()?;
+    compile::compile_items(&items, src, input, &opts.xopts)
+}
+
+impl Compiled {
+    /// Format a printf record of format `id` with its items.
+    pub fn format_printf(
+        &self,
+        id: u32,
+        items: &[oxtrace_core::action::Item<'_>],
+    ) -> Option<Vec<u8>> {
+        let f = self.formats.get(id as usize)?;
+        format::sprintf(f.as_bytes(), items).ok()
+    }
+}
+
+/// Disassemble bytecode words, one instruction a line.
+pub fn disassemble(code: &[u64]) -> String {
+    let mut s = String::new();
+    for (i, &w) in code.iter().enumerate() {
+        let ins = Insn::decode(w);
+        let name = Op::from_u8(ins.op).map_or("?", |o| o.name());
+        s.push_str(&format!(
+            "{i:04}: {name:<11} r{}, r{}, r{}, {:#x}\n",
+            ins.rd, ins.r1, ins.r2, ins.imm
+        ));
+    }
+    s
+}

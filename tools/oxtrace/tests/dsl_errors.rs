@@ -1,0 +1,455 @@
+//! Bad programs: each error has the exact `line:column`, message and caret.
+
+use oxtrace::dsl::{compile, CompileError, CompileOptions};
+
+fn err(src: &str) -> CompileError {
+    match compile(src, "t.d", &CompileOptions::default()) {
+        Ok(_) => panic!("program compiled but should not:\n{src}"),
+        Err(e) => e,
+    }
+}
+
+/// Check position, message and the caret line (the text under the source line).
+fn check(src: &str, pos: &str, msg: &str, caret: &str) {
+    let e = err(src);
+    assert_eq!(e.position(), pos, "position of: {e}");
+    assert_eq!(e.msg, msg, "message of: {e}");
+    let snippet = e.snippet();
+    let caret_line = snippet.lines().last().unwrap();
+    let caret_text = caret_line.split_once("| ").map_or("", |x| x.1);
+    assert_eq!(caret_text, caret, "caret of: {e}");
+}
+
+#[test]
+fn full_rendering_is_rustc_like() {
+    let e = err("BEGIN\n{\n\tprintf(\"%d\\n\", execname);\n}\n");
+    assert_eq!(
+        e.to_string(),
+        "error: printf(): %d requires an integer, argument 2 is string\n \
+         --> t.d:3:17\n  |\n3 | \tprintf(\"%d\\n\", execname);\n  | \t               ^^^^^^^^"
+    );
+}
+
+#[test]
+fn syntax_error_missing_operand() {
+    check(
+        "BEGIN { x = 1 +; }",
+        "1:16",
+        "syntax error: expected an expression, found ';'",
+        "               ^",
+    );
+}
+
+#[test]
+fn syntax_error_in_predicate() {
+    check(
+        "fbt::vfs_read:entry\n/pid == /\n{ trace(pid); }",
+        "2:9",
+        "syntax error: expected an expression, found '/'",
+        "        ^",
+    );
+}
+
+#[test]
+fn syntax_error_missing_semicolon_at_end_of_input() {
+    check(
+        "BEGIN { exit(0) ",
+        "1:17",
+        "syntax error: expected ';', found end of input",
+        "                ^",
+    );
+}
+
+#[test]
+fn syntax_error_missing_semicolon_between_statements() {
+    check(
+        "BEGIN { trace(1) trace(2); }",
+        "1:18",
+        "syntax error: expected ';', found 'trace'",
+        "                 ^^^^^",
+    );
+}
+
+#[test]
+fn unknown_provider() {
+    check(
+        "syscall::read:entry { }",
+        "1:1",
+        "unknown provider 'syscall' (supported: fbt, kprobe, kretprobe, BEGIN, END, tick-N)",
+        "^^^^^^^^^^^^^^^^^^^",
+    );
+}
+
+#[test]
+fn bad_fbt_probe_name() {
+    check(
+        "BEGIN {}\nfbt::do_*:middle { }",
+        "2:1",
+        "fbt probes are named 'entry' or 'return', not 'middle'",
+        "^^^^^^^^^^^^^^^^",
+    );
+}
+
+#[test]
+fn whitespace_inside_probe_description() {
+    check(
+        "fbt:: f:entry { }",
+        "1:6",
+        "syntax error: whitespace inside a probe description",
+        "     ^",
+    );
+}
+
+#[test]
+fn bad_tick_interval() {
+    check(
+        "tick-0s { }",
+        "1:1",
+        "invalid tick interval '0s' (use e.g. tick-1s, tick-10ms, tick-100hz)",
+        "^^^^^^^",
+    );
+    check(
+        "tick-1us { }",
+        "1:1",
+        "tick interval out of range (100 µs to 1 hour)",
+        "^^^^^^^^",
+    );
+}
+
+#[test]
+fn unknown_variable() {
+    check(
+        "BEGIN { trace(y); }",
+        "1:15",
+        "unknown variable 'y'",
+        "              ^",
+    );
+}
+
+#[test]
+fn unavailable_argument() {
+    check(
+        "BEGIN { trace(arg9); }",
+        "1:15",
+        "arg9 is not available (arg0..arg5 are)",
+        "              ^^^^",
+    );
+}
+
+#[test]
+fn this_used_before_assignment() {
+    check(
+        "BEGIN { trace(this->v); this->v = 1; }",
+        "1:15",
+        "this->v is used before it is assigned a value",
+        "              ^^^^^^^",
+    );
+}
+
+#[test]
+fn thread_local_string_value() {
+    check(
+        "BEGIN { self->s = execname; }",
+        "1:19",
+        "thread-local variables hold integers only: string values are not supported",
+        "                  ^^^^^^^^",
+    );
+}
+
+#[test]
+fn aggregation_function_changes() {
+    check(
+        "BEGIN {\n\t@a = count();\n\t@a = sum(1);\n}",
+        "3:7",
+        "@a is used with count() at 2:7; it cannot change function or parameters",
+        "\t     ^^^",
+    );
+}
+
+#[test]
+fn aggregation_keys_change() {
+    check(
+        "BEGIN { @a[1] = count(); @a[\"x\"] = count(); }",
+        "1:26",
+        "@a has keys (integer) elsewhere, (string) here",
+        "                         ^^",
+    );
+}
+
+#[test]
+fn bad_lquantize_bounds() {
+    check(
+        "BEGIN { @a = lquantize(arg0, 10, 0, 1); }",
+        "1:34",
+        "lquantize(): upper bound must be greater than lower bound",
+        "                                 ^",
+    );
+}
+
+#[test]
+fn non_constant_aggregation_parameter() {
+    check(
+        "BEGIN { @a = lquantize(arg0, arg1, 10); }",
+        "1:30",
+        "expected an integer constant",
+        "                             ^^^^",
+    );
+}
+
+#[test]
+fn unknown_aggregating_function() {
+    check(
+        "BEGIN { @a = median(1); }",
+        "1:14",
+        "unknown aggregating function 'median'",
+        "             ^^^^^^",
+    );
+}
+
+#[test]
+fn printf_argument_type() {
+    check(
+        "BEGIN { printf(\"%s\", pid); }",
+        "1:22",
+        "printf(): %s requires a string, argument 2 is int",
+        "                     ^^^",
+    );
+}
+
+#[test]
+fn printf_argument_count() {
+    check(
+        "BEGIN { printf(\"%d %d\\n\", 1); }",
+        "1:16",
+        "printf(): format has 2 conversion(s) but 1 argument(s) are given",
+        "               ^^^^^^^^^",
+    );
+    check(
+        "BEGIN { printf(\"%d\\n\", 1, 2); }",
+        "1:27",
+        "printf(): format has 1 conversion(s) but 2 argument(s) are given",
+        "                          ^",
+    );
+}
+
+#[test]
+fn printf_unsupported_conversion() {
+    check(
+        "BEGIN { printf(\"%Y\\n\", 1); }",
+        "1:18",
+        "printf(): conversion %Y is not supported",
+        "                 ^",
+    );
+}
+
+#[test]
+fn printf_format_not_literal() {
+    check(
+        "BEGIN { printf(execname); }",
+        "1:16",
+        "printf() format must be a string literal",
+        "               ^^^^^^^^",
+    );
+}
+
+#[test]
+fn unknown_option_in_pragma() {
+    check(
+        "#pragma D option nosuch=1\nBEGIN { }",
+        "1:18",
+        "unknown option 'nosuch'",
+        "                 ^^^^^^^^",
+    );
+}
+
+#[test]
+fn bad_option_value() {
+    check(
+        "#pragma D option bufsize=12q\nBEGIN { }",
+        "1:18",
+        "invalid value '12q' for option 'bufsize'",
+        "                 ^^^^^^^^^^^",
+    );
+}
+
+#[test]
+fn unsupported_preprocessor_directive() {
+    check(
+        "#include <x.h>\nBEGIN { }",
+        "1:2",
+        "unsupported preprocessor directive '#include' (only #pragma D option is)",
+        " ^^^^^^^",
+    );
+}
+
+#[test]
+fn unterminated_string_and_comment() {
+    check(
+        "BEGIN { trace(\"abc); }",
+        "1:15",
+        "unterminated string literal",
+        "              ^^^^^^^^",
+    );
+    check(
+        "BEGIN { } /* never",
+        "1:11",
+        "unterminated comment",
+        "          ^^",
+    );
+}
+
+#[test]
+fn invalid_character() {
+    check(
+        "BEGIN { trace(1 ` 2); }",
+        "1:17",
+        "invalid character '`'",
+        "                ^",
+    );
+}
+
+#[test]
+fn assignment_to_non_variable() {
+    check(
+        "BEGIN { 3 = 4; }",
+        "1:9",
+        "operator requires a modifiable variable on its left",
+        "        ^",
+    );
+    check(
+        "BEGIN { pid = 4; }",
+        "1:9",
+        "cannot assign to built-in variable 'pid'",
+        "        ^^^",
+    );
+}
+
+#[test]
+fn incompatible_operand_types() {
+    check(
+        "BEGIN { trace(execname + 1); }",
+        "1:15",
+        "operands have incompatible types: string + int",
+        "              ^^^^^^^^^^^^",
+    );
+}
+
+#[test]
+fn macro_argument_errors() {
+    check(
+        "BEGIN { trace($1); }",
+        "1:15",
+        "macro argument $1 is not defined",
+        "              ^^",
+    );
+    let o = CompileOptions::with_args("t.d", &["abc".into()]);
+    let e = compile("BEGIN { trace($1); }", "t.d", &o).unwrap_err();
+    assert_eq!(
+        e.msg,
+        "macro argument $1 (\"abc\") is not an integer; use $$1 for a string"
+    );
+}
+
+#[test]
+fn deref_of_integer() {
+    check(
+        "BEGIN { trace(*arg0); }",
+        "1:15",
+        "cannot dereference a int64_t: cast it to a pointer type",
+        "              ^^^^^",
+    );
+}
+
+#[test]
+fn action_in_expression() {
+    check(
+        "BEGIN { x = trace(1); }",
+        "1:13",
+        "trace() is an action: it cannot be used in an expression",
+        "            ^^^^^^^^",
+    );
+}
+
+#[test]
+fn user_memory_reads_are_rejected() {
+    check(
+        "BEGIN { trace(copyinstr(arg0)); }",
+        "1:15",
+        "copyinstr(): user-memory reads are not supported",
+        "              ^^^^^^^^^^^^^^^",
+    );
+}
+
+#[test]
+fn unknown_aggregation_in_printa() {
+    check(
+        "END { printa(@nope); }",
+        "1:14",
+        "unknown aggregation @nope",
+        "             ^^^^^",
+    );
+}
+
+#[test]
+fn string_literal_longer_than_strsize() {
+    check(
+        "#pragma D option strsize=4\nBEGIN { trace(\"hello\"); }",
+        "2:15",
+        "string literal of 5 bytes is longer than strsize (4)",
+        "              ^^^^^^^",
+    );
+}
+
+#[test]
+fn empty_program() {
+    check(
+        "/* nothing */",
+        "1:14",
+        "the program has no probe clause",
+        "             ^",
+    );
+}
+
+#[test]
+fn too_many_registers() {
+    // A right-leaning expression tree holds one register per level.
+    let mut e = String::from("1");
+    for _ in 0..20 {
+        e = format!("1 + ({e})");
+    }
+    let src = format!("BEGIN {{ trace({e}); }}");
+    let e = err(&src);
+    assert_eq!(e.msg, "expression too complex: out of registers");
+}
+
+#[test]
+fn x_option_error() {
+    let mut o = CompileOptions::default();
+    o.xopts.push(("bufsize".into(), Some("1".into())));
+    let e = compile("BEGIN {}", "t.d", &o).unwrap_err();
+    assert_eq!(e.input, "-x");
+    assert_eq!(
+        e.msg,
+        "value '1' for option 'bufsize' is out of range (4096..=1073741824)"
+    );
+}
+
+#[test]
+fn good_programs_compile() {
+    for src in [
+        "BEGIN { x = 1 }\nBEGIN { trace(x) }",
+        "BEGIN { x = pid / 2 / 3; } fbt::f:entry /x / 2 == 1/ { trace(x); }",
+        "dtrace:::BEGIN, dtrace:::END { trace(probename); }",
+        "fbt:vmlinux:vfs_read:*, fbt::vfs_write: { @[probefunc, probename] = count(); }",
+        "kprobe:do_sys_open { printf(\"%-16s %5d %p %c %o %X %%\\n\", execname, pid, arg0, 65, 8, 255); }",
+        "BEGIN { this->p = (uint64_t *)curthread; trace(*this->p); trace(this->p[0] == 0); }",
+        "BEGIN { a[\"k\", 1]++; --a[\"k\", 1]; b[pid] = a[\"k\", 1] ? 1 : 2; }",
+        "BEGIN { printf(\"%s\", \"a\" \"b\"); x = 'c'; y = 0x10 + 010 + 3ull; }",
+        "// comment\nBEGIN /* mid */ { exit(0); } // end",
+        "END { printa(\"%s %@d\\n\", @c); } BEGIN { @c[execname] = count(); }",
+    ] {
+        if let Err(e) = compile(src, "t.d", &CompileOptions::default()) {
+            panic!("{src}\n{e}");
+        }
+    }
+}
