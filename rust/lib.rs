@@ -9,3 +9,4 @@
 #![cfg_attr(not(test), no_std)]
 
 pub mod abi;
+pub mod dynvar;

@@ -10,6 +10,7 @@ use kernel::prelude::*;
 
 // Pure logic, also compiled by the host crate (`lib.rs`).
 pub mod abi;
+pub mod dynvar;
 
 // Kernel glue.
 mod consumer;
