@@ -872,6 +872,15 @@ impl<'a> Dstate<'a> {
         }
     }
 
+    /// The hash bucket of a tuple (for diagnostics and tests).
+    pub fn bucket_index(&self, keys: &[Key<'_>]) -> usize {
+        self.bucket_of(hash_tuple(keys))
+    }
+
+    fn bucket_of(&self, hash: u64) -> usize {
+        (hash % u64::from(self.layout.nchunks)) as usize
+    }
+
     fn w(&self, chunk: u32, word: usize) -> &'a Word {
         &self.chunks[chunk as usize * self.layout.chunk_words() + word]
     }
@@ -992,7 +1001,7 @@ impl<'a> Dstate<'a> {
             }
         }
         let hash = hash_tuple(keys);
-        let bucket = &self.buckets[(hash % u64::from(self.layout.nchunks)) as usize];
+        let bucket = &self.buckets[self.bucket_of(hash)];
         let mut locked = 0;
         if op == Op::Delete {
             locked = lock_bucket(bucket);
@@ -1061,9 +1070,10 @@ impl<'a> Dstate<'a> {
             }
             match op {
                 Op::Lookup => {
-                    // A deletion in progress or done during the walk may have hidden the
-                    // variable: only an unchanged, unlocked sequence proves absence.
-                    if seq & 1 == 1 || bucket.lock.load(Acquire) != seq {
+                    // Belt and braces (the sink and the free marker already catch a walk
+                    // that a deletion disturbed): a deletion that completed during the walk
+                    // advanced the sequence, so walk again before reporting absence.
+                    if bucket.lock.load(Acquire) != seq {
                         spin_loop();
                         continue 'top;
                     }
