@@ -338,12 +338,16 @@ impl Layout {
 
     /// The chunks `cpu` owns on its free list after [`Dstate::reset`].
     pub fn cpu_share(&self, cpu: usize) -> Range<u32> {
-        let n = self.ncpus;
+        let n = self.ncpus.max(1);
         let base = self.nchunks / n;
         let rem = self.nchunks % n;
         let cpu = (cpu as u32).min(n);
         let start = cpu * base + cpu.min(rem);
-        let len = if cpu < n { base + u32::from(cpu < rem) } else { 0 };
+        let len = if cpu < n {
+            base + u32::from(cpu < rem)
+        } else {
+            0
+        };
         start..start + len
     }
 
@@ -868,7 +872,8 @@ impl<'a> Dstate<'a> {
             ] {
                 c.store(0, Relaxed);
             }
-            d.free_len.store(u64::from(share.end - share.start), Release);
+            d.free_len
+                .store(u64::from(share.end - share.start), Release);
         }
     }
 
@@ -878,7 +883,8 @@ impl<'a> Dstate<'a> {
     }
 
     fn bucket_of(&self, hash: u64) -> usize {
-        (hash % u64::from(self.layout.nchunks)) as usize
+        // `max(1)`: never 0 by the layout invariant; lets the compiler drop the zero check.
+        (hash % u64::from(self.layout.nchunks.max(1))) as usize
     }
 
     fn w(&self, chunk: u32, word: usize) -> &'a Word {
@@ -908,7 +914,9 @@ impl<'a> Dstate<'a> {
 
     /// Finds the variable named by `keys`; no lock, no allocation.
     pub fn lookup(&self, keys: &[Key<'_>]) -> Result<Option<VarRef<'a>>, DynvarError> {
-        Ok(self.dynvar(0, 0, keys, Op::Lookup)?.map(|c| self.value_of(c)))
+        Ok(self
+            .dynvar(0, 0, keys, Op::Lookup)?
+            .map(|c| self.value_of(c)))
     }
 
     /// Value word 0 of the variable; 0 when it does not exist.
@@ -1245,7 +1253,10 @@ impl<'a> Dstate<'a> {
             }
             let clean = d.clean.load(Acquire);
             if self.is_chunk(clean) {
-                if d.clean.compare_exchange(clean, NIL, AcqRel, Acquire).is_err() {
+                if d.clean
+                    .compare_exchange(clean, NIL, AcqRel, Acquire)
+                    .is_err()
+                {
                     // Taken by another CPU, or refilled by the cleaner: look again.
                     spin_loop();
                     continue;
@@ -1281,12 +1292,10 @@ impl<'a> Dstate<'a> {
                 } else {
                     DstateState::Empty
                 };
-                let _ = self.header.state.compare_exchange(
-                    state as u32,
-                    next as u32,
-                    AcqRel,
-                    Acquire,
-                );
+                let _ =
+                    self.header
+                        .state
+                        .compare_exchange(state as u32, next as u32, AcqRel, Acquire);
                 found_dirty = false;
                 found_rinsing = false;
                 laps += 1;
@@ -1380,7 +1389,10 @@ impl<'a> Dstate<'a> {
             let list = loop {
                 let dirty = d.dirty.load(Acquire);
                 rinser.rinsing.store(dirty, Release);
-                if d.dirty.compare_exchange(dirty, NIL, AcqRel, Acquire).is_ok() {
+                if d.dirty
+                    .compare_exchange(dirty, NIL, AcqRel, Acquire)
+                    .is_ok()
+                {
                     break dirty;
                 }
                 spin_loop();
@@ -1610,8 +1622,7 @@ fn lock_bucket(b: &Bucket) -> u32 {
     loop {
         let v = b.lock.load(Acquire);
         if v & 1 == 0
-            && b
-                .lock
+            && b.lock
                 .compare_exchange(v, v.wrapping_add(1), AcqRel, Acquire)
                 .is_ok()
         {

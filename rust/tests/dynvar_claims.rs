@@ -132,7 +132,10 @@ fn claim_06_state_rinsing_when_all_chunks_allocated_or_rinsing() {
         }
     });
     ds.clean(&hook).unwrap();
-    assert_eq!(seen.get(), Some(Err(DynvarError::Drop(DropReason::Rinsing))));
+    assert_eq!(
+        seen.get(),
+        Some(Err(DynvarError::Drop(DropReason::Rinsing)))
+    );
     assert_eq!(ds.cpu_stats(1).unwrap().drops_rinsing, 1);
     // The pass ends CLEAN and the chunks are allocatable again.
     assert_eq!(ds.state(), DstateState::Clean);
@@ -173,8 +176,7 @@ fn claim_07_state_clean_after_cleaning() {
 }
 
 #[test]
-fn claim_08_cleaning_moves_dirty_to_rinsing_crosscalls_rinsing_to_clean_crosscalls_then_clean()
-{
+fn claim_08_cleaning_moves_dirty_to_rinsing_crosscalls_rinsing_to_clean_crosscalls_then_clean() {
     let m = Mem::with(6, 3);
     let ds = m.ds();
     fill(&ds, 0, 0, 6);
@@ -299,7 +301,10 @@ fn claim_13_chunk_size_is_static() {
     let m = Mem::new(l);
     let ds = m.ds();
     // A tuple larger than the chunk is refused and counted, never split.
-    let s = [array_key(2), Key::Str(b"a string far too long for the chunk")];
+    let s = [
+        array_key(2),
+        Key::Str(b"a string far too long for the chunk"),
+    ];
     assert_eq!(ds.store(0, 2, &s, 1), Err(DynvarError::TooLarge));
     assert_eq!(ds.cpu_stats(0).unwrap().drops_size, 1);
     assert_eq!(ds.var_drops(2), 1);
@@ -438,7 +443,10 @@ fn cleaner_leaves_dirty_list_for_later_when_no_cpu_can_lend() {
     let r = ds.clean(&Quiet).unwrap();
     assert_eq!(r.rinsed, 1);
     ds.store(0, V, &k(6), 1).unwrap();
-    assert_eq!(ds.stats().total.drops_empty + ds.stats().total.drops_dirty, 0);
+    assert_eq!(
+        ds.stats().total.drops_empty + ds.stats().total.drops_dirty,
+        0
+    );
     m.audit();
 }
 
@@ -463,7 +471,18 @@ fn reading_a_missing_variable_yields_zero_and_zero_deletes() {
 
 #[test]
 fn thread_locals_and_string_keys() {
-    let m = Mem::new(Layout::new(1 << 14, 2, chunk_bytes_for(&[KeyShape::Int, KeyShape::Str { max_len: 16 }, KeyShape::Int], 16), 4).unwrap());
+    let m = Mem::new(
+        Layout::new(
+            1 << 14,
+            2,
+            chunk_bytes_for(
+                &[KeyShape::Int, KeyShape::Str { max_len: 16 }, KeyShape::Int],
+                16,
+            ),
+            4,
+        )
+        .unwrap(),
+    );
     let ds = m.ds();
     // self->ts for two threads, and a global array with the same variable id.
     ds.store(0, 3, &thread_tuple(100, 3), 11).unwrap();
@@ -477,8 +496,17 @@ fn thread_locals_and_string_keys() {
     ds.store(0, 2, &a(b"bash", 1), 1).unwrap();
     ds.store(0, 2, &a(b"bash2", 1), 2).unwrap();
     ds.store(0, 2, &a(b"bash", 2), 3).unwrap();
-    ds.store(0, 2, &[array_key(2), Key::Int(u64::from_le_bytes(*b"bash\0\0\0\0")), Key::Int(1)], 4)
-        .unwrap();
+    ds.store(
+        0,
+        2,
+        &[
+            array_key(2),
+            Key::Int(u64::from_le_bytes(*b"bash\0\0\0\0")),
+            Key::Int(1),
+        ],
+        4,
+    )
+    .unwrap();
     assert_eq!(ds.load(&a(b"bash", 1)).unwrap(), 1);
     assert_eq!(ds.load(&a(b"bash2", 1)).unwrap(), 2);
     assert_eq!(ds.load(&a(b"bash", 2)).unwrap(), 3);
@@ -488,7 +516,13 @@ fn thread_locals_and_string_keys() {
     assert_eq!(r.value_bytes(), 16);
     assert_eq!(r.write_bytes(b"hello, world"), 12);
     let mut out = [0xffu8; 16];
-    assert_eq!(ds.lookup(&thread_tuple(100, 1)).unwrap().unwrap().read_bytes(&mut out), 16);
+    assert_eq!(
+        ds.lookup(&thread_tuple(100, 1))
+            .unwrap()
+            .unwrap()
+            .read_bytes(&mut out),
+        16
+    );
     assert_eq!(&out, b"hello, world\0\0\0\0");
 }
 
@@ -505,7 +539,10 @@ fn drops_are_counted_per_state_and_per_variable() {
     ds.store(1, 1, &akey(1, 1), 0).unwrap();
     ds.store(0, 2, &akey(2, 0), 1).unwrap();
     assert!(ds.store(0, 3, &akey(3, 9), 1).is_err());
-    assert_eq!((ds.var_drops(1), ds.var_drops(2), ds.var_drops(3)), (0, 1, 2));
+    assert_eq!(
+        (ds.var_drops(1), ds.var_drops(2), ds.var_drops(3)),
+        (0, 1, 2)
+    );
     assert_eq!(ds.var_drops(1000), 0);
     let t = ds.stats().total;
     assert_eq!((t.drops_empty, t.drops_dirty), (2, 1));
@@ -548,8 +585,11 @@ fn regions_are_disjoint_aligned_and_sized() {
         assert_eq!(s.start % r.align, 0);
     }
     assert_eq!(r.align, 64);
-    assert!(r.size >= r.var_drops.end && r.size % r.align == 0);
+    assert!(r.size >= r.var_drops.end && r.size.is_multiple_of(r.align));
     assert_eq!(r.chunks.len(), l.nchunks() * l.chunk_bytes());
     assert!(r.buckets.len() + r.chunks.len() <= DEFAULT_DYNVARSIZE);
-    assert_eq!(Dstate::new(l, &Header::new(), &[], &[], &[], &[]).err(), Some(LayoutError::RegionMismatch));
+    assert_eq!(
+        Dstate::new(l, &Header::new(), &[], &[], &[], &[]).err(),
+        Some(LayoutError::RegionMismatch)
+    );
 }

@@ -21,7 +21,11 @@ fn tuple(id: u8) -> Vec<Key<'static>> {
     match id % 3 {
         0 => thread_tuple(u64::from(id), 1).to_vec(),
         1 => vec![array_key(2), Key::Int(u64::from(id))],
-        _ => vec![array_key(3), Key::Str(NAMES[(id as usize / 3) % 4]), Key::Int(u64::from(id / 12))],
+        _ => vec![
+            array_key(3),
+            Key::Str(NAMES[(id as usize / 3) % 4]),
+            Key::Int(u64::from(id / 12)),
+        ],
     }
 }
 
@@ -31,10 +35,23 @@ fn var_of(id: u8) -> u32 {
 
 #[derive(Clone, Debug)]
 enum Op {
-    Store { cpu: usize, key: u8, val: u64 },
-    Add { cpu: usize, key: u8, delta: u64 },
-    Delete { cpu: usize, key: u8 },
-    Load { key: u8 },
+    Store {
+        cpu: usize,
+        key: u8,
+        val: u64,
+    },
+    Add {
+        cpu: usize,
+        key: u8,
+        delta: u64,
+    },
+    Delete {
+        cpu: usize,
+        key: u8,
+    },
+    Load {
+        key: u8,
+    },
     Clean,
     /// A cleaner pass during whose first and second cross-calls CPUs run these operations.
     CleanWith(Vec<Op>, Vec<Op>),
@@ -209,7 +226,10 @@ fn run(nchunks: usize, ncpus: u32, ops: &[Op]) {
     }
     let s = m.ds().stats();
     let t = s.total;
-    assert_eq!(t.allocs + t.drops_empty + t.drops_dirty + t.drops_rinsing, r.attempts.get());
+    assert_eq!(
+        t.allocs + t.drops_empty + t.drops_dirty + t.drops_rinsing,
+        r.attempts.get()
+    );
     assert_eq!(s.in_use, r.model.borrow().len() as u64);
     assert!(s.high_water >= s.in_use && s.high_water <= nchunks as u64);
     // Release: delete everything, clean until nothing is dirty; every chunk is back.

@@ -230,7 +230,10 @@ fn chunk_not_reused_while_a_cpu_may_read_it() {
             ww.cpus.enter(1);
             let r = ds.store(1, V, &akey(V, 2), 9);
             if r.is_ok() {
-                assert!(ds.stats().crosscalls >= 1, "reused before the first cross-call");
+                assert!(
+                    ds.stats().crosscalls >= 1,
+                    "reused before the first cross-call"
+                );
             }
             ww.cpus.exit(1);
             r

@@ -39,7 +39,9 @@ impl Mem {
             header: Header::new(),
             cpus: (0..layout.ncpus()).map(|_| CpuState::new()).collect(),
             buckets: (0..layout.nchunks()).map(|_| Bucket::new()).collect(),
-            chunks: (0..layout.chunk_word_count()).map(|_| Word::new()).collect(),
+            chunks: (0..layout.chunk_word_count())
+                .map(|_| Word::new())
+                .collect(),
             vars: (0..layout.nvars()).map(|_| Word::new()).collect(),
         };
         m.ds().reset();
