@@ -13,5 +13,6 @@ pub mod action;
 pub mod agg;
 pub mod buffer;
 pub mod diag;
+pub mod dynvar;
 pub mod program;
 pub mod topa;

@@ -14,6 +14,7 @@ pub mod action;
 pub mod agg;
 pub mod buffer;
 pub mod diag;
+pub mod dynvar;
 pub mod program;
 pub mod topa;
 

@@ -1,0 +1,1663 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Dynamic variables allocated in probe context (seeds 000 and 002).
+//!
+//! Thread-local variables (`self->x`) and associative arrays (`a[k1, k2]`) live in a
+//! per-consumer *dynamic memory*: fixed-size data chunks spread evenly over the CPUs, found
+//! through a hash table with one bucket per chunk. Every CPU owns four lists of chunks:
+//!
+//! - *free*: ready to allocate;
+//! - *clean*: cleaned, ready to allocate, not yet on the free list;
+//! - *rinsing*: deallocated, waiting for the cleaner's first cross-call;
+//! - *dirty*: deallocated and not cleaned yet.
+//!
+//! A probe (interrupts off on its CPU) looks variables up without a lock, allocates from its own
+//! free list, then its own clean list, then the other CPUs' lists, and publishes a new chunk with
+//! one compare-and-swap on the bucket head (seed 002 ¶39). Storing 0 unlinks the chunk under the
+//! bucket's deletion lock (¶44) and puts it on this CPU's dirty list. The cleaner, in process
+//! context, moves dirty to rinsing, cross-calls every CPU, moves rinsing to clean, cross-calls
+//! again and sets the consumer state CLEAN (¶46-47). When no chunk can be found the consumer
+//! state becomes EMPTY, DIRTY or RINSING (¶41) and the drop is counted by that state.
+//!
+//! This file is pure logic: no kernel dependency, no allocation. The caller provides every
+//! piece of memory as slices (see [`Layout::regions`]) and implements [`CrossCall`]; a
+//! [`Dstate`] is a cheap, copyable view over those slices. `Documentation/dynvar.rst` explains
+//! the design and why a chunk is never reused while a CPU may still read it.
+
+use core::ops::Range;
+
+/// Atomics and the spin hint, from `core` or, under `cfg(loom)`, from loom.
+mod sync {
+    #[cfg(loom)]
+    pub(crate) use loom::hint::spin_loop;
+    #[cfg(loom)]
+    pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+
+    #[cfg(not(loom))]
+    pub(crate) use core::hint::spin_loop;
+    #[cfg(not(loom))]
+    pub(crate) use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+}
+
+use sync::{spin_loop, AtomicBool, AtomicU32, AtomicU64, Ordering};
+use Ordering::{AcqRel, Acquire, Relaxed, Release};
+
+/// End of a free, clean, rinsing or dirty list.
+const NIL: u32 = u32::MAX;
+/// End of a hash chain. Distinct from [`NIL`]: a lookup that reaches `NIL` has followed a
+/// deleted chunk into a dirty list and must start over.
+const SINK: u32 = u32::MAX - 1;
+/// Hash value of a chunk that is not on any hash chain. Real hash values are never 0.
+const HASH_FREE: u64 = 0;
+
+/// Words of chunk header: hash value, next index, meta (key/value layout).
+pub const HEADER_WORDS: usize = 3;
+const W_HASH: usize = 0;
+const W_NEXT: usize = 1;
+/// While the chunk is live: `nkeys | value_words << 16 | key_words << 32`. While the chunk
+/// heads a clean list: the length of that list.
+const W_META: usize = 2;
+
+/// Most keys in one tuple (thread id or variable id included).
+pub const MAX_KEYS: usize = 16;
+/// Largest chunk (the meta word holds word counts in 16 bits).
+pub const MAX_CHUNK_BYTES: usize = 1 << 16;
+/// Smallest chunk: header, one value word, one integer key (descriptor and value).
+pub const MIN_CHUNK_BYTES: usize = (HEADER_WORDS + 1 + 2) * 8;
+/// Size of a hash bucket: one cache line, so CPUs working on neighbouring buckets do not
+/// share a line.
+pub const BUCKET_BYTES: usize = 64;
+/// Default `dynvarsize` option (1 MiB).
+pub const DEFAULT_DYNVARSIZE: usize = 1 << 20;
+/// Most chunks one dynamic memory may have (indices must stay below the list sentinels).
+pub const MAX_CHUNKS: usize = 1 << 30;
+/// Bit set in the variable-id key of a thread-local variable, so that `self->x` and a global
+/// array with the same id never share a tuple.
+pub const TLS_TAG: u64 = 1 << 63;
+
+/// A lookup restarts when a concurrent deletion disturbed its chain; this bounds the restarts
+/// so that probe context finishes in bounded time even under pathological contention.
+const MAX_RESTARTS: u32 = 1 << 16;
+/// Laps around all CPUs one allocation may take (see [`Dstate::alloc_chunk`]).
+const MAX_LAPS: u32 = 3;
+
+const KIND_INT: u64 = 1;
+const KIND_STR: u64 = 2;
+
+/// One element of a tuple that names a dynamic variable.
+///
+/// Thread-local `self->x` is the tuple `(thread id, TLS_TAG | variable id)` (see
+/// [`thread_tuple`]); an associative array element `a[k1, k2]` is `(variable id, k1, k2)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Key<'k> {
+    /// An integer key.
+    Int(u64),
+    /// A string key: its bytes up to (not including) the terminating NUL, bounded by
+    /// `strsize`.
+    Str(&'k [u8]),
+}
+
+impl Key<'_> {
+    /// Words this key occupies in a chunk: a descriptor, then the payload.
+    pub fn words(&self) -> usize {
+        1 + self.payload_words()
+    }
+
+    fn payload_words(&self) -> usize {
+        match self {
+            Key::Int(_) => 1,
+            Key::Str(b) => b.len().div_ceil(8),
+        }
+    }
+
+    fn desc(&self) -> u64 {
+        match self {
+            Key::Int(_) => KIND_INT,
+            Key::Str(b) => KIND_STR | (b.len() as u64) << 8,
+        }
+    }
+
+    /// Payload word `i`: the integer, or eight string bytes packed little-endian (zero padded).
+    fn payload(&self, i: usize) -> u64 {
+        match self {
+            Key::Int(v) => *v,
+            Key::Str(b) => {
+                let mut w = [0u8; 8];
+                let start = i * 8;
+                let end = (start + 8).min(b.len());
+                if start < end {
+                    w[..end - start].copy_from_slice(&b[start..end]);
+                }
+                u64::from_le_bytes(w)
+            }
+        }
+    }
+}
+
+/// The tuple of thread-local variable `var` of thread `tid`.
+pub fn thread_tuple(tid: u64, var: u32) -> [Key<'static>; 2] {
+    [Key::Int(tid), Key::Int(TLS_TAG | u64::from(var))]
+}
+
+/// The first key of every element of associative array `var`.
+pub fn array_key(var: u32) -> Key<'static> {
+    Key::Int(u64::from(var))
+}
+
+/// The encoded words of a tuple, in the order they are stored in a chunk.
+struct TupleWords<'t, 'k> {
+    keys: &'t [Key<'k>],
+    k: usize,
+    i: usize,
+}
+
+impl Iterator for TupleWords<'_, '_> {
+    type Item = u64;
+
+    fn next(&mut self) -> Option<u64> {
+        let key = self.keys.get(self.k)?;
+        let w = if self.i == 0 {
+            key.desc()
+        } else {
+            key.payload(self.i - 1)
+        };
+        self.i += 1;
+        if self.i > key.payload_words() {
+            self.k += 1;
+            self.i = 0;
+        }
+        Some(w)
+    }
+}
+
+fn tuple_words<'t, 'k>(keys: &'t [Key<'k>]) -> TupleWords<'t, 'k> {
+    TupleWords { keys, k: 0, i: 0 }
+}
+
+/// Hash of a tuple over its encoded words; never [`HASH_FREE`].
+fn hash_tuple(keys: &[Key<'_>]) -> u64 {
+    let mut h: u64 = 0x243f_6a88_85a3_08d3;
+    for w in tuple_words(keys) {
+        h = (h.rotate_left(23) ^ w).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+    // Final avalanche so that the low bits (the bucket) depend on every input bit.
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    h ^= h >> 33;
+    if h == HASH_FREE {
+        1
+    } else {
+        h
+    }
+}
+
+/// The static shape of one key, for the chunk size computation at LOAD (seed 002 ¶32).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KeyShape {
+    /// An integer key (also the thread id and the variable id).
+    Int,
+    /// A string key of at most `max_len` bytes (`strsize`).
+    Str {
+        /// Longest string the key can hold.
+        max_len: usize,
+    },
+}
+
+/// Bytes of chunk one dynamic-variable access needs: header, value, keys. The loader takes the
+/// largest value over every dynamic load and store of every clause and passes it to
+/// [`Layout::new`] (seed 002 ¶32, claim 13).
+pub fn chunk_bytes_for(keys: &[KeyShape], value_bytes: usize) -> usize {
+    let key_words: usize = keys
+        .iter()
+        .map(|k| match k {
+            KeyShape::Int => 2,
+            KeyShape::Str { max_len } => 1 + max_len.div_ceil(8),
+        })
+        .sum();
+    (HEADER_WORDS + value_words(value_bytes) + key_words) * 8
+}
+
+fn value_words(value_bytes: usize) -> usize {
+    value_bytes.div_ceil(8).max(1)
+}
+
+/// Why a layout could not be made or a [`Dstate`] could not be built.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LayoutError {
+    /// No CPU, or more than `u32::MAX / 2`.
+    BadCpuCount,
+    /// Chunk smaller than [`MIN_CHUNK_BYTES`].
+    ChunkTooSmall,
+    /// Chunk larger than [`MAX_CHUNK_BYTES`].
+    ChunkTooLarge,
+    /// `dynvarsize` does not hold a single chunk and its bucket.
+    TooSmall,
+    /// A region slice passed to [`Dstate::new`] has the wrong length.
+    RegionMismatch,
+}
+
+/// Sizes of one consumer's dynamic memory, fixed at GO.
+///
+/// # Invariants
+///
+/// `1 <= ncpus`, `1 <= nchunks <= MAX_CHUNKS`, `chunk_words * 8` is within
+/// `MIN_CHUNK_BYTES..=MAX_CHUNK_BYTES`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Layout {
+    ncpus: u32,
+    nchunks: u32,
+    chunk_words: u32,
+    nvars: u32,
+}
+
+/// Byte ranges of the regions of a dynamic memory carved from one allocation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Regions {
+    /// The [`Header`].
+    pub header: Range<usize>,
+    /// `ncpus` [`CpuState`]s.
+    pub cpus: Range<usize>,
+    /// `nchunks` [`Bucket`]s.
+    pub buckets: Range<usize>,
+    /// `nchunks * chunk_words` [`Word`]s of chunks.
+    pub chunks: Range<usize>,
+    /// `nvars` [`Word`]s of per-variable drop counters.
+    pub var_drops: Range<usize>,
+    /// Total bytes.
+    pub size: usize,
+    /// Alignment the allocation needs (a cache line).
+    pub align: usize,
+}
+
+impl Layout {
+    /// The layout of `dynvarsize` bytes of dynamic memory over `ncpus` CPUs with chunks of
+    /// `chunk_bytes` (rounded up to a word) and `nvars` variable ids for drop accounting.
+    ///
+    /// Every chunk costs its bytes plus one hash bucket (seed 002 ¶33); the chunks are split
+    /// evenly over the CPUs, the first `nchunks % ncpus` CPUs getting one more (¶35).
+    pub fn new(
+        dynvarsize: usize,
+        ncpus: u32,
+        chunk_bytes: usize,
+        nvars: u32,
+    ) -> Result<Self, LayoutError> {
+        if ncpus == 0 || ncpus > u32::MAX / 2 {
+            return Err(LayoutError::BadCpuCount);
+        }
+        let chunk_bytes = chunk_bytes.div_ceil(8) * 8;
+        if chunk_bytes < MIN_CHUNK_BYTES {
+            return Err(LayoutError::ChunkTooSmall);
+        }
+        if chunk_bytes > MAX_CHUNK_BYTES {
+            return Err(LayoutError::ChunkTooLarge);
+        }
+        let nchunks = (dynvarsize / (chunk_bytes + BUCKET_BYTES)).min(MAX_CHUNKS);
+        if nchunks == 0 {
+            return Err(LayoutError::TooSmall);
+        }
+        // INVARIANT: checked above; nchunks <= MAX_CHUNKS < u32::MAX.
+        Ok(Self {
+            ncpus,
+            nchunks: nchunks as u32,
+            chunk_words: (chunk_bytes / 8) as u32,
+            nvars,
+        })
+    }
+
+    /// Number of CPUs.
+    pub fn ncpus(&self) -> usize {
+        self.ncpus as usize
+    }
+
+    /// Number of chunks, which is also the number of hash buckets.
+    pub fn nchunks(&self) -> usize {
+        self.nchunks as usize
+    }
+
+    /// Bytes per chunk.
+    pub fn chunk_bytes(&self) -> usize {
+        self.chunk_words as usize * 8
+    }
+
+    /// Words per chunk.
+    pub fn chunk_words(&self) -> usize {
+        self.chunk_words as usize
+    }
+
+    /// Number of variable ids with their own drop counter.
+    pub fn nvars(&self) -> usize {
+        self.nvars as usize
+    }
+
+    /// Words of the chunk region.
+    pub fn chunk_word_count(&self) -> usize {
+        self.nchunks() * self.chunk_words()
+    }
+
+    /// The chunks `cpu` owns on its free list after [`Dstate::reset`].
+    pub fn cpu_share(&self, cpu: usize) -> Range<u32> {
+        let n = self.ncpus.max(1);
+        let base = self.nchunks / n;
+        let rem = self.nchunks % n;
+        let cpu = (cpu as u32).min(n);
+        let start = cpu * base + cpu.min(rem);
+        let len = if cpu < n {
+            base + u32::from(cpu < rem)
+        } else {
+            0
+        };
+        start..start + len
+    }
+
+    /// Words of scratch bitmap [`Dstate::audit`] needs.
+    pub fn audit_bitmap_words(&self) -> usize {
+        self.nchunks().div_ceil(64)
+    }
+
+    /// Offsets of every region inside one allocation (all-zero bytes are a valid content of
+    /// every region; [`Dstate::reset`] initialises them).
+    pub fn regions(&self) -> Regions {
+        let align = core::mem::align_of::<Bucket>().max(core::mem::align_of::<CpuState>());
+        let up = |x: usize| x.div_ceil(align) * align;
+        let header = 0..core::mem::size_of::<Header>();
+        let c0 = up(header.end);
+        let cpus = c0..c0 + self.ncpus() * core::mem::size_of::<CpuState>();
+        let b0 = up(cpus.end);
+        let buckets = b0..b0 + self.nchunks() * core::mem::size_of::<Bucket>();
+        let k0 = up(buckets.end);
+        let chunks = k0..k0 + self.chunk_word_count() * core::mem::size_of::<Word>();
+        let v0 = up(chunks.end);
+        let var_drops = v0..v0 + self.nvars() * core::mem::size_of::<Word>();
+        let size = up(var_drops.end);
+        Regions {
+            header,
+            cpus,
+            buckets,
+            chunks,
+            var_drops,
+            size,
+            align,
+        }
+    }
+}
+
+/// One 64-bit word of chunk memory or of a counter array.
+///
+/// Probe contexts on other CPUs may read any word while it is written, so every word is
+/// atomic; on x86 a relaxed atomic access is a plain `mov`.
+#[repr(transparent)]
+#[derive(Default)]
+pub struct Word(AtomicU64);
+
+impl Word {
+    /// A zero word.
+    pub fn new() -> Self {
+        Self(AtomicU64::new(0))
+    }
+
+    fn get(&self) -> u64 {
+        self.0.load(Relaxed)
+    }
+
+    fn set(&self, v: u64) {
+        self.0.store(v, Relaxed)
+    }
+}
+
+/// One hash bucket: the head of a hash chain and the deletion lock (seed 002 ¶44), alone on
+/// its cache line.
+#[repr(C, align(64))]
+#[derive(Default)]
+pub struct Bucket {
+    /// First chunk of the chain, [`SINK`] when empty.
+    head: AtomicU32,
+    /// Deletion lock and sequence: odd while a deletion holds it; every unlock advances it,
+    /// so a lookup that read the same even value before and after saw a stable chain.
+    lock: AtomicU32,
+}
+
+impl Bucket {
+    /// An uninitialised bucket (see [`Dstate::reset`]).
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+/// Per-CPU lists and counters of one consumer's dynamic memory (seed 002 ¶29-31), one per
+/// possible CPU, each on its own cache lines.
+#[repr(C, align(64))]
+#[derive(Default)]
+pub struct CpuState {
+    free: AtomicU32,
+    clean: AtomicU32,
+    rinsing: AtomicU32,
+    dirty: AtomicU32,
+    allocs: AtomicU64,
+    frees: AtomicU64,
+    steals: AtomicU64,
+    clean_moves: AtomicU64,
+    races: AtomicU64,
+    drops_empty: AtomicU64,
+    drops_dirty: AtomicU64,
+    drops_rinsing: AtomicU64,
+    drops_size: AtomicU64,
+    contended: AtomicU64,
+    free_len: AtomicU64,
+    clean_len: AtomicU64,
+    rinsing_len: AtomicU64,
+    dirty_len: AtomicU64,
+}
+
+impl CpuState {
+    /// An uninitialised CPU state (see [`Dstate::reset`]).
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+/// Per-consumer part of a dynamic memory: the consumer dynamic memory state (seed 002 ¶27-28)
+/// and the cleaner's counters.
+#[repr(C, align(64))]
+#[derive(Default)]
+pub struct Header {
+    state: AtomicU32,
+    cleaning: AtomicBool,
+    passes: AtomicU64,
+    idle_passes: AtomicU64,
+    crosscalls: AtomicU64,
+    rinsed: AtomicU64,
+    borrowed: AtomicU64,
+    failclean: AtomicU64,
+    high_water: AtomicU64,
+}
+
+impl Header {
+    /// An uninitialised header (see [`Dstate::reset`]).
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+/// The consumer dynamic memory state (seed 002 ¶28).
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DstateState {
+    /// Chunks are available to allocate (the state after GO, ¶36).
+    Free = 0,
+    /// Chunks may be allocated but are not yet on a free list (set by the cleaner, claim 7).
+    Clean = 1,
+    /// No chunk is available now; some are being cleaned and will be soon (claim 6).
+    Rinsing = 2,
+    /// No chunk is available; some are dirty (claim 5).
+    Dirty = 3,
+    /// Every chunk is in use and none is dirty (claim 4).
+    Empty = 4,
+}
+
+impl DstateState {
+    /// The state stored as `v`.
+    pub fn from_u32(v: u32) -> Self {
+        match v {
+            0 => Self::Free,
+            1 => Self::Clean,
+            2 => Self::Rinsing,
+            3 => Self::Dirty,
+            _ => Self::Empty,
+        }
+    }
+
+    fn allocates(self) -> bool {
+        matches!(self, Self::Free | Self::Clean)
+    }
+}
+
+/// The state in force when a dynamic variable was dropped (seed 002 ¶37: drops are counted
+/// by the state).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DropReason {
+    /// Every chunk in use: raise `dynvarsize`.
+    Empty,
+    /// Dirty chunks were waiting for the cleaner: raise `cleanrate` (or `dynvarsize`).
+    Dirty,
+    /// Chunks were being rinsed: raise `cleanrate` (or `dynvarsize`).
+    Rinsing,
+}
+
+/// Why a dynamic-variable operation did not complete.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DynvarError {
+    /// No chunk could be allocated; counted by state.
+    Drop(DropReason),
+    /// The tuple and value do not fit in a chunk (the loader's size computation was wrong).
+    TooLarge,
+    /// No key, or more than [`MAX_KEYS`].
+    BadTuple,
+    /// The CPU index is not below [`Layout::ncpus`].
+    BadCpu,
+    /// The chain kept changing under the lookup ([`MAX_RESTARTS`] restarts).
+    Contended,
+}
+
+/// Why a cleaner pass did not run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CleanError {
+    /// Another cleaner pass on this dynamic memory is running.
+    Busy,
+}
+
+/// Quiescence by cross-call: the kernel implementation calls a function on every online CPU
+/// and waits for all of them (`smp_call_function` with wait, plus the local CPU). Probes run
+/// with interrupts off, so when the call returns, every probe context that was running when
+/// it was issued has finished, and every later one sees what the caller wrote before it.
+pub trait CrossCall {
+    /// Returns once every CPU has left the probe context it was in, if any.
+    fn sync_all_cpus(&self);
+}
+
+/// What one cleaner pass did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CleanReport {
+    /// Chunks moved from dirty to rinsing (and so to clean).
+    pub rinsed: u64,
+    /// Cross-calls issued (0 or 2).
+    pub crosscalls: u32,
+    /// CPUs whose dirty list was rinsed on another CPU because their clean list was not empty.
+    pub borrowed: u32,
+    /// CPUs whose dirty list could not be rinsed this pass (no CPU to borrow).
+    pub failclean: u32,
+}
+
+/// Counters of one CPU, for STATUS.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CpuStats {
+    /// Variables allocated by this CPU.
+    pub allocs: u64,
+    /// Variables freed (value 0 stored) by this CPU.
+    pub frees: u64,
+    /// Allocations served from another CPU's lists.
+    pub steals: u64,
+    /// Clean lists moved to this CPU's free list.
+    pub clean_moves: u64,
+    /// Insertions that lost the bucket-head race (chunk went to the dirty list, ¶39).
+    pub races: u64,
+    /// Drops while EMPTY.
+    pub drops_empty: u64,
+    /// Drops while DIRTY.
+    pub drops_dirty: u64,
+    /// Drops while RINSING.
+    pub drops_rinsing: u64,
+    /// Drops because the tuple did not fit a chunk.
+    pub drops_size: u64,
+    /// Operations abandoned under contention.
+    pub contended: u64,
+    /// Length of the free list.
+    pub free: u64,
+    /// Length of the clean list.
+    pub clean: u64,
+    /// Length of the rinsing list.
+    pub rinsing: u64,
+    /// Length of the dirty list.
+    pub dirty: u64,
+}
+
+/// Counters of one consumer's dynamic memory, for STATUS.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DstateStats {
+    /// [`DstateState`] as `u32`.
+    pub state: u32,
+    /// Number of CPUs.
+    pub ncpus: u32,
+    /// Number of chunks.
+    pub nchunks: u64,
+    /// Bytes per chunk.
+    pub chunk_bytes: u64,
+    /// Sum over the CPUs of [`CpuStats`].
+    pub total: CpuStats,
+    /// Chunks holding a variable now (allocations minus frees).
+    pub in_use: u64,
+    /// Most chunks seen in use (sampled by the cleaner, at drops and by this call).
+    pub high_water: u64,
+    /// Cleaner passes that did work.
+    pub passes: u64,
+    /// Cleaner passes that found nothing dirty.
+    pub idle_passes: u64,
+    /// Cross-calls issued by the cleaner.
+    pub crosscalls: u64,
+    /// Chunks cleaned.
+    pub rinsed: u64,
+    /// Dirty lists rinsed on a borrowed CPU.
+    pub borrowed: u64,
+    /// Dirty lists left for a later pass.
+    pub failclean: u64,
+}
+
+/// Chunk counts found by [`Dstate::audit`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Audit {
+    /// Chunks on free lists.
+    pub free: u64,
+    /// Chunks on clean lists.
+    pub clean: u64,
+    /// Chunks on rinsing lists.
+    pub rinsing: u64,
+    /// Chunks on dirty lists.
+    pub dirty: u64,
+    /// Chunks on hash chains.
+    pub in_use: u64,
+}
+
+impl Audit {
+    /// Chunks accounted for.
+    pub fn total(&self) -> u64 {
+        self.free + self.clean + self.rinsing + self.dirty + self.in_use
+    }
+}
+
+/// What [`Dstate::audit`] found wrong.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AuditError {
+    /// The scratch bitmap is shorter than [`Layout::audit_bitmap_words`].
+    Bitmap,
+    /// A chunk is on two lists or chains, or twice on one (a cycle).
+    Duplicate(u32),
+    /// A list or chain holds an index that is no chunk.
+    BadIndex(u32),
+    /// A chunk on a hash chain is marked free, or one on a list is not.
+    BadHash(u32),
+    /// Chunks on no list and no chain.
+    Lost(u64),
+    /// The walked counts disagree with the counters.
+    Counters,
+}
+
+/// The four per-CPU lists.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum List {
+    /// Free list.
+    Free,
+    /// Clean list.
+    Clean,
+    /// Rinsing list.
+    Rinsing,
+    /// Dirty list.
+    Dirty,
+}
+
+/// A live variable's value words.
+#[derive(Clone, Copy)]
+pub struct VarRef<'a> {
+    value: &'a [Word],
+    chunk: u32,
+}
+
+impl<'a> VarRef<'a> {
+    /// Index of the chunk holding the variable.
+    pub fn chunk(&self) -> u32 {
+        self.chunk
+    }
+
+    /// Bytes of value space.
+    pub fn value_bytes(&self) -> usize {
+        self.value.len() * 8
+    }
+
+    /// Value word `i` (0 past the end).
+    pub fn word(&self, i: usize) -> u64 {
+        self.value.get(i).map_or(0, Word::get)
+    }
+
+    /// Sets value word `i` (ignored past the end).
+    pub fn set_word(&self, i: usize, v: u64) {
+        if let Some(w) = self.value.get(i) {
+            w.set(v)
+        }
+    }
+
+    /// Adds `delta` to value word 0, returns the new value.
+    pub fn fetch_add(&self, delta: u64) -> u64 {
+        match self.value.first() {
+            Some(w) => w.0.fetch_add(delta, Relaxed).wrapping_add(delta),
+            None => 0,
+        }
+    }
+
+    /// Copies the value bytes into `out`, returns how many were copied.
+    pub fn read_bytes(&self, out: &mut [u8]) -> usize {
+        let n = out.len().min(self.value_bytes());
+        for (i, dst) in out[..n].chunks_mut(8).enumerate() {
+            let w = self.word(i).to_le_bytes();
+            dst.copy_from_slice(&w[..dst.len()]);
+        }
+        n
+    }
+
+    /// Stores `src` as the value (truncated to the value space, the rest zeroed), returns the
+    /// bytes stored.
+    pub fn write_bytes(&self, src: &[u8]) -> usize {
+        let n = src.len().min(self.value_bytes());
+        for (i, w) in self.value.iter().enumerate() {
+            let mut b = [0u8; 8];
+            let start = i * 8;
+            if start < n {
+                let end = (start + 8).min(n);
+                b[..end - start].copy_from_slice(&src[start..end]);
+            }
+            w.set(u64::from_le_bytes(b));
+        }
+        n
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Op {
+    Lookup,
+    Alloc(usize),
+    Delete,
+}
+
+/// A view of one consumer's dynamic memory over caller-provided regions.
+///
+/// Probe-context entry points ([`Dstate::lookup`], [`Dstate::load`], [`Dstate::store`],
+/// [`Dstate::add`], [`Dstate::get_or_alloc`], [`Dstate::delete`]) must run with interrupts off
+/// on the CPU they name, from the first to the last access to the dynamic memory in one
+/// probe firing: the cleaner's cross-calls rely on it. [`Dstate::clean`] runs in process
+/// context. [`Dstate::reset`] and [`Dstate::audit`] need quiescence (no probe, no cleaner).
+///
+/// # Invariants
+///
+/// The slices have the lengths `layout` gives (checked by [`Dstate::new`]).
+#[derive(Clone, Copy)]
+pub struct Dstate<'a> {
+    layout: Layout,
+    header: &'a Header,
+    cpus: &'a [CpuState],
+    buckets: &'a [Bucket],
+    chunks: &'a [Word],
+    var_drops: &'a [Word],
+}
+
+impl<'a> Dstate<'a> {
+    /// A view of the regions; does not touch them (see [`Dstate::reset`]).
+    pub fn new(
+        layout: Layout,
+        header: &'a Header,
+        cpus: &'a [CpuState],
+        buckets: &'a [Bucket],
+        chunks: &'a [Word],
+        var_drops: &'a [Word],
+    ) -> Result<Self, LayoutError> {
+        if cpus.len() != layout.ncpus()
+            || buckets.len() != layout.nchunks()
+            || chunks.len() != layout.chunk_word_count()
+            || var_drops.len() != layout.nvars()
+        {
+            return Err(LayoutError::RegionMismatch);
+        }
+        // INVARIANT: lengths checked above.
+        Ok(Self {
+            layout,
+            header,
+            cpus,
+            buckets,
+            chunks,
+            var_drops,
+        })
+    }
+
+    /// The layout.
+    pub fn layout(&self) -> &Layout {
+        &self.layout
+    }
+
+    /// The consumer dynamic memory state.
+    pub fn state(&self) -> DstateState {
+        DstateState::from_u32(self.header.state.load(Acquire))
+    }
+
+    /// Initialises the dynamic memory at GO: every chunk on its CPU's free list (¶36), empty
+    /// hash chains, counters zero, state FREE. Needs quiescence.
+    pub fn reset(&self) {
+        let h = self.header;
+        h.state.store(DstateState::Free as u32, Relaxed);
+        h.cleaning.store(false, Relaxed);
+        for c in [
+            &h.passes,
+            &h.idle_passes,
+            &h.crosscalls,
+            &h.rinsed,
+            &h.borrowed,
+            &h.failclean,
+            &h.high_water,
+        ] {
+            c.store(0, Relaxed);
+        }
+        for b in self.buckets {
+            b.head.store(SINK, Relaxed);
+            b.lock.store(0, Relaxed);
+        }
+        for w in self.var_drops {
+            w.set(0);
+        }
+        for (i, d) in self.cpus.iter().enumerate() {
+            let share = self.layout.cpu_share(i);
+            for c in share.clone() {
+                let next = if c + 1 < share.end { c + 1 } else { NIL };
+                self.w(c, W_HASH).set(HASH_FREE);
+                self.w(c, W_NEXT).set(u64::from(next));
+                self.w(c, W_META).set(0);
+            }
+            let head = if share.is_empty() { NIL } else { share.start };
+            d.free.store(head, Relaxed);
+            d.clean.store(NIL, Relaxed);
+            d.rinsing.store(NIL, Relaxed);
+            d.dirty.store(NIL, Relaxed);
+            for c in [
+                &d.allocs,
+                &d.frees,
+                &d.steals,
+                &d.clean_moves,
+                &d.races,
+                &d.drops_empty,
+                &d.drops_dirty,
+                &d.drops_rinsing,
+                &d.drops_size,
+                &d.contended,
+                &d.clean_len,
+                &d.rinsing_len,
+                &d.dirty_len,
+            ] {
+                c.store(0, Relaxed);
+            }
+            d.free_len
+                .store(u64::from(share.end - share.start), Release);
+        }
+    }
+
+    /// The hash bucket of a tuple (for diagnostics and tests).
+    pub fn bucket_index(&self, keys: &[Key<'_>]) -> usize {
+        self.bucket_of(hash_tuple(keys))
+    }
+
+    fn bucket_of(&self, hash: u64) -> usize {
+        // `max(1)`: never 0 by the layout invariant; lets the compiler drop the zero check.
+        (hash % u64::from(self.layout.nchunks.max(1))) as usize
+    }
+
+    fn w(&self, chunk: u32, word: usize) -> &'a Word {
+        &self.chunks[chunk as usize * self.layout.chunk_words() + word]
+    }
+
+    fn cpu(&self, cpu: usize) -> Result<&'a CpuState, DynvarError> {
+        self.cpus.get(cpu).ok_or(DynvarError::BadCpu)
+    }
+
+    fn is_chunk(&self, c: u32) -> bool {
+        c < self.layout.nchunks
+    }
+
+    fn value_of(&self, chunk: u32) -> VarRef<'a> {
+        let meta = self.w(chunk, W_META).get();
+        let vw = ((meta >> 16) & 0xffff) as usize;
+        let base = chunk as usize * self.layout.chunk_words() + HEADER_WORDS;
+        let end = (base + vw).min((chunk as usize + 1) * self.layout.chunk_words());
+        VarRef {
+            value: &self.chunks[base..end],
+            chunk,
+        }
+    }
+
+    // ---- probe context ----------------------------------------------------------------
+
+    /// Finds the variable named by `keys`; no lock, no allocation.
+    pub fn lookup(&self, keys: &[Key<'_>]) -> Result<Option<VarRef<'a>>, DynvarError> {
+        Ok(self
+            .dynvar(0, 0, keys, Op::Lookup)?
+            .map(|c| self.value_of(c)))
+    }
+
+    /// Value word 0 of the variable; 0 when it does not exist.
+    pub fn load(&self, keys: &[Key<'_>]) -> Result<u64, DynvarError> {
+        Ok(self.lookup(keys)?.map_or(0, |v| v.word(0)))
+    }
+
+    /// The variable, allocated on `cpu` with `value_bytes` of zeroed value space if it does
+    /// not exist yet (claim 10: an existing variable is never allocated again). `var` is the
+    /// variable id whose drop counter counts a failure.
+    pub fn get_or_alloc(
+        &self,
+        cpu: usize,
+        var: u32,
+        keys: &[Key<'_>],
+        value_bytes: usize,
+    ) -> Result<VarRef<'a>, DynvarError> {
+        match self.dynvar(cpu, var, keys, Op::Alloc(value_words(value_bytes)))? {
+            Some(c) => Ok(self.value_of(c)),
+            // An allocation returns a chunk or an error; never reached.
+            None => Err(DynvarError::Contended),
+        }
+    }
+
+    /// Stores a scalar; storing 0 deletes the variable.
+    pub fn store(
+        &self,
+        cpu: usize,
+        var: u32,
+        keys: &[Key<'_>],
+        value: u64,
+    ) -> Result<(), DynvarError> {
+        if value == 0 {
+            return self.delete(cpu, keys).map(|_| ());
+        }
+        self.get_or_alloc(cpu, var, keys, 8)?.set_word(0, value);
+        Ok(())
+    }
+
+    /// `x += delta` (and `x++`): allocates when absent, deletes when the result is 0; returns
+    /// the new value.
+    pub fn add(
+        &self,
+        cpu: usize,
+        var: u32,
+        keys: &[Key<'_>],
+        delta: u64,
+    ) -> Result<u64, DynvarError> {
+        if delta == 0 {
+            return self.load(keys);
+        }
+        let v = self.get_or_alloc(cpu, var, keys, 8)?.fetch_add(delta);
+        if v == 0 {
+            self.delete(cpu, keys)?;
+        }
+        Ok(v)
+    }
+
+    /// Deletes the variable: unlinks it under the bucket lock and puts its chunk on `cpu`'s
+    /// dirty list (¶44). Returns whether it existed.
+    pub fn delete(&self, cpu: usize, keys: &[Key<'_>]) -> Result<bool, DynvarError> {
+        Ok(self.dynvar(cpu, 0, keys, Op::Delete)?.is_some())
+    }
+
+    /// Lookup, allocation and deletion in one walk of the chain (seed 002 Figure 6).
+    fn dynvar(
+        &self,
+        cpu: usize,
+        var: u32,
+        keys: &[Key<'_>],
+        op: Op,
+    ) -> Result<Option<u32>, DynvarError> {
+        if keys.is_empty() || keys.len() > MAX_KEYS {
+            return Err(DynvarError::BadTuple);
+        }
+        let me = if op == Op::Lookup {
+            None
+        } else {
+            Some(self.cpu(cpu)?)
+        };
+        let nkeys = keys.len() as u64;
+        let kwords: usize = keys.iter().map(Key::words).sum();
+        if let Op::Alloc(vw) = op {
+            if HEADER_WORDS + vw + kwords > self.layout.chunk_words() {
+                if let Some(d) = me {
+                    d.drops_size.fetch_add(1, Relaxed);
+                }
+                self.count_var_drop(var);
+                return Err(DynvarError::TooLarge);
+            }
+        }
+        let hash = hash_tuple(keys);
+        let bucket = &self.buckets[self.bucket_of(hash)];
+        let mut locked = 0;
+        if op == Op::Delete {
+            locked = lock_bucket(bucket);
+        }
+        let mut restarts = 0u32;
+        'top: loop {
+            restarts += 1;
+            if restarts > MAX_RESTARTS {
+                if op == Op::Delete {
+                    bucket.lock.store(locked.wrapping_add(1), Release);
+                }
+                if let Some(d) = me {
+                    d.contended.fetch_add(1, Relaxed);
+                }
+                return Err(DynvarError::Contended);
+            }
+            let seq = bucket.lock.load(Acquire);
+            let start = bucket.head.load(Acquire);
+            let mut prev = NIL;
+            let mut cur = start;
+            let mut steps = 0u32;
+            while cur != SINK {
+                if !self.is_chunk(cur) || steps > self.layout.nchunks {
+                    // Followed a deleted chunk off its chain (into a dirty list ending in
+                    // NIL), or a chain changing faster than we walk it: start over.
+                    spin_loop();
+                    continue 'top;
+                }
+                steps += 1;
+                let h = self.w(cur, W_HASH).0.load(Acquire);
+                if h == HASH_FREE {
+                    // A deleted chunk: the chain changed under us.
+                    spin_loop();
+                    continue 'top;
+                }
+                if h == hash && self.keys_match(cur, keys, nkeys, kwords) {
+                    if op != Op::Delete {
+                        return Ok(Some(cur));
+                    }
+                    let next = self.w(cur, W_NEXT).0.load(Acquire) as u32;
+                    if prev == NIL {
+                        if bucket
+                            .head
+                            .compare_exchange(start, next, AcqRel, Acquire)
+                            .is_err()
+                        {
+                            // An insertion swung the head: walk again (still locked).
+                            spin_loop();
+                            continue 'top;
+                        }
+                    } else {
+                        // Deletions are serialised by the lock; insertions only swing the
+                        // head, so a plain store unlinks from the middle.
+                        self.w(prev, W_NEXT).0.store(u64::from(next), Release);
+                    }
+                    self.w(cur, W_HASH).0.store(HASH_FREE, Release);
+                    if let Some(d) = me {
+                        self.push_dirty(d, cur);
+                        d.frees.fetch_add(1, Relaxed);
+                    }
+                    bucket.lock.store(locked.wrapping_add(1), Release);
+                    return Ok(Some(cur));
+                }
+                prev = cur;
+                cur = self.w(cur, W_NEXT).0.load(Acquire) as u32;
+            }
+            match op {
+                Op::Lookup => {
+                    // Belt and braces (the sink and the free marker already catch a walk
+                    // that a deletion disturbed): a deletion that completed during the walk
+                    // advanced the sequence, so walk again before reporting absence.
+                    if bucket.lock.load(Acquire) != seq {
+                        spin_loop();
+                        continue 'top;
+                    }
+                    return Ok(None);
+                }
+                Op::Delete => {
+                    bucket.lock.store(locked.wrapping_add(1), Release);
+                    return Ok(None);
+                }
+                Op::Alloc(vw) => {
+                    let Some(d) = me else {
+                        return Err(DynvarError::BadCpu);
+                    };
+                    let c = self.alloc_chunk(cpu, var)?;
+                    self.fill(c, keys, nkeys, kwords, vw);
+                    self.w(c, W_NEXT).0.store(u64::from(start), Relaxed);
+                    self.w(c, W_HASH).0.store(hash, Release);
+                    if bucket
+                        .head
+                        .compare_exchange(start, c, AcqRel, Acquire)
+                        .is_ok()
+                    {
+                        d.allocs.fetch_add(1, Relaxed);
+                        return Ok(Some(c));
+                    }
+                    // Lost the race with another insertion or a deletion (¶39): the chunk
+                    // goes to the dirty list, not the free list, so that no allocator that
+                    // has seen it on a free list can be fooled; then look up again.
+                    self.w(c, W_HASH).0.store(HASH_FREE, Release);
+                    self.push_dirty(d, c);
+                    d.races.fetch_add(1, Relaxed);
+                    spin_loop();
+                    continue 'top;
+                }
+            }
+        }
+    }
+
+    fn keys_match(&self, c: u32, keys: &[Key<'_>], nkeys: u64, kwords: usize) -> bool {
+        let meta = self.w(c, W_META).get();
+        if meta & 0xffff != nkeys || ((meta >> 32) & 0xffff) as usize != kwords {
+            return false;
+        }
+        let vw = ((meta >> 16) & 0xffff) as usize;
+        if HEADER_WORDS + vw + kwords > self.layout.chunk_words() {
+            return false;
+        }
+        let base = c as usize * self.layout.chunk_words() + HEADER_WORDS + vw;
+        self.chunks[base..base + kwords]
+            .iter()
+            .zip(tuple_words(keys))
+            .all(|(w, k)| w.get() == k)
+    }
+
+    /// Writes key and zeroed value into a chunk this CPU owns (not yet published).
+    fn fill(&self, c: u32, keys: &[Key<'_>], nkeys: u64, kwords: usize, vw: usize) {
+        let base = c as usize * self.layout.chunk_words() + HEADER_WORDS;
+        for w in &self.chunks[base..base + vw] {
+            w.set(0);
+        }
+        for (w, k) in self.chunks[base + vw..base + vw + kwords]
+            .iter()
+            .zip(tuple_words(keys))
+        {
+            w.set(k);
+        }
+        self.w(c, W_META)
+            .set(nkeys | (vw as u64) << 16 | (kwords as u64) << 32);
+    }
+
+    /// Pushes one chunk onto a CPU's dirty list (races only with the cleaner's swap).
+    fn push_dirty(&self, d: &CpuState, c: u32) {
+        d.dirty_len.fetch_add(1, Relaxed);
+        loop {
+            let head = d.dirty.load(Acquire);
+            self.w(c, W_NEXT).0.store(u64::from(head), Release);
+            if d.dirty.compare_exchange(head, c, AcqRel, Acquire).is_ok() {
+                return;
+            }
+            spin_loop();
+        }
+    }
+
+    /// Last chunk of a private list (bounded walk).
+    fn list_tail(&self, list: u32) -> u32 {
+        let mut tail = list;
+        let mut steps = 0;
+        loop {
+            let next = self.w(tail, W_NEXT).get() as u32;
+            if !self.is_chunk(next) || steps > self.layout.nchunks {
+                return tail;
+            }
+            tail = next;
+            steps += 1;
+        }
+    }
+
+    /// Pushes the private list starting at `list` onto the list at `head` as a whole (a
+    /// Treiber push; pushes are immune to ABA). The tail is only looked for when `head` is
+    /// not empty, which the allocator never meets: it fills only its own, empty, free list.
+    fn splice(&self, head: &AtomicU32, list: u32) {
+        let mut tail = None;
+        loop {
+            let old = head.load(Acquire);
+            if old != NIL {
+                let t = *tail.get_or_insert_with(|| self.list_tail(list));
+                self.w(t, W_NEXT).0.store(u64::from(old), Release);
+            } else if let Some(t) = tail {
+                self.w(t, W_NEXT).0.store(u64::from(NIL), Release);
+            }
+            if head.compare_exchange(old, list, AcqRel, Acquire).is_ok() {
+                return;
+            }
+            spin_loop();
+        }
+    }
+
+    /// Publishes a rinsed list of `len` chunks as `d`'s clean list; its head carries the
+    /// length of the whole clean list for the allocator that takes it.
+    fn publish_clean(&self, d: &CpuState, list: u32, len: u64) {
+        let tail = self.list_tail(list);
+        d.clean_len.fetch_add(len, Relaxed);
+        loop {
+            // Empty in practice: only the cleaner fills clean lists and it chose this CPU
+            // because its clean list was empty. Appending keeps any chunk safe regardless.
+            let old = d.clean.load(Acquire);
+            let total = if self.is_chunk(old) {
+                len + self.w(old, W_META).get()
+            } else {
+                len
+            };
+            self.w(list, W_META).set(total);
+            self.w(tail, W_NEXT).0.store(u64::from(old), Release);
+            if d.clean.compare_exchange(old, list, AcqRel, Acquire).is_ok() {
+                return;
+            }
+            spin_loop();
+        }
+    }
+
+    /// Takes a chunk for CPU `me` (seed 002 ¶38-41): own free list, own clean list (moved to
+    /// the free list), then the other CPUs' lists in turn. When a whole lap finds nothing the
+    /// consumer state becomes EMPTY, DIRTY or RINSING (¶41) and the drop is counted by the
+    /// state then in force (¶37).
+    fn alloc_chunk(&self, me: usize, var: u32) -> Result<u32, DynvarError> {
+        let n = self.layout.ncpus();
+        let mine = &self.cpus[me];
+        let mut cpu = me;
+        let mut found_dirty = false;
+        let mut found_rinsing = false;
+        let mut laps = 0;
+        loop {
+            let d = &self.cpus[cpu];
+            let free = d.free.load(Acquire);
+            if self.is_chunk(free) {
+                // No ABA: a chunk popped by another CPU comes back to a free list only
+                // through two cleaner cross-calls, which cannot complete while this CPU
+                // has interrupts off.
+                let next = self.w(free, W_NEXT).0.load(Acquire) as u32;
+                if d.free.compare_exchange(free, next, AcqRel, Acquire).is_ok() {
+                    d.free_len.fetch_sub(1, Relaxed);
+                    if cpu != me {
+                        mine.steals.fetch_add(1, Relaxed);
+                    }
+                    return Ok(free);
+                }
+                spin_loop();
+                continue;
+            }
+            let clean = d.clean.load(Acquire);
+            if self.is_chunk(clean) {
+                if d.clean
+                    .compare_exchange(clean, NIL, AcqRel, Acquire)
+                    .is_err()
+                {
+                    // Taken by another CPU, or refilled by the cleaner: look again.
+                    spin_loop();
+                    continue;
+                }
+                // The clean list is ours now: onto our own free list (claim 9). Only this
+                // CPU ever fills its free list, so the splice finds it empty.
+                let len = self.w(clean, W_META).get();
+                d.clean_len.fetch_sub(len, Relaxed);
+                mine.free_len.fetch_add(len, Relaxed);
+                self.splice(&mine.free, clean);
+                mine.clean_moves.fetch_add(1, Relaxed);
+                cpu = me;
+                continue;
+            }
+            let state = self.state();
+            if state.allocates() && laps < MAX_LAPS {
+                // Step 216-218: try the next CPU, noting what kind of chunks it holds.
+                if d.dirty.load(Acquire) != NIL {
+                    found_dirty = true;
+                }
+                if d.rinsing.load(Acquire) != NIL {
+                    found_rinsing = true;
+                }
+                cpu = if cpu + 1 == n { 0 } else { cpu + 1 };
+                if cpu != me {
+                    continue;
+                }
+                // A whole lap found nothing (¶41; claims 4-6).
+                let next = if found_dirty {
+                    DstateState::Dirty
+                } else if found_rinsing {
+                    DstateState::Rinsing
+                } else {
+                    DstateState::Empty
+                };
+                let _ =
+                    self.header
+                        .state
+                        .compare_exchange(state as u32, next as u32, AcqRel, Acquire);
+                found_dirty = false;
+                found_rinsing = false;
+                laps += 1;
+                // Another lap: the state now decides which drop counter to bump (or, if
+                // the cleaner just made it CLEAN, the new clean lists are tried).
+                continue;
+            }
+            let reason = match state {
+                DstateState::Dirty => {
+                    mine.drops_dirty.fetch_add(1, Relaxed);
+                    DropReason::Dirty
+                }
+                DstateState::Rinsing => {
+                    mine.drops_rinsing.fetch_add(1, Relaxed);
+                    DropReason::Rinsing
+                }
+                _ => {
+                    mine.drops_empty.fetch_add(1, Relaxed);
+                    DropReason::Empty
+                }
+            };
+            self.count_var_drop(var);
+            self.sample_high_water();
+            return Err(DynvarError::Drop(reason));
+        }
+    }
+
+    fn count_var_drop(&self, var: u32) {
+        if let Some(w) = self.var_drops.get(var as usize) {
+            w.0.fetch_add(1, Relaxed);
+        }
+    }
+
+    // ---- process context --------------------------------------------------------------
+
+    /// One cleaner pass (seed 002 Figure 7, claims 8 and 11), in process context at
+    /// `cleanrate`:
+    ///
+    /// 1. every CPU's dirty list becomes a rinsing list;
+    /// 2. cross-call: no probe context that could have reached those chunks is left;
+    /// 3. every rinsing list becomes a clean list;
+    /// 4. cross-call: every CPU has seen the clean lists;
+    /// 5. the state becomes CLEAN.
+    ///
+    /// A CPU that frees but does not allocate keeps a non-empty clean list, which step 3
+    /// must not overwrite: its dirty list is rinsed on a CPU whose lists are all empty
+    /// instead (and left for a later pass when there is none; it cannot cause a drop, since
+    /// an allocator would take that clean list first). Without dirty chunks the pass does
+    /// nothing, not even a cross-call.
+    pub fn clean<X: CrossCall + ?Sized>(&self, xc: &X) -> Result<CleanReport, CleanError> {
+        if self.header.cleaning.swap(true, Acquire) {
+            return Err(CleanError::Busy);
+        }
+        let report = self.clean_pass(xc);
+        self.header.cleaning.store(false, Release);
+        Ok(report)
+    }
+
+    fn clean_pass<X: CrossCall + ?Sized>(&self, xc: &X) -> CleanReport {
+        let h = self.header;
+        let mut report = CleanReport::default();
+        for d in self.cpus {
+            if d.dirty.load(Acquire) == NIL {
+                continue;
+            }
+            if d.rinsing.load(Acquire) != NIL {
+                // Lent to another CPU's dirty list earlier in this pass; our own dirty
+                // chunks wait for the next pass.
+                report.failclean += 1;
+                continue;
+            }
+            let mut rinser = d;
+            if d.clean.load(Acquire) != NIL {
+                match self.cpus.iter().find(|r| {
+                    r.rinsing.load(Acquire) == NIL
+                        && r.dirty.load(Acquire) == NIL
+                        && r.clean.load(Acquire) == NIL
+                }) {
+                    Some(r) => {
+                        rinser = r;
+                        report.borrowed += 1;
+                    }
+                    None => {
+                        report.failclean += 1;
+                        continue;
+                    }
+                }
+            }
+            // Swap the dirty list out; the rinsing pointer is set first so that a chunk
+            // marked free is always on some list.
+            let list = loop {
+                let dirty = d.dirty.load(Acquire);
+                rinser.rinsing.store(dirty, Release);
+                if d.dirty
+                    .compare_exchange(dirty, NIL, AcqRel, Acquire)
+                    .is_ok()
+                {
+                    break dirty;
+                }
+                spin_loop();
+            };
+            let len = self.list_walk(list, |_| ());
+            d.dirty_len.fetch_sub(len, Relaxed);
+            rinser.rinsing_len.fetch_add(len, Relaxed);
+            report.rinsed += len;
+        }
+        h.borrowed.fetch_add(u64::from(report.borrowed), Relaxed);
+        h.failclean.fetch_add(u64::from(report.failclean), Relaxed);
+        if report.rinsed == 0 {
+            h.idle_passes.fetch_add(1, Relaxed);
+            self.sample_high_water();
+            return report;
+        }
+
+        xc.sync_all_cpus();
+        report.crosscalls += 1;
+        h.crosscalls.fetch_add(1, Relaxed);
+
+        for d in self.cpus {
+            let list = d.rinsing.load(Acquire);
+            if !self.is_chunk(list) {
+                continue;
+            }
+            // Nothing can reach these chunks any more: they become clean.
+            let len = d.rinsing_len.load(Relaxed);
+            self.publish_clean(d, list, len);
+            d.rinsing.store(NIL, Release);
+            d.rinsing_len.fetch_sub(len, Relaxed);
+        }
+
+        // Before CLEAN: every CPU has seen the clean lists, so no allocator still acting on
+        // an older view can overwrite CLEAN with a stale EMPTY/DIRTY/RINSING.
+        xc.sync_all_cpus();
+        report.crosscalls += 1;
+        h.crosscalls.fetch_add(1, Relaxed);
+
+        h.state.store(DstateState::Clean as u32, Release);
+        h.passes.fetch_add(1, Relaxed);
+        h.rinsed.fetch_add(report.rinsed, Relaxed);
+        self.sample_high_water();
+        report
+    }
+
+    /// Walks a private list, bounded by the number of chunks; returns its length.
+    fn list_walk(&self, mut c: u32, mut f: impl FnMut(u32)) -> u64 {
+        let mut n = 0u64;
+        while self.is_chunk(c) && n <= u64::from(self.layout.nchunks) {
+            f(c);
+            n += 1;
+            c = self.w(c, W_NEXT).0.load(Acquire) as u32;
+        }
+        n
+    }
+
+    fn in_use(&self) -> u64 {
+        let (a, f) = self.cpus.iter().fold((0u64, 0u64), |(a, f), d| {
+            (
+                a.wrapping_add(d.allocs.load(Relaxed)),
+                f.wrapping_add(d.frees.load(Relaxed)),
+            )
+        });
+        a.saturating_sub(f)
+    }
+
+    fn sample_high_water(&self) {
+        self.header.high_water.fetch_max(self.in_use(), Relaxed);
+    }
+
+    /// Counters of `cpu`.
+    pub fn cpu_stats(&self, cpu: usize) -> Option<CpuStats> {
+        let d = self.cpus.get(cpu)?;
+        Some(CpuStats {
+            allocs: d.allocs.load(Relaxed),
+            frees: d.frees.load(Relaxed),
+            steals: d.steals.load(Relaxed),
+            clean_moves: d.clean_moves.load(Relaxed),
+            races: d.races.load(Relaxed),
+            drops_empty: d.drops_empty.load(Relaxed),
+            drops_dirty: d.drops_dirty.load(Relaxed),
+            drops_rinsing: d.drops_rinsing.load(Relaxed),
+            drops_size: d.drops_size.load(Relaxed),
+            contended: d.contended.load(Relaxed),
+            free: d.free_len.load(Relaxed),
+            clean: d.clean_len.load(Relaxed),
+            rinsing: d.rinsing_len.load(Relaxed),
+            dirty: d.dirty_len.load(Relaxed),
+        })
+    }
+
+    /// Counters of the whole dynamic memory (and a high-water sample).
+    pub fn stats(&self) -> DstateStats {
+        self.sample_high_water();
+        let h = self.header;
+        let mut t = CpuStats::default();
+        for s in (0..self.layout.ncpus()).filter_map(|c| self.cpu_stats(c)) {
+            t.allocs += s.allocs;
+            t.frees += s.frees;
+            t.steals += s.steals;
+            t.clean_moves += s.clean_moves;
+            t.races += s.races;
+            t.drops_empty += s.drops_empty;
+            t.drops_dirty += s.drops_dirty;
+            t.drops_rinsing += s.drops_rinsing;
+            t.drops_size += s.drops_size;
+            t.contended += s.contended;
+            t.free += s.free;
+            t.clean += s.clean;
+            t.rinsing += s.rinsing;
+            t.dirty += s.dirty;
+        }
+        DstateStats {
+            state: h.state.load(Relaxed),
+            ncpus: self.layout.ncpus,
+            nchunks: u64::from(self.layout.nchunks),
+            chunk_bytes: self.layout.chunk_bytes() as u64,
+            total: t,
+            in_use: self.in_use(),
+            high_water: h.high_water.load(Relaxed),
+            passes: h.passes.load(Relaxed),
+            idle_passes: h.idle_passes.load(Relaxed),
+            crosscalls: h.crosscalls.load(Relaxed),
+            rinsed: h.rinsed.load(Relaxed),
+            borrowed: h.borrowed.load(Relaxed),
+            failclean: h.failclean.load(Relaxed),
+        }
+    }
+
+    /// Drops counted for variable id `var`.
+    pub fn var_drops(&self, var: u32) -> u64 {
+        self.var_drops.get(var as usize).map_or(0, Word::get)
+    }
+
+    /// Calls `f` with every chunk on one of `cpu`'s lists (bounded walk; meaningful at
+    /// quiescence). Returns the number of chunks visited.
+    pub fn for_each_in_list(&self, cpu: usize, list: List, f: impl FnMut(u32)) -> u64 {
+        let Some(d) = self.cpus.get(cpu) else {
+            return 0;
+        };
+        let head = match list {
+            List::Free => &d.free,
+            List::Clean => &d.clean,
+            List::Rinsing => &d.rinsing,
+            List::Dirty => &d.dirty,
+        };
+        self.list_walk(head.load(Acquire), f)
+    }
+
+    /// Checks at quiescence that every chunk is on exactly one list or hash chain, that list
+    /// chunks are marked free and chained ones are not, and that the counters agree
+    /// (free + clean + rinsing + dirty + in use = total). `seen` is scratch of at least
+    /// [`Layout::audit_bitmap_words`] words.
+    pub fn audit(&self, seen: &mut [u64]) -> Result<Audit, AuditError> {
+        let words = self.layout.audit_bitmap_words();
+        let seen = seen.get_mut(..words).ok_or(AuditError::Bitmap)?;
+        seen.fill(0);
+        let mut err = None;
+        let mut mark = |c: u32, chained: bool, err: &mut Option<AuditError>| {
+            if err.is_some() {
+                return;
+            }
+            if !self.is_chunk(c) {
+                *err = Some(AuditError::BadIndex(c));
+                return;
+            }
+            let (i, bit) = (c as usize / 64, 1u64 << (c % 64));
+            if seen[i] & bit != 0 {
+                *err = Some(AuditError::Duplicate(c));
+                return;
+            }
+            seen[i] |= bit;
+            if (self.w(c, W_HASH).get() == HASH_FREE) == chained {
+                *err = Some(AuditError::BadHash(c));
+            }
+        };
+        let mut a = Audit::default();
+        for cpu in 0..self.layout.ncpus() {
+            let d = &self.cpus[cpu];
+            for (list, count, counter) in [
+                (List::Free, &mut a.free, &d.free_len),
+                (List::Clean, &mut a.clean, &d.clean_len),
+                (List::Rinsing, &mut a.rinsing, &d.rinsing_len),
+                (List::Dirty, &mut a.dirty, &d.dirty_len),
+            ] {
+                let n = self.for_each_in_list(cpu, list, |c| mark(c, false, &mut err));
+                if n != counter.load(Relaxed) && err.is_none() {
+                    err = Some(AuditError::Counters);
+                }
+                *count += n;
+            }
+        }
+        for b in self.buckets {
+            let mut c = b.head.load(Acquire);
+            let mut steps = 0u64;
+            while c != SINK && err.is_none() {
+                mark(c, true, &mut err);
+                if err.is_some() {
+                    break;
+                }
+                a.in_use += 1;
+                steps += 1;
+                if steps > u64::from(self.layout.nchunks) {
+                    err = Some(AuditError::Duplicate(c));
+                    break;
+                }
+                c = self.w(c, W_NEXT).get() as u32;
+            }
+        }
+        if let Some(e) = err {
+            return Err(e);
+        }
+        let total = u64::from(self.layout.nchunks);
+        if a.total() != total {
+            return Err(AuditError::Lost(total.saturating_sub(a.total())));
+        }
+        if a.in_use != self.in_use() {
+            return Err(AuditError::Counters);
+        }
+        Ok(a)
+    }
+}
+
+/// Takes a bucket's deletion lock; returns the (odd) locked value.
+fn lock_bucket(b: &Bucket) -> u32 {
+    loop {
+        let v = b.lock.load(Acquire);
+        if v & 1 == 0
+            && b.lock
+                .compare_exchange(v, v.wrapping_add(1), AcqRel, Acquire)
+                .is_ok()
+        {
+            return v.wrapping_add(1);
+        }
+        spin_loop();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tuple_words_encode_strings_packed() {
+        let k = [Key::Int(7), Key::Str(b"abcdefghij")];
+        let w: [u64; 6] = {
+            let mut it = tuple_words(&k);
+            core::array::from_fn(|_| it.next().unwrap_or(u64::MAX))
+        };
+        assert_eq!(w[0], KIND_INT);
+        assert_eq!(w[1], 7);
+        assert_eq!(w[2], KIND_STR | 10 << 8);
+        assert_eq!(w[3], u64::from_le_bytes(*b"abcdefgh"));
+        assert_eq!(w[4], u64::from_le_bytes(*b"ij\0\0\0\0\0\0"));
+        assert_eq!(w[5], u64::MAX);
+        assert_eq!(k.iter().map(Key::words).sum::<usize>(), 5);
+    }
+
+    #[test]
+    fn hash_is_never_free_and_separates_kinds() {
+        assert_ne!(hash_tuple(&[Key::Int(0)]), HASH_FREE);
+        assert_ne!(
+            hash_tuple(&[Key::Int(0)]),
+            hash_tuple(&[Key::Str(b"\0\0\0\0\0\0\0\0")])
+        );
+    }
+}
