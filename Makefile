@@ -32,6 +32,7 @@ check:
 	@scripts/check.sh
 
 # CMD and VM_FILES reach the script through the environment: no quoting issues.
+override CMD := $(value CMD)
 export CMD VM_FILES
 vm:
 	@if [ -z "$$CMD" ]; then echo "usage: make vm CMD='...' [VM_FILES=dir]" >&2; exit 2; fi

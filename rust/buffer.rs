@@ -4,8 +4,9 @@
 //! and the tool parses from a snapshot.
 //!
 //! Each record is 8-byte aligned and starts with a [`Header`] of [`HDR_LEN`] bytes, all
-//! little-endian: `size` (whole record, padded to 8), `kind`, `probe` (the program's probe
-//! index), `id` (format or aggregation id), `timestamp` (ns). The payload follows. A writer
+//! little-endian: `size` (header and payload, without the padding to 8 that follows), `kind`,
+//! `probe` (the enabled probe id), `id` (format, aggregation or fault id), `timestamp` (ns).
+//! The payload follows, then zeros up to the next multiple of 8. A writer
 //! never splits a record: one that doesn't fit is not written at all (the caller counts a drop).
 
 /// Bytes of a record header.
@@ -17,7 +18,7 @@ pub const KIND_ERROR: u32 = 0x100;
 /// A record header.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Header {
-    /// Whole record in bytes, header and padding included; a multiple of 8.
+    /// Header and payload in bytes, without the padding.
     pub size: u32,
     /// What produced the record.
     pub kind: u32,
@@ -29,7 +30,8 @@ pub struct Header {
     pub timestamp: u64,
 }
 
-/// Size of a record carrying `data_len` bytes of payload, or `None` if it can't be framed.
+/// Space a record carrying `data_len` bytes of payload takes, padding included, or `None` if
+/// it can't be framed.
 pub fn record_len(data_len: usize) -> Option<usize> {
     let n = HDR_LEN.checked_add(data_len)?.checked_add(7)? & !7;
     if n > u32::MAX as usize {
@@ -59,7 +61,7 @@ pub fn write(
     let Some(rec) = buf.get_mut(start..end) else {
         return false;
     };
-    rec[0..4].copy_from_slice(&(len as u32).to_le_bytes());
+    rec[0..4].copy_from_slice(&((HDR_LEN + data.len()) as u32).to_le_bytes());
     rec[4..8].copy_from_slice(&kind.to_le_bytes());
     rec[8..12].copy_from_slice(&probe.to_le_bytes());
     rec[12..16].copy_from_slice(&id.to_le_bytes());
@@ -75,7 +77,7 @@ pub fn write(
 pub struct Rec<'a> {
     /// Its header.
     pub hdr: Header,
-    /// Its payload, padding included.
+    /// Its payload.
     pub data: &'a [u8],
 }
 
@@ -118,7 +120,8 @@ impl<'a> Iterator for Reader<'a> {
             return Some(Err(bad));
         }
         let size = le32(rest, 0) as usize;
-        if size < HDR_LEN || size % 8 != 0 || size > rest.len() {
+        let padded = size.checked_add(7).map(|n| n & !7).unwrap_or(usize::MAX);
+        if size < HDR_LEN || padded > rest.len() {
             self.off = self.buf.len();
             return Some(Err(bad));
         }
@@ -131,7 +134,7 @@ impl<'a> Iterator for Reader<'a> {
             id: le32(rest, 12),
             timestamp: u64::from_le_bytes(ts),
         };
-        self.off += size;
+        self.off += padded;
         Some(Ok(Rec {
             hdr,
             data: &rest[HDR_LEN..size],
@@ -161,13 +164,14 @@ mod tests {
             (r.hdr.kind, r.hdr.probe, r.hdr.id, r.hdr.timestamp),
             (1, 2, 3, 4)
         );
-        assert_eq!(&r.data[..5], b"hello");
+        assert_eq!(r.data, b"hello");
+        assert_eq!(r.hdr.size, 29);
         assert_eq!(recs[1].unwrap().data, &[9; 24]);
     }
 
     #[test]
     fn malformed_sizes_stop_the_reader() {
-        for size in [0u32, 8, 25, 1 << 20] {
+        for size in [0u32, 8, 23, 49, 1 << 20] {
             let mut buf = [0u8; 48];
             buf[0..4].copy_from_slice(&size.to_le_bytes());
             let mut r = Reader::new(&buf);

@@ -1037,6 +1037,23 @@ impl<'a> Image<'a> {
     }
 }
 
+/// The aggregating function a dictionary entry describes, with its parameters checked; one
+/// conversion for the kernel (at LOAD) and the tool (its user-level dictionary).
+pub fn agg_func(func: AggFunc, p: &[i64; 4]) -> Option<crate::agg::AggFunc> {
+    use crate::agg::AggFunc as F;
+    Some(match func {
+        AggFunc::Count => F::Count,
+        AggFunc::Sum => F::Sum,
+        AggFunc::Min => F::Min,
+        AggFunc::Max => F::Max,
+        AggFunc::Avg => F::Avg,
+        AggFunc::Stddev => F::Stddev,
+        AggFunc::Quantize => F::Quantize,
+        AggFunc::Lquantize => F::lquantize(p[0], p[1], p[2]).ok()?,
+        AggFunc::Llquantize => F::llquantize(p[0], p[1], p[2], p[3]).ok()?,
+    })
+}
+
 /// Whether `p` are valid parameters for `func`.
 pub fn agg_params_valid(func: AggFunc, p: &[i64; 4]) -> bool {
     match func {

@@ -260,21 +260,7 @@ impl Session {
         let mut agg_funcs = KVec::with_capacity(image.agg_count(), GFP_KERNEL)?;
         for id in 0..image.agg_count() as u32 {
             let a = image.agg_desc(id).ok_or(EINVAL)?;
-            let p = a.params;
-            let f = match a.func {
-                program::AggFunc::Count => Some(agg::AggFunc::Count),
-                program::AggFunc::Sum => Some(agg::AggFunc::Sum),
-                program::AggFunc::Min => Some(agg::AggFunc::Min),
-                program::AggFunc::Max => Some(agg::AggFunc::Max),
-                program::AggFunc::Avg => Some(agg::AggFunc::Avg),
-                program::AggFunc::Stddev => Some(agg::AggFunc::Stddev),
-                program::AggFunc::Quantize => Some(agg::AggFunc::Quantize),
-                program::AggFunc::Lquantize => agg::AggFunc::lquantize(p[0], p[1], p[2]).ok(),
-                program::AggFunc::Llquantize => {
-                    agg::AggFunc::llquantize(p[0], p[1], p[2], p[3]).ok()
-                }
-            }
-            .ok_or(LoadFail {
+            let f = program::agg_func(a.func, &a.params).ok_or(LoadFail {
                 kind: abi::LOADERR_IMAGE,
                 code: 18 | (4 << 8),
                 arg: id,

@@ -15,7 +15,8 @@ pub const DEFAULT_PATH: &str = "/dev/oxtrace";
 pub struct DeviceError {
     path: PathBuf,
     what: &'static str,
-    err: io::Error,
+    /// The system error.
+    pub err: io::Error,
 }
 
 impl fmt::Display for DeviceError {
@@ -63,18 +64,140 @@ impl Device {
         })
     }
 
+    fn err(&self, what: &'static str) -> DeviceError {
+        DeviceError {
+            path: self.path.clone(),
+            what,
+            err: io::Error::last_os_error(),
+        }
+    }
+
     fn ioctl<T>(&self, what: &'static str, cmd: u32, arg: &mut T) -> Result<(), DeviceError> {
         // SAFETY: `cmd` is an `_IOWR` command whose size is `size_of::<T>()` (abi.rs builds both
-        // from the same type), and `arg` is a valid, exclusively borrowed `T`.
+        // from the same type), and `arg` is a valid, exclusively borrowed `T`; the pointers
+        // inside it are the caller's, valid for the lengths it gives.
         let r = unsafe { libc::ioctl(self.file.as_raw_fd(), cmd as _, arg as *mut T) };
         if r < 0 {
-            return Err(DeviceError {
-                path: self.path.clone(),
-                what,
-                err: io::Error::last_os_error(),
-            });
+            return Err(self.err(what));
         }
         Ok(())
+    }
+
+    /// `OXT_IOC_LOAD`: on failure the error and the filled-in struct (where it failed).
+    pub fn load(
+        &self,
+        image: &[u8],
+        attach: &[abi::Attach],
+        names: &[u8],
+    ) -> Result<abi::Load, Box<(DeviceError, abi::Load)>> {
+        let mut l = abi::Load {
+            size: size_of::<abi::Load>() as u32,
+            image: image.as_ptr() as u64,
+            image_len: image.len() as u64,
+            attach: attach.as_ptr() as u64,
+            nattach: attach.len() as u32,
+            names: names.as_ptr() as u64,
+            names_len: names.len() as u32,
+            ..Default::default()
+        };
+        match self.ioctl("LOAD", abi::IOC_LOAD, &mut l) {
+            Ok(()) => Ok(l),
+            Err(e) => Err(Box::new((e, l))),
+        }
+    }
+
+    fn simple(&self, what: &'static str, cmd: u32) -> Result<(), DeviceError> {
+        // SAFETY: an `_IO` command takes no argument.
+        if unsafe { libc::ioctl(self.file.as_raw_fd(), cmd as _, 0usize) } < 0 {
+            return Err(self.err(what));
+        }
+        Ok(())
+    }
+
+    /// `OXT_IOC_GO`.
+    pub fn go(&self) -> Result<(), DeviceError> {
+        self.simple("GO", abi::IOC_GO)
+    }
+
+    /// `OXT_IOC_STOP`.
+    pub fn stop(&self) -> Result<(), DeviceError> {
+        self.simple("STOP", abi::IOC_STOP)
+    }
+
+    fn snap(
+        &self,
+        what: &'static str,
+        cmd: u32,
+        cpu: u32,
+        buf: &mut [u8],
+    ) -> Result<abi::Snapshot, DeviceError> {
+        let mut s = abi::Snapshot {
+            size: size_of::<abi::Snapshot>() as u32,
+            cpu,
+            buf: buf.as_mut_ptr() as u64,
+            buf_len: buf.len() as u64,
+            ..Default::default()
+        };
+        self.ioctl(what, cmd, &mut s)?;
+        Ok(s)
+    }
+
+    /// `OXT_IOC_SNAPSHOT`: `cpu`'s principal buffer into `buf` (at least bufsize bytes).
+    pub fn snapshot(&self, cpu: u32, buf: &mut [u8]) -> Result<abi::Snapshot, DeviceError> {
+        self.snap("SNAPSHOT", abi::IOC_SNAPSHOT, cpu, buf)
+    }
+
+    /// `OXT_IOC_AGGSNAP`: `cpu`'s aggregation data sets into `buf`, which grows until they fit.
+    pub fn aggsnap(&self, cpu: u32, buf: &mut Vec<u8>) -> Result<abi::Snapshot, DeviceError> {
+        loop {
+            match self.snap("AGGSNAP", abi::IOC_AGGSNAP, cpu, buf) {
+                Err(e) if e.err.raw_os_error() == Some(libc::ENOSPC) => {
+                    let n = (buf.len() * 2).max(1 << 16);
+                    buf.resize(n, 0);
+                }
+                r => return r,
+            }
+        }
+    }
+
+    /// `OXT_IOC_PROBES`: every attached probe.
+    pub fn probes(&self) -> Result<Vec<abi::ProbeInfo>, DeviceError> {
+        let mut v: Vec<abi::ProbeInfo> = Vec::new();
+        loop {
+            let mut p = abi::Probes {
+                size: size_of::<abi::Probes>() as u32,
+                n: v.len() as u32,
+                info: v.as_mut_ptr() as u64,
+                ..Default::default()
+            };
+            self.ioctl("PROBES", abi::IOC_PROBES, &mut p)?;
+            if (p.total as usize) <= v.len() {
+                v.truncate(p.total as usize);
+                return Ok(v);
+            }
+            v.resize(p.total as usize, abi::ProbeInfo::default());
+        }
+    }
+
+    /// `OXT_IOC_STATUS` with the per-CPU counters of `ncpus` CPUs.
+    pub fn status_cpus(
+        &self,
+        ncpus: u32,
+    ) -> Result<(abi::Status, Vec<abi::CpuStatus>), DeviceError> {
+        let mut cpus = vec![abi::CpuStatus::default(); ncpus as usize];
+        let mut s = abi::Status {
+            size: size_of::<abi::Status>() as u32,
+            cpus: if ncpus == 0 {
+                0
+            } else {
+                cpus.as_mut_ptr() as u64
+            },
+            ncpus,
+            ..Default::default()
+        };
+        self.ioctl("STATUS", abi::IOC_STATUS, &mut s)?;
+        cpus.truncate(s.ncpus as usize);
+        Ok((s, cpus))
     }
 
     /// `OXT_IOC_VERSION`.

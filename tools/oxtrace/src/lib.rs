@@ -5,3 +5,4 @@ pub mod agg;
 pub mod device;
 pub mod dsl;
 pub mod probes;
+pub mod run;

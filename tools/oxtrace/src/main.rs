@@ -1,21 +1,62 @@
 //! oxtrace: the command-line tool that drives the oxtrace kernel module.
+
 use clap::{Parser, Subcommand};
 use oxtrace::device::{self, Device};
+use oxtrace::dsl::{self, CompileOptions};
+use oxtrace::probes;
+use oxtrace::run::{Held, OutFmt, Run, Source, Target};
 use oxtrace_core::abi;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(Parser)]
-#[command(name = "oxtrace", version, about = "DTrace-class tracing for Linux")]
+#[command(
+    name = "oxtrace",
+    version,
+    about = "DTrace-class tracing for Linux",
+    args_conflicts_with_subcommands = true,
+    after_help = "Examples:\n  oxtrace -e 'fbt::vfs_read:entry { @[execname] = count(); }'\n  \
+                  oxtrace -q -s latency.d -c 'ls -l /'\n  oxtrace -l 'vfs_*'"
+)]
 struct Cli {
     /// The oxtrace device node.
     #[arg(long, global = true, default_value = device::DEFAULT_PATH)]
     device: PathBuf,
-    /// Print machine-readable JSON instead of text.
+    /// Machine-readable JSON (version, status).
     #[arg(long, global = true)]
     json: bool,
+    /// Run the D program given on the command line.
+    #[arg(short = 'e', value_name = "PROGRAM", conflicts_with = "script")]
+    program: Option<String>,
+    /// Run the D program in FILE.
+    #[arg(short = 's', value_name = "FILE")]
+    script: Option<PathBuf>,
+    /// List the probes (matching PATTERN: FUNC or provider:module:function:name globs).
+    #[arg(short = 'l', value_name = "PATTERN", num_args = 0..=1, default_missing_value = "")]
+    list: Option<String>,
+    /// Run CMD, enabling the probes before it starts; trace until it exits ($target = its pid).
+    #[arg(short = 'c', value_name = "CMD", conflicts_with = "pid")]
+    command: Option<String>,
+    /// Trace until process PID exits ($target = PID).
+    #[arg(short = 'p', value_name = "PID")]
+    pid: Option<u32>,
+    /// Set an option (bufsize=4m, switchrate=10hz, quiet, ...), like #pragma D option.
+    #[arg(short = 'x', value_name = "OPT[=VAL]")]
+    xopts: Vec<String>,
+    /// Print only what the program prints.
+    #[arg(short = 'q')]
+    quiet: bool,
+    /// At the end, print the counters of every probe and CPU.
+    #[arg(short = 'v')]
+    verbose: bool,
+    /// Output format: text, json or openmetrics.
+    #[arg(short = 'o', value_name = "FORMAT", default_value = "text")]
+    output: String,
+    /// Arguments of the program: $1, $2, ...
+    #[arg(value_name = "ARG")]
+    args: Vec<String>,
     #[command(subcommand)]
-    command: Command,
+    command_: Option<Command>,
 }
 
 #[derive(Subcommand)]
@@ -40,80 +81,204 @@ fn features(bits: u64) -> Vec<&'static str> {
 fn state_name(state: u32) -> &'static str {
     match state {
         abi::STATE_IDLE => "idle",
+        abi::STATE_LOADED => "loaded",
+        abi::STATE_ACTIVE => "active",
+        abi::STATE_STOPPED => "stopped",
         _ => "unknown",
     }
 }
 
-fn run(cli: &Cli) -> Result<(), Box<dyn std::error::Error>> {
+type Res<T> = Result<T, Box<dyn std::error::Error>>;
+
+fn version(cli: &Cli) -> Res<i32> {
     let dev = Device::open(&cli.device)?;
-    match cli.command {
-        Command::Version => {
-            let v = dev.version()?;
-            let feats = features(v.features);
-            if cli.json {
-                let list: Vec<String> = feats.iter().map(|f| format!("\"{f}\"")).collect();
-                println!(
-                    "{{\"module\":\"{}\",\"abi\":\"{}.{}\",\"tool_abi\":\"{}.{}\",\"ncpus\":{},\"features\":[{}]}}",
-                    abi::cstr_field(&v.release),
-                    v.abi_major,
-                    v.abi_minor,
-                    abi::ABI_MAJOR,
-                    abi::ABI_MINOR,
-                    v.ncpus,
-                    list.join(",")
-                );
-            } else {
-                println!("oxtrace tool   {}", env!("CARGO_PKG_VERSION"));
-                println!("oxtrace module {}", abi::cstr_field(&v.release));
-                println!(
-                    "ABI            {}.{} (tool {}.{})",
-                    v.abi_major,
-                    v.abi_minor,
-                    abi::ABI_MAJOR,
-                    abi::ABI_MINOR
-                );
-                println!("CPUs           {}", v.ncpus);
-                println!("features       {}", feats.join(" "));
-            }
-            if v.abi_major != abi::ABI_MAJOR {
-                return Err(format!(
-                    "module ABI {}.x is not the tool's {}.x: rebuild both",
-                    v.abi_major,
-                    abi::ABI_MAJOR
-                )
-                .into());
-            }
-        }
-        Command::Status => {
-            let s = dev.status()?;
-            if cli.json {
-                println!(
-                    "{{\"consumer\":{},\"state\":\"{}\",\"consumers_open\":{},\"consumers_live\":{},\"ioctls\":{}}}",
-                    s.consumer_id,
-                    state_name(s.state),
-                    s.nconsumers,
-                    s.live_consumers,
-                    s.ioctls
-                );
-            } else {
-                println!("consumer       {}", s.consumer_id);
-                println!("state          {}", state_name(s.state));
-                println!("consumers open {}", s.nconsumers);
-                println!("consumers live {}", s.live_consumers);
-                println!("ioctls         {}", s.ioctls);
-            }
-        }
+    let v = dev.version()?;
+    let feats = features(v.features);
+    if cli.json {
+        let list: Vec<String> = feats.iter().map(|f| format!("\"{f}\"")).collect();
+        println!(
+            "{{\"module\":\"{}\",\"abi\":\"{}.{}\",\"tool_abi\":\"{}.{}\",\"ncpus\":{},\"features\":[{}]}}",
+            abi::cstr_field(&v.release),
+            v.abi_major,
+            v.abi_minor,
+            abi::ABI_MAJOR,
+            abi::ABI_MINOR,
+            v.ncpus,
+            list.join(",")
+        );
+    } else {
+        println!("oxtrace tool   {}", env!("CARGO_PKG_VERSION"));
+        println!("oxtrace module {}", abi::cstr_field(&v.release));
+        println!(
+            "ABI            {}.{} (tool {}.{})",
+            v.abi_major,
+            v.abi_minor,
+            abi::ABI_MAJOR,
+            abi::ABI_MINOR
+        );
+        println!("CPUs           {}", v.ncpus);
+        println!("features       {}", feats.join(" "));
     }
-    Ok(())
+    if v.abi_major != abi::ABI_MAJOR {
+        return Err(format!(
+            "module ABI {}.x is not the tool's {}.x: rebuild both",
+            v.abi_major,
+            abi::ABI_MAJOR
+        )
+        .into());
+    }
+    Ok(0)
+}
+
+fn status(cli: &Cli) -> Res<i32> {
+    let dev = Device::open(&cli.device)?;
+    let s = dev.status()?;
+    if cli.json {
+        println!(
+            "{{\"consumer\":{},\"state\":\"{}\",\"consumers_open\":{},\"consumers_live\":{},\"ioctls\":{}}}",
+            s.consumer_id,
+            state_name(s.state),
+            s.nconsumers,
+            s.live_consumers,
+            s.ioctls
+        );
+    } else {
+        println!("consumer       {}", s.consumer_id);
+        println!("state          {}", state_name(s.state));
+        println!("consumers open {}", s.nconsumers);
+        println!("consumers live {}", s.live_consumers);
+        println!("ioctls         {}", s.ioctls);
+    }
+    Ok(0)
+}
+
+/// `-l [PATTERN]`: the probes, like `dtrace -l`.
+fn list(pattern: &str) -> Res<i32> {
+    let (functions, _) = probes::functions()?;
+    let fields: Vec<&str> = pattern.split(':').collect();
+    // FUNC alone, or provider:module:function:name with missing fields on the left.
+    let want = |prov: &str, module: &str, func: &str, name: &str| -> bool {
+        let parts = [prov, module, func, name];
+        let m = |p: &str, v: &str| p.is_empty() || probes::glob_match(p, v);
+        match fields.len() {
+            1 => m(fields[0], func),
+            n => fields
+                .iter()
+                .zip(&parts[4 - n.min(4)..])
+                .all(|(p, v)| m(p, v)),
+        }
+    };
+    println!(
+        "{:>6} {:>10} {:>16} {:>32} NAME",
+        "ID", "PROVIDER", "MODULE", "FUNCTION"
+    );
+    let mut id = 0;
+    let mut row = |prov: &str, module: &str, func: &str, name: &str| {
+        id += 1;
+        if want(prov, module, func, name) {
+            println!("{id:>6} {prov:>10} {module:>16} {func:>32} {name}");
+        }
+    };
+    row("dtrace", "", "", "BEGIN");
+    row("dtrace", "", "", "END");
+    for t in ["tick-1s", "tick-1000hz"] {
+        row("profile", "", "", t);
+    }
+    for f in &functions {
+        row("fbt", "kernel", f, "entry");
+        row("fbt", "kernel", f, "return");
+    }
+    Ok(0)
+}
+
+fn trace(cli: &Cli) -> Res<i32> {
+    let (text, name) = match (&cli.program, &cli.script) {
+        (Some(p), _) => (p.clone(), "-e".to_string()),
+        (None, Some(f)) => (
+            std::fs::read_to_string(f).map_err(|e| format!("{}: {e}", f.display()))?,
+            f.display().to_string(),
+        ),
+        (None, None) => {
+            return Err("nothing to do: give -e PROGRAM, -s FILE or -l (see --help)".into())
+        }
+    };
+    let fmt = match cli.output.as_str() {
+        "text" => OutFmt::Text,
+        "json" => OutFmt::Json,
+        "openmetrics" => OutFmt::OpenMetrics,
+        o => return Err(format!("unknown output format '{o}': text, json or openmetrics").into()),
+    };
+    // The device first: a missing module is the likeliest problem.
+    let dev = Device::open(&cli.device)?;
+    let mut target = Target {
+        child: None,
+        pid: cli.pid,
+    };
+    if let Some(cmd) = &cli.command {
+        target.child = Some(Held::spawn(cmd).map_err(|e| format!("cannot run '{cmd}': {e}"))?);
+    }
+    let mut opts = CompileOptions::with_args(&name, &cli.args);
+    let tpid = target.child.as_ref().map(|c| c.pid()).or(cli.pid);
+    if let Some(p) = tpid {
+        opts.macros.insert("target".into(), p.to_string());
+    }
+    if cli.quiet {
+        opts.xopts.push(("quiet".into(), None));
+    }
+    for x in &cli.xopts {
+        let (k, v) = match x.split_once('=') {
+            Some((k, v)) => (k.to_string(), Some(v.to_string())),
+            None => (x.clone(), None),
+        };
+        opts.xopts.push((k, v));
+    }
+    let prog = match dsl::compile(&text, &name, &opts) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("{e}");
+            return Ok(1);
+        }
+    };
+    for w in &prog.warnings {
+        eprintln!("oxtrace: warning: {w}");
+    }
+    let src = Source {
+        text: &text,
+        name: &name,
+    };
+    let r = Run::load(&dev, &prog, src, fmt).and_then(|r| r.run(&mut target, cli.verbose));
+    Ok(r?)
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    match run(&cli) {
-        Ok(()) => ExitCode::SUCCESS,
+    let r = match (&cli.command_, &cli.list) {
+        (Some(Command::Version), _) => version(&cli),
+        (Some(Command::Status), _) => status(&cli),
+        (None, Some(p)) => list(p),
+        (None, None) => trace(&cli),
+    };
+    match r {
+        Ok(code) => ExitCode::from(code.clamp(0, 255) as u8),
         Err(e) => {
             eprintln!("oxtrace: {e}");
             ExitCode::FAILURE
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn run_module_is_used() {
+        assert_eq!(oxtrace::run::json_str("a\"b\n"), "\"a\\\"b\\n\"");
     }
 }

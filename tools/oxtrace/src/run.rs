@@ -1,0 +1,718 @@
+//! Running a compiled D program: attach, LOAD, GO, drain the buffers at `switchrate`, merge
+//! aggregations at `aggrate`, print, and STOP when the program exits, the traced command ends or
+//! the user interrupts.
+
+use crate::agg::{AggDef, AggTable, Dictionary, KeyField, SortOrder};
+use crate::device::{Device, DeviceError};
+use crate::dsl::{self, Compiled};
+use crate::probes;
+use oxtrace_core::abi;
+use oxtrace_core::action::{Item, Items, RecordKind};
+use oxtrace_core::buffer::{self, Reader};
+use oxtrace_core::diag::{FaultMsg, ImageMsg, ReasonMsg};
+use oxtrace_core::program::{self, ProbeKind};
+use std::fmt::Write as _;
+use std::io::{self, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+/// How results are printed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OutFmt {
+    /// Text like dtrace(1M).
+    Text,
+    /// One JSON object a line; aggregations as one JSON document at the end.
+    Json,
+    /// Aggregations in the OpenMetrics text format at the end.
+    OpenMetrics,
+}
+
+/// What the run watches besides the program.
+pub struct Target {
+    /// A command started by `-c`, held until the probes are enabled.
+    pub child: Option<Held>,
+    /// A process given with `-p`: the run ends when it exits.
+    pub pid: Option<u32>,
+}
+
+/// A child process held stopped until [`Held::release`].
+pub struct Held {
+    child: std::process::Child,
+    released: bool,
+}
+
+impl Held {
+    /// Starts `sh -c cmd`, held before the command runs until released.
+    ///
+    /// The child is a shell that stops itself (SIGSTOP), then, once continued, execs the
+    /// command in the same process: `$target` is the command's pid from the start, and the
+    /// child makes no system call but `kill` and `exec` while the probes are being enabled.
+    pub fn spawn(cmd: &str) -> io::Result<Self> {
+        let child = std::process::Command::new("/bin/sh")
+            .arg("-c")
+            .arg("kill -STOP $$; exec /bin/sh -c \"$0\"")
+            .arg(cmd)
+            .spawn()?;
+        let pid = child.id() as libc::pid_t;
+        let mut status = 0;
+        // SAFETY: waits for our own child; WUNTRACED returns when it has stopped.
+        let r = unsafe { libc::waitpid(pid, &mut status, libc::WUNTRACED) };
+        if r != pid || !libc::WIFSTOPPED(status) {
+            return Err(io::Error::other(
+                "the command exited before it could be held",
+            ));
+        }
+        Ok(Self {
+            child,
+            released: false,
+        })
+    }
+
+    /// Its process id (`$target`).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Lets it run.
+    pub fn release(&mut self) {
+        if !self.released {
+            // SAFETY: signals our own child.
+            unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGCONT) };
+            self.released = true;
+        }
+    }
+
+    fn exited(&mut self) -> Option<std::process::ExitStatus> {
+        self.child.try_wait().ok().flatten()
+    }
+
+    fn kill(&mut self) {
+        self.release();
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Set by SIGINT/SIGTERM.
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_: libc::c_int) {
+    INTERRUPTED.store(true, Ordering::Relaxed);
+}
+
+fn catch_signals() {
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
+        unsafe { libc::signal(sig, on_signal as *const () as libc::sighandler_t) };
+    }
+}
+
+/// An error of the run, already worded for the user.
+#[derive(Debug)]
+pub struct RunError(pub String);
+
+impl std::fmt::Display for RunError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for RunError {}
+
+impl From<DeviceError> for RunError {
+    fn from(e: DeviceError) -> Self {
+        RunError(e.to_string())
+    }
+}
+
+impl From<io::Error> for RunError {
+    fn from(e: io::Error) -> Self {
+        RunError(e.to_string())
+    }
+}
+
+/// The attach table of a program: function names for its fbt descriptions.
+pub struct AttachTable {
+    /// Entries for LOAD.
+    pub entries: Vec<abi::Attach>,
+    /// Their NUL-terminated names.
+    pub names: Vec<u8>,
+}
+
+/// Expands every fbt description against the probeable functions.
+pub fn attach_table(prog: &Compiled, functions: &[String]) -> Result<AttachTable, RunError> {
+    let mut t = AttachTable {
+        entries: Vec::new(),
+        names: Vec::new(),
+    };
+    for (d, spec) in prog.probes.iter().enumerate() {
+        if !matches!(spec.kind, ProbeKind::FbtEntry | ProbeKind::FbtReturn) {
+            continue;
+        }
+        let glob = probes::is_glob(&spec.func);
+        let names: Vec<&str> = if glob {
+            probes::expand(&spec.func, functions)
+                .into_iter()
+                .filter(|n| n.len() < abi::PROBE_FUNC_LEN)
+                .collect()
+        } else {
+            vec![spec.func.as_str()]
+        };
+        if names.is_empty() {
+            return Err(RunError(format!(
+                "probe description {} does not match any probes",
+                spec.text
+            )));
+        }
+        for n in names {
+            t.entries.push(abi::Attach {
+                probe: d as u32,
+                flags: if glob { abi::ATTACH_OPTIONAL } else { 0 },
+                name: t.names.len() as u32,
+                reserved: 0,
+            });
+            t.names.extend_from_slice(n.as_bytes());
+            t.names.push(0);
+        }
+    }
+    Ok(t)
+}
+
+/// Where clause `i` of `prog` starts in `src`, as `clause at LINE:COL`.
+pub fn clause_at(prog: &Compiled, src: &Source<'_>, i: u32) -> String {
+    prog.clause_spans
+        .get(i as usize)
+        .map(|(span, _)| {
+            let pos = dsl::CompileError::at(src.text, src.name, *span, "").position();
+            format!("clause at {}:{pos}", src.name)
+        })
+        .unwrap_or_else(|| format!("clause {i}"))
+}
+
+/// The program's source text and its name (`-e` or a file).
+#[derive(Clone, Copy)]
+pub struct Source<'a> {
+    /// The text.
+    pub text: &'a str,
+    /// Its name in messages.
+    pub name: &'a str,
+}
+
+/// Words for a failed LOAD.
+pub fn load_error(
+    prog: &Compiled,
+    src: &Source<'_>,
+    t: &AttachTable,
+    e: &DeviceError,
+    l: &abi::Load,
+) -> String {
+    let clause = |i: u32| clause_at(prog, src, i);
+    match l.err_kind {
+        abi::LOADERR_IMAGE => format!(
+            "failed to load program: {} ({})",
+            ImageMsg {
+                code: l.err_code,
+                arg: l.err_arg
+            },
+            e.err
+        ),
+        abi::LOADERR_VERIFY => format!(
+            "failed to load program: {} {}, instruction {}: {}",
+            clause(l.err_index),
+            if l.err_part == 0 {
+                "predicate"
+            } else {
+                "actions"
+            },
+            l.err_insn,
+            ReasonMsg {
+                code: l.err_code,
+                arg: l.err_arg
+            }
+        ),
+        abi::LOADERR_ATTACH => {
+            let a = t.entries.get(l.err_index as usize);
+            let func = a.map(|a| name_at(&t.names, a.name)).unwrap_or("?");
+            let desc = a
+                .and_then(|a| prog.probes.get(a.probe as usize))
+                .map_or("?", |p| p.text.as_str());
+            format!(
+                "failed to enable probe {desc} at function {func}: {}",
+                e.err
+            )
+        }
+        abi::LOADERR_PROBE => format!(
+            "probe description {} does not match any probes",
+            prog.probes
+                .get(l.err_index as usize)
+                .map_or("?", |p| p.text.as_str())
+        ),
+        _ => format!("failed to load program: {e}"),
+    }
+}
+
+fn name_at(names: &[u8], off: u32) -> &str {
+    let rest = names.get(off as usize..).unwrap_or(&[]);
+    let end = rest.iter().position(|&b| b == 0).unwrap_or(rest.len());
+    std::str::from_utf8(&rest[..end]).unwrap_or("?")
+}
+
+/// The user-level aggregation dictionary of a program.
+pub fn dictionary(prog: &Compiled) -> Result<Dictionary, RunError> {
+    let mut d = Dictionary::new();
+    for (id, a) in prog.aggs.iter().enumerate() {
+        let func = program::agg_func(a.func, &a.params)
+            .ok_or_else(|| RunError(format!("aggregation @{}: bad parameters", a.name)))?;
+        let keys = a
+            .keys
+            .iter()
+            .enumerate()
+            .map(|(i, k)| match k {
+                dsl::KeyKind::Int => KeyField::int(&format!("key{i}")),
+                dsl::KeyKind::Str => KeyField::string(&format!("key{i}")),
+            })
+            .collect();
+        d.insert(AggDef {
+            id: id as u32,
+            name: a.name.clone(),
+            func,
+            keys,
+        })
+        .map_err(|e| RunError(e.to_string()))?;
+    }
+    Ok(d)
+}
+
+/// One attached probe as the output names it.
+struct ProbeName {
+    /// `func:name` for the default output's FUNCTION:NAME column.
+    short: String,
+    /// `provider:module:func:name`.
+    full: String,
+}
+
+/// A program being run.
+pub struct Run<'a> {
+    dev: &'a Device,
+    prog: &'a Compiled,
+    src: Source<'a>,
+    fmt: OutFmt,
+    quiet: bool,
+    names: Vec<ProbeName>,
+    aggs: AggTable,
+    buf: Vec<u8>,
+    aggbuf: Vec<u8>,
+    ncpus: u32,
+    exit: Option<i64>,
+    header_done: bool,
+    out: io::BufWriter<io::Stdout>,
+}
+
+impl<'a> Run<'a> {
+    /// Loads `prog` on `dev` and prints how many probes each description matched.
+    pub fn load(
+        dev: &'a Device,
+        prog: &'a Compiled,
+        src: Source<'a>,
+        fmt: OutFmt,
+    ) -> Result<Self, RunError> {
+        let needs_fbt = prog
+            .probes
+            .iter()
+            .any(|p| matches!(p.kind, ProbeKind::FbtEntry | ProbeKind::FbtReturn));
+        let functions = if needs_fbt {
+            probes::functions()
+                .map_err(|e| RunError(format!("cannot list kernel functions: {e}")))?
+                .0
+        } else {
+            Vec::new()
+        };
+        let table = attach_table(prog, &functions)?;
+        let loaded = dev
+            .load(&prog.image, &table.entries, &table.names)
+            .map_err(|b| RunError(load_error(prog, &src, &table, &b.0, &b.1)))?;
+        let infos = dev.probes()?;
+        let mut per_desc = vec![0usize; prog.probes.len()];
+        let names = infos
+            .iter()
+            .map(|p| {
+                let spec = prog.probes.get(p.probe as usize);
+                if let Some(c) = per_desc.get_mut(p.probe as usize) {
+                    *c += 1;
+                }
+                let func = abi::cstr_field(&p.func);
+                let (prov, module, name) = match spec.map(|s| s.kind) {
+                    Some(ProbeKind::FbtEntry) => ("fbt", "kernel", "entry".to_string()),
+                    Some(ProbeKind::FbtReturn) => ("fbt", "kernel", "return".to_string()),
+                    Some(ProbeKind::Begin) => ("dtrace", "", "BEGIN".to_string()),
+                    Some(ProbeKind::End) => ("dtrace", "", "END".to_string()),
+                    _ => (
+                        "profile",
+                        "",
+                        spec.map_or(String::new(), |s| s.text.clone()),
+                    ),
+                };
+                ProbeName {
+                    short: format!("{func}:{name}"),
+                    full: format!("{prov}:{module}:{func}:{name}"),
+                }
+            })
+            .collect();
+        let quiet = prog.quiet;
+        if !quiet && fmt == OutFmt::Text {
+            for (spec, n) in prog.probes.iter().zip(&per_desc) {
+                let s = if *n == 1 { "" } else { "s" };
+                eprintln!("oxtrace: description '{}' matched {n} probe{s}", spec.text);
+            }
+            if loaded.nskipped > 0 {
+                eprintln!(
+                    "oxtrace: {} matching functions could not be probed and were skipped",
+                    loaded.nskipped
+                );
+            }
+        }
+        let ncpus = dev.version()?.ncpus;
+        Ok(Self {
+            dev,
+            prog,
+            src,
+            fmt,
+            quiet,
+            names,
+            aggs: AggTable::new(dictionary(prog)?),
+            buf: vec![0; prog.options.bufsize as usize],
+            aggbuf: vec![0; 1 << 16],
+            ncpus,
+            exit: None,
+            header_done: false,
+            out: io::BufWriter::new(io::stdout()),
+        })
+    }
+
+    /// Enables the probes, releases the target, drains until done, stops, and prints what
+    /// is left. Returns the exit status.
+    pub fn run(mut self, target: &mut Target, verbose: bool) -> Result<i32, RunError> {
+        catch_signals();
+        self.dev.go()?;
+        if let Some(c) = target.child.as_mut() {
+            c.release();
+        }
+        let switch = Duration::from_nanos(self.prog.options.switchrate.max(1_000_000));
+        let aggrate = Duration::from_nanos(self.prog.options.aggrate.max(1_000_000));
+        let mut next_switch = Instant::now() + switch;
+        let mut next_agg = Instant::now() + aggrate;
+        let mut child_status = None;
+        loop {
+            // Sleep in small steps so that a signal or the child's exit is seen quickly.
+            let now = Instant::now();
+            let wake = next_switch.min(next_agg);
+            if wake > now {
+                std::thread::sleep((wake - now).min(Duration::from_millis(50)));
+            }
+            let now = Instant::now();
+            if now >= next_switch {
+                self.drain()?;
+                next_switch = now + switch;
+            }
+            if now >= next_agg {
+                self.snap_aggs()?;
+                next_agg = now + aggrate;
+            }
+            if self.exit.is_some() || INTERRUPTED.load(Ordering::Relaxed) {
+                break;
+            }
+            if let Some(c) = target.child.as_mut() {
+                if let Some(st) = c.exited() {
+                    child_status = Some(st);
+                    break;
+                }
+            }
+            if let Some(pid) = target.pid {
+                // SAFETY: signal 0 only checks that the process exists.
+                if unsafe { libc::kill(pid as i32, 0) } != 0 {
+                    break;
+                }
+            }
+            let (st, _) = self.dev.status_cpus(0)?;
+            if st.exited != 0 {
+                self.exit.get_or_insert(st.exit_status);
+                break;
+            }
+        }
+        self.dev.stop()?;
+        self.drain()?;
+        self.snap_aggs()?;
+        let mut s = String::new();
+        match self.fmt {
+            OutFmt::Text => self.aggs.print_unprinted(SortOrder::default(), &mut s),
+            OutFmt::Json => {
+                s = self.aggs.to_json(SortOrder::default());
+                s.push('\n');
+            }
+            OutFmt::OpenMetrics => s = self.aggs.to_openmetrics("oxtrace"),
+        }
+        self.out.write_all(s.as_bytes())?;
+        self.out.flush()?;
+        self.report_losses(verbose)?;
+        if let Some(c) = target.child.as_mut() {
+            if child_status.is_none() {
+                c.kill();
+            }
+        }
+        Ok(self.exit.unwrap_or(0) as i32)
+    }
+
+    /// Takes every CPU's principal buffer and handles its records in time order.
+    fn drain(&mut self) -> Result<(), RunError> {
+        let mut recs: Vec<(u64, u32, buffer::Header, Vec<u8>)> = Vec::new();
+        for cpu in 0..self.ncpus {
+            let s = self.dev.snapshot(cpu, &mut self.buf)?;
+            if s.drops > 0 {
+                eprintln!("oxtrace: {} drops on CPU {cpu}", s.drops);
+            }
+            for r in Reader::new(&self.buf[..s.len as usize]) {
+                match r {
+                    Ok(r) => recs.push((r.hdr.timestamp, cpu, r.hdr, r.data.to_vec())),
+                    Err(e) => {
+                        eprintln!(
+                            "oxtrace: malformed buffer on CPU {cpu} at offset {}",
+                            e.offset
+                        );
+                        break;
+                    }
+                }
+            }
+        }
+        recs.sort_by_key(|r| (r.0, r.1));
+        let mut last = None;
+        for (ts, cpu, hdr, data) in recs {
+            let first = last != Some((ts, cpu, hdr.probe));
+            last = Some((ts, cpu, hdr.probe));
+            self.record(cpu, first, &hdr, &data)?;
+        }
+        self.out.flush()?;
+        Ok(())
+    }
+
+    fn probe_name(&self, id: u32) -> (&str, &str) {
+        self.names
+            .get(id as usize)
+            .map_or(("?", "?"), |n| (n.short.as_str(), n.full.as_str()))
+    }
+
+    /// The CPU / ID / FUNCTION:NAME prefix of dtrace's default output.
+    fn prefix(&mut self, cpu: u32, probe: u32) -> Result<(), RunError> {
+        if !self.header_done {
+            writeln!(self.out, "CPU     ID                    FUNCTION:NAME")?;
+            self.header_done = true;
+        }
+        let short = self.probe_name(probe).0.to_string();
+        write!(self.out, "{cpu:3} {probe:6} {short:>32} ")?;
+        Ok(())
+    }
+
+    fn record(
+        &mut self,
+        cpu: u32,
+        first: bool,
+        h: &buffer::Header,
+        data: &[u8],
+    ) -> Result<(), RunError> {
+        if h.kind == buffer::KIND_ERROR {
+            let le32 = |o: usize| u32::from_le_bytes(data[o..o + 4].try_into().unwrap_or_default());
+            let (clause, pc, addr) = if data.len() >= 16 {
+                (
+                    le32(0),
+                    le32(4),
+                    u64::from_le_bytes(data[8..16].try_into().unwrap_or_default()),
+                )
+            } else {
+                (0, 0, 0)
+            };
+            let at = clause_at(self.prog, &self.src, clause);
+            self.out.flush()?;
+            eprintln!(
+                "oxtrace: error on enabled probe ID {} ({}): {} in {at}, instruction {pc}",
+                h.probe,
+                self.probe_name(h.probe).1,
+                FaultMsg { code: h.id, addr }
+            );
+            return Ok(());
+        }
+        let Some(kind) = RecordKind::from_u32(h.kind) else {
+            eprintln!("oxtrace: unknown record kind {} on CPU {cpu}", h.kind);
+            return Ok(());
+        };
+        let items: Vec<Item<'_>> = Items::new(data).collect();
+        match kind {
+            RecordKind::Trace | RecordKind::Printf => {
+                let text = if kind == RecordKind::Printf {
+                    self.prog.format_printf(h.id, &items).unwrap_or_default()
+                } else {
+                    items
+                        .iter()
+                        .flat_map(dsl::format::format_trace_item)
+                        .collect()
+                };
+                match self.fmt {
+                    OutFmt::Json => {
+                        let t = String::from_utf8_lossy(&text);
+                        writeln!(
+                            self.out,
+                            "{{\"cpu\":{cpu},\"id\":{},\"probe\":{},\"timestamp\":{},\"{}\":{}}}",
+                            h.probe,
+                            json_str(self.probe_name(h.probe).1),
+                            h.timestamp,
+                            if kind == RecordKind::Printf {
+                                "printf"
+                            } else {
+                                "trace"
+                            },
+                            json_str(&t)
+                        )?;
+                    }
+                    OutFmt::OpenMetrics => {}
+                    OutFmt::Text => {
+                        if !self.quiet && first {
+                            self.prefix(cpu, h.probe)?;
+                        }
+                        self.out.write_all(&text)?;
+                        if !self.quiet && kind == RecordKind::Trace {
+                            writeln!(self.out)?;
+                        }
+                    }
+                }
+            }
+            RecordKind::Exit => {
+                let code = match items.first() {
+                    Some(Item::Int(v, _)) => *v as i64,
+                    _ => 0,
+                };
+                self.exit.get_or_insert(code);
+                if !self.quiet && first && self.fmt == OutFmt::Text {
+                    self.prefix(cpu, h.probe)?;
+                    writeln!(self.out)?;
+                }
+            }
+            RecordKind::Printa => {
+                self.snap_aggs()?;
+                let fmt = match items.first() {
+                    Some(Item::Int(v, _)) if *v != u32::MAX as u64 => {
+                        self.prog.formats.get(*v as usize).cloned()
+                    }
+                    _ => None,
+                };
+                let mut s = String::new();
+                let r = match fmt {
+                    Some(f) => self
+                        .aggs
+                        .printa_format(h.id, &f, SortOrder::default(), &mut s),
+                    None => self.aggs.printa(h.id, SortOrder::default(), &mut s),
+                };
+                r.map_err(|e| RunError(e.to_string()))?;
+                if self.fmt == OutFmt::Text {
+                    self.out.write_all(s.as_bytes())?;
+                }
+            }
+            RecordKind::Clear
+            | RecordKind::Trunc
+            | RecordKind::Normalize
+            | RecordKind::Denormalize => {
+                self.snap_aggs()?;
+                let n = match items.first() {
+                    Some(Item::Int(v, _)) => *v as i64,
+                    _ => 0,
+                };
+                let r = match kind {
+                    RecordKind::Clear => self.aggs.clear(h.id),
+                    RecordKind::Trunc => self.aggs.trunc(h.id, n),
+                    RecordKind::Normalize => self.aggs.normalize(h.id, n as u64),
+                    _ => self.aggs.denormalize(h.id),
+                };
+                r.map_err(|e| RunError(e.to_string()))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Takes every CPU's aggregation buffer and merges it into the user-level table.
+    fn snap_aggs(&mut self) -> Result<(), RunError> {
+        if self.prog.aggs.is_empty() {
+            return Ok(());
+        }
+        for cpu in 0..self.ncpus {
+            let s = self.dev.aggsnap(cpu, &mut self.aggbuf)?;
+            if s.drops > 0 {
+                eprintln!("oxtrace: {} aggregation drops on CPU {cpu}", s.drops);
+            }
+            if s.len > 0 {
+                self.aggs
+                    .merge_snapshots(&self.aggbuf[..s.len as usize])
+                    .map_err(|e| RunError(e.to_string()))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Warns about everything the kernel lost, with what to try; with `verbose`, prints the
+    /// counters of every probe and CPU.
+    fn report_losses(&mut self, verbose: bool) -> Result<(), RunError> {
+        let (st, cpus) = self.dev.status_cpus(self.ncpus)?;
+        if verbose {
+            for (i, p) in self.dev.probes()?.iter().enumerate() {
+                eprintln!(
+                    "oxtrace: probe {i} {}: fired {} errors {} recursion {}",
+                    self.probe_name(i as u32).1,
+                    p.fired,
+                    p.errors,
+                    p.recursion
+                );
+            }
+            for (c, s) in cpus.iter().enumerate() {
+                eprintln!(
+                    "oxtrace: cpu {c}: fired {} records {} drops {} errors {} recursion {}",
+                    s.fired, s.records, s.drops, s.errors, s.recursion
+                );
+            }
+        }
+        let errors: u64 = cpus.iter().map(|c| c.errors).sum();
+        let recursion: u64 = cpus.iter().map(|c| c.recursion).sum();
+        let drops: u64 = cpus.iter().map(|c| c.drops).sum();
+        if drops > 0 {
+            eprintln!("oxtrace: {drops} records dropped in all: raise bufsize (-x bufsize=) or switchrate");
+        }
+        if errors > 0 {
+            eprintln!("oxtrace: {errors} errors");
+        }
+        if recursion > 0 {
+            eprintln!("oxtrace: {recursion} probe hits skipped inside actions (recursion)");
+        }
+        if st.missed > 0 {
+            eprintln!(
+                "oxtrace: {} probe hits missed by the kernel (kprobe reentry)",
+                st.missed
+            );
+        }
+        Ok(())
+    }
+}
+
+/// A JSON string literal.
+pub fn json_str(s: &str) -> String {
+    let mut o = String::with_capacity(s.len() + 2);
+    o.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => o.push_str("\\\""),
+            '\\' => o.push_str("\\\\"),
+            '\n' => o.push_str("\\n"),
+            '\t' => o.push_str("\\t"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(o, "\\u{:04x}", c as u32);
+            }
+            c => o.push(c),
+        }
+    }
+    o.push('"');
+    o
+}
