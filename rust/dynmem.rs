@@ -13,16 +13,10 @@ use crate::dynvar::{
     self, array_key, thread_tuple, Audit, AuditError, Bucket, CpuState, Dstate, Header, Layout,
     LayoutError, Word, MAX_KEYS,
 };
-use crate::program::Image;
+use crate::program::{Image, OptKey, Options};
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use kernel::prelude::*;
 
-/// Largest `dynvarsize` accepted (`E2BIG` above).
-pub(crate) const MAX_DYNVARSIZE: u64 = 256 << 20;
-/// Shortest cleaner period: 200 µs (5000 Hz), as illumos clamps `cleanrate`.
-pub(crate) const MIN_CLEANRATE_NS: u64 = 200_000;
-/// Longest cleaner period: one minute.
-pub(crate) const MAX_CLEANRATE_NS: u64 = 60_000_000_000;
 
 /// Audits of released dynamic memories, module-wide.
 static AUDITS: AtomicU64 = AtomicU64::new(0);
@@ -31,12 +25,15 @@ static AUDIT_FAILURES: AtomicU64 = AtomicU64::new(0);
 /// Source of cleaner thread names.
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
-/// The cleaner period in force for a requested `cleanrate` (ns; 0 means the default).
+/// The cleaner period in force for a requested `cleanrate` (ns; 0 means the default): within
+/// the option's range, 200 µs (5000 Hz, as illumos clamps it) to one minute, whatever the
+/// image says.
 pub(crate) fn clamp_cleanrate(ns: u64) -> u64 {
     if ns == 0 {
-        return crate::program::Options::default().cleanrate;
+        return Options::default().cleanrate;
     }
-    ns.clamp(MIN_CLEANRATE_NS, MAX_CLEANRATE_NS)
+    let (lo, hi) = OptKey::Cleanrate.range();
+    ns.clamp(lo, hi)
 }
 
 fn layout_errno(e: LayoutError) -> Error {
@@ -162,7 +159,7 @@ impl DynVars {
         let Some(chunk) = dynvar::program_chunk_bytes(vars, opts.strsize as usize) else {
             return Ok(None);
         };
-        if opts.dynvarsize > MAX_DYNVARSIZE {
+        if opts.dynvarsize > OptKey::Dynvarsize.range().1 {
             return Err(E2BIG);
         }
         let mut scopes = KVec::with_capacity(nvars, GFP_KERNEL)?;

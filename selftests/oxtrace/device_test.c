@@ -204,7 +204,7 @@ TEST(reserved_nonzero_einval)
 		EXPECT_EQ(-1, ioctl(fd, OXT_IOC_VERSION, &v));
 		EXPECT_EQ(EINVAL, errno);
 	}
-	for (int i = 0; i < 8; i++) {
+	for (int i = 0; i < (int)(sizeof(s.reserved) / sizeof(s.reserved[0])); i++) {
 		memset(&s, 0, sizeof(s));
 		s.size = sizeof(s);
 		s.reserved[i] = ~0ULL;
