@@ -17,7 +17,6 @@ use crate::program::{Image, OptKey, Options};
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use kernel::prelude::*;
 
-
 /// Audits of released dynamic memories, module-wide.
 static AUDITS: AtomicU64 = AtomicU64::new(0);
 /// Of those, the ones that found a chunk lost, duplicated or miscounted.
