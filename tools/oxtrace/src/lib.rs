@@ -4,4 +4,5 @@
 pub mod agg;
 pub mod device;
 pub mod dsl;
+pub mod dynstat;
 pub mod probes;
