@@ -16,7 +16,6 @@ use dynvar_util::*;
 use loom::sync::atomic::{AtomicU64, Ordering::SeqCst};
 use loom::sync::Arc;
 use loom::thread;
-use oxtrace_core::action::Key;
 use oxtrace_core::dynvar::*;
 
 /// Probe context and cross-calls: `gen[cpu]` is odd while the CPU is in probe context
