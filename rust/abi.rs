@@ -12,7 +12,7 @@ pub const DEVICE_NAME: &str = "oxtrace";
 /// ABI major version: a new major breaks old tools.
 pub const ABI_MAJOR: u32 = 1;
 /// ABI minor version: a new minor only adds.
-pub const ABI_MINOR: u32 = 1;
+pub const ABI_MINOR: u32 = 2;
 
 /// The CPU has Intel PT with ToPA output.
 pub const FEAT_INTEL_PT: u64 = 1 << 0;
@@ -246,6 +246,141 @@ pub struct Probes {
     pub reserved: [u64; 3],
 }
 
+/// [`Dynstat::dstate`]: chunks on free lists.
+pub const DSTATE_FREE: u32 = 0;
+/// [`Dynstat::dstate`]: the cleaner made chunks clean.
+pub const DSTATE_CLEAN: u32 = 1;
+/// [`Dynstat::dstate`]: none free; some being rinsed.
+pub const DSTATE_RINSING: u32 = 2;
+/// [`Dynstat::dstate`]: none free; some dirty.
+pub const DSTATE_DIRTY: u32 = 3;
+/// [`Dynstat::dstate`]: every chunk in use.
+pub const DSTATE_EMPTY: u32 = 4;
+
+/// [`Dynstat::flags`]: the program has a dynamic memory.
+pub const DYN_PRESENT: u32 = 1 << 0;
+/// [`Dynstat::flags`]: the dynamic memory was initialised at GO.
+pub const DYN_STARTED: u32 = 1 << 1;
+/// [`Dynstat::flags`]: the `audit_*` fields hold the audit made at STOP.
+pub const DYN_AUDITED: u32 = 1 << 2;
+
+/// [`Dynstat::audit_error`]: every chunk accounted for.
+pub const DYN_AUDIT_OK: u32 = 0;
+/// [`Dynstat::audit_error`]: no memory for the audit.
+pub const DYN_AUDIT_BITMAP: u32 = 1;
+/// [`Dynstat::audit_error`]: a chunk on two lists or chains, or a cycle.
+pub const DYN_AUDIT_DUPLICATE: u32 = 2;
+/// [`Dynstat::audit_error`]: a list or chain holds an index that is no chunk.
+pub const DYN_AUDIT_BAD_INDEX: u32 = 3;
+/// [`Dynstat::audit_error`]: a listed chunk marked in use, or a chained one marked free.
+pub const DYN_AUDIT_BAD_HASH: u32 = 4;
+/// [`Dynstat::audit_error`]: chunks on no list and no chain.
+pub const DYN_AUDIT_LOST: u32 = 5;
+/// [`Dynstat::audit_error`]: list lengths or the in-use count disagree with the walk.
+pub const DYN_AUDIT_COUNTERS: u32 = 6;
+
+/// `struct oxt_dyn_cpu`: one CPU's dynamic variable counters.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DynCpu {
+    /// Variables allocated by this CPU.
+    pub allocs: u64,
+    /// Variables freed (0 stored) by this CPU.
+    pub frees: u64,
+    /// Allocations served from another CPU's lists.
+    pub steals: u64,
+    /// Clean lists moved to this CPU's free list.
+    pub clean_moves: u64,
+    /// Lost insertion races (chunk to the dirty list).
+    pub races: u64,
+    /// Drops in state EMPTY.
+    pub drops_empty: u64,
+    /// Drops in state DIRTY.
+    pub drops_dirty: u64,
+    /// Drops in state RINSING.
+    pub drops_rinsing: u64,
+    /// Drops because the tuple was larger than a chunk.
+    pub drops_size: u64,
+    /// Operations abandoned under contention.
+    pub contended: u64,
+    /// Length of the free list.
+    pub free: u64,
+    /// Length of the clean list.
+    pub clean: u64,
+    /// Length of the rinsing list.
+    pub rinsing: u64,
+    /// Length of the dirty list.
+    pub dirty: u64,
+    /// Zero.
+    pub reserved: [u64; 2],
+}
+
+/// `struct oxt_dynstat`: argument of [`IOC_DYNSTAT`].
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Dynstat {
+    /// In: `size_of::<Dynstat>()`.
+    pub size: u32,
+    /// Out: `DYN_*` bits.
+    pub flags: u32,
+    /// Out: `DSTATE_*`.
+    pub dstate: u32,
+    /// In: entries at `cpus`; out: entries written.
+    pub ncpus: u32,
+    /// In: pointer to `ncpus` [`DynCpu`], or 0.
+    pub cpus: u64,
+    /// In: pointer to `nvars` `u64` (drops per variable id), or 0.
+    pub var_drops: u64,
+    /// In: entries at `var_drops`; out: variable ids of the program.
+    pub nvars: u32,
+    /// Out: bytes per chunk.
+    pub chunk_bytes: u32,
+    /// Out: chunks (and hash buckets).
+    pub nchunks: u64,
+    /// Out: bytes of dynamic memory allocated.
+    pub dynvarsize: u64,
+    /// Out: cleaner period in force (clamped), ns.
+    pub cleanrate_ns: u64,
+    /// Out: times the cleaner thread ran.
+    pub cleaner_runs: u64,
+    /// Out: chunks holding a variable now.
+    pub in_use: u64,
+    /// Out: most chunks seen in use.
+    pub high_water: u64,
+    /// Out: cleaner passes that cleaned chunks.
+    pub passes: u64,
+    /// Out: cleaner passes with nothing dirty.
+    pub idle_passes: u64,
+    /// Out: cross-calls issued by the cleaner.
+    pub crosscalls: u64,
+    /// Out: chunks cleaned.
+    pub rinsed: u64,
+    /// Out: dirty lists rinsed on a borrowed CPU.
+    pub borrowed: u64,
+    /// Out: dirty lists left for a later pass.
+    pub failclean: u64,
+    /// Out (audited): chunks on free lists.
+    pub audit_free: u64,
+    /// Out (audited): chunks on clean lists.
+    pub audit_clean: u64,
+    /// Out (audited): chunks on rinsing lists.
+    pub audit_rinsing: u64,
+    /// Out (audited): chunks on dirty lists.
+    pub audit_dirty: u64,
+    /// Out (audited): chunks on hash chains.
+    pub audit_in_use: u64,
+    /// Out (audited): `DYN_AUDIT_*`.
+    pub audit_error: u32,
+    /// In: zero.
+    pub reserved0: u32,
+    /// Out: audits made at release, module-wide.
+    pub audits: u64,
+    /// Out: of those, the failed ones.
+    pub audit_failures: u64,
+    /// In: zero.
+    pub reserved: [u64; 4],
+}
+
 /// The ioctl type byte of oxtrace.
 pub const IOC_MAGIC: u32 = 0xb7;
 
@@ -301,6 +436,8 @@ pub const IOC_SNAPSHOT: u32 = iowr::<Snapshot>(0x05);
 pub const IOC_PROBES: u32 = iowr::<Probes>(0x06);
 /// `OXT_IOC_AGGSNAP`: take one CPU's aggregation buffer.
 pub const IOC_AGGSNAP: u32 = iowr::<Snapshot>(0x07);
+/// `OXT_IOC_DYNSTAT`: the consumer's dynamic variables.
+pub const IOC_DYNSTAT: u32 = iowr::<Dynstat>(0x08);
 
 /// An ABI struct that starts with the `size` field and ends with `reserved` words.
 pub trait Sized32 {
@@ -322,7 +459,7 @@ macro_rules! sized32 {
         }
     )*};
 }
-sized32!(Version, Status, Snapshot, Probes, Load);
+sized32!(Version, Status, Snapshot, Probes, Load, Dynstat);
 
 /// Why an ioctl argument was refused; every variant maps to `EINVAL`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -85,6 +85,22 @@ impl Consumer {
         n
     }
 
+    /// Fills in `OXT_IOC_DYNSTAT`: per-CPU counters go to `cpus`, drops per variable to
+    /// `vars`. Returns the CPU entries written.
+    pub(crate) fn dynstat(
+        &self,
+        st: &mut abi::Dynstat,
+        cpus: &mut [abi::DynCpu],
+        vars: &mut [u64],
+    ) -> usize {
+        let inner = self.inner.lock();
+        (st.audits, st.audit_failures) = crate::dynmem::audit_totals();
+        inner
+            .session
+            .as_ref()
+            .map_or(0, |s| s.dyn_stat(st, cpus, vars))
+    }
+
     /// LOAD: verifies the program and registers its probes, disabled.
     pub(crate) fn load(
         &self,
@@ -103,7 +119,8 @@ impl Consumer {
         Ok((l.nprobes, l.nskipped))
     }
 
-    /// GO: runs BEGIN, then enables the probes.
+    /// GO: initialises the dynamic variables and starts their cleaner, runs BEGIN, then
+    /// enables the probes.
     pub(crate) fn go(&self) -> Result {
         let mut guard = self.inner.lock();
         let inner = &mut *guard;
@@ -115,13 +132,18 @@ impl Consumer {
         let (Some(s), Some(p)) = (inner.session.as_ref(), inner.probes.as_mut()) else {
             return Err(EINVAL);
         };
+        s.dyn_go()?;
         s.fire_special(ProbeKind::Begin);
-        p.enable()?;
+        if let Err(e) = p.enable() {
+            s.dyn_stop();
+            return Err(e);
+        }
         inner.state = abi::STATE_ACTIVE;
         Ok(())
     }
 
-    /// STOP: disables the probes, then runs END.
+    /// STOP: disables the probes, runs END, then stops the dynamic-variable cleaner and
+    /// audits the dynamic memory.
     pub(crate) fn stop(&self) -> Result {
         let mut guard = self.inner.lock();
         let inner = &mut *guard;
@@ -135,6 +157,7 @@ impl Consumer {
         };
         p.disable();
         s.fire_special(ProbeKind::End);
+        s.dyn_stop();
         inner.state = abi::STATE_STOPPED;
         Ok(())
     }

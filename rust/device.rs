@@ -31,7 +31,9 @@ plain_abi!(
     abi::Attach,
     abi::Snapshot,
     abi::ProbeInfo,
-    abi::Probes
+    abi::Probes,
+    abi::Dynstat,
+    abi::DynCpu
 );
 
 /// Longest names buffer LOAD accepts.
@@ -66,6 +68,7 @@ impl FileOps for Device {
                 write_arg(out, &v)
             }
             abi::IOC_STATUS => status(&consumer, arg),
+            abi::IOC_DYNSTAT => dynstat(&consumer, arg),
             abi::IOC_LOAD => load(&consumer, arg),
             abi::IOC_GO => consumer.go().map(|()| 0),
             abi::IOC_STOP => consumer.stop().map(|()| 0),
@@ -120,6 +123,50 @@ fn status(consumer: &Consumer, arg: usize) -> Result<i32> {
             w.write(c)?;
         }
     }
+    st.ncpus = n as u32;
+    write_arg(out, &st)
+}
+
+/// Most per-variable drop counters DYNSTAT copies out in one call.
+const MAX_DYNSTAT_VARS: usize = 1 << 16;
+
+fn dynstat(consumer: &Consumer, arg: usize) -> Result<i32> {
+    let (inp, out) = read_arg::<abi::Dynstat>(arg)?;
+    if inp.reserved0 != 0 {
+        return Err(EINVAL);
+    }
+    let mut cpus = KVec::new();
+    if inp.cpus != 0 {
+        let want = (inp.ncpus as usize).min(cpu::nr_cpu_ids() as usize);
+        cpus.extend_with(want, abi::DynCpu::default(), GFP_KERNEL)?;
+    }
+    let mut vars = KVVec::new();
+    if inp.var_drops != 0 {
+        let want = (inp.nvars as usize).min(MAX_DYNSTAT_VARS);
+        vars.extend_with(want, 0u64, GFP_KERNEL)?;
+    }
+    // Every other field is output: start from zero.
+    let mut st = abi::Dynstat {
+        size: inp.size,
+        ..Default::default()
+    };
+    let n = consumer.dynstat(&mut st, &mut cpus, &mut vars);
+    if inp.cpus != 0 {
+        let size = core::mem::size_of::<abi::DynCpu>();
+        let mut w = UserSlice::new(inp.cpus as usize, n * size).writer();
+        for c in &cpus[..n] {
+            w.write(c)?;
+        }
+    }
+    if inp.var_drops != 0 {
+        let nv = vars.len().min(st.nvars as usize);
+        let mut w = UserSlice::new(inp.var_drops as usize, nv * 8).writer();
+        for v in &vars[..nv] {
+            w.write(v)?;
+        }
+    }
+    st.cpus = inp.cpus;
+    st.var_drops = inp.var_drops;
     st.ncpus = n as u32;
     write_arg(out, &st)
 }

@@ -24,6 +24,7 @@
 //! [`Dstate`] is a cheap, copyable view over those slices. `Documentation/dynvar.rst` explains
 //! the design and why a chunk is never reused while a CPU may still read it.
 
+use crate::action::{Key, Scope, VarInfo};
 use core::ops::Range;
 
 /// Atomics and the spin hint, from `core` or, under `cfg(loom)`, from loom.
@@ -84,52 +85,44 @@ const MAX_LAPS: u32 = 3;
 const KIND_INT: u64 = 1;
 const KIND_STR: u64 = 2;
 
-/// One element of a tuple that names a dynamic variable.
-///
-/// Thread-local `self->x` is the tuple `(thread id, TLS_TAG | variable id)` (see
-/// [`thread_tuple`]); an associative array element `a[k1, k2]` is `(variable id, k1, k2)`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Key<'k> {
-    /// An integer key.
-    Int(u64),
-    /// A string key: its bytes up to (not including) the terminating NUL, bounded by
-    /// `strsize`.
-    Str(&'k [u8]),
+// A tuple that names a dynamic variable is a slice of the interpreter's keys (one
+// definition for the interpreter, the aggregations and this engine). Thread-local `self->x`
+// is the tuple `(thread id, TLS_TAG | variable id)` (see [`thread_tuple`]); an associative
+// array element `a[k1, k2]` is `(variable id, k1, k2)`. A string key holds its bytes up to
+// (not including) the terminating NUL, bounded by `strsize`.
+
+/// Words a key occupies in a chunk: a descriptor, then the payload.
+pub fn key_words(key: &Key<'_>) -> usize {
+    1 + payload_words(key)
 }
 
-impl Key<'_> {
-    /// Words this key occupies in a chunk: a descriptor, then the payload.
-    pub fn words(&self) -> usize {
-        1 + self.payload_words()
+fn payload_words(key: &Key<'_>) -> usize {
+    match key {
+        Key::Int(_) => 1,
+        Key::Str(b) => b.len().div_ceil(8),
     }
+}
 
-    fn payload_words(&self) -> usize {
-        match self {
-            Key::Int(_) => 1,
-            Key::Str(b) => b.len().div_ceil(8),
-        }
+fn key_desc(key: &Key<'_>) -> u64 {
+    match key {
+        Key::Int(_) => KIND_INT,
+        Key::Str(b) => KIND_STR | (b.len() as u64) << 8,
     }
+}
 
-    fn desc(&self) -> u64 {
-        match self {
-            Key::Int(_) => KIND_INT,
-            Key::Str(b) => KIND_STR | (b.len() as u64) << 8,
-        }
-    }
-
-    /// Payload word `i`: the integer, or eight string bytes packed little-endian (zero padded).
-    fn payload(&self, i: usize) -> u64 {
-        match self {
-            Key::Int(v) => *v,
-            Key::Str(b) => {
-                let mut w = [0u8; 8];
-                let start = i * 8;
-                let end = (start + 8).min(b.len());
-                if start < end {
-                    w[..end - start].copy_from_slice(&b[start..end]);
-                }
-                u64::from_le_bytes(w)
+/// Payload word `i` of a key: the integer, or eight string bytes packed little-endian (zero
+/// padded).
+fn key_payload(key: &Key<'_>, i: usize) -> u64 {
+    match key {
+        Key::Int(v) => *v,
+        Key::Str(b) => {
+            let mut w = [0u8; 8];
+            let start = i * 8;
+            let end = (start + 8).min(b.len());
+            if start < end {
+                w[..end - start].copy_from_slice(&b[start..end]);
             }
+            u64::from_le_bytes(w)
         }
     }
 }
@@ -157,12 +150,12 @@ impl Iterator for TupleWords<'_, '_> {
     fn next(&mut self) -> Option<u64> {
         let key = self.keys.get(self.k)?;
         let w = if self.i == 0 {
-            key.desc()
+            key_desc(key)
         } else {
-            key.payload(self.i - 1)
+            key_payload(key, self.i - 1)
         };
         self.i += 1;
-        if self.i > key.payload_words() {
+        if self.i > payload_words(key) {
             self.k += 1;
             self.i = 0;
         }
@@ -217,6 +210,47 @@ pub fn chunk_bytes_for(keys: &[KeyShape], value_bytes: usize) -> usize {
         })
         .sum();
     (HEADER_WORDS + value_words(value_bytes) + key_words) * 8
+}
+
+/// Bytes of value every dynamic variable holds: the interpreter stores one 64-bit word.
+pub const VALUE_BYTES: usize = 8;
+
+/// Bytes of chunk variable `var` of the program's variable dictionary needs, or `None` for a
+/// global scalar (no dynamic memory) or an invalid key layout.
+///
+/// `self->x` is keyed by `(thread id, variable id)`; `a[k1, ..]` by `(variable id, k1, ..)`,
+/// a string key holding at most `strsize` bytes (seed 002 ¶32).
+pub fn var_chunk_bytes(var: VarInfo, strsize: usize) -> Option<usize> {
+    let mut shapes = [KeyShape::Int; MAX_KEYS];
+    let n = match var.scope {
+        Scope::Global => return None,
+        Scope::Thread => 2,
+        Scope::Assoc => {
+            let nk = var.keys.count();
+            if !var.keys.is_valid() || nk + 1 > MAX_KEYS {
+                return None;
+            }
+            for (i, s) in shapes[1..=nk].iter_mut().enumerate() {
+                if var.keys.is_str(i) {
+                    *s = KeyShape::Str { max_len: strsize };
+                }
+            }
+            nk + 1
+        }
+    };
+    Some(chunk_bytes_for(&shapes[..n], VALUE_BYTES))
+}
+
+/// The chunk size of a program (seed 002 ¶32, claim 13): the largest [`var_chunk_bytes`] over
+/// its variables, or `None` if it has no dynamic variable. Every dynamic load and store of
+/// every clause names one of these variables, so no access can need more.
+pub fn program_chunk_bytes(
+    vars: impl IntoIterator<Item = VarInfo>,
+    strsize: usize,
+) -> Option<usize> {
+    vars.into_iter()
+        .filter_map(|v| var_chunk_bytes(v, strsize))
+        .max()
 }
 
 fn value_words(value_bytes: usize) -> usize {
@@ -998,7 +1032,7 @@ impl<'a> Dstate<'a> {
             Some(self.cpu(cpu)?)
         };
         let nkeys = keys.len() as u64;
-        let kwords: usize = keys.iter().map(Key::words).sum();
+        let kwords: usize = keys.iter().map(key_words).sum();
         if let Op::Alloc(vw) = op {
             if HEADER_WORDS + vw + kwords > self.layout.chunk_words() {
                 if let Some(d) = me {
@@ -1649,7 +1683,7 @@ mod tests {
         assert_eq!(w[3], u64::from_le_bytes(*b"abcdefgh"));
         assert_eq!(w[4], u64::from_le_bytes(*b"ij\0\0\0\0\0\0"));
         assert_eq!(w[5], u64::MAX);
-        assert_eq!(k.iter().map(Key::words).sum::<usize>(), 5);
+        assert_eq!(k.iter().map(key_words).sum::<usize>(), 5);
     }
 
     #[test]

@@ -21,10 +21,12 @@ pub mod topa;
 // Kernel glue.
 mod consumer;
 mod device;
+mod dynmem;
 mod probe;
 mod session;
 
 // Safe wrappers over the C shim.
+mod clean;
 mod cpu;
 mod miscdev;
 mod percpu;

@@ -7,11 +7,12 @@
 //! without locks. The consumer owns it; the probes that point into it are dropped first.
 
 use crate::abi;
-use crate::action::{self, Builtin, Env, Key, Record, RecordKind, Scope, Vm, AGG_NARGS};
+use crate::action::{self, Builtin, Env, Key, Record, RecordKind, Vm, AGG_NARGS};
 use crate::agg::{self, AggBuffer, KeyElem};
 use crate::buffer;
 use crate::cpu;
 use crate::diag;
+use crate::dynmem::DynVars;
 use crate::percpu::{ActionCtx, PerCpu};
 use crate::probe::{ProbeSet, Regs};
 use crate::program::{self, Image, ProbeKind, VerifiedClause};
@@ -21,12 +22,6 @@ use crate::xcall;
 use core::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use kernel::prelude::*;
 use kernel::str::CStr;
-
-/// `EOPNOTSUPP` (the kernel crate of 6.12 names only `ENOTSUPP`, an internal code).
-// TODO: replace with kernel::error::code::EOPNOTSUPP when available.
-fn eopnotsupp() -> Error {
-    Error::from_errno(-(kernel::bindings::EOPNOTSUPP as i32))
-}
 
 /// Most scratch bytes a CPU may need for one firing (locals, records, strings).
 const SCRATCH_LIMIT: usize = 256 << 10;
@@ -111,7 +106,8 @@ pub(crate) struct Drain {
 ///
 /// `image` and `clauses` borrow `_image_buf`, which is never modified and is
 /// dropped last (it is declared last). Every slot's `session` points to this session, which
-/// is boxed and never moved.
+/// is boxed and never moved. `dynvars` owns its own memory (and stops its cleaner when
+/// dropped); probe context reaches it only through registered probes, dropped before.
 pub(crate) struct Session {
     image: Image<'static>,
     clauses: KVec<VerifiedClause<'static>>,
@@ -131,6 +127,8 @@ pub(crate) struct Session {
     strsize: u32,
     exited: AtomicBool,
     exit_status: AtomicI64,
+    /// Thread-local and associative variables, if the program has any.
+    dynvars: Option<DynVars>,
     _image_buf: VVec<u8>,
 }
 
@@ -205,19 +203,6 @@ impl Session {
                 ..LoadFail::plain(EINVAL)
             }
         })?;
-
-        // Dynamic variables need the dynamic-variable engine, not yet wired to LOAD.
-        for id in 0..image.var_count() as u32 {
-            let v = image.var_desc(id).ok_or(EINVAL)?;
-            if v.scope != Scope::Global {
-                return Err(LoadFail {
-                    kind: abi::LOADERR_IMAGE,
-                    code: 17 | (1 << 8),
-                    arg: id,
-                    ..LoadFail::plain(eopnotsupp())
-                });
-            }
-        }
 
         let mut clauses = KVec::with_capacity(image.clause_count(), GFP_KERNEL)?;
         let mut scratch = action::scratch_size(image.nlocals(), image.options().strsize as u32, 0);
@@ -298,6 +283,7 @@ impl Session {
         for _ in 0..image.var_count() {
             globals.push(AtomicU64::new(0), GFP_KERNEL)?;
         }
+        let dynvars = DynVars::new(&image)?;
         let mut cpu_counters = KVec::with_capacity(ncpus as usize, GFP_KERNEL)?;
         for _ in 0..ncpus {
             cpu_counters.push(CpuCounters::default(), GFP_KERNEL)?;
@@ -334,6 +320,7 @@ impl Session {
                 strsize: opts.strsize as u32,
                 exited: AtomicBool::new(false),
                 exit_status: AtomicI64::new(0),
+                dynvars,
                 _image_buf: image_buf,
             },
             GFP_KERNEL,
@@ -427,6 +414,30 @@ impl Session {
         for sl in self.slots.iter().filter(|s| s.kind == kind) {
             xcall::as_action(|ctx| fire(sl, ctx, &Regs::none(), false));
         }
+    }
+
+    /// GO, before BEGIN and the probes: initialises the dynamic memory and starts its
+    /// cleaner.
+    pub(crate) fn dyn_go(&self) -> Result {
+        self.dynvars.as_ref().map_or(Ok(()), DynVars::go)
+    }
+
+    /// STOP, after the probes were disabled and END ran: stops the cleaner and audits the
+    /// dynamic memory once the last handler has returned.
+    pub(crate) fn dyn_stop(&self) {
+        if let Some(d) = self.dynvars.as_ref() {
+            d.stop();
+        }
+    }
+
+    /// Fills `OXT_IOC_DYNSTAT` (see [`DynVars::stat`]); returns the CPU entries written.
+    pub(crate) fn dyn_stat(
+        &self,
+        st: &mut abi::Dynstat,
+        cpus: &mut [abi::DynCpu],
+        vars: &mut [u64],
+    ) -> usize {
+        self.dynvars.as_ref().map_or(0, |d| d.stat(st, cpus, vars))
     }
 
     /// Whether an `exit()` action ran, and its status.
@@ -740,14 +751,16 @@ impl Env for KernelEnv<'_> {
         }
     }
 
-    // LOAD refuses thread-local and associative variables until the dynamic-variable
-    // engine is wired in, so verified programs never reach these two.
-    fn dynvar_load(&mut self, _var: u32, _keys: &[Key<'_>]) -> u64 {
-        0
+    fn dynvar_load(&mut self, var: u32, keys: &[Key<'_>]) -> u64 {
+        self.s.dynvars.as_ref().map_or(0, |d| d.load(var, keys))
     }
 
-    fn dynvar_store(&mut self, _var: u32, _keys: &[Key<'_>], _value: u64) -> bool {
-        false
+    // A dropped store is counted by the dynamic memory (by state and by variable).
+    fn dynvar_store(&mut self, var: u32, keys: &[Key<'_>], value: u64) -> bool {
+        self.s
+            .dynvars
+            .as_ref()
+            .is_some_and(|d| d.store(self.cpu, var, keys, value))
     }
 
     fn agg_update(&mut self, id: u32, keys: &[Key<'_>], args: &[u64; AGG_NARGS]) -> bool {

@@ -30,6 +30,12 @@ pub(crate) struct Tick {
     _opaque: [u8; 0],
 }
 
+/// `struct oxt_periodic` (a periodic kernel thread of the shim), only ever handled by pointer.
+#[repr(C)]
+pub(crate) struct Periodic {
+    _opaque: [u8; 0],
+}
+
 /// `struct oxt_file_ops`: the device callbacks the shim's `file_operations` forward to.
 #[repr(C)]
 pub(crate) struct FileOps {
@@ -85,5 +91,16 @@ extern "C" {
         f: unsafe extern "C" fn(info: *mut c_void),
         info: *mut c_void,
     ) -> c_int;
+    pub(crate) fn oxt_xcall_all(f: unsafe extern "C" fn(info: *mut c_void), info: *mut c_void);
     pub(crate) fn oxt_run_as_action(f: unsafe extern "C" fn(info: *mut c_void), info: *mut c_void);
+
+    pub(crate) fn oxt_periodic_alloc(
+        f: unsafe extern "C" fn(info: *mut c_void),
+        info: *mut c_void,
+    ) -> *mut Periodic;
+    pub(crate) fn oxt_periodic_start(p: *mut Periodic, period_ns: u64, id: u64) -> c_int;
+    pub(crate) fn oxt_periodic_stop(p: *mut Periodic);
+    pub(crate) fn oxt_periodic_runs(p: *const Periodic) -> u64;
+    pub(crate) fn oxt_periodic_free(p: *mut Periodic);
+    pub(crate) fn oxt_synchronize_rcu();
 }

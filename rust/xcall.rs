@@ -22,9 +22,17 @@ unsafe extern "C" fn trampoline<F: Fn(&mut ActionCtx) + Sync>(info: *mut c_void)
     f(&mut ctx);
 }
 
+/// Runs `f` on every online CPU (this one included) with interrupts off inside the action
+/// guard, and waits until every CPU has run it. Process context only (it may wait).
+pub(crate) fn on_each_cpu<F: Fn(&mut ActionCtx) + Sync>(f: &F) {
+    // SAFETY: `trampoline::<F>` matches `info`'s type; `f` is borrowed for the whole call and
+    // the shim waits (`on_each_cpu(.., wait = 1)`) until every CPU has returned from it.
+    unsafe { shim::oxt_xcall_all(trampoline::<F>, f as *const F as *mut c_void) }
+}
+
 /// Runs `f` on `cpu` and waits; `ENXIO` if the CPU is offline.
 pub(crate) fn on_cpu<F: Fn(&mut ActionCtx) + Sync>(cpu: u32, f: &F) -> Result {
-    // SAFETY: as in `on_each_cpu`.
+    // SAFETY: as in `on_each_cpu`; `smp_call_function_single(.., wait = 1)` waits too.
     to_result(unsafe { shim::oxt_xcall_cpu(cpu, trampoline::<F>, f as *const F as *mut c_void) })
 }
 

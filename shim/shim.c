@@ -11,7 +11,10 @@
 #include <linux/fs.h>
 #include <linux/hrtimer.h>
 #include <linux/kprobes.h>
+#include <linux/kthread.h>
+#include <linux/mutex.h>
 #include <linux/percpu.h>
+#include <linux/rcupdate.h>
 #include <linux/sched.h>
 #include <linux/slab.h>
 #include <linux/smp.h>
@@ -403,4 +406,102 @@ void oxt_run_as_action(void (*fn)(void *info), void *info)
 		fn(info);
 	oxt_guard_exit();
 	local_irq_restore(flags);
+}
+
+struct oxt_periodic {
+	void (*fn)(void *info);
+	void *info;
+	u64 period_ns;
+	u64 runs;		/* written by the thread only */
+	struct mutex lock;	/* serialises start and stop */
+	struct task_struct *task;	/* under lock; NULL when stopped */
+};
+
+static int oxt_periodic_thread(void *arg)
+{
+	struct oxt_periodic *p = arg;
+	ktime_t next = ktime_get();
+
+	while (!kthread_should_stop()) {
+		next = ktime_add_ns(next, p->period_ns);
+		set_current_state(TASK_INTERRUPTIBLE);
+		/* kthread_stop() wakes us: re-check after setting the state */
+		if (kthread_should_stop()) {
+			__set_current_state(TASK_RUNNING);
+			break;
+		}
+		schedule_hrtimeout_range(&next, p->period_ns / 16, HRTIMER_MODE_ABS);
+		if (kthread_should_stop())
+			break;
+		p->fn(p->info);
+		WRITE_ONCE(p->runs, p->runs + 1);
+		/* fell behind by a whole period (a long pass): restart the schedule */
+		if (ktime_after(ktime_get(), ktime_add_ns(next, p->period_ns)))
+			next = ktime_get();
+	}
+	return 0;
+}
+
+struct oxt_periodic *oxt_periodic_alloc(void (*fn)(void *info), void *info)
+{
+	struct oxt_periodic *p = kzalloc(sizeof(*p), GFP_KERNEL);
+
+	if (!p)
+		return NULL;
+	p->fn = fn;
+	p->info = info;
+	mutex_init(&p->lock);
+	return p;
+}
+
+int oxt_periodic_start(struct oxt_periodic *p, u64 period_ns, u64 id)
+{
+	struct task_struct *t;
+	int ret = 0;
+
+	mutex_lock(&p->lock);
+	if (p->task) {
+		ret = -EBUSY;
+		goto out;
+	}
+	p->period_ns = max_t(u64, period_ns, 1);
+	t = kthread_run(oxt_periodic_thread, p, "oxtrace-clean/%llu", id);
+	if (IS_ERR(t)) {
+		ret = PTR_ERR(t);
+		goto out;
+	}
+	p->task = t;
+out:
+	mutex_unlock(&p->lock);
+	return ret;
+}
+
+void oxt_periodic_stop(struct oxt_periodic *p)
+{
+	mutex_lock(&p->lock);
+	if (p->task) {
+		/* the thread only exits when told to, so the task is still ours */
+		kthread_stop(p->task);
+		p->task = NULL;
+	}
+	mutex_unlock(&p->lock);
+}
+
+u64 oxt_periodic_runs(const struct oxt_periodic *p)
+{
+	return READ_ONCE(p->runs);
+}
+
+void oxt_periodic_free(struct oxt_periodic *p)
+{
+	if (!p)
+		return;
+	oxt_periodic_stop(p);
+	mutex_destroy(&p->lock);
+	kfree(p);
+}
+
+void oxt_synchronize_rcu(void)
+{
+	synchronize_rcu();
 }

@@ -85,6 +85,24 @@ void oxt_tick_free(struct oxt_tick *t);
 void oxt_xcall_all(void (*fn)(void *info), void *info);
 int oxt_xcall_cpu(unsigned int cpu, void (*fn)(void *info), void *info);
 
+/*
+ * A periodic kernel thread (process context, may sleep): calls fn(info) every
+ * period_ns on an absolute hrtimer schedule (no drift), until stopped.  Used
+ * by the dynamic-variable cleaner.  start and stop are serialised by a mutex
+ * inside; stop (and free) wait until fn has returned and the thread exited.
+ */
+struct oxt_periodic;
+struct oxt_periodic *oxt_periodic_alloc(void (*fn)(void *info), void *info);
+int oxt_periodic_start(struct oxt_periodic *p, u64 period_ns, u64 id);
+void oxt_periodic_stop(struct oxt_periodic *p);
+/* Times fn ran since the object was allocated. */
+u64 oxt_periodic_runs(const struct oxt_periodic *p);
+void oxt_periodic_free(struct oxt_periodic *p);
+
+/* Waits until every handler that may have started before returns (kprobe
+ * handlers run with preemption or interrupts off). */
+void oxt_synchronize_rcu(void);
+
 /* Run fn(info) as an action would: interrupts off, under the guard (BEGIN/END). */
 void oxt_run_as_action(void (*fn)(void *info), void *info);
 

@@ -48,6 +48,8 @@ fn facts() -> Vec<Fact> {
             oxt_snapshot => Snapshot { size, cpu, buf, buf_len, len, drops, reserved }
             oxt_probe_info => ProbeInfo { probe, flags, func, fired, errors, recursion, reserved }
             oxt_probes => Probes { size, n, info, total, reserved0, reserved }
+            oxt_dyn_cpu => DynCpu { allocs, frees, steals, clean_moves, races, drops_empty, drops_dirty, drops_rinsing, drops_size, contended, free, clean, rinsing, dirty, reserved }
+            oxt_dynstat => Dynstat { size, flags, dstate, ncpus, cpus, var_drops, nvars, chunk_bytes, nchunks, dynvarsize, cleanrate_ns, cleaner_runs, in_use, high_water, passes, idle_passes, crosscalls, rinsed, borrowed, failclean, audit_free, audit_clean, audit_rinsing, audit_dirty, audit_in_use, audit_error, reserved0, audits, audit_failures, reserved }
         }
         consts {
             OXT_ABI_MAJOR => ABI_MAJOR,
@@ -76,6 +78,22 @@ fn facts() -> Vec<Fact> {
             OXT_IOC_SNAPSHOT => IOC_SNAPSHOT,
             OXT_IOC_PROBES => IOC_PROBES,
             OXT_IOC_AGGSNAP => IOC_AGGSNAP,
+            OXT_IOC_DYNSTAT => IOC_DYNSTAT,
+            OXT_DSTATE_FREE => DSTATE_FREE,
+            OXT_DSTATE_CLEAN => DSTATE_CLEAN,
+            OXT_DSTATE_RINSING => DSTATE_RINSING,
+            OXT_DSTATE_DIRTY => DSTATE_DIRTY,
+            OXT_DSTATE_EMPTY => DSTATE_EMPTY,
+            OXT_DYN_PRESENT => DYN_PRESENT,
+            OXT_DYN_STARTED => DYN_STARTED,
+            OXT_DYN_AUDITED => DYN_AUDITED,
+            OXT_DYN_AUDIT_OK => DYN_AUDIT_OK,
+            OXT_DYN_AUDIT_BITMAP => DYN_AUDIT_BITMAP,
+            OXT_DYN_AUDIT_DUPLICATE => DYN_AUDIT_DUPLICATE,
+            OXT_DYN_AUDIT_BAD_INDEX => DYN_AUDIT_BAD_INDEX,
+            OXT_DYN_AUDIT_BAD_HASH => DYN_AUDIT_BAD_HASH,
+            OXT_DYN_AUDIT_LOST => DYN_AUDIT_LOST,
+            OXT_DYN_AUDIT_COUNTERS => DYN_AUDIT_COUNTERS,
         }
     );
     v

@@ -6,6 +6,7 @@
 mod dynvar_util;
 
 use dynvar_util::*;
+use oxtrace_core::action::Key;
 use oxtrace_core::dynvar::*;
 
 const V: u32 = 1;

@@ -9,6 +9,7 @@
 mod dynvar_util;
 
 use dynvar_util::*;
+use oxtrace_core::action::Key;
 use oxtrace_core::dynvar::*;
 use proptest::prelude::*;
 use std::cell::{Cell, RefCell};

@@ -27,7 +27,7 @@
 
 /* A new major breaks old tools; a new minor only adds. */
 #define OXT_ABI_MAJOR 1
-#define OXT_ABI_MINOR 1
+#define OXT_ABI_MINOR 2
 
 /* Feature bits of struct oxt_version.features. */
 /* The CPU has Intel PT with ToPA output (CPUID 7.0:EBX[25], 0x14.0:ECX[0]). */
@@ -161,6 +161,84 @@ struct oxt_probes {
 	__u64 reserved[3];	/* in: zero */
 };
 
+/*
+ * DYNSTAT: the dynamic variables of a consumer (Documentation/dynvar.rst):
+ * the consumer dynamic memory state, the cleaner, per-CPU allocation, free
+ * and drop counters and list lengths, drops per variable, and the audit made
+ * at STOP (every chunk on exactly one list or hash chain).  A program without
+ * thread-local or associative variables has no dynamic memory: flags = 0.
+ */
+#define OXT_DSTATE_FREE		0	/* chunks on free lists */
+#define OXT_DSTATE_CLEAN	1	/* the cleaner made chunks clean */
+#define OXT_DSTATE_RINSING	2	/* none free; some being rinsed */
+#define OXT_DSTATE_DIRTY	3	/* none free; some dirty */
+#define OXT_DSTATE_EMPTY	4	/* every chunk in use */
+
+#define OXT_DYN_PRESENT		(1U << 0)	/* the program has a dynamic memory */
+#define OXT_DYN_STARTED		(1U << 1)	/* initialised at GO */
+#define OXT_DYN_AUDITED		(1U << 2)	/* audit_* hold the audit made at STOP */
+
+/* struct oxt_dynstat.audit_error */
+#define OXT_DYN_AUDIT_OK		0
+#define OXT_DYN_AUDIT_BITMAP		1	/* no memory for the audit */
+#define OXT_DYN_AUDIT_DUPLICATE		2	/* a chunk on two lists/chains, or a cycle */
+#define OXT_DYN_AUDIT_BAD_INDEX		3	/* a list or chain holds no chunk */
+#define OXT_DYN_AUDIT_BAD_HASH		4	/* a listed chunk in use, or a chained one free */
+#define OXT_DYN_AUDIT_LOST		5	/* chunks on no list and no chain */
+#define OXT_DYN_AUDIT_COUNTERS		6	/* list lengths or in-use count disagree */
+
+/* Per-CPU dynamic variable counters, an array of struct oxt_dynstat.ncpus. */
+struct oxt_dyn_cpu {
+	__u64 allocs;		/* variables allocated by this CPU */
+	__u64 frees;		/* variables freed (0 stored) by this CPU */
+	__u64 steals;		/* allocations served from another CPU's lists */
+	__u64 clean_moves;	/* clean lists moved to this CPU's free list */
+	__u64 races;		/* lost insertion races (chunk to the dirty list) */
+	__u64 drops_empty;	/* drops in state EMPTY */
+	__u64 drops_dirty;	/* drops in state DIRTY */
+	__u64 drops_rinsing;	/* drops in state RINSING */
+	__u64 drops_size;	/* tuple larger than a chunk */
+	__u64 contended;	/* operations abandoned under contention */
+	__u64 free;		/* list lengths now */
+	__u64 clean;
+	__u64 rinsing;
+	__u64 dirty;
+	__u64 reserved[2];
+};
+
+struct oxt_dynstat {
+	__u32 size;		/* in: sizeof(struct oxt_dynstat) */
+	__u32 flags;		/* out: OXT_DYN_* */
+	__u32 dstate;		/* out: OXT_DSTATE_* */
+	__u32 ncpus;		/* in: entries at cpus; out: entries written */
+	__u64 cpus;		/* in: pointer to struct oxt_dyn_cpu[ncpus], or 0 */
+	__u64 var_drops;	/* in: pointer to __u64[nvars] (drops per variable id), or 0 */
+	__u32 nvars;		/* in: entries at var_drops; out: variable ids of the program */
+	__u32 chunk_bytes;	/* out: bytes per chunk */
+	__u64 nchunks;		/* out: chunks (and hash buckets) */
+	__u64 dynvarsize;	/* out: bytes of dynamic memory allocated */
+	__u64 cleanrate_ns;	/* out: cleaner period in force (clamped) */
+	__u64 cleaner_runs;	/* out: times the cleaner thread woke and ran */
+	__u64 in_use;		/* out: chunks holding a variable now */
+	__u64 high_water;	/* out: most chunks seen in use */
+	__u64 passes;		/* out: cleaner passes that cleaned chunks */
+	__u64 idle_passes;	/* out: cleaner passes with nothing dirty */
+	__u64 crosscalls;	/* out: cross-calls issued by the cleaner */
+	__u64 rinsed;		/* out: chunks cleaned */
+	__u64 borrowed;		/* out: dirty lists rinsed on a borrowed CPU */
+	__u64 failclean;	/* out: dirty lists left for a later pass */
+	__u64 audit_free;	/* out (AUDITED): chunks on free lists */
+	__u64 audit_clean;	/* out (AUDITED): on clean lists */
+	__u64 audit_rinsing;	/* out (AUDITED): on rinsing lists */
+	__u64 audit_dirty;	/* out (AUDITED): on dirty lists */
+	__u64 audit_in_use;	/* out (AUDITED): on hash chains */
+	__u32 audit_error;	/* out (AUDITED): OXT_DYN_AUDIT_* */
+	__u32 reserved0;	/* in: zero */
+	__u64 audits;		/* out: module-wide audits made at release */
+	__u64 audit_failures;	/* out: module-wide: of those, failed */
+	__u64 reserved[4];	/* in: zero */
+};
+
 #define OXT_IOC_MAGIC 0xb7
 
 #define OXT_IOC_VERSION	_IOWR(OXT_IOC_MAGIC, 0x00, struct oxt_version)
@@ -171,5 +249,6 @@ struct oxt_probes {
 #define OXT_IOC_SNAPSHOT _IOWR(OXT_IOC_MAGIC, 0x05, struct oxt_snapshot)
 #define OXT_IOC_PROBES	_IOWR(OXT_IOC_MAGIC, 0x06, struct oxt_probes)
 #define OXT_IOC_AGGSNAP	_IOWR(OXT_IOC_MAGIC, 0x07, struct oxt_snapshot)
+#define OXT_IOC_DYNSTAT	_IOWR(OXT_IOC_MAGIC, 0x08, struct oxt_dynstat)
 
 #endif /* _UAPI_LINUX_OXTRACE_H */

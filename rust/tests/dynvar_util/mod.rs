@@ -5,6 +5,7 @@
 
 #![allow(dead_code)]
 
+use oxtrace_core::action::Key;
 use oxtrace_core::dynvar::*;
 use std::cell::Cell;
 

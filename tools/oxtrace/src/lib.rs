@@ -4,5 +4,6 @@
 pub mod agg;
 pub mod device;
 pub mod dsl;
+pub mod dynstat;
 pub mod probes;
 pub mod run;

@@ -1,0 +1,374 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! A session's dynamic variables in the kernel: the dynamic memory (one vmalloc area carved
+//! into the regions of [`Layout::regions`]), the [`Dstate`] view over it that probe context
+//! uses, and the cleaner thread. The mechanism itself is the pure `dynvar` module;
+//! `Documentation/dynvar.rst` ("Kernel wiring") describes this part.
+
+use crate::abi;
+use crate::action::{Dict, Key, Scope};
+use crate::clean::{self, AllCpus, Periodic, PeriodicThread};
+use crate::cpu;
+use crate::dynvar::{
+    self, array_key, thread_tuple, Audit, AuditError, Bucket, CpuState, Dstate, Header, Layout,
+    LayoutError, Word, MAX_KEYS,
+};
+use crate::program::{Image, OptKey, Options};
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use kernel::prelude::*;
+
+/// Audits of released dynamic memories, module-wide.
+static AUDITS: AtomicU64 = AtomicU64::new(0);
+/// Of those, the ones that found a chunk lost, duplicated or miscounted.
+static AUDIT_FAILURES: AtomicU64 = AtomicU64::new(0);
+/// Source of cleaner thread names.
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+/// The cleaner period in force for a requested `cleanrate` (ns; 0 means the default): within
+/// the option's range, 200 µs (5000 Hz, as illumos clamps it) to one minute, whatever the
+/// image says.
+pub(crate) fn clamp_cleanrate(ns: u64) -> u64 {
+    if ns == 0 {
+        return Options::default().cleanrate;
+    }
+    let (lo, hi) = OptKey::Cleanrate.range();
+    ns.clamp(lo, hi)
+}
+
+fn layout_errno(e: LayoutError) -> Error {
+    match e {
+        LayoutError::ChunkTooLarge => E2BIG,
+        _ => EINVAL,
+    }
+}
+
+/// The ABI code of an audit failure (`struct oxt_dynstat.audit_error`).
+fn audit_code(e: &AuditError) -> u32 {
+    match e {
+        AuditError::Bitmap => abi::DYN_AUDIT_BITMAP,
+        AuditError::Duplicate(_) => abi::DYN_AUDIT_DUPLICATE,
+        AuditError::BadIndex(_) => abi::DYN_AUDIT_BAD_INDEX,
+        AuditError::BadHash(_) => abi::DYN_AUDIT_BAD_HASH,
+        AuditError::Lost(_) => abi::DYN_AUDIT_LOST,
+        AuditError::Counters => abi::DYN_AUDIT_COUNTERS,
+    }
+}
+
+/// The dynamic memory and its view.
+///
+/// # Invariants
+///
+/// `dstate` borrows the regions of `_mem`, a vmalloc area that is never accessed otherwise,
+/// never resized, and dropped last (declared last). Its bytes were zero when the view was
+/// made, a valid content for every region.
+pub(crate) struct DynMem {
+    dstate: Dstate<'static>,
+    /// Scope of every variable id (the image's dictionary, resolved once at LOAD).
+    scopes: KVec<Scope>,
+    cleanrate_ns: u64,
+    bytes: u64,
+    /// Set at GO by `reset`: the memory holds lists from then on.
+    started: AtomicBool,
+    /// Result of the audit made at STOP: `u32::MAX` none yet, 0 passed, else the error code.
+    audit_error: AtomicU32,
+    audit: [AtomicU64; 5],
+    _mem: VVec<u8>,
+}
+
+impl DynMem {
+    /// The tuple of variable `var` as the interpreter names it (`keys` = `[tid]` for
+    /// `self->x`, the array keys otherwise), into `out`; its length.
+    fn tuple<'k>(
+        &self,
+        var: u32,
+        keys: &[Key<'k>],
+        out: &mut [Key<'k>; MAX_KEYS],
+    ) -> Option<usize> {
+        match self.scopes.get(var as usize)? {
+            Scope::Thread => {
+                let Some(&Key::Int(tid)) = keys.first() else {
+                    return None;
+                };
+                let t = thread_tuple(tid, var);
+                out[..2].copy_from_slice(&t);
+                Some(2)
+            }
+            Scope::Assoc => {
+                let rest = out.get_mut(1..=keys.len())?;
+                rest.copy_from_slice(keys);
+                out[0] = array_key(var);
+                Some(keys.len() + 1)
+            }
+            Scope::Global => None,
+        }
+    }
+
+    fn audit_now(&self) -> Result<Audit, AuditError> {
+        let words = self.dstate.layout().audit_bitmap_words();
+        let mut seen = KVVec::from_elem(0u64, words, GFP_KERNEL).map_err(|_| AuditError::Bitmap)?;
+        self.dstate.audit(&mut seen)
+    }
+
+    fn record_audit(&self) -> bool {
+        let r = self.audit_now();
+        let (code, a) = match &r {
+            Ok(a) => (0, *a),
+            Err(e) => (audit_code(e), Audit::default()),
+        };
+        for (slot, v) in self
+            .audit
+            .iter()
+            .zip([a.free, a.clean, a.rinsing, a.dirty, a.in_use])
+        {
+            slot.store(v, Ordering::Relaxed);
+        }
+        self.audit_error.store(code, Ordering::Release);
+        r.is_ok()
+    }
+}
+
+impl Periodic for DynMem {
+    fn run(&self) {
+        // `Busy` is impossible (one cleaner thread per memory) and a pass reports through
+        // the memory's own counters.
+        let _ = self.dstate.clean(&AllCpus);
+    }
+}
+
+/// A session's dynamic variables: the memory and the thread that cleans it.
+///
+/// # Invariants
+///
+/// `cleaner` calls into `*mem`, which is boxed (never moves) and dropped after it (field
+/// order); the thread runs only between [`DynVars::go`] and [`DynVars::stop`] or drop.
+pub(crate) struct DynVars {
+    cleaner: PeriodicThread,
+    mem: KBox<DynMem>,
+    id: u64,
+}
+
+impl DynVars {
+    /// The dynamic memory of `image` (option `dynvarsize`, chunks sized by the largest
+    /// variable, seed 002 ¶32), or `None` if the program has no thread-local or associative
+    /// variable.
+    pub(crate) fn new(image: &Image<'_>) -> Result<Option<Self>> {
+        let opts = image.options();
+        let nvars = image.var_count();
+        let vars = (0..nvars as u32).filter_map(|id| image.var(id));
+        let Some(chunk) = dynvar::program_chunk_bytes(vars, opts.strsize as usize) else {
+            return Ok(None);
+        };
+        if opts.dynvarsize > OptKey::Dynvarsize.range().1 {
+            return Err(E2BIG);
+        }
+        let mut scopes = KVec::with_capacity(nvars, GFP_KERNEL)?;
+        for id in 0..nvars as u32 {
+            scopes.push(image.var(id).ok_or(EINVAL)?.scope, GFP_KERNEL)?;
+        }
+        let layout = Layout::new(
+            opts.dynvarsize as usize,
+            cpu::nr_cpu_ids(),
+            chunk,
+            nvars as u32,
+        )
+        .map_err(layout_errno)?;
+        let r = layout.regions();
+        let mut mem = VVec::from_elem(0u8, r.size, GFP_KERNEL)?;
+        let base = mem.as_mut_ptr();
+        // vmalloc memory is page aligned; check rather than assume.
+        if base as usize % r.align.max(1) != 0 {
+            return Err(EINVAL);
+        }
+        // SAFETY: every region lies inside the `r.size` bytes of `mem` (`regions()` computes
+        // them so) and starts at a multiple of `r.align` from a base aligned to it, which
+        // covers the alignment of `Header`, `CpuState`, `Bucket` and `Word`. The regions do
+        // not overlap. All four types consist of atomics, for which the zero bytes `mem`
+        // holds are valid. The references live as long as `mem`, which `DynMem` keeps, never
+        // touches otherwise and drops last (its type invariant).
+        let dstate = unsafe {
+            let header = &*(base.add(r.header.start) as *const Header);
+            let cpus = core::slice::from_raw_parts(
+                base.add(r.cpus.start) as *const CpuState,
+                layout.ncpus(),
+            );
+            let buckets = core::slice::from_raw_parts(
+                base.add(r.buckets.start) as *const Bucket,
+                layout.nchunks(),
+            );
+            let chunks = core::slice::from_raw_parts(
+                base.add(r.chunks.start) as *const Word,
+                layout.chunk_word_count(),
+            );
+            let var_drops = core::slice::from_raw_parts(
+                base.add(r.var_drops.start) as *const Word,
+                layout.nvars(),
+            );
+            Dstate::new(layout, header, cpus, buckets, chunks, var_drops)
+        }
+        .map_err(layout_errno)?;
+        // INVARIANT: `dstate` views `mem`, moved into the same object and declared last.
+        let mem = KBox::new(
+            DynMem {
+                dstate,
+                scopes,
+                cleanrate_ns: clamp_cleanrate(opts.cleanrate),
+                bytes: r.size as u64,
+                started: AtomicBool::new(false),
+                audit_error: AtomicU32::new(u32::MAX),
+                audit: Default::default(),
+                _mem: mem,
+            },
+            GFP_KERNEL,
+        )?;
+        // SAFETY: `mem` is boxed and stored next to the thread object, which is dropped first
+        // (`DynVars` field order); dropping the thread object stops the thread.
+        let cleaner = unsafe { PeriodicThread::new(&*mem as *const DynMem)? };
+        // INVARIANT: the thread is not started yet.
+        Ok(Some(Self {
+            cleaner,
+            mem,
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+        }))
+    }
+
+    /// GO: every chunk on its CPU's free list, state FREE (¶36), then the cleaner starts.
+    /// Called with no probe enabled and no cleaner running (quiescence).
+    pub(crate) fn go(&self) -> Result {
+        self.mem.dstate.reset();
+        self.mem.started.store(true, Ordering::Release);
+        self.mem.audit_error.store(u32::MAX, Ordering::Relaxed);
+        self.cleaner.start(self.mem.cleanrate_ns, self.id)
+    }
+
+    /// STOP, after the probes were disabled: stops the cleaner (waiting for a pass in
+    /// progress), waits for probe handlers still running, and audits the memory.
+    pub(crate) fn stop(&self) {
+        self.cleaner.stop();
+        clean::wait_for_handlers();
+        if self.mem.started.load(Ordering::Acquire) {
+            self.mem.record_audit();
+        }
+    }
+
+    /// Value of variable `var` at the interpreter's `keys`; 0 if it does not exist.
+    /// Probe context.
+    pub(crate) fn load(&self, var: u32, keys: &[Key<'_>]) -> u64 {
+        let mut buf = [Key::Int(0); MAX_KEYS];
+        match self.mem.tuple(var, keys, &mut buf) {
+            Some(n) => self.mem.dstate.load(&buf[..n]).unwrap_or(0),
+            None => 0,
+        }
+    }
+
+    /// Stores `value` into variable `var` at `keys` on `cpu` (0 deletes); false when the
+    /// store was dropped (counted by state and variable in the memory). Probe context.
+    pub(crate) fn store(&self, cpu: u32, var: u32, keys: &[Key<'_>], value: u64) -> bool {
+        let mut buf = [Key::Int(0); MAX_KEYS];
+        match self.mem.tuple(var, keys, &mut buf) {
+            Some(n) => self
+                .mem
+                .dstate
+                .store(cpu as usize, var, &buf[..n], value)
+                .is_ok(),
+            None => false,
+        }
+    }
+
+    /// Fills `OXT_IOC_DYNSTAT`; per-CPU counters go to `cpus`, per-variable drops to `vars`.
+    /// Returns the entries of `cpus` written.
+    pub(crate) fn stat(
+        &self,
+        st: &mut abi::Dynstat,
+        cpus: &mut [abi::DynCpu],
+        vars: &mut [u64],
+    ) -> usize {
+        let m = &*self.mem;
+        let d = &m.dstate;
+        let s = d.stats();
+        st.flags = abi::DYN_PRESENT;
+        if m.started.load(Ordering::Acquire) {
+            st.flags |= abi::DYN_STARTED;
+        }
+        st.dstate = s.state;
+        st.chunk_bytes = s.chunk_bytes as u32;
+        st.nchunks = s.nchunks;
+        st.dynvarsize = m.bytes;
+        st.cleanrate_ns = m.cleanrate_ns;
+        st.cleaner_runs = self.cleaner.runs();
+        st.in_use = s.in_use;
+        st.high_water = s.high_water;
+        st.passes = s.passes;
+        st.idle_passes = s.idle_passes;
+        st.crosscalls = s.crosscalls;
+        st.rinsed = s.rinsed;
+        st.borrowed = s.borrowed;
+        st.failclean = s.failclean;
+        let audit = m.audit_error.load(Ordering::Acquire);
+        if audit != u32::MAX {
+            st.flags |= abi::DYN_AUDITED;
+            st.audit_error = audit;
+            let a: [u64; 5] = core::array::from_fn(|i| m.audit[i].load(Ordering::Relaxed));
+            [
+                st.audit_free,
+                st.audit_clean,
+                st.audit_rinsing,
+                st.audit_dirty,
+                st.audit_in_use,
+            ] = a;
+        }
+        st.nvars = d.layout().nvars() as u32;
+        for (v, out) in vars.iter_mut().enumerate() {
+            *out = d.var_drops(v as u32);
+        }
+        let n = cpus.len().min(d.layout().ncpus());
+        for (c, out) in cpus.iter_mut().enumerate().take(n) {
+            let k = d.cpu_stats(c).unwrap_or_default();
+            *out = abi::DynCpu {
+                allocs: k.allocs,
+                frees: k.frees,
+                steals: k.steals,
+                clean_moves: k.clean_moves,
+                races: k.races,
+                drops_empty: k.drops_empty,
+                drops_dirty: k.drops_dirty,
+                drops_rinsing: k.drops_rinsing,
+                drops_size: k.drops_size,
+                contended: k.contended,
+                free: k.free,
+                clean: k.clean,
+                rinsing: k.rinsing,
+                dirty: k.dirty,
+                ..Default::default()
+            };
+        }
+        n
+    }
+}
+
+impl Drop for DynVars {
+    fn drop(&mut self) {
+        // Release: the probes were unregistered before (their handlers have returned), and
+        // once the cleaner has stopped nothing else touches the memory: every chunk must be
+        // on exactly one list or chain.
+        self.cleaner.stop();
+        if !self.mem.started.load(Ordering::Acquire) {
+            return;
+        }
+        AUDITS.fetch_add(1, Ordering::Relaxed);
+        if !self.mem.record_audit() {
+            AUDIT_FAILURES.fetch_add(1, Ordering::Relaxed);
+            pr_err!(
+                "dynamic variable audit failed at release (code {})\n",
+                self.mem.audit_error.load(Ordering::Relaxed)
+            );
+        }
+    }
+}
+
+/// Module-wide audit counters for `OXT_IOC_DYNSTAT`: audits made at release, and failures.
+pub(crate) fn audit_totals() -> (u64, u64) {
+    (
+        AUDITS.load(Ordering::Relaxed),
+        AUDIT_FAILURES.load(Ordering::Relaxed),
+    )
+}
