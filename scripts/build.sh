@@ -46,6 +46,8 @@ build_tool() {
 	(cd "$OXT_ROOT" && RUSTFLAGS="-C target-feature=+crt-static" \
 		cargo build --quiet --release --locked -p oxtrace --target x86_64-unknown-linux-gnu)
 	cp "$OXT_ROOT/target/x86_64-unknown-linux-gnu/release/oxtrace" "$BUILD/oxtrace"
+	mkdir -p "$BUILD/selftests"
+	cp "$OXT_ROOT/target/x86_64-unknown-linux-gnu/release/oxt-loadtest" "$BUILD/selftests/"
 }
 
 build_selftests() {

@@ -40,6 +40,12 @@ impl fmt::Display for DeviceError {
 
 impl std::error::Error for DeviceError {}
 
+impl AsRawFd for Device {
+    fn as_raw_fd(&self) -> std::os::fd::RawFd {
+        self.file.as_raw_fd()
+    }
+}
+
 /// One consumer: an open file on the device.
 pub struct Device {
     file: File,

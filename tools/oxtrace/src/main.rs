@@ -1,10 +1,10 @@
 //! oxtrace: the command-line tool that drives the oxtrace kernel module.
 
-use clap::{Parser, Subcommand};
+use clap::Parser;
 use oxtrace::device::{self, Device};
 use oxtrace::dsl::{self, CompileOptions};
 use oxtrace::probes;
-use oxtrace::run::{Held, OutFmt, Run, Source, Target};
+use oxtrace::run::{self, Held, OutFmt, Run, Source, Target};
 use oxtrace_core::abi;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -14,7 +14,6 @@ use std::process::ExitCode;
     name = "oxtrace",
     version,
     about = "DTrace-class tracing for Linux",
-    args_conflicts_with_subcommands = true,
     after_help = "Examples:\n  oxtrace -e 'fbt::vfs_read:entry { @[execname] = count(); }'\n  \
                   oxtrace -q -s latency.d -c 'ls -l /'\n  oxtrace -l 'vfs_*'"
 )]
@@ -52,19 +51,10 @@ struct Cli {
     /// Output format: text, json or openmetrics.
     #[arg(short = 'o', value_name = "FORMAT", default_value = "text")]
     output: String,
-    /// Arguments of the program: $1, $2, ...
+    /// Arguments of the program ($1, $2, ...); without a program: `version` (the module's ABI
+    /// and features) or `status` (a new consumer's state).
     #[arg(value_name = "ARG")]
     args: Vec<String>,
-    #[command(subcommand)]
-    command_: Option<Command>,
-}
-
-#[derive(Subcommand)]
-enum Command {
-    /// Show the module's ABI version and features.
-    Version,
-    /// Show the state of a new consumer.
-    Status,
 }
 
 fn features(bits: u64) -> Vec<&'static str> {
@@ -208,6 +198,7 @@ fn trace(cli: &Cli) -> Res<i32> {
         "openmetrics" => OutFmt::OpenMetrics,
         o => return Err(format!("unknown output format '{o}': text, json or openmetrics").into()),
     };
+    run::catch_signals();
     // The device first: a missing module is the likeliest problem.
     let dev = Device::open(&cli.device)?;
     let mut target = Target {
@@ -252,11 +243,12 @@ fn trace(cli: &Cli) -> Res<i32> {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let r = match (&cli.command_, &cli.list) {
-        (Some(Command::Version), _) => version(&cli),
-        (Some(Command::Status), _) => status(&cli),
-        (None, Some(p)) => list(p),
-        (None, None) => trace(&cli),
+    let program = cli.program.is_some() || cli.script.is_some();
+    let r = match (cli.args.first().map(String::as_str), &cli.list) {
+        (_, Some(p)) => list(p),
+        (Some("version"), _) if !program && cli.args.len() == 1 => version(&cli),
+        (Some("status"), _) if !program && cli.args.len() == 1 => status(&cli),
+        _ => trace(&cli),
     };
     match r {
         Ok(code) => ExitCode::from(code.clamp(0, 255) as u8),
@@ -279,6 +271,6 @@ mod tests {
 
     #[test]
     fn run_module_is_used() {
-        assert_eq!(oxtrace::run::json_str("a\"b\n"), "\"a\\\"b\\n\"");
+        assert_eq!(run::json_str("a\"b\n"), "\"a\\\"b\\n\"");
     }
 }

@@ -5,6 +5,7 @@
 use crate::agg::{AggDef, AggTable, Dictionary, KeyField, SortOrder};
 use crate::device::{Device, DeviceError};
 use crate::dsl::{self, Compiled};
+use crate::dynstat::{self, DropTracker};
 use crate::probes;
 use oxtrace_core::abi;
 use oxtrace_core::action::{Item, Items, RecordKind};
@@ -37,23 +38,77 @@ pub struct Target {
 
 /// A child process held stopped until [`Held::release`].
 pub struct Held {
-    child: std::process::Child,
+    pid: libc::pid_t,
     released: bool,
+    status: Option<i32>,
+}
+
+/// Splits a command line into words: blanks separate, `'...'` and `"..."` group, `\` escapes.
+pub fn split_words(cmd: &str) -> Vec<String> {
+    let (mut words, mut cur, mut have) = (Vec::new(), String::new(), false);
+    let mut quote = None;
+    let mut chars = cmd.chars();
+    while let Some(c) = chars.next() {
+        match (quote, c) {
+            (None, c) if c.is_whitespace() => {
+                if have {
+                    words.push(std::mem::take(&mut cur));
+                    have = false;
+                }
+            }
+            (None, '\'' | '"') => {
+                quote = Some(c);
+                have = true;
+            }
+            (Some(q), c) if c == q => quote = None,
+            (q, '\\') if q != Some('\'') => {
+                if let Some(n) = chars.next() {
+                    cur.push(n);
+                    have = true;
+                }
+            }
+            (_, c) => {
+                cur.push(c);
+                have = true;
+            }
+        }
+    }
+    if have {
+        words.push(cur);
+    }
+    words
 }
 
 impl Held {
-    /// Starts `sh -c cmd`, held before the command runs until released.
-    ///
-    /// The child is a shell that stops itself (SIGSTOP), then, once continued, execs the
-    /// command in the same process: `$target` is the command's pid from the start, and the
-    /// child makes no system call but `kill` and `exec` while the probes are being enabled.
+    /// Starts `cmd` (split into words, looked up in PATH, no shell, like `dtrace -c`), held
+    /// stopped just before its exec until released, so `$target` is its pid and nothing it
+    /// does is missed.
     pub fn spawn(cmd: &str) -> io::Result<Self> {
-        let child = std::process::Command::new("/bin/sh")
-            .arg("-c")
-            .arg("kill -STOP $$; exec /bin/sh -c \"$0\"")
-            .arg(cmd)
-            .spawn()?;
-        let pid = child.id() as libc::pid_t;
+        use std::ffi::CString;
+        let words = split_words(cmd);
+        if words.is_empty() {
+            return Err(io::Error::other("empty command"));
+        }
+        let argv: Vec<CString> = words
+            .iter()
+            .map(|w| CString::new(w.as_str()).map_err(|_| io::Error::other("NUL in command")))
+            .collect::<io::Result<_>>()?;
+        let mut ptrs: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
+        ptrs.push(std::ptr::null());
+        // SAFETY: the child only calls async-signal-safe functions (raise, execvp, _exit) on
+        // memory prepared before the fork.
+        let pid = unsafe { libc::fork() };
+        if pid < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        if pid == 0 {
+            // SAFETY: see above; `ptrs` is a NULL-terminated array of C strings.
+            unsafe {
+                libc::raise(libc::SIGSTOP);
+                libc::execvp(ptrs[0], ptrs.as_ptr());
+                libc::_exit(127);
+            }
+        }
         let mut status = 0;
         // SAFETY: waits for our own child; WUNTRACED returns when it has stopped.
         let r = unsafe { libc::waitpid(pid, &mut status, libc::WUNTRACED) };
@@ -63,33 +118,62 @@ impl Held {
             ));
         }
         Ok(Self {
-            child,
+            pid,
             released: false,
+            status: None,
         })
     }
 
     /// Its process id (`$target`).
     pub fn pid(&self) -> u32 {
-        self.child.id()
+        self.pid as u32
     }
 
     /// Lets it run.
     pub fn release(&mut self) {
         if !self.released {
             // SAFETY: signals our own child.
-            unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGCONT) };
+            unsafe { libc::kill(self.pid, libc::SIGCONT) };
             self.released = true;
         }
     }
 
-    fn exited(&mut self) -> Option<std::process::ExitStatus> {
-        self.child.try_wait().ok().flatten()
+    /// Its exit status once it has ended (127: it could not be executed).
+    fn exited(&mut self) -> Option<i32> {
+        if self.status.is_none() {
+            let mut st = 0;
+            // SAFETY: reaps our own child without blocking.
+            if unsafe { libc::waitpid(self.pid, &mut st, libc::WNOHANG) } == self.pid
+                && (libc::WIFEXITED(st) || libc::WIFSIGNALED(st))
+            {
+                self.status = Some(if libc::WIFEXITED(st) {
+                    libc::WEXITSTATUS(st)
+                } else {
+                    128
+                });
+            }
+        }
+        self.status
     }
 
     fn kill(&mut self) {
-        self.release();
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        if self.status.is_none() {
+            // SAFETY: signals and reaps our own child.
+            unsafe {
+                libc::kill(self.pid, libc::SIGKILL);
+                libc::waitpid(self.pid, std::ptr::null_mut(), 0);
+            }
+            self.status = Some(128 + libc::SIGKILL);
+        }
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        // A command never released (the program failed to load) must not run.
+        if !self.released {
+            self.kill();
+        }
     }
 }
 
@@ -100,7 +184,9 @@ extern "C" fn on_signal(_: libc::c_int) {
     INTERRUPTED.store(true, Ordering::Relaxed);
 }
 
-fn catch_signals() {
+/// Turns SIGINT and SIGTERM into a clean stop; call before anything slow, since a shell's
+/// background job starts with SIGINT ignored.
+pub fn catch_signals() {
     for sig in [libc::SIGINT, libc::SIGTERM] {
         // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
         unsafe { libc::signal(sig, on_signal as *const () as libc::sighandler_t) };
@@ -305,6 +391,8 @@ pub struct Run<'a> {
     ncpus: u32,
     exit: Option<i64>,
     header_done: bool,
+    /// Dynamic-variable drop warnings, when the program has dynamic variables.
+    dyn_drops: Option<DropTracker>,
     out: io::BufWriter<io::Stdout>,
 }
 
@@ -385,6 +473,11 @@ impl<'a> Run<'a> {
             ncpus,
             exit: None,
             header_done: false,
+            dyn_drops: prog
+                .vars
+                .iter()
+                .any(|v| v.scope != oxtrace_core::action::Scope::Global)
+                .then(DropTracker::default),
             out: io::BufWriter::new(io::stdout()),
         })
     }
@@ -392,7 +485,6 @@ impl<'a> Run<'a> {
     /// Enables the probes, releases the target, drains until done, stops, and prints what
     /// is left. Returns the exit status.
     pub fn run(mut self, target: &mut Target, verbose: bool) -> Result<i32, RunError> {
-        catch_signals();
         self.dev.go()?;
         if let Some(c) = target.child.as_mut() {
             c.release();
@@ -481,6 +573,12 @@ impl<'a> Run<'a> {
                         break;
                     }
                 }
+            }
+        }
+        if let Some(t) = self.dyn_drops.as_mut() {
+            let st = dynstat::query(self.dev, self.ncpus, self.prog.vars.len() as u32)?;
+            for w in t.update(&st) {
+                eprintln!("oxtrace: {w}");
             }
         }
         recs.sort_by_key(|r| (r.0, r.1));
@@ -715,4 +813,20 @@ pub fn json_str(s: &str) -> String {
     }
     o.push('"');
     o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::split_words;
+
+    #[test]
+    fn split_words_like_a_shell() {
+        assert_eq!(split_words("  ls -l  /tmp "), ["ls", "-l", "/tmp"]);
+        assert_eq!(
+            split_words(r#"sh -c 'echo "a b"; x' "q r" e\ f"#),
+            ["sh", "-c", r#"echo "a b"; x"#, "q r", "e f"]
+        );
+        assert_eq!(split_words("a '' b"), ["a", "", "b"]);
+        assert!(split_words("   ").is_empty());
+    }
 }

@@ -1,0 +1,80 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * oxt_workload: a known number of calls into probed kernel functions, from
+ * threads pinned to the CPUs, so that a test knows every count, sum and
+ * histogram bucket exactly.
+ *
+ *   oxt_workload read  THREADS CALLS   read(/dev/zero, buf, 1 + j % 8) CALLS times per thread
+ *   oxt_workload lseek THREADS CALLS   lseek(fd, j, SEEK_SET) CALLS times per thread
+ *   oxt_workload spin  THREADS SECONDS reads as fast as possible, for the kill tests
+ *
+ * Thread i runs on CPU i % online CPUs.  Everything is started together.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char *mode;
+static long calls;
+static pthread_barrier_t start;
+
+static void *worker(void *arg)
+{
+	long id = (long)arg;
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	char buf[16];
+	cpu_set_t set;
+	int fd = open("/dev/zero", O_RDONLY);
+
+	CPU_ZERO(&set);
+	CPU_SET(id % ncpu, &set);
+	if (sched_setaffinity(0, sizeof(set), &set) || fd < 0) {
+		perror("oxt_workload");
+		exit(1);
+	}
+	pthread_barrier_wait(&start);
+	if (!strcmp(mode, "read")) {
+		for (long j = 0; j < calls; j++)
+			if (read(fd, buf, 1 + j % 8) != 1 + j % 8)
+				exit(1);
+	} else if (!strcmp(mode, "lseek")) {
+		for (long j = 0; j < calls; j++)
+			lseek(fd, j, SEEK_SET);
+	} else {
+		time_t end = time(NULL) + calls;
+
+		while (time(NULL) < end)
+			for (int k = 0; k < 1000; k++)
+				read(fd, buf, 1);
+	}
+	close(fd);
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	long threads;
+	pthread_t *th;
+
+	if (argc != 4) {
+		fprintf(stderr, "usage: oxt_workload read|lseek|spin THREADS CALLS\n");
+		return 2;
+	}
+	mode = argv[1];
+	threads = atol(argv[2]);
+	calls = atol(argv[3]);
+	th = calloc(threads, sizeof(*th));
+	pthread_barrier_init(&start, NULL, threads);
+	for (long i = 0; i < threads; i++)
+		if (pthread_create(&th[i], NULL, worker, (void *)i))
+			return 1;
+	for (long i = 0; i < threads; i++)
+		pthread_join(th[i], NULL);
+	return 0;
+}

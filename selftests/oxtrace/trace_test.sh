@@ -1,0 +1,140 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+# Probes, predicates, actions, aggregations and the tool's run loop against the
+# real module, with a workload whose every call is known (oxt_workload): TAP.
+cd "$(dirname "$0")" || exit 1
+n=0
+fails=0
+ok() { n=$((n + 1)); echo "ok $n $1"; }
+nok() {
+	n=$((n + 1))
+	fails=$((fails + 1))
+	echo "not ok $n $1"
+	shift
+	printf '%s\n' "$@" | sed 's/^/# /'
+}
+# expect NAME WANT GOT
+expect() {
+	if [ "$2" = "$3" ]; then ok "$1"; else nok "$1" "want: $2" "got:  $3"; fi
+}
+# run PROGRAM [ARGS...]: oxtrace -q with a time limit; stdout in $out, stderr in $err, status in $rc
+run() {
+	prog=$1
+	shift
+	timeout 120 oxtrace -q -e "$prog" "$@" >/tmp/out 2>/tmp/err
+	rc=$?
+	out=$(cat /tmp/out)
+	err=$(cat /tmp/err)
+}
+W="./oxt_workload read 4 2000"
+
+echo "TAP version 13"
+echo "1..17"
+
+run 'fbt::ksys_read:entry /pid == $target/ { @n = count(); } END { printa("%@d\n", @n); }' -c "$W"
+expect "count: 4 threads x 2000 reads on 4 CPUs" "8000" "$out"
+
+run 'fbt::ksys_read:entry /pid == $target && arg2 == 3/ { @n = count(); } END { printa("%@d\n", @n); }' -c "$W"
+expect "predicate filters exactly" "1000" "$out"
+
+run 'fbt::ksys_read:return /pid == $target/ { @s = sum(arg1); } END { printa("%@d\n", @s); }' -c "$W"
+expect "return probe sees the return value" "36000" "$out"
+
+run 'fbt::ksys_read:entry /pid == $target/ { @c[cpu] = count(); } END { printa("%d %@d\n", @c); }' -c "$W"
+expect "every CPU fires its thread's calls" "0 2000
+1 2000
+2 2000
+3 2000" "$(echo "$out" | sort)"
+
+run 'fbt::ksys_read:entry /pid == $target/ { @mn = min(arg2); @mx = max(arg2); @a = avg(arg2); }
+     END { printa("%@d\n", @mn); printa("%@d\n", @mx); printa("%@d\n", @a); }' -c "$W"
+expect "min, max, avg" "1
+8
+4" "$out"
+
+run 'fbt::ksys_read:entry /pid == $target/ { @q = quantize(arg2); }' -c "$W"
+got=$(echo "$out" | awk '$2 ~ /^\|/ && $3 != 0 { print $1, $3 } $2 ~ /^\|@/ { print $1, $3 }' | sort -u | tr '\n' ' ')
+expect "quantize buckets exact" "1 1000 2 2000 4 4000 8 1000 " "$got"
+
+run 'fbt::ksys_read:entry /pid == $target/ { @n = count(); } END { printa("%@d\n", @n); }' \
+	-x aggrate=10ms -x switchrate=10ms -c "./oxt_workload read 4 25000"
+expect "snapshots while firing lose and double nothing" "100000" "$out"
+
+want=$(grep -c '^ksys_' /sys/kernel/tracing/available_filter_functions)
+run 'fbt::ksys_*:entry { } BEGIN { exit(0); }'
+got=$(timeout 60 oxtrace -e 'fbt::ksys_*:entry { } BEGIN { exit(0); }' 2>&1 >/dev/null | sed -n "s/.*'fbt::ksys_\*:entry' matched \([0-9]*\) probes/\1/p")
+expect "glob attaches every matching function" "$want" "$got"
+
+run 'BEGIN { printf("begin\n"); } tick-10ms /i < 5/ { i = i + 1; } tick-10ms /i == 5 && !done/ { done = 1; exit(7); }
+     END { printf("end %d\n", i); }'
+expect "BEGIN, tick, exit(7), END" "begin
+end 5 rc=7" "$out rc=$rc"
+
+run 'BEGIN { printf("%s|%5d|%-5d|%x|%c|%%|%u\n", "str", 42, 42, 255, 65, -1); exit(0); }'
+expect "printf conversions (-1 is an int, as in D)" "str|   42|42   |ff|A|%|4294967295" "$out"
+
+timeout 60 oxtrace -e 'BEGIN { trace(42); exit(0); }' >/tmp/out 2>/dev/null
+got=$(sed -n '2p' /tmp/out | tr -s ' ')
+expect "trace() in dtrace's default format" " 0 0 :BEGIN 42" "$(echo "$got" | sed 's/^ *[0-9]* /X/; s/^X/ 0 /')"
+
+run 'BEGIN { x = 0; y = 1 / x; printf("after\n"); } BEGIN { printf("next clause\n"); exit(0); }'
+if echo "$err" | grep -q "error on enabled probe ID 0 (dtrace:::BEGIN): division by zero" &&
+	[ "$out" = "next clause" ] && [ $rc = 0 ]; then
+	ok "division by zero aborts only its clause, reported like dtrace"
+else
+	nok "division by zero aborts only its clause, reported like dtrace" "$out" "$err" "rc=$rc"
+fi
+
+run 'BEGIN { trace(*(int *)8); } BEGIN { exit(0); }'
+if echo "$err" | grep -q "invalid address (0x8)"; then ok "bad kernel read is an error, not a fault"; else
+	nok "bad kernel read is an error, not a fault" "$err"; fi
+
+timeout 60 oxtrace -e 'BEGIN {
+  x = ;
+}' >/dev/null 2>/tmp/err
+rc=$?
+if [ $rc = 1 ] && grep -q -- '-e:2:7' /tmp/err && grep -q '\^' /tmp/err; then
+	ok "compile error with line:column and caret"
+else
+	nok "compile error with line:column and caret" "rc=$rc" "$(cat /tmp/err)"
+fi
+
+run 'fbt::no_such_function_xyz:entry { }'
+if [ $rc = 1 ] && echo "$err" | grep -q "no_such_function_xyz"; then
+	ok "unknown function: clear error"
+else
+	nok "unknown function: clear error" "rc=$rc" "$err"
+fi
+
+timeout 60 oxtrace -o json -e 'BEGIN { printf("x%d\n", 1); exit(0); }' >/tmp/out 2>/dev/null
+if grep -q '"printf":"x1\\n"' /tmp/out; then ok "-o json"; else nok "-o json" "$(cat /tmp/out)"; fi
+
+# Consumers killed or interrupted while their probes fire on every CPU.
+./oxt_workload spin 4 20 &
+wl=$!
+bad=""
+for i in 1 2 3 4; do
+	oxtrace -q -e 'fbt::ksys_read:entry { @[cpu] = count(); self->t = timestamp; }
+		fbt::ksys_read:return /self->t/ { @l = quantize(timestamp - self->t); self->t = 0; }' \
+		>/dev/null 2>&1 &
+	p=$!
+	sleep 2
+	if [ $((i % 2)) = 0 ]; then kill -INT $p; else kill -KILL $p; fi
+	t=0
+	while kill -0 $p 2>/dev/null && [ $t -lt 30 ]; do sleep 1; t=$((t + 1)); done
+	if kill -0 $p 2>/dev/null; then
+		bad="$bad consumer $i did not stop;"
+		kill -KILL $p
+	fi
+	wait $p 2>/dev/null
+done
+kill $wl 2>/dev/null
+wait $wl 2>/dev/null
+live=$(oxtrace status | sed -n 's/^consumers live *//p')
+[ "$live" = 1 ] || bad="$bad live consumers $live;"
+rmmod oxtrace || bad="$bad rmmod failed;"
+insmod /lib/modules/oxtrace.ko || bad="$bad insmod failed;"
+if [ -z "$bad" ]; then ok "killing consumers while probes fire is safe; rmmod after"; else
+	nok "killing consumers while probes fire is safe; rmmod after" "$bad"; fi
+
+exit $((fails > 0))
