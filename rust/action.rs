@@ -184,10 +184,12 @@ pub enum Op {
     Exit = 68,
     /// `rd = ` a new scratch string: `r1` followed by `r2` (truncated to strsize).
     Strjoin = 69,
+    /// Write `r1` to this CPU's Intel PT stream as a PTWRITE packet (software backend).
+    Ptwrite = 70,
 }
 
 /// Number of opcodes; every byte value at or above it is invalid.
-pub const NOPS: u8 = 70;
+pub const NOPS: u8 = 71;
 
 impl Op {
     /// Decode an opcode byte.
@@ -264,6 +266,7 @@ impl Op {
             Denormalize,
             Exit,
             Strjoin,
+            Ptwrite,
         ];
         ALL.get(b as usize).copied()
     }
@@ -342,6 +345,7 @@ impl Op {
             Denormalize => "denormalize",
             Exit => "exit",
             Strjoin => "strjoin",
+            Ptwrite => "ptwrite",
         }
     }
 }
@@ -757,6 +761,9 @@ pub trait Env {
     fn agg_update(&mut self, agg: u32, keys: &[Key<'_>], args: &[u64; AGG_NARGS]) -> bool;
     /// Append a record to the principal buffer; false when it does not fit (a drop).
     fn emit(&mut self, rec: &Record<'_>) -> bool;
+    /// Write `value` to this CPU's Intel PT stream (a PTW packet); false when it was lost
+    /// (no PT stream configured or started, or the stream stopped or full).
+    fn ptwrite(&mut self, value: u64) -> bool;
 }
 
 /// Why the verifier rejected a program.
@@ -943,7 +950,7 @@ fn shape(op: Op) -> Shape {
     use Op::*;
     match op {
         Nop | Flusht | Trace => sh(false, false, false, I::Zero),
-        Ret | Exit => sh(false, true, false, I::Zero),
+        Ret | Exit | Ptwrite => sh(false, true, false, I::Zero),
         Mov | Not | Neg | Lnot => sh(true, true, false, I::Zero),
         Ldi => sh(true, false, false, I::Any),
         Setx => sh(true, false, false, I::Int),
@@ -1158,6 +1165,8 @@ pub struct Losses {
     pub dynvars: u64,
     /// Aggregation updates that were dropped.
     pub aggs: u64,
+    /// `ptwrite()` values the PT stream did not take.
+    pub ptwrites: u64,
 }
 
 #[derive(Clone, Copy)]
@@ -1557,6 +1566,11 @@ impl<'s> Vm<'s> {
                 Trunc => self.emit_int(env, RecordKind::Trunc, imm, a),
                 Normalize => self.emit_int(env, RecordKind::Normalize, imm, a),
                 Exit => self.emit_int(env, RecordKind::Exit, 0, a),
+                Ptwrite => {
+                    if !env.ptwrite(a) {
+                        self.losses.ptwrites += 1;
+                    }
+                }
             }
             if let Some(v) = out {
                 if rd == 0 {

@@ -1036,3 +1036,39 @@ fn items_decoder_rejects_truncated_data() {
     assert_eq!(it.next(), None);
     assert!(it.bad);
 }
+
+#[test]
+fn run_ptwrite_values_in_order_and_losses_counted() {
+    let d = TDict::default();
+    let mut env = TEnv {
+        ptw_cap: 2,
+        ..TEnv::default()
+    };
+    let b = code_bytes(&[
+        ldi(1, 7),
+        insn(Op::Ptwrite, 0, 1, 0, 0),
+        ldi(1, -1),
+        insn(Op::Ptwrite, 0, 1, 0, 0),
+        insn(Op::Ptwrite, 0, 1, 0, 0),
+        RET0,
+    ]);
+    let v = verify(Code::new(&b).unwrap(), &d, LIMIT).unwrap();
+    let mut scratch = vec![0u8; scratch_size(d.nlocals, d.strsize, 0)];
+    let mut vm = Vm::new(&mut scratch, d.nlocals, d.strsize).unwrap();
+    vm.begin_clause();
+    assert_eq!(vm.run(&v, &d, &mut env), Ok(0));
+    assert_eq!(env.ptw, vec![7, u64::MAX]);
+    assert_eq!(vm.losses.ptwrites, 1);
+}
+
+#[test]
+fn verify_ptwrite_shape() {
+    let d = TDict::default();
+    // ptwrite writes no register: rd must be 0; imm must be 0.
+    for w in [insn(Op::Ptwrite, 1, 1, 0, 0), insn(Op::Ptwrite, 0, 1, 0, 1)] {
+        let b = code_bytes(&[w, RET0]);
+        assert!(verify(Code::new(&b).unwrap(), &d, LIMIT).is_err());
+    }
+    assert_eq!(Op::from_u8(70), Some(Op::Ptwrite));
+    assert_eq!(Op::Ptwrite.name(), "ptwrite");
+}

@@ -115,6 +115,10 @@ pub struct TEnv {
     pub records: Vec<ORecord>,
     /// Accept at most this many records.
     pub rec_cap: usize,
+    /// `ptwrite()` values taken, in order.
+    pub ptw: Vec<u64>,
+    /// Accept at most this many `ptwrite()` values.
+    pub ptw_cap: usize,
 }
 
 impl Default for TEnv {
@@ -158,6 +162,8 @@ impl Default for TEnv {
             agg_fail: false,
             records: vec![],
             rec_cap: usize::MAX,
+            ptw: vec![],
+            ptw_cap: usize::MAX,
         }
     }
 }
@@ -230,6 +236,13 @@ impl Env for TEnv {
             id: rec.id,
             items,
         });
+        true
+    }
+    fn ptwrite(&mut self, value: u64) -> bool {
+        if self.ptw.len() >= self.ptw_cap {
+            return false;
+        }
+        self.ptw.push(value);
         true
     }
 }

@@ -378,3 +378,16 @@ fn string_compare_predicates() {
     );
     assert_eq!(s.records.len(), 1);
 }
+
+#[test]
+fn ptwrite_writes_values_in_firing_order() {
+    let p = c("fbt::vfs_read:entry /arg2 > 1/ { n = n + 1; ptwrite(n * 1000 + arg2); }");
+    let mut s = Sim::default();
+    for n in [2u64, 1, 3, 9] {
+        s.fire(&p, &entry("vfs_read", [0, 0, n, 0, 0, 0]));
+    }
+    let got: Vec<u64> = s.ptwrites.iter().map(|w| w.1).collect();
+    assert_eq!(got, vec![1002, 2003, 3009]);
+    assert!(compile("BEGIN { ptwrite(); }", "t.d", &CompileOptions::default()).is_err());
+    assert!(compile("BEGIN { ptwrite(execname); }", "t.d", &CompileOptions::default()).is_err());
+}

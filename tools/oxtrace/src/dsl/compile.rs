@@ -171,6 +171,7 @@ const ACTIONS: &[&str] = &[
     "trace",
     "printf",
     "exit",
+    "ptwrite",
     "printa",
     "clear",
     "trunc",
@@ -1112,6 +1113,18 @@ impl<'a> Gen<'a> {
                 let (r, ty) = self.expr(&args[0])?;
                 self.need_scalar(&ty, args[0].span, "exit()")?;
                 self.emit(Op::Exit, 0, r, 0, 0);
+                self.release(r);
+            }
+            "ptwrite" => {
+                if args.len() != 1 {
+                    return self.err(
+                        span,
+                        format!("ptwrite() takes 1 argument, {} given", args.len()),
+                    );
+                }
+                let (r, ty) = self.expr(&args[0])?;
+                self.need_scalar(&ty, args[0].span, "ptwrite()")?;
+                self.emit(Op::Ptwrite, 0, r, 0, 0);
                 self.release(r);
             }
             "printf" => self.printf(args, span)?,

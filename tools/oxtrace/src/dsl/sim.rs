@@ -116,6 +116,8 @@ pub struct Sim {
     pub faults: Vec<(usize, Fault)>,
     /// Readable kernel memory.
     pub mem: Vec<(u64, Vec<u8>)>,
+    /// `ptwrite()` values in order: (clause, value).
+    pub ptwrites: Vec<(usize, u64)>,
 }
 
 struct FiringEnv<'s> {
@@ -231,6 +233,11 @@ impl Env for FiringEnv<'_> {
             id: rec.id,
             items,
         });
+        true
+    }
+
+    fn ptwrite(&mut self, value: u64) -> bool {
+        self.sim.ptwrites.push((self.clause, value));
         true
     }
 }
