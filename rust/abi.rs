@@ -12,7 +12,7 @@ pub const DEVICE_NAME: &str = "oxtrace";
 /// ABI major version: a new major breaks old tools.
 pub const ABI_MAJOR: u32 = 1;
 /// ABI minor version: a new minor only adds.
-pub const ABI_MINOR: u32 = 2;
+pub const ABI_MINOR: u32 = 3;
 
 /// The CPU has Intel PT with ToPA output.
 pub const FEAT_INTEL_PT: u64 = 1 << 0;
@@ -381,6 +381,178 @@ pub struct Dynstat {
     pub reserved: [u64; 4],
 }
 
+
+/// [`PtConfig::backend`]: the real backend if the CPU has PT, else the software one.
+pub const PT_BACKEND_AUTO: u32 = 0;
+/// [`PtConfig::backend`]: the software output engine.
+pub const PT_BACKEND_SOFT: u32 = 1;
+/// [`PtConfig::backend`]: the processor's Intel PT (`ENODEV` without PT and ToPA).
+pub const PT_BACKEND_HW: u32 = 2;
+/// [`PtConfig::mode`]: the last table links back to the first; output wraps.
+pub const PT_MODE_RING: u32 = 0;
+/// [`PtConfig::mode`]: STOP on the last slice; output stops when full.
+pub const PT_MODE_STOP: u32 = 1;
+/// [`PtConfig::mode`]: STOP and INT on the last slice (the PMI belongs to perf: polled).
+pub const PT_MODE_STOP_INT: u32 = 2;
+/// Most slices per CPU.
+pub const PT_MAX_SLICES: u32 = 4096;
+/// Largest slice order (4 KiB << 10 = 4 MiB).
+pub const PT_MAX_ORDER: u32 = 10;
+/// Most bytes per CPU.
+pub const PT_MAX_BYTES: u64 = 256 << 20;
+/// Most bytes one [`IOC_PT_READ`] copies.
+pub const PT_MAX_READ: u32 = 64 << 10;
+/// [`PtStatus::state`]: not configured.
+pub const PT_STATE_NONE: u32 = 0;
+/// [`PtStatus::state`]: configured, not started.
+pub const PT_STATE_READY: u32 = 1;
+/// [`PtStatus::state`]: tracing.
+pub const PT_STATE_RUNNING: u32 = 2;
+/// [`PtStatus::state`]: stopped; the data can be read.
+pub const PT_STATE_STOPPED: u32 = 3;
+/// [`PtCpu::flags`]: the CPU was online and answered.
+pub const PT_CPU_PRESENT: u32 = 1 << 0;
+/// [`PtCpu::flags`]: the ring wrapped; the data starts at `position`.
+pub const PT_CPU_WRAPPED: u32 = 1 << 1;
+/// [`PtCpu::flags`]: `IA32_RTIT_STATUS.Stopped`.
+pub const PT_CPU_STOPPED: u32 = 1 << 2;
+/// [`PtCpu::flags`]: `IA32_RTIT_STATUS.Error`.
+pub const PT_CPU_ERROR: u32 = 1 << 3;
+/// [`PtCpu::flags`]: an INT region filled.
+pub const PT_CPU_PMI: u32 = 1 << 4;
+/// [`PtCpu::flags`]: TraceEn (or the software engine) is on.
+pub const PT_CPU_ENABLED: u32 = 1 << 5;
+
+/// `struct oxt_pt_config`: argument of [`IOC_PT_CONFIG`].
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PtConfig {
+    /// In: `size_of::<PtConfig>()`.
+    pub size: u32,
+    /// In: `PT_BACKEND_*`; out: the backend in use.
+    pub backend: u32,
+    /// In: `PT_MODE_*`.
+    pub mode: u32,
+    /// In: slices per CPU, `1..=PT_MAX_SLICES`.
+    pub nslices: u32,
+    /// In: slice size `4 KiB << slice_order`, `0..=PT_MAX_ORDER`.
+    pub slice_order: u32,
+    /// In: output entries per table, 1..=511; 0: 511.
+    pub per_table: u32,
+    /// In: software backend: bytes between PSBs, 256..=1 MiB; 0: 4096.
+    pub psb_period: u32,
+    /// Out: tables per CPU.
+    pub ntables: u32,
+    /// Out: bytes per CPU.
+    pub capacity: u64,
+    /// Out: CPUs with a buffer.
+    pub ncpus: u32,
+    /// Out: MAXPHYADDR used for the tables.
+    pub phys_bits: u32,
+    /// In: zero.
+    pub reserved: [u64; 4],
+}
+
+/// `struct oxt_pt_cpu`: one CPU's PT state.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PtCpu {
+    /// Linear offset of the next byte.
+    pub position: u64,
+    /// Bytes [`IOC_PT_READ`] returns.
+    pub data_len: u64,
+    /// Bytes written (software).
+    pub written: u64,
+    /// Bytes lost (software).
+    pub lost: u64,
+    /// Times the ring wrapped (software).
+    pub wraps: u64,
+    /// PTW packets written (software).
+    pub ptws: u64,
+    /// `IA32_RTIT_OUTPUT_BASE`.
+    pub output_base: u64,
+    /// `IA32_RTIT_OUTPUT_MASK_PTRS`.
+    pub mask_ptrs: u64,
+    /// `IA32_RTIT_STATUS`.
+    pub rtit_status: u64,
+    /// `PT_CPU_*`.
+    pub flags: u32,
+    /// 0, or the negative errno of this CPU's last start or stop.
+    pub error: i32,
+    /// Zero.
+    pub reserved: [u64; 2],
+}
+
+/// `struct oxt_pt_status`: argument of [`IOC_PT_STATUS`].
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PtStatus {
+    /// In: `size_of::<PtStatus>()`.
+    pub size: u32,
+    /// Out: `PT_STATE_*`.
+    pub state: u32,
+    /// Out: `PT_BACKEND_SOFT` or `PT_BACKEND_HW`.
+    pub backend: u32,
+    /// Out: `PT_MODE_*`.
+    pub mode: u32,
+    /// Out: bytes per CPU.
+    pub capacity: u64,
+    /// In: pointer to `ncpus` [`PtCpu`], or 0.
+    pub cpus: u64,
+    /// In: entries at `cpus`; out: entries written.
+    pub ncpus: u32,
+    /// In: zero.
+    pub reserved0: u32,
+    /// In: zero.
+    pub reserved: [u64; 4],
+}
+
+/// `struct oxt_pt_read`: argument of [`IOC_PT_READ`].
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PtRead {
+    /// In: `size_of::<PtRead>()`.
+    pub size: u32,
+    /// In: the CPU.
+    pub cpu: u32,
+    /// In: logical offset to start at.
+    pub offset: u64,
+    /// In: user buffer.
+    pub buf: u64,
+    /// In: its length (at most [`PT_MAX_READ`] is used).
+    pub buf_len: u64,
+    /// Out: bytes copied.
+    pub len: u64,
+    /// Out: readable bytes of the CPU.
+    pub total: u64,
+    /// In: zero.
+    pub reserved: [u64; 4],
+}
+
+/// `struct oxt_pt_layout`: argument of [`IOC_PT_LAYOUT`].
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PtLayout {
+    /// In: `size_of::<PtLayout>()`.
+    pub size: u32,
+    /// In: the CPU.
+    pub cpu: u32,
+    /// In: pointer to `nslices` physical addresses, or 0.
+    pub slices: u64,
+    /// In: pointer to `ntables` physical addresses, or 0.
+    pub tables: u64,
+    /// In: entries at `slices`; out: slices of the CPU.
+    pub nslices: u32,
+    /// In: entries at `tables`; out: tables of the CPU.
+    pub ntables: u32,
+    /// Out: the slice order.
+    pub slice_order: u32,
+    /// In: zero.
+    pub reserved0: u32,
+    /// In: zero.
+    pub reserved: [u64; 4],
+}
+
 /// The ioctl type byte of oxtrace.
 pub const IOC_MAGIC: u32 = 0xb7;
 
@@ -438,6 +610,18 @@ pub const IOC_PROBES: u32 = iowr::<Probes>(0x06);
 pub const IOC_AGGSNAP: u32 = iowr::<Snapshot>(0x07);
 /// `OXT_IOC_DYNSTAT`: the consumer's dynamic variables.
 pub const IOC_DYNSTAT: u32 = iowr::<Dynstat>(0x08);
+/// `OXT_IOC_PT_CONFIG`: allocate and lay out the PT buffers (before LOAD).
+pub const IOC_PT_CONFIG: u32 = iowr::<PtConfig>(0x09);
+/// `OXT_IOC_PT_START`: start PT on every CPU.
+pub const IOC_PT_START: u32 = io(0x0a);
+/// `OXT_IOC_PT_STOP`: stop PT on every CPU.
+pub const IOC_PT_STOP: u32 = io(0x0b);
+/// `OXT_IOC_PT_STATUS`: PT state, per CPU.
+pub const IOC_PT_STATUS: u32 = iowr::<PtStatus>(0x0c);
+/// `OXT_IOC_PT_READ`: one CPU's data in logical order.
+pub const IOC_PT_READ: u32 = iowr::<PtRead>(0x0d);
+/// `OXT_IOC_PT_LAYOUT`: physical addresses of one CPU's slices and tables.
+pub const IOC_PT_LAYOUT: u32 = iowr::<PtLayout>(0x0e);
 
 /// An ABI struct that starts with the `size` field and ends with `reserved` words.
 pub trait Sized32 {
@@ -460,6 +644,7 @@ macro_rules! sized32 {
     )*};
 }
 sized32!(Version, Status, Snapshot, Probes, Load, Dynstat);
+sized32!(PtConfig, PtStatus, PtRead, PtLayout);
 
 /// Why an ioctl argument was refused; every variant maps to `EINVAL`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

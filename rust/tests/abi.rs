@@ -49,6 +49,11 @@ fn facts() -> Vec<Fact> {
             oxt_probe_info => ProbeInfo { probe, flags, func, fired, errors, recursion, reserved }
             oxt_probes => Probes { size, n, info, total, reserved0, reserved }
             oxt_dyn_cpu => DynCpu { allocs, frees, steals, clean_moves, races, drops_empty, drops_dirty, drops_rinsing, drops_size, contended, free, clean, rinsing, dirty, reserved }
+            oxt_pt_config => PtConfig { size, backend, mode, nslices, slice_order, per_table, psb_period, ntables, capacity, ncpus, phys_bits, reserved }
+            oxt_pt_cpu => PtCpu { position, data_len, written, lost, wraps, ptws, output_base, mask_ptrs, rtit_status, flags, error, reserved }
+            oxt_pt_status => PtStatus { size, state, backend, mode, capacity, cpus, ncpus, reserved0, reserved }
+            oxt_pt_read => PtRead { size, cpu, offset, buf, buf_len, len, total, reserved }
+            oxt_pt_layout => PtLayout { size, cpu, slices, tables, nslices, ntables, slice_order, reserved0, reserved }
             oxt_dynstat => Dynstat { size, flags, dstate, ncpus, cpus, var_drops, nvars, chunk_bytes, nchunks, dynvarsize, cleanrate_ns, cleaner_runs, in_use, high_water, passes, idle_passes, crosscalls, rinsed, borrowed, failclean, audit_free, audit_clean, audit_rinsing, audit_dirty, audit_in_use, audit_error, reserved0, audits, audit_failures, reserved }
         }
         consts {
@@ -79,6 +84,32 @@ fn facts() -> Vec<Fact> {
             OXT_IOC_PROBES => IOC_PROBES,
             OXT_IOC_AGGSNAP => IOC_AGGSNAP,
             OXT_IOC_DYNSTAT => IOC_DYNSTAT,
+            OXT_IOC_PT_CONFIG => IOC_PT_CONFIG,
+            OXT_IOC_PT_START => IOC_PT_START,
+            OXT_IOC_PT_STOP => IOC_PT_STOP,
+            OXT_IOC_PT_STATUS => IOC_PT_STATUS,
+            OXT_IOC_PT_READ => IOC_PT_READ,
+            OXT_IOC_PT_LAYOUT => IOC_PT_LAYOUT,
+            OXT_PT_BACKEND_AUTO => PT_BACKEND_AUTO,
+            OXT_PT_BACKEND_SOFT => PT_BACKEND_SOFT,
+            OXT_PT_BACKEND_HW => PT_BACKEND_HW,
+            OXT_PT_MODE_RING => PT_MODE_RING,
+            OXT_PT_MODE_STOP => PT_MODE_STOP,
+            OXT_PT_MODE_STOP_INT => PT_MODE_STOP_INT,
+            OXT_PT_MAX_SLICES => PT_MAX_SLICES,
+            OXT_PT_MAX_ORDER => PT_MAX_ORDER,
+            OXT_PT_MAX_BYTES => PT_MAX_BYTES,
+            OXT_PT_MAX_READ => PT_MAX_READ,
+            OXT_PT_STATE_NONE => PT_STATE_NONE,
+            OXT_PT_STATE_READY => PT_STATE_READY,
+            OXT_PT_STATE_RUNNING => PT_STATE_RUNNING,
+            OXT_PT_STATE_STOPPED => PT_STATE_STOPPED,
+            OXT_PT_CPU_PRESENT => PT_CPU_PRESENT,
+            OXT_PT_CPU_WRAPPED => PT_CPU_WRAPPED,
+            OXT_PT_CPU_STOPPED => PT_CPU_STOPPED,
+            OXT_PT_CPU_ERROR => PT_CPU_ERROR,
+            OXT_PT_CPU_PMI => PT_CPU_PMI,
+            OXT_PT_CPU_ENABLED => PT_CPU_ENABLED,
             OXT_DSTATE_FREE => DSTATE_FREE,
             OXT_DSTATE_CLEAN => DSTATE_CLEAN,
             OXT_DSTATE_RINSING => DSTATE_RINSING,

@@ -27,7 +27,7 @@
 
 /* A new major breaks old tools; a new minor only adds. */
 #define OXT_ABI_MAJOR 1
-#define OXT_ABI_MINOR 2
+#define OXT_ABI_MINOR 3
 
 /* Feature bits of struct oxt_version.features. */
 /* The CPU has Intel PT with ToPA output (CPUID 7.0:EBX[25], 0x14.0:ECX[0]). */
@@ -239,6 +239,108 @@ struct oxt_dynstat {
 	__u64 reserved[4];	/* in: zero */
 };
 
+/*
+ * Intel PT output through ToPA tables (Documentation/pt.rst).  Per consumer,
+ * configured before LOAD: per-CPU buffers of nslices separate page
+ * allocations of 4 KiB << slice_order bytes, described by ToPA tables (one
+ * page each); the real backend programs the RTIT MSRs, the software backend
+ * (no PT) writes PT packets through a model of the same walk, fed by the D
+ * action ptwrite(value).
+ */
+#define OXT_PT_BACKEND_AUTO	0	/* real if the CPU has PT, else software */
+#define OXT_PT_BACKEND_SOFT	1
+#define OXT_PT_BACKEND_HW	2	/* ENODEV without Intel PT + ToPA */
+
+#define OXT_PT_MODE_RING	0	/* last table links to the first: wraps */
+#define OXT_PT_MODE_STOP	1	/* STOP on the last slice: stops when full */
+#define OXT_PT_MODE_STOP_INT	2	/* STOP + INT (the PMI belongs to perf: polled) */
+
+#define OXT_PT_MAX_SLICES	4096	/* per CPU */
+#define OXT_PT_MAX_ORDER	10	/* 4 MiB slices */
+#define OXT_PT_MAX_BYTES	(256ULL << 20)	/* per CPU */
+#define OXT_PT_MAX_READ		(64U << 10)	/* bytes one OXT_IOC_PT_READ copies */
+
+struct oxt_pt_config {
+	__u32 size;		/* in: sizeof(struct oxt_pt_config) */
+	__u32 backend;		/* in: OXT_PT_BACKEND_*; out: the backend in use */
+	__u32 mode;		/* in: OXT_PT_MODE_* */
+	__u32 nslices;		/* in: slices per CPU, 1..OXT_PT_MAX_SLICES */
+	__u32 slice_order;	/* in: slice size 4 KiB << slice_order, 0..OXT_PT_MAX_ORDER */
+	__u32 per_table;	/* in: output entries per table, 1..511; 0: 511 */
+	__u32 psb_period;	/* in: software: bytes between PSBs, 256..1 MiB; 0: 4096 */
+	__u32 ntables;		/* out: tables per CPU */
+	__u64 capacity;		/* out: bytes per CPU */
+	__u32 ncpus;		/* out: CPUs with a buffer (nr_cpu_ids) */
+	__u32 phys_bits;	/* out: MAXPHYADDR used for the tables */
+	__u64 reserved[4];	/* in: zero */
+};
+
+/* struct oxt_pt_status.state */
+#define OXT_PT_STATE_NONE	0	/* not configured */
+#define OXT_PT_STATE_READY	1	/* configured, not started */
+#define OXT_PT_STATE_RUNNING	2
+#define OXT_PT_STATE_STOPPED	3
+
+/* struct oxt_pt_cpu.flags */
+#define OXT_PT_CPU_PRESENT	(1U << 0)	/* the CPU was online and answered */
+#define OXT_PT_CPU_WRAPPED	(1U << 1)	/* ring wrapped: data starts at position */
+#define OXT_PT_CPU_STOPPED	(1U << 2)	/* IA32_RTIT_STATUS.Stopped */
+#define OXT_PT_CPU_ERROR	(1U << 3)	/* IA32_RTIT_STATUS.Error (ToPA/walk error) */
+#define OXT_PT_CPU_PMI		(1U << 4)	/* INT region filled (software: pending PMI) */
+#define OXT_PT_CPU_ENABLED	(1U << 5)	/* TraceEn / the engine is on */
+
+struct oxt_pt_cpu {
+	__u64 position;		/* linear offset of the next byte, 0..capacity */
+	__u64 data_len;		/* bytes OXT_IOC_PT_READ returns */
+	__u64 written;		/* bytes written (software) */
+	__u64 lost;		/* bytes lost: stopped, error or no room (software) */
+	__u64 wraps;		/* times the ring wrapped (software) */
+	__u64 ptws;		/* PTW packets written (software) */
+	__u64 output_base;	/* IA32_RTIT_OUTPUT_BASE (or the model's) */
+	__u64 mask_ptrs;	/* IA32_RTIT_OUTPUT_MASK_PTRS */
+	__u64 rtit_status;	/* IA32_RTIT_STATUS */
+	__u32 flags;		/* OXT_PT_CPU_* */
+	__s32 error;		/* 0, or a negative errno of this CPU's last start/stop */
+	__u64 reserved[2];
+};
+
+struct oxt_pt_status {
+	__u32 size;		/* in: sizeof(struct oxt_pt_status) */
+	__u32 state;		/* out: OXT_PT_STATE_* */
+	__u32 backend;		/* out: OXT_PT_BACKEND_SOFT or _HW */
+	__u32 mode;		/* out: OXT_PT_MODE_* */
+	__u64 capacity;		/* out: bytes per CPU */
+	__u64 cpus;		/* in: pointer to struct oxt_pt_cpu[ncpus], or 0 */
+	__u32 ncpus;		/* in: entries at cpus; out: entries written */
+	__u32 reserved0;	/* in: zero */
+	__u64 reserved[4];	/* in: zero */
+};
+
+/* Data of one CPU in logical order (oldest first); not while running. */
+struct oxt_pt_read {
+	__u32 size;		/* in: sizeof(struct oxt_pt_read) */
+	__u32 cpu;		/* in */
+	__u64 offset;		/* in: logical offset to start at */
+	__u64 buf;		/* in: user buffer */
+	__u64 buf_len;		/* in: its length (at most OXT_PT_MAX_READ is used) */
+	__u64 len;		/* out: bytes copied */
+	__u64 total;		/* out: data_len of the CPU */
+	__u64 reserved[4];	/* in: zero */
+};
+
+/* Debug: physical addresses of one CPU's slices and tables, in walk order. */
+struct oxt_pt_layout {
+	__u32 size;		/* in: sizeof(struct oxt_pt_layout) */
+	__u32 cpu;		/* in */
+	__u64 slices;		/* in: pointer to __u64[nslices], or 0 */
+	__u64 tables;		/* in: pointer to __u64[ntables], or 0 */
+	__u32 nslices;		/* in: entries at slices; out: slices of the CPU */
+	__u32 ntables;		/* in: entries at tables; out: tables of the CPU */
+	__u32 slice_order;	/* out */
+	__u32 reserved0;	/* in: zero */
+	__u64 reserved[4];	/* in: zero */
+};
+
 #define OXT_IOC_MAGIC 0xb7
 
 #define OXT_IOC_VERSION	_IOWR(OXT_IOC_MAGIC, 0x00, struct oxt_version)
@@ -250,5 +352,11 @@ struct oxt_dynstat {
 #define OXT_IOC_PROBES	_IOWR(OXT_IOC_MAGIC, 0x06, struct oxt_probes)
 #define OXT_IOC_AGGSNAP	_IOWR(OXT_IOC_MAGIC, 0x07, struct oxt_snapshot)
 #define OXT_IOC_DYNSTAT	_IOWR(OXT_IOC_MAGIC, 0x08, struct oxt_dynstat)
+#define OXT_IOC_PT_CONFIG _IOWR(OXT_IOC_MAGIC, 0x09, struct oxt_pt_config)
+#define OXT_IOC_PT_START _IO(OXT_IOC_MAGIC, 0x0a)
+#define OXT_IOC_PT_STOP	_IO(OXT_IOC_MAGIC, 0x0b)
+#define OXT_IOC_PT_STATUS _IOWR(OXT_IOC_MAGIC, 0x0c, struct oxt_pt_status)
+#define OXT_IOC_PT_READ	_IOWR(OXT_IOC_MAGIC, 0x0d, struct oxt_pt_read)
+#define OXT_IOC_PT_LAYOUT _IOWR(OXT_IOC_MAGIC, 0x0e, struct oxt_pt_layout)
 
 #endif /* _UAPI_LINUX_OXTRACE_H */
