@@ -9,11 +9,12 @@ use crate::abi;
 use crate::cpu;
 use crate::probe::ProbeSet;
 use crate::program::ProbeKind;
+use crate::pt::Pt;
 use crate::session::{AttachReq, Drain, LoadFail, Session};
 use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::new_mutex;
 use kernel::prelude::*;
-use kernel::sync::Mutex;
+use kernel::sync::{Arc, Mutex};
 
 /// Consumers open on the device now.
 static NCONSUMERS: AtomicU64 = AtomicU64::new(0);
@@ -31,6 +32,8 @@ struct Inner {
     session: Option<KBox<Session>>,
     drain: Option<Drain>,
     state: u32,
+    /// Intel PT buffers, configured before LOAD; the session shares them.
+    pt: Option<Arc<Pt>>,
 }
 
 /// One open of the device.
@@ -53,7 +56,13 @@ impl Consumer {
             opened_ns: cpu::ktime_ns(),
             ioctls: AtomicU64::new(0),
             inner <- new_mutex!(
-                Inner { probes: None, session: None, drain: None, state: abi::STATE_IDLE },
+                Inner {
+                    probes: None,
+                    session: None,
+                    drain: None,
+                    state: abi::STATE_IDLE,
+                    pt: None,
+                },
                 "oxtrace::Consumer::inner"
             ),
         })
@@ -111,7 +120,7 @@ impl Consumer {
         if inner.state != abi::STATE_IDLE {
             return Err(EBUSY.into());
         }
-        let l = Session::load(image, attach)?;
+        let l = Session::load(image, attach, inner.pt.clone())?;
         inner.session = Some(l.session);
         inner.probes = Some(l.probes);
         inner.drain = Some(l.drain);
@@ -225,6 +234,30 @@ impl Consumer {
             f(i, &info)?;
         }
         Ok(s.nslots())
+    }
+}
+
+impl Consumer {
+    /// PT_CONFIG: allocates the PT buffers; only before LOAD (the session takes them then)
+    /// and not while a previous configuration runs.
+    pub(crate) fn pt_config(&self, cfg: &mut abi::PtConfig) -> Result {
+        let mut inner = self.inner.lock();
+        if inner.state != abi::STATE_IDLE {
+            return Err(EBUSY);
+        }
+        if inner.pt.as_ref().is_some_and(|p| p.is_running()) {
+            return Err(EBUSY);
+        }
+        // The old buffers go first: both may not fit.
+        inner.pt = None;
+        inner.pt = Some(Pt::new(cfg)?);
+        Ok(())
+    }
+
+    /// Runs `f` on the PT state under the lock; `ENOENT` if PT is not configured.
+    pub(crate) fn with_pt<R>(&self, f: impl FnOnce(&Pt) -> Result<R>) -> Result<R> {
+        let inner = self.inner.lock();
+        f(inner.pt.as_deref().ok_or(ENOENT)?)
     }
 }
 

@@ -33,7 +33,12 @@ plain_abi!(
     abi::ProbeInfo,
     abi::Probes,
     abi::Dynstat,
-    abi::DynCpu
+    abi::DynCpu,
+    abi::PtConfig,
+    abi::PtCpu,
+    abi::PtStatus,
+    abi::PtRead,
+    abi::PtLayout
 );
 
 /// Longest names buffer LOAD accepts.
@@ -103,9 +108,90 @@ impl FileOps for Device {
                 a.n = n.min(total) as u32;
                 write_arg(out, &a)
             }
+            abi::IOC_PT_CONFIG => {
+                let (mut c, out) = read_arg::<abi::PtConfig>(arg)?;
+                consumer.pt_config(&mut c)?;
+                write_arg(out, &c)
+            }
+            abi::IOC_PT_START => consumer.with_pt(|pt| pt.start()).map(|()| 0),
+            abi::IOC_PT_STOP => consumer.with_pt(|pt| pt.stop()).map(|()| 0),
+            abi::IOC_PT_STATUS => pt_status(&consumer, arg),
+            abi::IOC_PT_READ => pt_read(&consumer, arg),
+            abi::IOC_PT_LAYOUT => pt_layout(&consumer, arg),
             _ => Err(ENOTTY),
         }
     }
+}
+
+fn pt_status(consumer: &Consumer, arg: usize) -> Result<i32> {
+    let (mut st, out) = read_arg::<abi::PtStatus>(arg)?;
+    if st.reserved0 != 0 {
+        return Err(EINVAL);
+    }
+    let mut cpus = KVec::new();
+    if st.cpus != 0 {
+        let want = (st.ncpus as usize).min(cpu::nr_cpu_ids() as usize);
+        cpus.extend_with(want, abi::PtCpu::default(), GFP_KERNEL)?;
+    }
+    let n = match consumer.with_pt(|pt| Ok(pt.status(&mut st, &mut cpus))) {
+        Ok(n) => n,
+        Err(e) if e == ENOENT => {
+            st.state = abi::PT_STATE_NONE;
+            0
+        }
+        Err(e) => return Err(e),
+    };
+    if st.cpus != 0 {
+        let size = core::mem::size_of::<abi::PtCpu>();
+        let mut w = UserSlice::new(st.cpus as usize, n * size).writer();
+        for c in &cpus[..n] {
+            w.write(c)?;
+        }
+    }
+    st.ncpus = n as u32;
+    write_arg(out, &st)
+}
+
+fn pt_read(consumer: &Consumer, arg: usize) -> Result<i32> {
+    let (mut r, out) = read_arg::<abi::PtRead>(arg)?;
+    let len = (r.buf_len as usize).min(abi::PT_MAX_READ as usize);
+    let mut buf = KVVec::from_elem(0u8, len, GFP_KERNEL)?;
+    let (n, total) = consumer.with_pt(|pt| pt.read(r.cpu, r.offset, &mut buf))?;
+    UserSlice::new(r.buf as usize, n)
+        .writer()
+        .write_slice(&buf[..n])?;
+    r.len = n as u64;
+    r.total = total;
+    write_arg(out, &r)
+}
+
+fn pt_layout(consumer: &Consumer, arg: usize) -> Result<i32> {
+    let (mut l, out) = read_arg::<abi::PtLayout>(arg)?;
+    if l.reserved0 != 0 {
+        return Err(EINVAL);
+    }
+    consumer.with_pt(|pt| {
+        let (slices, tables, order) = pt.layout(l.cpu)?;
+        if l.slices != 0 {
+            let n = slices.len().min(l.nslices as usize);
+            let mut w = UserSlice::new(l.slices as usize, n * 8).writer();
+            for p in &slices[..n] {
+                w.write(p)?;
+            }
+        }
+        if l.tables != 0 {
+            let n = tables.len().min(l.ntables as usize);
+            let mut w = UserSlice::new(l.tables as usize, n * 8).writer();
+            for p in &tables[..n] {
+                w.write(p)?;
+            }
+        }
+        l.nslices = slices.len() as u32;
+        l.ntables = tables.len() as u32;
+        l.slice_order = order;
+        Ok(())
+    })?;
+    write_arg(out, &l)
 }
 
 fn status(consumer: &Consumer, arg: usize) -> Result<i32> {

@@ -23,12 +23,15 @@ mod consumer;
 mod device;
 mod dynmem;
 mod probe;
+mod pt;
 mod session;
 
 // Safe wrappers over the C shim.
 mod clean;
 mod cpu;
 mod miscdev;
+mod msr;
+mod pages;
 mod percpu;
 mod shim;
 mod switchbuf;

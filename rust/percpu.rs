@@ -86,3 +86,28 @@ impl<T> PerCpu<T> {
         unsafe { &mut *slot.0.get() }
     }
 }
+
+impl<T> PerCpu<T> {
+    /// This CPU's slot here and in `other`, for the holder of the CPU's [`ActionCtx`] (an
+    /// action that uses two containers, such as a session's state and its PT buffers).
+    /// `None` if `other` is this very container.
+    pub(crate) fn local_with<'a, U>(
+        &'a self,
+        other: &'a PerCpu<U>,
+        ctx: &'a mut ActionCtx,
+    ) -> Option<(&'a mut T, &'a mut U)> {
+        if core::ptr::eq(
+            self.slots.as_ptr().cast::<u8>(),
+            other.slots.as_ptr().cast::<u8>(),
+        ) {
+            return None;
+        }
+        let a = &self.slots[ctx.cpu as usize];
+        let b = &other.slots[ctx.cpu as usize];
+        // SAFETY: as in `local`: `ctx` is the CPU's only `ActionCtx` and stays mutably
+        // borrowed for 'a, so neither slot can be reached through `local`/`local_with`
+        // meanwhile; the two containers own separate allocations (checked above, and two live
+        // `KVec`s never share one), so the references don't alias.
+        Some(unsafe { (&mut *a.0.get(), &mut *b.0.get()) })
+    }
+}

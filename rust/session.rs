@@ -16,12 +16,14 @@ use crate::dynmem::DynVars;
 use crate::percpu::{ActionCtx, PerCpu};
 use crate::probe::{ProbeSet, Regs};
 use crate::program::{self, Image, ProbeKind, VerifiedClause};
+use crate::pt::{Pt, PtCpu};
 use crate::switchbuf::{Halves, HalvesMem, Switcher};
 use crate::task;
 use crate::xcall;
 use core::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use kernel::prelude::*;
 use kernel::str::CStr;
+use kernel::sync::Arc;
 
 /// Most scratch bytes a CPU may need for one firing (locals, records, strings).
 const SCRATCH_LIMIT: usize = 256 << 10;
@@ -52,9 +54,13 @@ impl ProbeSlot {
     pub(crate) fn count_recursion(&self) {
         // SAFETY: a registered probe's session outlives the registration.
         let s = unsafe { &*self.session };
-        s.counter(cpu::this_cpu(), self.id)
+        let cpu = cpu::this_cpu();
+        s.counter(cpu, self.id)
             .recursion
             .fetch_add(1, Ordering::Relaxed);
+        if let Some(pt) = s.pt.as_deref() {
+            pt.note_missed(cpu);
+        }
     }
 
     fn func(&self) -> &[u8] {
@@ -129,6 +135,8 @@ pub(crate) struct Session {
     exit_status: AtomicI64,
     /// Thread-local and associative variables, if the program has any.
     dynvars: Option<DynVars>,
+    /// The consumer's Intel PT buffers, written by `ptwrite()`.
+    pt: Option<Arc<Pt>>,
     _image_buf: VVec<u8>,
 }
 
@@ -188,7 +196,11 @@ pub(crate) struct Loaded {
 impl Session {
     /// Parses and verifies `image_buf`, builds the per-CPU state, and registers every probe
     /// (disabled). `attach` says where the fbt descriptions go.
-    pub(crate) fn load(image_buf: VVec<u8>, attach: &[AttachReq<'_>]) -> Result<Loaded, LoadFail> {
+    pub(crate) fn load(
+        image_buf: VVec<u8>,
+        attach: &[AttachReq<'_>],
+        pt: Option<Arc<Pt>>,
+    ) -> Result<Loaded, LoadFail> {
         // SAFETY: `image_buf` moves into the boxed session below and is never modified or
         // dropped before the session's other fields (type invariant); its heap memory does
         // not move with it.
@@ -321,6 +333,7 @@ impl Session {
                 exited: AtomicBool::new(false),
                 exit_status: AtomicI64::new(0),
                 dynvars,
+                pt,
                 _image_buf: image_buf,
             },
             GFP_KERNEL,
@@ -570,7 +583,15 @@ pub(crate) fn fire(slot: &ProbeSlot, ctx: &mut ActionCtx, regs: &Regs, ret: bool
         return;
     }
     let ts = cpu::mono_fast_ns();
-    let st = s.cpus.local(ctx);
+    let (st, pt) = match s.pt.as_deref() {
+        Some(pt) => {
+            let Some((st, c)) = s.cpus.local_with(pt.cpus(), ctx) else {
+                return;
+            };
+            (st, Some((pt, c)))
+        }
+        None => (s.cpus.local(ctx), None),
+    };
     let Ok(mut vm) = Vm::new(&mut st.scratch, s.nlocals, s.strsize) else {
         return;
     };
@@ -585,6 +606,7 @@ pub(crate) fn fire(slot: &ProbeSlot, ctx: &mut ActionCtx, regs: &Regs, ret: bool
         pbuf_off: &mut st.pbuf_off,
         pbuf_drops: &mut st.pbuf_drops,
         agg: st.agg.as_mut(),
+        pt,
     };
     for &c in &s.desc_clauses[start as usize..(start + n) as usize] {
         let clause = &s.clauses[c as usize];
@@ -617,6 +639,7 @@ struct KernelEnv<'a> {
     pbuf_off: &'a mut usize,
     pbuf_drops: &'a mut u64,
     agg: Option<&'a mut Halves<u64>>,
+    pt: Option<(&'a Pt, &'a mut PtCpu)>,
 }
 
 impl KernelEnv<'_> {
@@ -797,6 +820,13 @@ impl Env for KernelEnv<'_> {
             }
         }
         self.write(rec.kind as u32, rec.id, rec.data)
+    }
+
+    fn ptwrite(&mut self, value: u64) -> bool {
+        match self.pt.as_mut() {
+            Some((pt, c)) => pt.ptwrite(c, self.cpu, value),
+            None => false,
+        }
     }
 }
 

@@ -36,6 +36,12 @@ pub(crate) struct Periodic {
     _opaque: [u8; 0],
 }
 
+/// `struct page`, only ever handled by pointer.
+#[repr(C)]
+pub(crate) struct Page {
+    _opaque: [u8; 0],
+}
+
 /// `struct oxt_file_ops`: the device callbacks the shim's `file_operations` forward to.
 #[repr(C)]
 pub(crate) struct FileOps {
@@ -103,4 +109,14 @@ extern "C" {
     pub(crate) fn oxt_periodic_runs(p: *const Periodic) -> u64;
     pub(crate) fn oxt_periodic_free(p: *mut Periodic);
     pub(crate) fn oxt_synchronize_rcu();
+
+    pub(crate) fn oxt_pages_alloc(order: c_uint) -> *mut Page;
+    pub(crate) fn oxt_pages_free(page: *mut Page, order: c_uint);
+    pub(crate) fn oxt_page_address(page: *mut Page) -> *mut c_void;
+    pub(crate) fn oxt_page_phys(page: *mut Page) -> u64;
+    pub(crate) fn oxt_rdmsr_safe(msr: u32, val: *mut u64) -> c_int;
+    pub(crate) fn oxt_wrmsr_safe(msr: u32, val: u64) -> c_int;
+    pub(crate) fn oxt_cpuid_count(leaf: u32, subleaf: u32, regs: *mut u32);
+    pub(crate) fn oxt_rdtsc() -> u64;
+    pub(crate) fn oxt_phys_bits() -> c_uint;
 }

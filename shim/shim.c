@@ -23,7 +23,12 @@
 #include <linux/miscdevice.h>
 #include <linux/module.h>
 #include <linux/timekeeping.h>
+#include <linux/gfp.h>
+#include <linux/mm.h>
 #include <asm/cpufeature.h>
+#include <asm/io.h>
+#include <asm/msr.h>
+#include <asm/processor.h>
 #include <uapi/linux/oxtrace.h>
 
 #include "shim.h"
@@ -504,4 +509,49 @@ void oxt_periodic_free(struct oxt_periodic *p)
 void oxt_synchronize_rcu(void)
 {
 	synchronize_rcu();
+}
+
+struct page *oxt_pages_alloc(unsigned int order)
+{
+	return alloc_pages(GFP_KERNEL | __GFP_ZERO | __GFP_NOWARN, order);
+}
+
+void oxt_pages_free(struct page *page, unsigned int order)
+{
+	__free_pages(page, order);
+}
+
+void *oxt_page_address(struct page *page)
+{
+	return page_address(page);
+}
+
+u64 oxt_page_phys(struct page *page)
+{
+	return page_to_phys(page);
+}
+
+int oxt_rdmsr_safe(u32 msr, u64 *val)
+{
+	return rdmsrl_safe(msr, val);
+}
+
+int oxt_wrmsr_safe(u32 msr, u64 val)
+{
+	return wrmsrl_safe(msr, val);
+}
+
+void oxt_cpuid_count(u32 leaf, u32 subleaf, u32 *regs)
+{
+	cpuid_count(leaf, subleaf, &regs[0], &regs[1], &regs[2], &regs[3]);
+}
+
+u64 oxt_rdtsc(void)
+{
+	return rdtsc();
+}
+
+unsigned int oxt_phys_bits(void)
+{
+	return boot_cpu_data.x86_phys_bits;
 }

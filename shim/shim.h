@@ -106,4 +106,22 @@ void oxt_synchronize_rcu(void);
 /* Run fn(info) as an action would: interrupts off, under the guard (BEGIN/END). */
 void oxt_run_as_action(void (*fn)(void *info), void *info);
 
+/*
+ * Intel PT (rust/pt.rs): separate page allocations for ToPA slices and
+ * tables, the fault-safe RTIT MSR accessors and CPUID.
+ */
+struct page;
+/* 2^order zeroed pages, or NULL; never warns on failure. */
+struct page *oxt_pages_alloc(unsigned int order);
+void oxt_pages_free(struct page *page, unsigned int order);
+void *oxt_page_address(struct page *page);
+u64 oxt_page_phys(struct page *page);
+/* 0, or -EIO when the MSR access faulted (rdmsrl_safe/wrmsrl_safe). */
+int oxt_rdmsr_safe(u32 msr, u64 *val);
+int oxt_wrmsr_safe(u32 msr, u64 val);
+/* regs[0..4] = EAX, EBX, ECX, EDX of CPUID(leaf, subleaf). */
+void oxt_cpuid_count(u32 leaf, u32 subleaf, u32 *regs);
+u64 oxt_rdtsc(void);
+unsigned int oxt_phys_bits(void);
+
 #endif /* OXTRACE_SHIM_H */
