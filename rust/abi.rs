@@ -381,7 +381,6 @@ pub struct Dynstat {
     pub reserved: [u64; 4],
 }
 
-
 /// [`PtConfig::backend`]: the real backend if the CPU has PT, else the software one.
 pub const PT_BACKEND_AUTO: u32 = 0;
 /// [`PtConfig::backend`]: the software output engine.

@@ -225,4 +225,82 @@ impl Device {
         self.ioctl("STATUS", abi::IOC_STATUS, &mut s)?;
         Ok(s)
     }
+
+    /// `OXT_IOC_PT_CONFIG`: allocates the PT buffers; the filled-in configuration.
+    pub fn pt_config(&self, cfg: &abi::PtConfig) -> Result<abi::PtConfig, DeviceError> {
+        let mut c = abi::PtConfig {
+            size: size_of::<abi::PtConfig>() as u32,
+            ..*cfg
+        };
+        self.ioctl("PT_CONFIG", abi::IOC_PT_CONFIG, &mut c)?;
+        Ok(c)
+    }
+
+    /// `OXT_IOC_PT_START`.
+    pub fn pt_start(&self) -> Result<(), DeviceError> {
+        self.simple("PT_START", abi::IOC_PT_START)
+    }
+
+    /// `OXT_IOC_PT_STOP`.
+    pub fn pt_stop(&self) -> Result<(), DeviceError> {
+        self.simple("PT_STOP", abi::IOC_PT_STOP)
+    }
+
+    /// `OXT_IOC_PT_STATUS` with `ncpus` per-CPU entries.
+    pub fn pt_status(&self, ncpus: u32) -> Result<(abi::PtStatus, Vec<abi::PtCpu>), DeviceError> {
+        let mut cpus = vec![abi::PtCpu::default(); ncpus as usize];
+        let mut s = abi::PtStatus {
+            size: size_of::<abi::PtStatus>() as u32,
+            cpus: if ncpus == 0 {
+                0
+            } else {
+                cpus.as_mut_ptr() as u64
+            },
+            ncpus,
+            ..Default::default()
+        };
+        self.ioctl("PT_STATUS", abi::IOC_PT_STATUS, &mut s)?;
+        cpus.truncate(s.ncpus as usize);
+        Ok((s, cpus))
+    }
+
+    /// `OXT_IOC_PT_READ`: all of `cpu`'s data, oldest first.
+    pub fn pt_read_all(&self, cpu: u32) -> Result<Vec<u8>, DeviceError> {
+        let mut out = Vec::new();
+        let mut buf = vec![0u8; abi::PT_MAX_READ as usize];
+        loop {
+            let mut r = abi::PtRead {
+                size: size_of::<abi::PtRead>() as u32,
+                cpu,
+                offset: out.len() as u64,
+                buf: buf.as_mut_ptr() as u64,
+                buf_len: buf.len() as u64,
+                ..Default::default()
+            };
+            self.ioctl("PT_READ", abi::IOC_PT_READ, &mut r)?;
+            out.extend_from_slice(&buf[..r.len as usize]);
+            if r.len == 0 || out.len() as u64 >= r.total {
+                return Ok(out);
+            }
+        }
+    }
+
+    /// `OXT_IOC_PT_LAYOUT`: physical addresses of `cpu`'s slices and tables, and the order.
+    pub fn pt_layout(&self, cpu: u32) -> Result<(Vec<u64>, Vec<u64>, u32), DeviceError> {
+        let mut slices = vec![0u64; abi::PT_MAX_SLICES as usize];
+        let mut tables = vec![0u64; abi::PT_MAX_SLICES as usize];
+        let mut l = abi::PtLayout {
+            size: size_of::<abi::PtLayout>() as u32,
+            cpu,
+            slices: slices.as_mut_ptr() as u64,
+            tables: tables.as_mut_ptr() as u64,
+            nslices: slices.len() as u32,
+            ntables: tables.len() as u32,
+            ..Default::default()
+        };
+        self.ioctl("PT_LAYOUT", abi::IOC_PT_LAYOUT, &mut l)?;
+        slices.truncate(l.nslices as usize);
+        tables.truncate(l.ntables as usize);
+        Ok((slices, tables, l.slice_order))
+    }
 }

@@ -6,4 +6,5 @@ pub mod device;
 pub mod dsl;
 pub mod dynstat;
 pub mod probes;
+pub mod pt;
 pub mod run;

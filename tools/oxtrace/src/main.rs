@@ -242,6 +242,17 @@ fn trace(cli: &Cli) -> Res<i32> {
 }
 
 fn main() -> ExitCode {
+    // `oxtrace pt ...` has its own options (tools/oxtrace/src/pt.rs).
+    if std::env::args().nth(1).as_deref() == Some("pt") {
+        let args: Vec<String> = std::env::args().skip(1).collect();
+        return match oxtrace::pt::main(args) {
+            Ok(code) => ExitCode::from(code.clamp(0, 255) as u8),
+            Err(e) => {
+                eprintln!("oxtrace: pt: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     let cli = Cli::parse();
     let program = cli.program.is_some() || cli.script.is_some();
     let r = match (cli.args.first().map(String::as_str), &cli.list) {

@@ -389,5 +389,10 @@ fn ptwrite_writes_values_in_firing_order() {
     let got: Vec<u64> = s.ptwrites.iter().map(|w| w.1).collect();
     assert_eq!(got, vec![1002, 2003, 3009]);
     assert!(compile("BEGIN { ptwrite(); }", "t.d", &CompileOptions::default()).is_err());
-    assert!(compile("BEGIN { ptwrite(execname); }", "t.d", &CompileOptions::default()).is_err());
+    assert!(compile(
+        "BEGIN { ptwrite(execname); }",
+        "t.d",
+        &CompileOptions::default()
+    )
+    .is_err());
 }
