@@ -451,7 +451,8 @@ impl Pt {
         if self.backend != Backend::Soft || !self.running.load(Ordering::Acquire) {
             return false;
         }
-        if !c.engine.is_enabled() || c.engine.is_stopped() {
+        // A stopped engine counts the refused bytes as lost.
+        if !c.engine.is_enabled() {
             return false;
         }
         let mut b = [0u8; 48];
