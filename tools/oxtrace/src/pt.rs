@@ -17,7 +17,7 @@ use clap::{Parser, Subcommand};
 use oxtrace_core::abi;
 use oxtrace_core::topa::{DecodeError, Decoder, Packet, PtwSize};
 use std::fmt::Write as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 type Res<T> = Result<T, Box<dyn std::error::Error>>;
 
@@ -420,7 +420,7 @@ fn parse_mode(s: &str) -> Res<u32> {
     })
 }
 
-fn record(dev_path: &PathBuf, a: &RecordArgs) -> Res<i32> {
+fn record(dev_path: &Path, a: &RecordArgs) -> Res<i32> {
     let cfg = abi::PtConfig {
         backend: parse_backend(&a.backend)?,
         mode: parse_mode(&a.mode)?,
