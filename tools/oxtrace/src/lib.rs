@@ -5,5 +5,6 @@ pub mod agg;
 pub mod device;
 pub mod dsl;
 pub mod dynstat;
+pub mod exporter;
 pub mod probes;
 pub mod run;
