@@ -63,7 +63,7 @@ oxt_workload 8 1000" "$(echo "$out" | sort)"
 # A buffer too small for every data set: what does not fit is counted as a
 # drop, and every update is either merged or counted.
 run "$E { @c[arg2] = count(); @t[timestamp] = count(); }
-     END { printa(\"c %@d\n\", @c); printa(\"t %@d\n\", @t); }" -x aggsize=2k -x aggrate=50ms -c "$W"
+     END { printa(\"c %@d\n\", @c); printa(\"t %@d\n\", @t); }" -x aggsize=4k -x aggrate=50ms -c "$W"
 merged=$(echo "$out" | awk '{ s += $2 } END { print s + 0 }')
 drops=$(echo "$err" | sed -n 's/.* \([0-9]*\) aggregation drops on CPU.*/\1/p' | awk '{ s += $1 } END { print s + 0 }')
 if [ "$drops" -gt 0 ] && [ $((merged + drops)) = 16000 ]; then
@@ -88,7 +88,7 @@ wget -q -O /tmp/metrics http://127.0.0.1:9910/metrics
 kill -INT $p
 wait $p
 if grep -q '^oxtrace_reads_total 8000$\|^oxtrace_reads 8000$' /tmp/metrics &&
-	grep -q '^# EOF' /tmp/metrics && grep -q 'le="8"' /tmp/metrics; then
+	grep -q '^# EOF' /tmp/metrics && grep -q "le=\"7\"} 7000" /tmp/metrics && grep -q "le=\"+Inf\"} 8000" /tmp/metrics; then
 	ok "--listen serves OpenMetrics while tracing"
 else
 	nok "--listen serves OpenMetrics while tracing" "$(cat /tmp/metrics /tmp/err)"
