@@ -26,7 +26,7 @@ module tool selftests:
 	@scripts/build.sh $@
 
 run:
-	@scripts/vm.sh -- 'echo "# oxtrace version"; oxtrace version; echo "# oxtrace status"; oxtrace status; echo "# oxtrace status --json"; oxtrace status --json'
+	@scripts/vm.sh --files scripts/demo -- sh /extra/run.sh
 
 check:
 	@scripts/check.sh

@@ -44,6 +44,9 @@ use sync::{spin_loop, AtomicBool, AtomicU32, AtomicU64, Ordering};
 use Ordering::{AcqRel, Acquire, Relaxed, Release};
 
 /// End of a free, clean, rinsing or dirty list.
+/// A CPU samples the high-water mark at every this many allocations.
+const HIGH_WATER_SAMPLE: u64 = 64;
+
 const NIL: u32 = u32::MAX;
 /// End of a hash chain. Distinct from [`NIL`]: a lookup that reaches `NIL` has followed a
 /// deleted chunk into a dirty list and must start over.
@@ -1138,7 +1141,12 @@ impl<'a> Dstate<'a> {
                         .compare_exchange(start, c, AcqRel, Acquire)
                         .is_ok()
                     {
-                        d.allocs.fetch_add(1, Relaxed);
+                        // The high-water mark is sampled, not kept exactly (that would take a
+                        // shared counter per allocation): at a CPU's first and every 64th
+                        // allocation, and at every cleaner pass, drop and status query.
+                        if d.allocs.fetch_add(1, Relaxed) % HIGH_WATER_SAMPLE == 0 {
+                            self.sample_high_water();
+                        }
                         return Ok(Some(c));
                     }
                     // Lost the race with another insertion or a deletion (¶39): the chunk
@@ -1494,6 +1502,7 @@ impl<'a> Dstate<'a> {
         a.saturating_sub(f)
     }
 
+    /// Records the chunks in use now if they are the most seen.
     fn sample_high_water(&self) {
         self.header.high_water.fetch_max(self.in_use(), Relaxed);
     }

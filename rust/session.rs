@@ -201,11 +201,11 @@ impl Session {
         attach: &[AttachReq<'_>],
         pt: Option<Arc<Pt>>,
     ) -> Result<Loaded, LoadFail> {
+        let (ptr, len) = (image_buf.as_ptr(), image_buf.len());
         // SAFETY: `image_buf` moves into the boxed session below and is never modified or
         // dropped before the session's other fields (type invariant); its heap memory does
         // not move with it.
-        let bytes: &'static [u8] =
-            unsafe { core::slice::from_raw_parts(image_buf.as_ptr(), image_buf.len()) };
+        let bytes: &'static [u8] = unsafe { core::slice::from_raw_parts(ptr, len) };
         let image = Image::parse(bytes).map_err(|e| {
             let (code, arg) = diag::image_code(&e);
             LoadFail {

@@ -5,6 +5,7 @@ pub mod agg;
 pub mod device;
 pub mod dsl;
 pub mod dynstat;
+pub mod exporter;
 pub mod probes;
 pub mod pt;
 pub mod run;

@@ -48,6 +48,9 @@ struct Cli {
     /// At the end, print the counters of every probe and CPU.
     #[arg(short = 'v')]
     verbose: bool,
+    /// Serve the aggregations as OpenMetrics on http://ADDR/metrics while the program runs.
+    #[arg(long, value_name = "ADDR")]
+    listen: Option<String>,
     /// Output format: text, json or openmetrics.
     #[arg(short = 'o', value_name = "FORMAT", default_value = "text")]
     output: String,
@@ -237,8 +240,15 @@ fn trace(cli: &Cli) -> Res<i32> {
         text: &text,
         name: &name,
     };
-    let r = Run::load(&dev, &prog, src, fmt).and_then(|r| r.run(&mut target, cli.verbose));
-    Ok(r?)
+    let mut r = Run::load(&dev, &prog, src, fmt)?;
+    if let Some(addr) = &cli.listen {
+        let m = oxtrace::exporter::Metrics::default();
+        let bound = oxtrace::exporter::serve(addr, m.clone())
+            .map_err(|e| format!("--listen {addr}: {e}"))?;
+        eprintln!("oxtrace: serving the aggregations on http://{bound}/metrics");
+        r.publish_to(m);
+    }
+    Ok(r.run(&mut target, cli.verbose)?)
 }
 
 fn main() -> ExitCode {

@@ -6,6 +6,7 @@ use crate::agg::{AggDef, AggTable, Dictionary, KeyField, SortOrder};
 use crate::device::{Device, DeviceError};
 use crate::dsl::{self, Compiled};
 use crate::dynstat::{self, DropTracker};
+use crate::exporter::Metrics;
 use crate::probes;
 use oxtrace_core::abi;
 use oxtrace_core::action::{Item, Items, RecordKind};
@@ -393,6 +394,8 @@ pub struct Run<'a> {
     header_done: bool,
     /// Dynamic-variable drop warnings, when the program has dynamic variables.
     dyn_drops: Option<DropTracker>,
+    /// Where `--listen` publishes the aggregations after every snapshot.
+    metrics: Option<Metrics>,
     out: io::BufWriter<io::Stdout>,
 }
 
@@ -478,8 +481,15 @@ impl<'a> Run<'a> {
                 .iter()
                 .any(|v| v.scope != oxtrace_core::action::Scope::Global)
                 .then(DropTracker::default),
+            metrics: None,
             out: io::BufWriter::new(io::stdout()),
         })
+    }
+
+    /// Publishes the aggregations to `m` (OpenMetrics) after every snapshot.
+    pub fn publish_to(&mut self, m: Metrics) {
+        m.publish(self.aggs.to_openmetrics("oxtrace"));
+        self.metrics = Some(m);
     }
 
     /// Enables the probes, releases the target, drains until done, stops, and prints what
@@ -748,6 +758,9 @@ impl<'a> Run<'a> {
                     .merge_snapshots(&self.aggbuf[..s.len as usize])
                     .map_err(|e| RunError(e.to_string()))?;
             }
+        }
+        if let Some(m) = &self.metrics {
+            m.publish(self.aggs.to_openmetrics("oxtrace"));
         }
         Ok(())
     }

@@ -1,0 +1,97 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+# Aggregations in the kernel's per-CPU buffers, snapshotted and merged by the
+# tool: exact values for every function against oxt_workload (4 threads on 4
+# CPUs, 2000 reads each of 1..8 bytes, so each size 1000 times), drops
+# conserved with a tiny aggsize, and the OpenMetrics exporter: TAP.
+cd "$(dirname "$0")" || exit 1
+n=0
+fails=0
+ok() { n=$((n + 1)); echo "ok $n $1"; }
+nok() {
+	n=$((n + 1))
+	fails=$((fails + 1))
+	echo "not ok $n $1"
+	shift
+	printf '%s\n' "$@" | sed 's/^/# /'
+}
+expect() {
+	if [ "$2" = "$3" ]; then ok "$1"; else nok "$1" "want: $2" "got:  $3"; fi
+}
+run() {
+	prog=$1
+	shift
+	timeout 120 oxtrace -q -e "$prog" "$@" >/tmp/out 2>/tmp/err
+	rc=$?
+	out=$(cat /tmp/out)
+	err=$(cat /tmp/err)
+}
+W="./oxt_workload read 4 2000"
+E='fbt::ksys_read:entry /pid == $target/'
+# buckets: the non-zero rows of a histogram as "value count" pairs
+buckets() { awk '$2 ~ /^\|/ && $3 != 0 { printf "%s %s ", $1, $3 }'; }
+
+echo "TAP version 13"
+echo "1..8"
+
+run "$E { @s = stddev(arg2); @sum = sum(arg2); } END { printa(\"%@d\n\", @s); printa(\"%@d\n\", @sum); }" -c "$W"
+expect "stddev and sum (integer arithmetic, as DTrace)" "3
+36000" "$out"
+
+run "$E { @l = lquantize(arg2, 0, 10, 2); }" -c "$W"
+expect "lquantize buckets exact" "0 1000 2 2000 4 2000 6 2000 8 1000 " "$(echo "$out" | buckets)"
+
+run "$E { @l = lquantize(arg2, 3, 6); }" -c "$W"
+expect "lquantize under- and overflow buckets" "< 2000 3 1000 4 1000 5 1000 >= 3000 " \
+	"$(echo "$out" | awk '$2 ~ /^\|/ && $3 != 0 { printf "%s %s ", $1, $3 } $3 ~ /^\|/ && $4 != 0 { printf "%s %s ", $1, $4 }')"
+
+run "$E { @l = llquantize(arg2, 2, 0, 3, 2); }" -c "$W"
+got=$(echo "$out" | buckets)
+total=$(echo "$got" | awk '{ for (i = 2; i <= NF; i += 2) s += $i } END { print s }')
+expect "llquantize: every value in a bucket" "8000" "$total"
+
+run "$E { @k[execname, arg2] = count(); } END { printa(\"%s %d %@d\n\", @k); }" -c "$W"
+expect "tuple keys of a string and an integer" "oxt_workload 1 1000
+oxt_workload 2 1000
+oxt_workload 3 1000
+oxt_workload 4 1000
+oxt_workload 5 1000
+oxt_workload 6 1000
+oxt_workload 7 1000
+oxt_workload 8 1000" "$(echo "$out" | sort)"
+
+# A buffer too small for every data set: what does not fit is counted as a
+# drop, and every update is either merged or counted.
+run "$E { @c[arg2] = count(); @t[timestamp] = count(); }
+     END { printa(\"c %@d\n\", @c); printa(\"t %@d\n\", @t); }" -x aggsize=4k -x aggrate=50ms -c "$W"
+merged=$(echo "$out" | awk '{ s += $2 } END { print s + 0 }')
+drops=$(echo "$err" | sed -n 's/.* \([0-9]*\) aggregation drops on CPU.*/\1/p' | awk '{ s += $1 } END { print s + 0 }')
+if [ "$drops" -gt 0 ] && [ $((merged + drops)) = 16000 ]; then
+	ok "tiny aggsize: drops reported, merged + dropped = updates ($merged + $drops)"
+else
+	nok "tiny aggsize: drops reported, merged + dropped = updates" "merged $merged drops $drops" "$err"
+fi
+
+run "$E { @c = count(); } END { clear(@c); printa(\"%@d\n\", @c); }" -c "$W"
+expect "clear() empties an aggregation" "0" "$out"
+
+# The exporter: scrape /metrics while the program runs.
+ifconfig lo 127.0.0.1 up 2>/dev/null
+oxtrace -q --listen 127.0.0.1:9910 -x aggrate=100ms \
+	-e 'fbt::ksys_read:entry /execname == "oxt_workload"/ { @reads = count(); @size = quantize(arg2); }' \
+	>/dev/null 2>/tmp/err &
+p=$!
+sleep 3
+./oxt_workload read 4 2000
+sleep 1
+wget -q -O /tmp/metrics http://127.0.0.1:9910/metrics
+kill -INT $p
+wait $p
+if grep -q '^oxtrace_reads_total 8000$\|^oxtrace_reads 8000$' /tmp/metrics &&
+	grep -q '^# EOF' /tmp/metrics && grep -q "le=\"7\"} 7000" /tmp/metrics && grep -q "le=\"+Inf\"} 8000" /tmp/metrics; then
+	ok "--listen serves OpenMetrics while tracing"
+else
+	nok "--listen serves OpenMetrics while tracing" "$(cat /tmp/metrics /tmp/err)"
+fi
+
+exit $((fails > 0))
