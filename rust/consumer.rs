@@ -10,7 +10,7 @@ use crate::cpu;
 use crate::probe::ProbeSet;
 use crate::program::ProbeKind;
 use crate::pt::Pt;
-use crate::session::{AttachReq, Drain, LoadFail, Session};
+use crate::session::{AggTaken, AttachReq, Drain, LoadFail, Session};
 use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::new_mutex;
 use kernel::prelude::*;
@@ -203,7 +203,7 @@ impl Consumer {
         cpu: u32,
         limit: usize,
         sink: impl FnMut(&[u8]) -> Result,
-    ) -> Result<(usize, u64)> {
+    ) -> Result<AggTaken> {
         let mut guard = self.inner.lock();
         let inner = &mut *guard;
         let (Some(s), Some(d)) = (inner.session.as_ref(), inner.drain.as_mut()) else {
@@ -213,7 +213,7 @@ impl Consumer {
             return Err(EINVAL);
         }
         if !cpu::online(cpu) {
-            return Ok((0, 0));
+            return Ok(AggTaken::Data { len: 0, drops: 0 });
         }
         s.take_agg(d, cpu, limit, sink)
     }

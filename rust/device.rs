@@ -7,7 +7,7 @@ use crate::consumer::Consumer;
 use crate::cpu;
 use crate::miscdev::FileOps;
 use crate::program;
-use crate::session::{AttachReq, LoadFail, MAX_ATTACH};
+use crate::session::{AggTaken, AttachReq, LoadFail, MAX_ATTACH};
 use kernel::prelude::*;
 use kernel::str::CStr;
 use kernel::types::{AsBytes, FromBytes};
@@ -89,11 +89,20 @@ impl FileOps for Device {
             abi::IOC_AGGSNAP => {
                 let (mut a, out) = read_arg::<abi::Snapshot>(arg)?;
                 let mut w = UserSlice::new(a.buf as usize, a.buf_len as usize).writer();
-                let (len, drops) =
-                    consumer.aggsnap(a.cpu, a.buf_len as usize, |d| w.write_slice(d))?;
-                a.len = len as u64;
-                a.drops = drops;
-                write_arg(out, &a)
+                match consumer.aggsnap(a.cpu, a.buf_len as usize, |d| w.write_slice(d))? {
+                    AggTaken::Data { len, drops } => {
+                        a.len = len as u64;
+                        a.drops = drops;
+                        write_arg(out, &a)
+                    }
+                    AggTaken::TooSmall { need } => {
+                        // Tell the caller how much room the data sets need.
+                        a.len = need as u64;
+                        a.drops = 0;
+                        write_arg(out, &a)?;
+                        Err(ENOSPC)
+                    }
+                }
             }
             abi::IOC_PROBES => {
                 let (mut a, out) = read_arg::<abi::Probes>(arg)?;

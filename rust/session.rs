@@ -102,6 +102,9 @@ struct CpuState {
 pub(crate) struct Drain {
     pbuf: Switcher,
     agg: Option<Switcher>,
+    /// Per CPU, an aggregation half taken by a switch but not yet delivered (the user's
+    /// buffer was too small): the next AGGSNAP delivers it without switching again.
+    agg_pending: KVec<Option<usize>>,
     /// Kernel bounce buffer for serialising an aggregation snapshot.
     bounce: KVVec<u8>,
 }
@@ -404,9 +407,14 @@ impl Session {
             });
         }
         let nprobes = probes.kprobes() as u32;
+        let mut agg_pending = KVec::with_capacity(ncpus as usize, GFP_KERNEL)?;
+        for _ in 0..ncpus {
+            agg_pending.push(None, GFP_KERNEL)?;
+        }
         let drain = Drain {
             pbuf: pbuf_sw,
             agg: agg_sw,
+            agg_pending,
             bounce: KVVec::from_elem(0u8, 64 << 10, GFP_KERNEL)?,
         };
         Ok(Loaded {
@@ -532,44 +540,61 @@ impl Session {
     }
 
     /// Switches `cpu`'s aggregation buffer and serialises what it took through `sink`
-    /// (chunks of whole records); the half is emptied only if every chunk was accepted.
-    /// Returns the bytes written and the drops, or `ENOSPC` with nothing lost if `limit` is
-    /// too small (the data goes back to the CPU at the next switch).
+    /// (chunks of whole records), then empties that half. If the data sets need more than
+    /// `limit` bytes, nothing is copied and the half is kept aside: the next call delivers it
+    /// before anything is switched again, so nothing is lost or counted twice.
     pub(crate) fn take_agg(
         &self,
         d: &mut Drain,
         cpu: u32,
         limit: usize,
         mut sink: impl FnMut(&[u8]) -> Result,
-    ) -> Result<(usize, u64)> {
+    ) -> Result<AggTaken> {
         let (Some(mem), Some(sw)) = (self.agg_mem.as_ref(), d.agg.as_mut()) else {
-            return Ok((0, 0));
+            return Ok(AggTaken::Data { len: 0, drops: 0 });
         };
-        let got = AtomicU64::new(0);
-        xcall::on_cpu(cpu, &|ctx: &mut ActionCtx| {
-            if let Some(h) = self.cpus.local(ctx).agg.as_mut() {
-                got.store(h.switch() as u64, Ordering::Relaxed);
+        let pending = d.agg_pending.get_mut(cpu as usize).ok_or(EINVAL)?;
+        let which = match *pending {
+            Some(h) => h,
+            None => {
+                let got = AtomicU64::new(0);
+                xcall::on_cpu(cpu, &|ctx: &mut ActionCtx| {
+                    if let Some(h) = self.cpus.local(ctx).agg.as_mut() {
+                        got.store(h.switch() as u64, Ordering::Relaxed);
+                    }
+                })?;
+                got.load(Ordering::Relaxed) as usize
             }
-        })?;
-        let half = mem.taken(sw, cpu, got.load(Ordering::Relaxed) as usize)?;
+        };
+        let half = mem.taken(sw, cpu, which)?;
         let mut buf = AggBuffer::attach(half).map_err(|_| EINVAL)?;
         let need = buf.snapshot_len();
         if need > limit {
-            return Err(ENOSPC);
+            *pending = Some(which);
+            return Ok(AggTaken::TooSmall { need });
         }
+        *pending = None;
         let drops = buf.drops();
         let mut cur = agg::SnapshotCursor::new();
-        let mut total = 0;
+        let mut len = 0;
         while !cur.is_done() {
             let n = buf
                 .serialize(cpu, &mut d.bounce, &mut cur)
                 .map_err(|_| EINVAL)?;
             sink(&d.bounce[..n])?;
-            total += n;
+            len += n;
         }
         buf.reset();
-        Ok((total, drops))
+        Ok(AggTaken::Data { len, drops })
     }
+}
+
+/// What an aggregation snapshot of one CPU gave.
+pub(crate) enum AggTaken {
+    /// `len` bytes of data sets were copied; `drops` updates did not fit the buffer.
+    Data { len: usize, drops: u64 },
+    /// The data sets need `need` bytes: nothing copied, nothing lost.
+    TooSmall { need: usize },
 }
 
 /// Runs the clauses of `slot`'s probe description; called by the shim in probe context.

@@ -124,7 +124,8 @@ struct oxt_load {
  * SNAPSHOT: take the principal buffer of one CPU (DTrace's switch policy); buf
  * must hold bufsize bytes (else ENOSPC).  AGGSNAP: take one CPU's aggregation
  * buffer as a stream of data-set records (Documentation/agg.rst); if it does
- * not fit buf, ENOSPC and len = the bytes needed, and nothing is lost.
+ * not fit buf, ENOSPC and len = the bytes needed: the data are kept aside and
+ * the next AGGSNAP of that CPU delivers them, so nothing is lost.
  * An offline CPU gives len 0.
  */
 struct oxt_snapshot {
