@@ -32,7 +32,7 @@ E='fbt::ksys_read:entry /pid == $target/'
 buckets() { awk '$2 ~ /^\|/ && $3 != 0 { printf "%s %s ", $1, $3 }'; }
 
 echo "TAP version 13"
-echo "1..8"
+echo "1..9"
 
 run "$E { @s = stddev(arg2); @sum = sum(arg2); } END { printa(\"%@d\n\", @s); printa(\"%@d\n\", @sum); }" -c "$W"
 expect "stddev and sum (integer arithmetic, as DTrace)" "3
@@ -71,6 +71,12 @@ if [ "$drops" -gt 0 ] && [ $((merged + drops)) = 16000 ]; then
 else
 	nok "tiny aggsize: drops reported, merged + dropped = updates" "merged $merged drops $drops" "$err"
 fi
+
+# 8000 distinct keys: far more than the tool's first 64 KiB snapshot buffer, so
+# AGGSNAP answers ENOSPC first and the data must still arrive whole.
+run "$E { @t[timestamp] = count(); } END { printa(\"%@d\n\", @t); }" -x aggrate=10s -c "$W"
+expect "a snapshot bigger than the first buffer arrives whole" "8000 many" \
+	"$(echo "$out" | awk '{ s += $1; n++ } END { print s + 0, (n > 2000 ? "many" : n + 0) }')"
 
 run "$E { @c = count(); } END { clear(@c); printa(\"%@d\n\", @c); }" -c "$W"
 expect "clear() empties an aggregation" "0" "$out"
