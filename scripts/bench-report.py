@@ -15,8 +15,20 @@ import sys
 raw, splats, md_out, json_out = sys.argv[1:5]
 kv = re.compile(r"(\w+)=(\S+)")
 res, notes, keys, dyn, clean = [], [], [], [], []
+prof, cur = [], None
 for line in open(raw, errors="replace"):
     line = line.rstrip("\r\n")
+    if line.startswith("PROF-BEGIN "):
+        cur = {"tool": line.split()[1], "pair": line.split()[2], "lines": []}
+        continue
+    if line.startswith("PROF-END"):
+        if cur:
+            prof.append(cur)
+        cur = None
+        continue
+    if cur is not None:
+        cur["lines"].append(line.strip())
+        continue
     if line.startswith("RES "):
         d = dict(kv.findall(line))
         try:
@@ -53,63 +65,73 @@ def fmt(x, p=0):
 
 
 data = {"workloads": {}, "targets": [], "notes": notes}
+TOOLS = ["oxtrace", "oxtrace-o2", "bpftrace"]
+SHORT = {"oxtrace": "ox", "oxtrace-o2": "o2", "bpftrace": "bt"}
 md = ["# oxtrace vs bpftrace (make bench)", "",
-      "ns per call (median over rounds; per thread for 4 threads). added = median - no-probe "
-      "median; ox/bt = oxtrace added / bpftrace added; action/probe = (pair - empty) / "
-      "(empty - none) of the same tool.", ""]
+      "ns per call (median over rounds; per thread for 4 threads). ox = oxtrace.ko as built "
+      "with the kernel's flags (-Copt-level=s), o2 = the same module built with "
+      "-Copt-level=2, bt = bpftrace. added = median - no-probe median; x/bt = added / "
+      "bpftrace's added; act/probe = (pair - empty) / (empty - none) of the same tool.", "",
+      f"Pairs: {', '.join(f'{p}: `{a}` vs `{b}`' for p, (a, b) in DESC.items())}.", ""]
 for wl, wdesc in WLS:
     base, nb = med("none", "none", wl)
     if base is None:
         continue
     w = {"none_ns": base, "none_runs": nb, "pairs": {}}
     md += [f"## {wdesc} (no probe: {base:.0f} ns, {nb} runs)", "",
-           "| pair | oxtrace | bpftrace | ox ns | bt ns | ox added | bt added | ox/bt "
-           "| ox action/probe | bt action/probe | runs ox/bt |",
-           "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|"]
-    empty = {t: med("empty", t, wl)[0] for t in ("oxtrace", "bpftrace")}
+           "| pair | ox ns | o2 ns | bt ns | ox added | o2 added | bt added | ox/bt | o2/bt "
+           "| ox act/probe | o2 act/probe | bt act/probe | runs ox/o2/bt |",
+           "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+    empty = {t: med("empty", t, wl)[0] for t in TOOLS}
     for p in PAIRS:
-        (ox, nox), (bt, nbt) = med(p, "oxtrace", wl), med(p, "bpftrace", wl)
-        if ox is None and bt is None:
+        m = {t: med(p, t, wl) for t in TOOLS}
+        if all(v is None for v, _ in m.values()):
             continue
-        oa = None if ox is None else ox - base
-        ba = None if bt is None else bt - base
-        ratio = oa / ba if oa is not None and ba not in (None, 0) else None
-
-        def act(v, t):
-            e = empty[t]
-            if p == "empty" or v is None or e is None or e - base <= 0:
-                return None
-            return (v - e) / (e - base)
-
-        oact, bact = act(ox, "oxtrace"), act(bt, "bpftrace")
-        w["pairs"][p] = {"oxtrace_ns": ox, "bpftrace_ns": bt, "oxtrace_added_ns": oa,
-                         "bpftrace_added_ns": ba, "ox_over_bt": ratio,
-                         "oxtrace_action_over_probe": oact,
-                         "bpftrace_action_over_probe": bact, "runs": [nox, nbt]}
-        md.append(f"| {p} | `{DESC[p][0]}` | `{DESC[p][1]}` | {fmt(ox)} | {fmt(bt)} | "
-                  f"{fmt(oa)} | {fmt(ba)} | {fmt(ratio, 2)} | {fmt(oact, 2)} | "
-                  f"{fmt(bact, 2)} | {nox}/{nbt} |")
+        e = {}
+        for t in TOOLS:
+            v = m[t][0]
+            added = None if v is None else v - base
+            eb = empty[t]
+            act = None
+            if p != "empty" and v is not None and eb is not None and eb - base > 0:
+                act = (v - eb) / (eb - base)
+            e[t] = {"ns": v, "added_ns": added, "action_over_probe": act, "runs": m[t][1]}
+        bta = e["bpftrace"]["added_ns"]
+        for t in ("oxtrace", "oxtrace-o2"):
+            a = e[t]["added_ns"]
+            e[t]["over_bpftrace"] = a / bta if a is not None and bta else None
+        w["pairs"][p] = e
+        md.append(f"| {p} | " + " | ".join(fmt(e[t]["ns"]) for t in TOOLS) + " | "
+                  + " | ".join(fmt(e[t]["added_ns"]) for t in TOOLS) + " | "
+                  + f"{fmt(e['oxtrace']['over_bpftrace'], 2)} | "
+                  + f"{fmt(e['oxtrace-o2']['over_bpftrace'], 2)} | "
+                  + " | ".join(fmt(e[t]["action_over_probe"], 2) for t in TOOLS) + " | "
+                  + "/".join(str(e[t]["runs"]) for t in TOOLS) + " |")
     md.append("")
     data["workloads"][wl] = w
 
 
 def target(name, wl, pair, key, limit):
-    v = data["workloads"].get(wl, {}).get("pairs", {}).get(pair, {}).get(key)
-    data["targets"].append({"target": name, "workload": wl, "value": v, "limit": limit,
-                            "met": None if v is None else v <= limit})
-    state = "n/a" if v is None else ("met" if v <= limit else "NOT met")
-    return f"| {name} | {wl} | {fmt(v, 2)} | ≤ {limit} | {state} |"
+    rows = []
+    for t in ("oxtrace", "oxtrace-o2"):
+        v = data["workloads"].get(wl, {}).get("pairs", {}).get(pair, {}).get(t, {}).get(key)
+        if v is None and t == "oxtrace-o2":
+            continue
+        data["targets"].append({"target": name, "module": t, "workload": wl, "value": v,
+                                "limit": limit, "met": None if v is None else v <= limit})
+        state = "n/a" if v is None else ("met" if v <= limit else "NOT met")
+        rows.append(f"| {name} | {SHORT[t]} | {wl} | {fmt(v, 2)} | ≤ {limit} | {state} |")
+    return "\n".join(rows)
 
 
 md += ["## Targets (printed, not enforced)", "",
-       "| target | workload | measured | limit | |", "|---|---|---:|---:|---|"]
+       "| target | module | workload | measured | limit | |", "|---|---|---|---:|---:|---|"]
 for wl in ("1t", "4t"):
-    md.append(target("count: oxtrace added / bpftrace added", wl, "count", "ox_over_bt", 0.8))
+    md.append(target("count: oxtrace added / bpftrace added", wl, "count", "over_bpftrace", 0.8))
 for wl in ("1t", "4t", "lat"):
-    md.append(target("latency histogram: oxtrace / bpftrace", wl, "hist", "ox_over_bt", 1.0))
+    md.append(target("latency histogram: oxtrace / bpftrace", wl, "hist", "over_bpftrace", 1.0))
 for wl in ("1t", "4t"):
-    md.append(target("count action / bare kprobe (oxtrace)", wl, "count",
-                     "oxtrace_action_over_probe", 0.25))
+    md.append(target("count action / bare kprobe", wl, "count", "action_over_probe", 0.25))
 md.append("")
 
 if keys:
@@ -152,6 +174,14 @@ if clean:
         md.append(f"| {c.get('cleanrate', '?')} | {c.get('period_ns', '-')} ns | {a} | {d} "
                   f"| {rate} |")
     md.append("")
+
+if prof:
+    data["profile"] = prof
+    md += ["## Profile (perf cpu-clock on the workload's CPU, 1-thread read loop)", "",
+           "oxtrace's handler runs with interrupts off (shim oxt_probe_run), so a timer "
+           "sample taken inside it lands on oxt_probe_run: that symbol is the whole probe.", ""]
+    for pr in prof:
+        md += [f"**{pr['tool']} {pr['pair']}**", "", "```"] + pr["lines"][:12] + ["```", ""]
 
 sp = [s.rstrip() for s in open(splats, errors="replace")] if splats else []
 data["splats"] = sp

@@ -20,7 +20,11 @@ export KFLAVOR KDIR
 out=$OXT_ROOT/build/bench
 rm -rf "$out"
 mkdir -p "$out/files"
-# The module, tool and selftests against the bench kernel (vm.sh builds them with KDIR).
+# The module as the kernel's flags build it (-Copt-level=s with tinyconfig's
+# CC_OPTIMIZE_FOR_SIZE), the tool and the selftests against the bench kernel; and
+# a variant module with -Copt-level=2 (KRUSTFLAGS come after the kernel's flags).
+KRUSTFLAGS="-Copt-level=2" "$OXT_ROOT/scripts/build.sh" module
+cp "$OXT_ROOT/build/oxtrace.ko" "$out/files/oxtrace-o2.ko"
 "$OXT_ROOT/scripts/build.sh" all
 say "building the bench workload"
 ${CC:-gcc} -O2 -Wall -Wextra -Werror -static -pthread -D_GNU_SOURCE \
@@ -29,7 +33,7 @@ cp "$OXT_ROOT/scripts/guest/bench-run.sh" "$out/files/"
 
 set +e
 "$OXT_ROOT/scripts/vm.sh" --no-build --files "$out/files" --mem 2G --hostroot \
-	--timeout "${BENCH_TIMEOUT:-5400}" -- sh /extra/bench-run.sh "$@" | tee "$out/raw.log"
+	--timeout "${BENCH_TIMEOUT:-5400}" -- sh /extra/bench-run.sh ${*@Q} | tee "$out/raw.log"
 status=${PIPESTATUS[0]}
 set -e
 cp "$OXT_ROOT/build/vm/console.log" "$OXT_ROOT/build/vm/dmesg.log" "$out/" 2>/dev/null || true

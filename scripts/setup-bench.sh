@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Install what `make bench` needs on top of scripts/setup-toolchain.sh: Debian's
-# bpftrace, run inside the bench guest from the host's root filesystem over 9p.
+# bpftrace (and perf for the profile), run inside the bench guest from the host's
+# root filesystem over 9p.
 # Kept apart so that `make check` stays lean.  Idempotent and silent when present.
 set -euo pipefail
 "$(dirname "$0")/setup-toolchain.sh"
 
-BENCH_PKGS=(bpftrace)
+BENCH_PKGS=(bpftrace linux-perf)
 SUDO=
 [ "$(id -u)" = 0 ] || SUDO=sudo
 missing=()

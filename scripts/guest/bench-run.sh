@@ -8,10 +8,19 @@
 # bpftrace runs from the host's root filesystem (9p, read-only) in a chroot.
 # Settings come as arguments NAME=VALUE: ROUNDS, N1 (calls, 1 thread), N4 (calls
 # per thread, 4 threads), NL (calls of the latency workload), LSIZE (its read size),
-# KEYS (distinct keys), PAIRS (which pairs).
+# KEYS (distinct keys), PAIRS (which pairs), PROFILE (pairs to profile with the
+# host's perf: cpu-clock samples on the workload's CPU, where the time goes).
 ROUNDS=5 N1=200000 N4=100000 NL=20000 LSIZE=16384 KEYS=100000
 PAIRS="empty count hist sum trace"
-for a in "$@"; do eval "$a"; done
+PROFILE="empty count hist"
+# VARIANT: pairs also run with /extra/oxtrace-o2.ko (the module built with
+# -Copt-level=2 instead of the kernel's -Copt-level=s), swapped in for the run.
+VARIANT="empty count hist"
+for a in "$@"; do
+	name=${a%%=*}
+	val=${a#*=}
+	eval "$name=\$val"
+done
 B=/extra/oxt_bench
 H=/host
 
@@ -72,6 +81,15 @@ run_none() {
 	emit "$1" none none
 }
 
+# run_ox2 ROUND PAIR: run_ox with the -Copt-level=2 module loaded instead.
+run_ox2() {
+	[ -f /extra/oxtrace-o2.ko ] || return 0
+	rmmod oxtrace && insmod /extra/oxtrace-o2.ko || { echo "NOTE cannot swap in oxtrace-o2.ko"; return; }
+	run_ox "$1" "$2" oxtrace-o2
+	rmmod oxtrace
+	insmod /lib/modules/oxtrace.ko || echo "NOTE cannot reload oxtrace.ko"
+}
+
 run_ox() {
 	opts=
 	[ "$2" = trace ] && opts="-x bufsize=16m -x switchrate=20hz"
@@ -81,7 +99,7 @@ run_ox() {
 	[ $rc = 0 ] || echo "NOTE oxtrace $2 round $1 exit $rc: $(head -c 300 /tmp/ox.err)"
 	d=$(grep -E 'records dropped in all|drops on CPU' /tmp/ox.err | head -n 3 | tr '\n' ' ')
 	[ -z "$d" ] || echo "NOTE oxtrace $2 round $1: $d"
-	emit "$1" "$2" oxtrace
+	emit "$1" "$2" "${3:-oxtrace}"
 }
 
 # bpftrace: start, wait for BEGIN (LLVM codegen under TCG takes ~20 s), run
@@ -130,6 +148,7 @@ while [ $r -le "$ROUNDS" ]; do
 	for p in $PAIRS; do
 		run_ox $r "$p"
 		[ $have_bt = 0 ] || run_bt $r "$p"
+		case " $VARIANT " in *" $p "*) run_ox2 $r "$p" ;; esac
 		run_none $r
 	done
 	r=$((r + 1))
@@ -138,10 +157,11 @@ done
 # Snapshot + merge of KEYS distinct keys at the end of the run (aggrate long
 # enough that the final snapshot takes them all at once).
 for r in 1 2 3; do
-	oxtrace -q -v -x aggsize=32m -x aggrate=1000s \
+	oxtrace -q -v -x aggsize=32m -x aggrate=60s \
 		-e 'fbt::ksys_read:entry /pid == $target/ { @[arg2] = count(); }' \
 		-c "$B keys $KEYS" >/dev/null 2>/tmp/ox.err
 	echo "KEYS round=$r $(sed -n 's/^oxtrace: final aggregation snapshot+merge \([0-9]*\) us, \([0-9]*\) keys/us=\1 keys=\2/p' /tmp/ox.err)"
+	grep -q 'snapshot+merge' /tmp/ox.err || echo "NOTE keys: $(head -c 300 /tmp/ox.err)"
 	grep -i 'drop' /tmp/ox.err | head -n 2 | sed 's/^/NOTE keys: /'
 done
 
@@ -160,6 +180,40 @@ for r in 1 2 3; do
 	dyn DYN "" "round=$r"
 done
 for rate in 10hz 101hz 1000hz; do
-	dyn CLEAN "-x dynvarsize=32k -x cleanrate=$rate" "cleanrate=$rate"
+	dyn CLEAN "-x dynvarsize=256k -x cleanrate=$rate" "cleanrate=$rate"
 done
+# Where the time goes: perf (the host's, in the chroot) samples CPU 0 while the
+# 1-thread read loop runs there under each tool's probe.
+prof() {
+	echo "PROF-BEGIN $1 $2"
+	chroot $H /usr/bin/perf record -q -e cpu-clock -F 20000 -C 0 -o /tmp/perf.data -- \
+		/tmp/oxt_bench read 1 $((N1 * 5)) 1 >/dev/null 2>&1
+	chroot $H /usr/bin/perf report -q -i /tmp/perf.data --stdio --no-children --sort sym 2>/dev/null |
+		grep -v '^$' | head -n 25
+	echo "PROF-END"
+}
+if [ $have_bt = 1 ] && [ -n "$PROFILE" ] && chroot $H /usr/bin/perf --version >/dev/null 2>&1; then
+	cp $B $H/tmp/oxt_bench
+	prof none none
+	for p in $PROFILE; do
+		oxtrace -q -e "$(ox_prog "$p")" >/dev/null 2>&1 &
+		ox=$!
+		sleep 3
+		prof oxtrace "$p"
+		kill -INT $ox
+		wait $ox
+		rm -f $H/tmp/bt.out
+		chroot $H /usr/bin/bpftrace -e "BEGIN { printf(\"OXB-READY\\n\"); } $(bt_prog "$p")" \
+			>$H/tmp/bt.out 2>&1 &
+		bt=$!
+		t=0
+		while ! grep -q OXB-READY $H/tmp/bt.out 2>/dev/null && [ $t -lt 300 ]; do
+			sleep 1
+			t=$((t + 1))
+		done
+		prof bpftrace "$p"
+		kill -INT $bt
+		wait $bt
+	done
+fi
 echo "NOTE bench done"
