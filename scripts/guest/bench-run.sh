@@ -162,7 +162,7 @@ for r in 1 2 3; do
 		-c "$B keys $KEYS" >/dev/null 2>/tmp/ox.err
 	echo "KEYS round=$r $(sed -n 's/^oxtrace: final aggregation snapshot+merge \([0-9]*\) us, \([0-9]*\) keys/us=\1 keys=\2/p' /tmp/ox.err)"
 	grep -q 'snapshot+merge' /tmp/ox.err || echo "NOTE keys: $(head -c 300 /tmp/ox.err)"
-	grep -i 'drop' /tmp/ox.err | head -n 2 | sed 's/^/NOTE keys: /'
+	grep -E 'aggregation drops|records dropped|error' /tmp/ox.err | head -n 2 | sed 's/^/NOTE keys: /'
 done
 
 # Dynamic variables: alloc/free throughput on 4 CPUs, and drops against cleanrate

@@ -154,12 +154,31 @@ impl Device {
     }
 
     /// `OXT_IOC_AGGSNAP`: `cpu`'s aggregation data sets into `buf`, which grows until they fit.
+    ///
+    /// An `ENOSPC` leaves the half it switched out with the CPU (nothing is lost, it comes
+    /// back at the next switch), so the retry takes the other half; after a retry the half
+    /// given back is taken too, appended to `buf` (concatenated snapshot streams). Without
+    /// that, a final snapshot larger than `buf` came back empty.
     pub fn aggsnap(&self, cpu: u32, buf: &mut Vec<u8>) -> Result<abi::Snapshot, DeviceError> {
+        let mut retried = false;
         loop {
             match self.snap("AGGSNAP", abi::IOC_AGGSNAP, cpu, buf) {
                 Err(e) if e.err.raw_os_error() == Some(libc::ENOSPC) => {
                     let n = (buf.len() * 2).max(1 << 16);
                     buf.resize(n, 0);
+                    retried = true;
+                }
+                Ok(mut s) if retried => {
+                    let mut more = vec![0u8; buf.len()];
+                    let s2 = self.aggsnap(cpu, &mut more)?;
+                    let (a, b) = (s.len as usize, s2.len as usize);
+                    if buf.len() < a + b {
+                        buf.resize(a + b, 0);
+                    }
+                    buf[a..a + b].copy_from_slice(&more[..b]);
+                    s.len += s2.len;
+                    s.drops += s2.drops;
+                    return Ok(s);
                 }
                 r => return r,
             }
