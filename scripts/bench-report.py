@@ -179,9 +179,11 @@ if prof:
     data["profile"] = prof
     md += ["## Profile (perf cpu-clock on the workload's CPU, 1-thread read loop)", "",
            "oxtrace's handler runs with interrupts off (shim oxt_probe_run), so a timer "
-           "sample taken inside it lands on oxt_probe_run: that symbol is the whole probe.", ""]
+           "sample taken inside it lands on oxt_probe_run: that symbol is the whole probe. "
+           "`oxtrace-irqs-on` is the profiling build (shim built with OXT_PROFILE_IRQS_ON), "
+           "whose samples land inside the handler.", ""]
     for pr in prof:
-        md += [f"**{pr['tool']} {pr['pair']}**", "", "```"] + pr["lines"][:12] + ["```", ""]
+        md += [f"**{pr['tool']} {pr['pair']}**", "", "```"] + pr["lines"][:16] + ["```", ""]
 
 sp = [s.rstrip() for s in open(splats, errors="replace")] if splats else []
 data["splats"] = sp

@@ -25,6 +25,9 @@ mkdir -p "$out/files"
 # a variant module with -Copt-level=2 (KRUSTFLAGS come after the kernel's flags).
 KRUSTFLAGS="-Copt-level=2" "$OXT_ROOT/scripts/build.sh" module
 cp "$OXT_ROOT/build/oxtrace.ko" "$out/files/oxtrace-o2.ko"
+# The profile's build: interrupts left on in the probe handler (shim/shim.c).
+KCFLAGS="-DOXT_PROFILE_IRQS_ON" "$OXT_ROOT/scripts/build.sh" module
+cp "$OXT_ROOT/build/oxtrace.ko" "$out/files/oxtrace-prof.ko"
 "$OXT_ROOT/scripts/build.sh" all
 say "building the bench workload"
 ${CC:-gcc} -O2 -Wall -Wextra -Werror -static -pthread -D_GNU_SOURCE \

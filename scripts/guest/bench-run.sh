@@ -187,21 +187,35 @@ done
 prof() {
 	echo "PROF-BEGIN $1 $2"
 	chroot $H /usr/bin/perf record -q -e cpu-clock -F 20000 -C 0 -o /tmp/perf.data -- \
-		/tmp/oxt_bench read 1 $((N1 * 5)) 1 >/dev/null 2>&1
+		/tmp/oxt_bench read 1 $((N1 * 10)) 1 >/dev/null 2>&1
 	chroot $H /usr/bin/perf report -q -i /tmp/perf.data --stdio --no-children --sort sym 2>/dev/null |
 		grep -v '^$' | head -n 25
 	echo "PROF-END"
 }
 if [ $have_bt = 1 ] && [ -n "$PROFILE" ] && chroot $H /usr/bin/perf --version >/dev/null 2>&1; then
 	cp $B $H/tmp/oxt_bench
+	# As many samples as the emulated timer gives: no rate cap, no throttling.
+	echo 100000 >/proc/sys/kernel/perf_event_max_sample_rate
+	echo 0 >/proc/sys/kernel/perf_cpu_time_max_percent
 	prof none none
 	for p in $PROFILE; do
-		oxtrace -q -e "$(ox_prog "$p")" >/dev/null 2>&1 &
+		# Without dynamic variables, the irqs-on build shows inside the handler;
+		# cross-calls (switch, aggregation snapshot) are kept out of the sampled run.
+		label=oxtrace
+		if [ "$p" != hist ] && [ -f /extra/oxtrace-prof.ko ] &&
+			rmmod oxtrace && insmod /extra/oxtrace-prof.ko; then
+			label=oxtrace-irqs-on
+		fi
+		oxtrace -q -x aggrate=60s -x switchrate=60s -e "$(ox_prog "$p")" >/dev/null 2>&1 &
 		ox=$!
 		sleep 3
-		prof oxtrace "$p"
+		prof $label "$p"
 		kill -INT $ox
 		wait $ox
+		if [ $label = oxtrace-irqs-on ]; then
+			rmmod oxtrace
+			insmod /lib/modules/oxtrace.ko || echo "NOTE cannot reload oxtrace.ko"
+		fi
 		rm -f $H/tmp/bt.out
 		chroot $H /usr/bin/bpftrace -e "BEGIN { printf(\"OXB-READY\\n\"); } $(bt_prog "$p")" \
 			>$H/tmp/bt.out 2>&1 &
