@@ -46,7 +46,7 @@ WLS = [("1t", "read loop, 1 thread"), ("4t", "read loop, 4 threads"),
        ("lat", "16 KiB read (latency), 1 thread")]
 PAIRS = ["empty", "count", "hist", "sum", "trace"]
 DESC = {
-    "empty": ("fbt::ksys_read:entry { }", "kprobe:ksys_read { }"),
+    "empty": ("fbt::ksys_read:entry /0/ { }", "kprobe:ksys_read { }"),
     "count": ("@[pid] = count()", "@[pid] = count()"),
     "hist": ("self->ts + quantize", "@start[tid] + hist"),
     "sum": ("@s = sum(arg0)", "@s = sum(arg0)"),

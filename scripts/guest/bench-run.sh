@@ -56,7 +56,9 @@ emit() {
 
 ox_prog() {
 	case $1 in
-	empty) echo 'fbt::ksys_read:entry { }' ;;
+	# A D clause without actions records the firing (the default action); /0/
+	# keeps it to the bare probe, like bpftrace's empty block.
+	empty) echo 'fbt::ksys_read:entry /0/ { }' ;;
 	count) echo 'fbt::ksys_read:entry { @[pid] = count(); }' ;;
 	sum) echo 'fbt::ksys_read:entry { @s = sum(arg0); }' ;;
 	trace) echo 'fbt::ksys_read:entry { trace(pid); }' ;;
@@ -96,9 +98,9 @@ run_ox() {
 	# shellcheck disable=SC2086
 	oxtrace -q -v $opts -e "$(ox_prog "$2")" -c 'sh /tmp/wl.sh' >/tmp/ox.out 2>/tmp/ox.err
 	rc=$?
-	[ $rc = 0 ] || echo "NOTE oxtrace $2 round $1 exit $rc: $(head -c 300 /tmp/ox.err)"
+	[ $rc = 0 ] || echo "NOTE ${3:-oxtrace} $2 round $1 exit $rc: $(head -c 300 /tmp/ox.err)"
 	d=$(grep -E 'records dropped in all|drops on CPU' /tmp/ox.err | head -n 3 | tr '\n' ' ')
-	[ -z "$d" ] || echo "NOTE oxtrace $2 round $1: $d"
+	[ -z "$d" ] || echo "NOTE ${3:-oxtrace} $2 round $1: $d"
 	emit "$1" "$2" "${3:-oxtrace}"
 }
 
@@ -162,7 +164,7 @@ for r in 1 2 3; do
 		-c "$B keys $KEYS" >/dev/null 2>/tmp/ox.err
 	echo "KEYS round=$r $(sed -n 's/^oxtrace: final aggregation snapshot+merge \([0-9]*\) us, \([0-9]*\) keys/us=\1 keys=\2/p' /tmp/ox.err)"
 	grep -q 'snapshot+merge' /tmp/ox.err || echo "NOTE keys: $(head -c 300 /tmp/ox.err)"
-	grep -E 'aggregation drops|records dropped|error' /tmp/ox.err | head -n 2 | sed 's/^/NOTE keys: /'
+	grep -E 'aggregation drops|records dropped|^oxtrace: [0-9]+ errors' /tmp/ox.err | head -n 2 | sed 's/^/NOTE keys: /'
 done
 
 # Dynamic variables: alloc/free throughput on 4 CPUs, and drops against cleanrate
