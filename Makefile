@@ -4,6 +4,7 @@
 #   make run     build everything, boot the guest, show the tool talking to the module
 #   make check   host tests + style + module build + guest selftests: "N passed, N failed"
 #   make vm CMD='...' [VM_FILES=dir]   run CMD as root in a fresh guest
+#   make bench   oxtrace vs bpftrace in the bench guest: build/bench/results.{md,json}
 #   make module | tool | selftests | kernel | clean
 #
 # KDIR=/path builds against another Rust-enabled kernel tree (default: the
@@ -12,7 +13,7 @@
 export KDIR
 SHELL := /bin/bash
 
-.PHONY: all run check vm module tool selftests kernel setup clean
+.PHONY: all run check vm module tool selftests kernel setup clean bench
 
 all: module tool selftests
 
@@ -30,6 +31,10 @@ run:
 
 check:
 	@scripts/check.sh
+
+# BENCH_ARGS: NAME=VALUE settings of scripts/guest/bench-run.sh (ROUNDS=5 ...).
+bench:
+	@scripts/bench.sh $(BENCH_ARGS)
 
 # CMD and VM_FILES reach the script through the environment: no quoting issues.
 override CMD := $(value CMD)

@@ -29,6 +29,13 @@ build_module() {
 	local flags=("${KMAKE_FLAGS[@]}")
 	[ -z "${OXT_KMAKE_FLAGS:-}" ] || read -r -a flags <<<"$OXT_KMAKE_FLAGS"
 	local log=$BUILD/module-build.log
+	# Objects built against another tree (make bench's kernel, KDIR=) are stale for
+	# this one although kbuild may see the same command lines: clean them first.
+	local stamp=$BUILD/module-kdir
+	if [ "$(cat "$stamp" 2>/dev/null)" != "$k" ]; then
+		make -C "$k" M="$OXT_ROOT" "${flags[@]}" clean >/dev/null 2>&1 || true
+	fi
+	rm -f "$stamp"
 	if ! make -C "$k" M="$OXT_ROOT" "${flags[@]}" -j"$(nproc)" modules >"$log" 2>&1; then
 		cat "$log" >&2
 		die "module build failed"
@@ -38,6 +45,7 @@ build_module() {
 		die "module build has warnings (log: $log)"
 	fi
 	cp "$OXT_ROOT/oxtrace.ko" "$BUILD/oxtrace.ko"
+	echo "$k" >"$stamp"
 }
 
 build_tool() {

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Run a command as root in a fresh guest with oxtrace loaded.
 #
-#   scripts/vm.sh [--files DIR] [--timeout SEC] [--no-build] -- CMD...
+#   scripts/vm.sh [--files DIR] [--timeout SEC] [--no-build] [--mem SIZE] [--hostroot] -- CMD...
 #
 # The guest is QEMU with 4 vCPUs (TCG; KVM only if a short probe boot works),
 # booting the cached test kernel with an initramfs of busybox, oxtrace.ko, the
@@ -9,17 +9,28 @@
 # output is streamed; the exit status is CMD's.  The kernel log is scanned
 # afterwards and any splat fails the run (exit 120), as does a timeout (121) or
 # a guest that died before CMD finished (122).
+#
+# --mem sets the guest memory (default 1G); --hostroot exports the host's root
+# filesystem read-only over 9p (mount tag "hostroot"), for make bench's bpftrace.
+# KFLAVOR=bench boots the bench kernel and builds the module against it.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 files=
 timeout=${VM_TIMEOUT:-900}
 build=1
+mem=1G
+virtfs=()
 while [ $# -gt 0 ]; do
 	case $1 in
 	--files) files=$2; shift 2 ;;
 	--timeout) timeout=$2; shift 2 ;;
 	--no-build) build=0; shift ;;
+	--mem) mem=$2; shift 2 ;;
+	--hostroot)
+		virtfs=(-virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap)
+		shift
+		;;
 	--) shift; break ;;
 	*) break ;;
 	esac
@@ -87,7 +98,7 @@ esac
 : >"$run/out.log"
 : >"$run/dmesg.log"
 say "booting guest ($accel, 4 vCPUs): $cmd"
-timeout -k 10 "$timeout" qemu-system-x86_64 "${accel_args[@]}" -smp 4 -m 1G \
+timeout -k 10 "$timeout" qemu-system-x86_64 "${accel_args[@]}" -smp 4 -m "$mem" "${virtfs[@]}" \
 	-kernel "$bzimage" -initrd "$run/initramfs.gz" \
 	-append "console=ttyS0 loglevel=6 panic=-1 log_buf_len=4M printk.devkmsg=on rdinit=/init" \
 	-display none -monitor none -no-reboot \

@@ -543,7 +543,18 @@ impl<'a> Run<'a> {
         }
         self.dev.stop()?;
         self.drain()?;
+        let t0 = Instant::now();
         self.snap_aggs()?;
+        if verbose {
+            // make bench reads this: the end-of-run snapshot of every CPU plus the merge.
+            eprintln!(
+                "oxtrace: final aggregation snapshot+merge {} us, {} keys",
+                t0.elapsed().as_micros(),
+                (0..self.prog.aggs.len() as u32)
+                    .map(|i| self.aggs.len(i))
+                    .sum::<usize>()
+            );
+        }
         let mut s = String::new();
         match self.fmt {
             OutFmt::Text => self.aggs.print_unprinted(SortOrder::default(), &mut s),
@@ -785,6 +796,21 @@ impl<'a> Run<'a> {
                     s.fired, s.records, s.drops, s.errors, s.recursion
                 );
             }
+        }
+        if verbose && self.dyn_drops.is_some() {
+            let d = dynstat::query(self.dev, self.ncpus, self.prog.vars.len() as u32)?;
+            let (e, di, r, sz) = d.drops();
+            let frees: u64 = d.cpus.iter().map(|c| c.frees).sum();
+            eprintln!(
+                "oxtrace: dynvars allocs {} frees {} drops {} (empty {e} dirty {di} rinsing {r} size {sz}) cleaner runs {} period {} ns chunks {} high water {}",
+                d.allocs(),
+                frees,
+                e + di + r + sz,
+                d.st.cleaner_runs,
+                d.st.cleanrate_ns,
+                d.st.nchunks,
+                d.st.high_water
+            );
         }
         let errors: u64 = cpus.iter().map(|c| c.errors).sum();
         let recursion: u64 = cpus.iter().map(|c| c.recursion).sum();

@@ -1,0 +1,196 @@
+#!/usr/bin/env python3
+"""make bench: turn the guest runner's lines into build/bench/results.{md,json}.
+
+    bench-report.py RAW_LOG SPLATS MD_OUT JSON_OUT
+
+Medians over rounds; "added" is a tool's median minus the no-probe median of the
+same workload; "action/probe" is (pair - empty) / (empty - none) of one tool.
+Targets are printed as met or not, never enforced.
+"""
+import json
+import re
+import statistics
+import sys
+
+raw, splats, md_out, json_out = sys.argv[1:5]
+kv = re.compile(r"(\w+)=(\S+)")
+res, notes, keys, dyn, clean = [], [], [], [], []
+prof, cur = [], None
+for line in open(raw, errors="replace"):
+    line = line.rstrip("\r\n")
+    if line.startswith("PROF-BEGIN "):
+        cur = {"tool": line.split()[1], "pair": line.split()[2], "lines": []}
+        continue
+    if line.startswith("PROF-END"):
+        if cur:
+            prof.append(cur)
+        cur = None
+        continue
+    if cur is not None:
+        cur["lines"].append(line.strip())
+        continue
+    if line.startswith("RES "):
+        d = dict(kv.findall(line))
+        try:
+            d["ns"] = float(d["ns"])
+        except (KeyError, ValueError):
+            continue
+        res.append(d)
+    elif line.startswith("NOTE "):
+        notes.append(line[5:])
+    elif line.startswith(("KEYS ", "DYN ", "CLEAN ")):
+        d = dict(kv.findall(line))
+        {"KEYS": keys, "DYN": dyn, "CLEAN": clean}[line.split()[0]].append(d)
+
+WLS = [("1t", "read loop, 1 thread"), ("4t", "read loop, 4 threads"),
+       ("lat", "16 KiB read (latency), 1 thread")]
+PAIRS = ["empty", "count", "hist", "sum", "trace"]
+DESC = {
+    "empty": ("fbt::ksys_read:entry /0/ { }", "kprobe:ksys_read { }"),
+    "count": ("@[pid] = count()", "@[pid] = count()"),
+    "hist": ("self->ts + quantize", "@start[tid] + hist"),
+    "sum": ("@s = sum(arg0)", "@s = sum(arg0)"),
+    "trace": ("trace(pid)", "printf(\"%d\\n\", pid)"),
+}
+
+
+def med(pair, tool, wl):
+    v = [r["ns"] for r in res if r.get("pair") == pair and r.get("tool") == tool
+         and r.get("wl") == wl]
+    return (statistics.median(v), len(v)) if v else (None, 0)
+
+
+def fmt(x, p=0):
+    return "-" if x is None else f"{x:.{p}f}"
+
+
+data = {"workloads": {}, "targets": [], "notes": notes}
+TOOLS = ["oxtrace", "oxtrace-o2", "bpftrace"]
+SHORT = {"oxtrace": "ox", "oxtrace-o2": "o2", "bpftrace": "bt"}
+md = ["# oxtrace vs bpftrace (make bench)", "",
+      "ns per call (median over rounds; per thread for 4 threads). ox = oxtrace.ko as built "
+      "with the kernel's flags (-Copt-level=s), o2 = the same module built with "
+      "-Copt-level=2, bt = bpftrace. added = median - no-probe median; x/bt = added / "
+      "bpftrace's added; act/probe = (pair - empty) / (empty - none) of the same tool.", "",
+      f"Pairs: {', '.join(f'{p}: `{a}` vs `{b}`' for p, (a, b) in DESC.items())}.", ""]
+for wl, wdesc in WLS:
+    base, nb = med("none", "none", wl)
+    if base is None:
+        continue
+    w = {"none_ns": base, "none_runs": nb, "pairs": {}}
+    md += [f"## {wdesc} (no probe: {base:.0f} ns, {nb} runs)", "",
+           "| pair | ox ns | o2 ns | bt ns | ox added | o2 added | bt added | ox/bt | o2/bt "
+           "| ox act/probe | o2 act/probe | bt act/probe | runs ox/o2/bt |",
+           "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+    empty = {t: med("empty", t, wl)[0] for t in TOOLS}
+    for p in PAIRS:
+        m = {t: med(p, t, wl) for t in TOOLS}
+        if all(v is None for v, _ in m.values()):
+            continue
+        e = {}
+        for t in TOOLS:
+            v = m[t][0]
+            added = None if v is None else v - base
+            eb = empty[t]
+            act = None
+            if p != "empty" and v is not None and eb is not None and eb - base > 0:
+                act = (v - eb) / (eb - base)
+            e[t] = {"ns": v, "added_ns": added, "action_over_probe": act, "runs": m[t][1]}
+        bta = e["bpftrace"]["added_ns"]
+        for t in ("oxtrace", "oxtrace-o2"):
+            a = e[t]["added_ns"]
+            e[t]["over_bpftrace"] = a / bta if a is not None and bta else None
+        w["pairs"][p] = e
+        md.append(f"| {p} | " + " | ".join(fmt(e[t]["ns"]) for t in TOOLS) + " | "
+                  + " | ".join(fmt(e[t]["added_ns"]) for t in TOOLS) + " | "
+                  + f"{fmt(e['oxtrace']['over_bpftrace'], 2)} | "
+                  + f"{fmt(e['oxtrace-o2']['over_bpftrace'], 2)} | "
+                  + " | ".join(fmt(e[t]["action_over_probe"], 2) for t in TOOLS) + " | "
+                  + "/".join(str(e[t]["runs"]) for t in TOOLS) + " |")
+    md.append("")
+    data["workloads"][wl] = w
+
+
+def target(name, wl, pair, key, limit):
+    rows = []
+    for t in ("oxtrace", "oxtrace-o2"):
+        v = data["workloads"].get(wl, {}).get("pairs", {}).get(pair, {}).get(t, {}).get(key)
+        if v is None and t == "oxtrace-o2":
+            continue
+        data["targets"].append({"target": name, "module": t, "workload": wl, "value": v,
+                                "limit": limit, "met": None if v is None else v <= limit})
+        state = "n/a" if v is None else ("met" if v <= limit else "NOT met")
+        rows.append(f"| {name} | {SHORT[t]} | {wl} | {fmt(v, 2)} | ≤ {limit} | {state} |")
+    return "\n".join(rows)
+
+
+md += ["## Targets (printed, not enforced)", "",
+       "| target | module | workload | measured | limit | |", "|---|---|---|---:|---:|---|"]
+for wl in ("1t", "4t"):
+    md.append(target("count: oxtrace added / bpftrace added", wl, "count", "over_bpftrace", 0.8))
+for wl in ("1t", "4t", "lat"):
+    md.append(target("latency histogram: oxtrace / bpftrace", wl, "hist", "over_bpftrace", 1.0))
+for wl in ("1t", "4t"):
+    md.append(target("count action / bare kprobe", wl, "count", "action_over_probe", 0.25))
+md.append("")
+
+if keys:
+    us = [int(k["us"]) for k in keys if k.get("us")]
+    nk = [int(k["keys"]) for k in keys if k.get("keys")]
+    data["snapshot_merge"] = {"us": us, "keys": nk,
+                              "median_ms": statistics.median(us) / 1000 if us else None}
+    if us:
+        md += ["## Aggregation snapshot + merge", "",
+               f"End-of-run snapshot of every CPU + merge into the tool's table, {max(nk)} keys: "
+               f"median {statistics.median(us) / 1000:.1f} ms (runs: "
+               f"{', '.join(f'{u / 1000:.1f}' for u in us)} ms).", ""]
+
+
+def ops(d):
+    try:
+        return (int(d["allocs"]) + int(d["frees"])) / (int(d["elapsed_ns"]) / 1e9)
+    except (KeyError, ValueError, ZeroDivisionError):
+        return None
+
+
+if dyn:
+    th = [o for o in (ops(d) for d in dyn) if o]
+    data["dynvar"] = {"runs": dyn, "alloc_free_per_s": th}
+    if th:
+        md += ["## Dynamic variables", "",
+               f"`self->ts` set at entry, zeroed at return, 4 threads: alloc+free throughput "
+               f"median {statistics.median(th) / 1e6:.2f} M/s (whole workload wall time, "
+               f"{len(th)} runs).", ""]
+if clean:
+    data["cleanrate"] = clean
+    md += ["| cleanrate | cleaner period | allocs | drops | drop rate |",
+           "|---|---:|---:|---:|---:|"]
+    for c in clean:
+        try:
+            a, d = int(c["allocs"]), int(c["drops"])
+            rate = f"{100 * d / (a + d):.2f} %" if a + d else "-"
+        except (KeyError, ValueError):
+            a = d = rate = "-"
+        md.append(f"| {c.get('cleanrate', '?')} | {c.get('period_ns', '-')} ns | {a} | {d} "
+                  f"| {rate} |")
+    md.append("")
+
+if prof:
+    data["profile"] = prof
+    md += ["## Profile (perf cpu-clock on the workload's CPU, 1-thread read loop)", "",
+           "oxtrace's handler runs with interrupts off (shim oxt_probe_run), so a timer "
+           "sample taken inside it lands on oxt_probe_run: that symbol is the whole probe. "
+           "`oxtrace-irqs-on` is the profiling build (shim built with OXT_PROFILE_IRQS_ON), "
+           "whose samples land inside the handler.", ""]
+    for pr in prof:
+        md += [f"**{pr['tool']} {pr['pair']}**", "", "```"] + pr["lines"][:16] + ["```", ""]
+
+sp = [s.rstrip() for s in open(splats, errors="replace")] if splats else []
+data["splats"] = sp
+md += ["## Guest kernel log", "",
+       ("clean (scripts/logscan.sh)" if not sp else
+        "**splats** (scripts/logscan.sh):\n\n```\n" + "\n".join(sp[:20]) + "\n```"), ""]
+if notes:
+    md += ["## Notes", "", "```"] + notes + ["```", ""]
+open(md_out, "w").write("\n".join(md))
+json.dump(data, open(json_out, "w"), indent=1)

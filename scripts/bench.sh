@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# make bench: oxtrace against bpftrace in one bench-guest run.
+#
+#   scripts/bench.sh [NAME=VALUE...]     (passed to the guest runner: ROUNDS=5 N1=...)
+#
+# Boots the bench kernel (scripts/kconfig/bench.config: no debug options, BPF, 9p)
+# with 2 GiB and the host's root filesystem read-only over 9p, runs
+# scripts/guest/bench-run.sh there (bpftrace from the host root in a chroot), and
+# writes build/bench/results.{md,json} plus the raw log.  It prints figures; it
+# never fails on a ratio.  A splat in the guest's kernel log is reported (and
+# makes the exit status non-zero), the figures are still written.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+"$OXT_ROOT/scripts/setup-bench.sh"
+KFLAVOR=bench
+KDIR=$("$OXT_ROOT/scripts/kernel.sh" bench)
+export KFLAVOR KDIR
+
+out=$OXT_ROOT/build/bench
+rm -rf "$out"
+mkdir -p "$out/files"
+# The module as the kernel's flags build it (-Copt-level=s with tinyconfig's
+# CC_OPTIMIZE_FOR_SIZE), the tool and the selftests against the bench kernel; and
+# a variant module with -Copt-level=2 (KRUSTFLAGS come after the kernel's flags).
+KRUSTFLAGS="-Copt-level=2" "$OXT_ROOT/scripts/build.sh" module
+cp "$OXT_ROOT/build/oxtrace.ko" "$out/files/oxtrace-o2.ko"
+# The profile's build: interrupts left on in the probe handler (shim/shim.c).
+KCFLAGS="-DOXT_PROFILE_IRQS_ON" "$OXT_ROOT/scripts/build.sh" module
+cp "$OXT_ROOT/build/oxtrace.ko" "$out/files/oxtrace-prof.ko"
+"$OXT_ROOT/scripts/build.sh" all
+say "building the bench workload"
+${CC:-gcc} -O2 -Wall -Wextra -Werror -static -pthread -D_GNU_SOURCE \
+	"$OXT_ROOT/tools/bench/oxt_bench.c" -o "$out/files/oxt_bench"
+cp "$OXT_ROOT/scripts/guest/bench-run.sh" "$out/files/"
+
+set +e
+"$OXT_ROOT/scripts/vm.sh" --no-build --files "$out/files" --mem 2G --hostroot \
+	--timeout "${BENCH_TIMEOUT:-5400}" -- sh /extra/bench-run.sh ${*@Q} | tee "$out/raw.log"
+status=${PIPESTATUS[0]}
+set -e
+cp "$OXT_ROOT/build/vm/console.log" "$OXT_ROOT/build/vm/dmesg.log" "$out/" 2>/dev/null || true
+if ! "$OXT_ROOT/scripts/logscan.sh" "$out/console.log" "$out/dmesg.log" >"$out/splats.txt"; then
+	echo "bench: the bench guest's kernel log has splats (build/bench/splats.txt):" >&2
+	cat "$out/splats.txt" >&2
+fi
+
+python3 "$OXT_ROOT/scripts/bench-report.py" "$out/raw.log" "$out/splats.txt" \
+	"$out/results.md" "$out/results.json"
+cat "$out/results.md"
+say "results: build/bench/results.md, build/bench/results.json (guest exit $status)"
+exit "$status"

@@ -1,0 +1,235 @@
+#!/bin/sh
+# Guest side of `make bench` (busybox sh, run by scripts/bench.sh through vm.sh
+# in the bench guest).  Prints one line per measurement, parsed on the host:
+#
+#   RES round=R pair=P tool=none|oxtrace|bpftrace wl=W ns=N
+#   KEYS ...  DYN ...  CLEAN ...  NOTE ...
+#
+# bpftrace runs from the host's root filesystem (9p, read-only) in a chroot.
+# Settings come as arguments NAME=VALUE: ROUNDS, N1 (calls, 1 thread), N4 (calls
+# per thread, 4 threads), NL (calls of the latency workload), LSIZE (its read size),
+# KEYS (distinct keys), PAIRS (which pairs), PROFILE (pairs to profile with the
+# host's perf: cpu-clock samples on the workload's CPU, where the time goes).
+ROUNDS=5 N1=200000 N4=100000 NL=20000 LSIZE=16384 KEYS=100000
+PAIRS="empty count hist sum trace"
+PROFILE="empty count hist"
+# VARIANT: pairs also run with /extra/oxtrace-o2.ko (the module built with
+# -Copt-level=2 instead of the kernel's -Copt-level=s), swapped in for the run.
+VARIANT="empty count hist"
+for a in "$@"; do
+	name=${a%%=*}
+	val=${a#*=}
+	eval "$name=\$val"
+done
+B=/extra/oxt_bench
+H=/host
+
+mount_host() {
+	mkdir -p $H
+	mount -t 9p -o trans=virtio,version=9p2000.L,ro,msize=262144 hostroot $H || return 1
+	mount -t proc proc $H/proc
+	mount -t sysfs sys $H/sys
+	mount -t devtmpfs dev $H/dev
+	mount -t tmpfs tmp $H/tmp
+	mount -t debugfs debugfs $H/sys/kernel/debug
+	mount -t tracefs tracefs $H/sys/kernel/tracing
+	mount -t tmpfs run $H/run 2>/dev/null
+}
+
+# The workloads of one session: a tight read loop on one CPU and on all four,
+# and a read of LSIZE bytes (controlled latency) on one CPU.
+cat >/tmp/wl.sh <<EOF
+echo "W 1t \$($B read 1 $N1 1)" >>/tmp/wl.out
+echo "W 4t \$($B read 4 $N4 1)" >>/tmp/wl.out
+echo "W lat \$($B read 1 $NL $LSIZE)" >>/tmp/wl.out
+EOF
+
+# emit ROUND PAIR TOOL: the session's results, then reset.
+emit() {
+	while read -r _ wl rest; do
+		ns=${rest#ns_per_call=}
+		ns=${ns%% *}
+		echo "RES round=$1 pair=$2 tool=$3 wl=$wl ns=$ns"
+	done </tmp/wl.out
+	rm -f /tmp/wl.out
+}
+
+ox_prog() {
+	case $1 in
+	# A D clause without actions records the firing (the default action); /0/
+	# keeps it to the bare probe, like bpftrace's empty block.
+	empty) echo 'fbt::ksys_read:entry /0/ { }' ;;
+	count) echo 'fbt::ksys_read:entry { @[pid] = count(); }' ;;
+	sum) echo 'fbt::ksys_read:entry { @s = sum(arg0); }' ;;
+	trace) echo 'fbt::ksys_read:entry { trace(pid); }' ;;
+	hist) echo 'fbt::ksys_read:entry { self->ts = timestamp; }
+fbt::ksys_read:return /self->ts/ { @ = quantize(timestamp - self->ts); self->ts = 0; }' ;;
+	esac
+}
+
+bt_prog() {
+	case $1 in
+	empty) echo 'kprobe:ksys_read { }' ;;
+	count) echo 'kprobe:ksys_read { @[pid] = count(); }' ;;
+	sum) echo 'kprobe:ksys_read { @s = sum(arg0); }' ;;
+	trace) echo 'kprobe:ksys_read { printf("%d\n", pid); }' ;;
+	hist) echo 'kprobe:ksys_read { @start[tid] = nsecs; }
+kretprobe:ksys_read /@start[tid]/ { @ = hist(nsecs - @start[tid]); delete(@start[tid]); }' ;;
+	esac
+}
+
+run_none() {
+	sh /tmp/wl.sh
+	emit "$1" none none
+}
+
+# run_ox2 ROUND PAIR: run_ox with the -Copt-level=2 module loaded instead.
+run_ox2() {
+	[ -f /extra/oxtrace-o2.ko ] || return 0
+	rmmod oxtrace && insmod /extra/oxtrace-o2.ko || { echo "NOTE cannot swap in oxtrace-o2.ko"; return; }
+	run_ox "$1" "$2" oxtrace-o2
+	rmmod oxtrace
+	insmod /lib/modules/oxtrace.ko || echo "NOTE cannot reload oxtrace.ko"
+}
+
+run_ox() {
+	opts=
+	[ "$2" = trace ] && opts="-x bufsize=16m -x switchrate=20hz"
+	# shellcheck disable=SC2086
+	oxtrace -q -v $opts -e "$(ox_prog "$2")" -c 'sh /tmp/wl.sh' >/tmp/ox.out 2>/tmp/ox.err
+	rc=$?
+	[ $rc = 0 ] || echo "NOTE ${3:-oxtrace} $2 round $1 exit $rc: $(head -c 300 /tmp/ox.err)"
+	d=$(grep -E 'records dropped in all|drops on CPU' /tmp/ox.err | head -n 3 | tr '\n' ' ')
+	[ -z "$d" ] || echo "NOTE ${3:-oxtrace} $2 round $1: $d"
+	emit "$1" "$2" "${3:-oxtrace}"
+}
+
+# bpftrace: start, wait for BEGIN (LLVM codegen under TCG takes ~20 s), run
+# the workloads, stop with SIGINT.
+run_bt() {
+	rm -f $H/tmp/bt.out
+	chroot $H /usr/bin/bpftrace -e "BEGIN { printf(\"OXB-READY\\n\"); } $(bt_prog "$2")" \
+		>$H/tmp/bt.out 2>&1 &
+	bt=$!
+	t=0
+	while ! grep -q OXB-READY $H/tmp/bt.out 2>/dev/null; do
+		if ! kill -0 $bt 2>/dev/null || [ $t -ge 300 ]; then
+			echo "NOTE bpftrace $2 round $1 did not start: $(head -c 400 $H/tmp/bt.out)"
+			kill -KILL $bt 2>/dev/null
+			wait $bt 2>/dev/null
+			rm -f /tmp/wl.out
+			return
+		fi
+		sleep 1
+		t=$((t + 1))
+	done
+	echo "NOTE bpftrace $2 round $1 ready after ${t}s"
+	sh /tmp/wl.sh
+	kill -INT $bt
+	wait $bt
+	lost=$(grep -i 'lost' $H/tmp/bt.out | head -n 2 | tr '\n' ' ')
+	[ -z "$lost" ] || echo "NOTE bpftrace $2 round $1: $lost"
+	emit "$1" "$2" bpftrace
+}
+
+echo "NOTE guest $(nproc) CPUs, $(free -m | awk '/Mem:/ { print $2 }') MiB, kernel $(uname -r)"
+have_bt=1
+if ! mount_host; then
+	echo "NOTE no 9p host root: bpftrace skipped"
+	have_bt=0
+elif ! chroot $H /usr/bin/bpftrace --version >/tmp/btv 2>&1; then
+	echo "NOTE bpftrace does not run in the chroot: $(head -c 300 /tmp/btv)"
+	have_bt=0
+else
+	echo "NOTE $(cat /tmp/btv)"
+fi
+
+r=1
+while [ $r -le "$ROUNDS" ]; do
+	run_none $r
+	for p in $PAIRS; do
+		run_ox $r "$p"
+		[ $have_bt = 0 ] || run_bt $r "$p"
+		case " $VARIANT " in *" $p "*) run_ox2 $r "$p" ;; esac
+		run_none $r
+	done
+	r=$((r + 1))
+done
+
+# Snapshot + merge of KEYS distinct keys at the end of the run (aggrate long
+# enough that the final snapshot takes them all at once).
+for r in 1 2 3; do
+	oxtrace -q -v -x aggsize=32m -x aggrate=60s \
+		-e 'fbt::ksys_read:entry /pid == $target/ { @[arg2] = count(); }' \
+		-c "$B keys $KEYS" >/dev/null 2>/tmp/ox.err
+	echo "KEYS round=$r $(sed -n 's/^oxtrace: final aggregation snapshot+merge \([0-9]*\) us, \([0-9]*\) keys/us=\1 keys=\2/p' /tmp/ox.err)"
+	grep -q 'snapshot+merge' /tmp/ox.err || echo "NOTE keys: $(head -c 300 /tmp/ox.err)"
+	grep -E 'aggregation drops|records dropped|^oxtrace: [0-9]+ errors' /tmp/ox.err | head -n 2 | sed 's/^/NOTE keys: /'
+done
+
+# Dynamic variables: alloc/free throughput on 4 CPUs, and drops against cleanrate
+# with a small dynamic memory.
+DYNP='fbt::ksys_read:entry { self->ts = timestamp; }
+fbt::ksys_read:return /self->ts/ { self->ts = 0; }'
+dyn() {
+	# shellcheck disable=SC2086
+	oxtrace -q -v $2 -e "$DYNP" -c "$B read 4 $N4 1" >/tmp/ox.out 2>/tmp/ox.err
+	el=$(sed -n 's/.*elapsed_ns=\([0-9]*\).*/\1/p' /tmp/ox.out)
+	st=$(sed -n 's/^oxtrace: dynvars allocs \([0-9]*\) frees \([0-9]*\) drops \([0-9]*\).*period \([0-9]*\) ns.*/allocs=\1 frees=\2 drops=\3 period_ns=\4/p' /tmp/ox.err)
+	echo "$1 $3 elapsed_ns=$el $st"
+}
+for r in 1 2 3; do
+	dyn DYN "" "round=$r"
+done
+for rate in 10hz 101hz 1000hz; do
+	dyn CLEAN "-x dynvarsize=256k -x cleanrate=$rate" "cleanrate=$rate"
+done
+# Where the time goes: perf (the host's, in the chroot) samples CPU 0 while the
+# 1-thread read loop runs there under each tool's probe.
+prof() {
+	echo "PROF-BEGIN $1 $2"
+	chroot $H /usr/bin/perf record -q -e cpu-clock -F 20000 -C 0 -o /tmp/perf.data -- \
+		/tmp/oxt_bench read 1 $((N1 * 10)) 1 >/dev/null 2>&1
+	chroot $H /usr/bin/perf report -q -i /tmp/perf.data --stdio --no-children --sort sym 2>/dev/null |
+		grep -v '^$' | head -n 25
+	echo "PROF-END"
+}
+if [ $have_bt = 1 ] && [ -n "$PROFILE" ] && chroot $H /usr/bin/perf --version >/dev/null 2>&1; then
+	cp $B $H/tmp/oxt_bench
+	# As many samples as the emulated timer gives: no rate cap, no throttling.
+	echo 100000 >/proc/sys/kernel/perf_event_max_sample_rate
+	echo 0 >/proc/sys/kernel/perf_cpu_time_max_percent
+	prof none none
+	for p in $PROFILE; do
+		# Without dynamic variables, the irqs-on build shows inside the handler;
+		# cross-calls (switch, aggregation snapshot) are kept out of the sampled run.
+		label=oxtrace
+		if [ "$p" != hist ] && [ -f /extra/oxtrace-prof.ko ] &&
+			rmmod oxtrace && insmod /extra/oxtrace-prof.ko; then
+			label=oxtrace-irqs-on
+		fi
+		oxtrace -q -x aggrate=60s -x switchrate=60s -e "$(ox_prog "$p")" >/dev/null 2>&1 &
+		ox=$!
+		sleep 3
+		prof $label "$p"
+		kill -INT $ox
+		wait $ox
+		if [ $label = oxtrace-irqs-on ]; then
+			rmmod oxtrace
+			insmod /lib/modules/oxtrace.ko || echo "NOTE cannot reload oxtrace.ko"
+		fi
+		rm -f $H/tmp/bt.out
+		chroot $H /usr/bin/bpftrace -e "BEGIN { printf(\"OXB-READY\\n\"); } $(bt_prog "$p")" \
+			>$H/tmp/bt.out 2>&1 &
+		bt=$!
+		t=0
+		while ! grep -q OXB-READY $H/tmp/bt.out 2>/dev/null && [ $t -lt 300 ]; do
+			sleep 1
+			t=$((t + 1))
+		done
+		prof bpftrace "$p"
+		kill -INT $bt
+		wait $bt
+	done
+fi
+echo "NOTE bench done"
