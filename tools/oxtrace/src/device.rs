@@ -154,15 +154,11 @@ impl Device {
     }
 
     /// `OXT_IOC_AGGSNAP`: `cpu`'s aggregation data sets into `buf`, which grows until they fit.
-    ///
-    /// An `ENOSPC` leaves the half it switched out with the CPU (nothing is lost, it comes
-    /// back at the next switch), so the retry takes the other half; after a retry the half
-    /// given back is taken too, appended to `buf` (concatenated snapshot streams). Without
-    /// that, a final snapshot larger than `buf` came back empty.
     pub fn aggsnap(&self, cpu: u32, buf: &mut Vec<u8>) -> Result<abi::Snapshot, DeviceError> {
         loop {
             match self.snap("AGGSNAP", abi::IOC_AGGSNAP, cpu, buf) {
-                // The kernel keeps the data sets aside and hands them to the next call.
+                // The kernel keeps the data sets aside and hands them to the next call: a
+                // retry with more room gets them, nothing lost or counted twice.
                 Err(e) if e.err.raw_os_error() == Some(libc::ENOSPC) => {
                     let n = (buf.len() * 2).max(1 << 16);
                     buf.resize(n, 0);
