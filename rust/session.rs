@@ -607,7 +607,6 @@ pub(crate) fn fire(slot: &ProbeSlot, ctx: &mut ActionCtx, regs: &Regs, ret: bool
     if n == 0 {
         return;
     }
-    let ts = cpu::mono_fast_ns();
     let (st, pt) = match s.pt.as_deref() {
         Some(pt) => {
             let Some((st, c)) = s.cpus.local_with(pt.cpus(), ctx) else {
@@ -625,7 +624,7 @@ pub(crate) fn fire(slot: &ProbeSlot, ctx: &mut ActionCtx, regs: &Regs, ret: bool
         slot,
         regs,
         ret,
-        ts,
+        ts: None,
         cpu,
         pbuf: &mut st.pbuf,
         pbuf_off: &mut st.pbuf_off,
@@ -658,7 +657,8 @@ struct KernelEnv<'a> {
     slot: &'a ProbeSlot,
     regs: &'a Regs,
     ret: bool,
-    ts: u64,
+    /// When the probe fired: read at first use, then the same for the whole firing.
+    ts: Option<u64>,
     cpu: u32,
     pbuf: &'a mut Halves<u8>,
     pbuf_off: &'a mut usize,
@@ -668,9 +668,15 @@ struct KernelEnv<'a> {
 }
 
 impl KernelEnv<'_> {
+    /// The firing's timestamp; the clock is read only by programs that use it.
+    fn ts(&mut self) -> u64 {
+        *self.ts.get_or_insert_with(cpu::mono_fast_ns)
+    }
+
     fn write(&mut self, kind: u32, id: u32, data: &[u8]) -> bool {
+        let ts = self.ts();
         let buf = self.pbuf.active();
-        let ok = buffer::write(buf, self.pbuf_off, kind, self.slot.id, id, self.ts, data);
+        let ok = buffer::write(buf, self.pbuf_off, kind, self.slot.id, id, ts, data);
         let c = &self.s.cpu_counters[self.cpu as usize];
         if ok {
             bump(&c.records);
@@ -720,7 +726,7 @@ impl Env for KernelEnv<'_> {
             Builtin::Pid => task::pid() as u64,
             Builtin::Tid => task::tid() as u64,
             Builtin::Cpu => self.cpu as u64,
-            Builtin::Timestamp => self.ts,
+            Builtin::Timestamp => self.ts(),
             Builtin::Walltimestamp => cpu::real_fast_ns(),
             Builtin::Arg0 => arg(0),
             Builtin::Arg1 => arg(1),
