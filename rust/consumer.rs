@@ -171,13 +171,14 @@ impl Consumer {
         Ok(())
     }
 
-    /// SNAPSHOT: switches `cpu`'s principal buffer and hands the records to `out`.
-    pub(crate) fn snapshot(
+    /// Runs `f` on the session and its drain for an online `cpu`; `offline` when the CPU is
+    /// offline (it can't be switched, and its buffers wait until it comes back).
+    fn drain_cpu<R>(
         &self,
         cpu: u32,
-        buf_len: usize,
-        out: impl FnOnce(&[u8]) -> Result,
-    ) -> Result<(usize, u64)> {
+        offline: R,
+        f: impl FnOnce(&Session, &mut Drain) -> Result<R>,
+    ) -> Result<R> {
         let mut guard = self.inner.lock();
         let inner = &mut *guard;
         let (Some(s), Some(d)) = (inner.session.as_ref(), inner.drain.as_mut()) else {
@@ -186,15 +187,27 @@ impl Consumer {
         if cpu >= cpu::nr_cpu_ids() {
             return Err(EINVAL);
         }
-        if buf_len < s.bufsize() {
-            return Err(ENOSPC);
-        }
         if !cpu::online(cpu) {
-            return Ok((0, 0));
+            return Ok(offline);
         }
-        s.take_pbuf(d, cpu, |data, drops| {
-            out(data).map(|()| (data.len(), drops))
-        })?
+        f(s, d)
+    }
+
+    /// SNAPSHOT: switches `cpu`'s principal buffer and hands the records to `out`.
+    pub(crate) fn snapshot(
+        &self,
+        cpu: u32,
+        buf_len: usize,
+        out: impl FnOnce(&[u8]) -> Result,
+    ) -> Result<(usize, u64)> {
+        self.drain_cpu(cpu, (0, 0), |s, d| {
+            if buf_len < s.bufsize() {
+                return Err(ENOSPC);
+            }
+            s.take_pbuf(d, cpu, |data, drops| {
+                out(data).map(|()| (data.len(), drops))
+            })?
+        })
     }
 
     /// AGGSNAP: switches `cpu`'s aggregation buffer and streams its data sets to `sink`.
@@ -204,18 +217,9 @@ impl Consumer {
         limit: usize,
         sink: impl FnMut(&[u8]) -> Result,
     ) -> Result<AggTaken> {
-        let mut guard = self.inner.lock();
-        let inner = &mut *guard;
-        let (Some(s), Some(d)) = (inner.session.as_ref(), inner.drain.as_mut()) else {
-            return Err(ENOENT);
-        };
-        if cpu >= cpu::nr_cpu_ids() {
-            return Err(EINVAL);
-        }
-        if !cpu::online(cpu) {
-            return Ok(AggTaken::Data { len: 0, drops: 0 });
-        }
-        s.take_agg(d, cpu, limit, sink)
+        self.drain_cpu(cpu, AggTaken::Data { len: 0, drops: 0 }, |s, d| {
+            s.take_agg(d, cpu, limit, sink)
+        })
     }
 
     /// PROBES: the attached probes; `f(i, info)` for each of the first `n`. Returns the total.
