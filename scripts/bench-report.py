@@ -68,9 +68,10 @@ data = {"workloads": {}, "targets": [], "notes": notes}
 TOOLS = ["oxtrace", "oxtrace-o2", "bpftrace"]
 SHORT = {"oxtrace": "ox", "oxtrace-o2": "o2", "bpftrace": "bt"}
 md = ["# oxtrace vs bpftrace (make bench)", "",
-      "ns per call (median over rounds; per thread for 4 threads). ox = oxtrace.ko as built "
-      "with the kernel's flags (-Copt-level=s), o2 = the same module built with "
-      "-Copt-level=2, bt = bpftrace. added = median - no-probe median; x/bt = added / "
+      "ns per call (median over rounds; per thread for 4 threads). ox = oxtrace.ko as "
+      "shipped (Kbuild builds its Rust at -Copt-level=2), o2 = a second build with "
+      "KRUSTFLAGS=-Copt-level=2 (the same code: the two columns show run-to-run noise), "
+      "bt = bpftrace. added = median - no-probe median; x/bt = added / "
       "bpftrace's added; act/probe = (pair - empty) / (empty - none) of the same tool.", "",
       f"Pairs: {', '.join(f'{p}: `{a}` vs `{b}`' for p, (a, b) in DESC.items())}.", ""]
 for wl, wdesc in WLS:

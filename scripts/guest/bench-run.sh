@@ -13,8 +13,8 @@
 ROUNDS=5 N1=200000 N4=100000 NL=20000 LSIZE=16384 KEYS=100000
 PAIRS="empty count hist sum trace"
 PROFILE="empty count hist"
-# VARIANT: pairs also run with /extra/oxtrace-o2.ko (the module built with
-# -Copt-level=2 instead of the kernel's -Copt-level=s), swapped in for the run.
+# VARIANT: pairs also run with /extra/oxtrace-o2.ko (a second build with
+# KRUSTFLAGS=-Copt-level=2, the same code as shipped), swapped in for the run.
 VARIANT="empty count hist"
 for a in "$@"; do
 	name=${a%%=*}
