@@ -625,7 +625,7 @@ pub trait Dict {
 }
 
 /// A key component handed to the dynamic-variable and aggregation engines.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Key<'a> {
     /// An integer component.
     Int(u64),

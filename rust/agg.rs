@@ -953,14 +953,11 @@ pub fn isqrt128(n: u128) -> u64 {
 // ---------------------------------------------------------------------------------------
 // Keys.
 
-/// One element of a key tuple.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum KeyElem<'a> {
-    /// An integer (signedness is a matter of printing, see the tool's dictionary).
-    Int(u64),
-    /// A string of at most [`KEY_STR_MAX`] bytes, without its terminating NUL.
-    Str(&'a [u8]),
-}
+/// One element of a key tuple: the interpreter's key type (one definition for the
+/// interpreter, the dynamic variables and the aggregations). An integer's signedness is a
+/// matter of printing (the tool's dictionary); a string has at most [`KEY_STR_MAX`] bytes,
+/// without its terminating NUL.
+pub use crate::action::Key as KeyElem;
 
 /// The encoded key words the elements produce, one at a time (the descriptor word first,
 /// then an integer as one word, a string as its bytes zero-padded to whole words).

@@ -8,7 +8,7 @@
 
 use crate::abi;
 use crate::action::{self, Builtin, Env, Key, Record, RecordKind, Vm, AGG_NARGS};
-use crate::agg::{self, AggBuffer, KeyElem};
+use crate::agg::{self, AggBuffer};
 use crate::buffer;
 use crate::cpu;
 use crate::diag;
@@ -699,19 +699,6 @@ impl KernelEnv<'_> {
     }
 }
 
-fn to_elems<'k>(keys: &[Key<'k>], out: &mut [KeyElem<'k>; agg::KEY_MAX_ELEMS]) -> Option<usize> {
-    if keys.len() > out.len() {
-        return None;
-    }
-    for (o, k) in out.iter_mut().zip(keys) {
-        *o = match *k {
-            Key::Int(v) => KeyElem::Int(v),
-            Key::Str(b) => KeyElem::Str(b),
-        };
-    }
-    Some(keys.len())
-}
-
 impl Env for KernelEnv<'_> {
     fn builtin(&mut self, b: Builtin) -> u64 {
         let arg = |n: u32| -> u64 {
@@ -822,14 +809,10 @@ impl Env for KernelEnv<'_> {
         else {
             return false;
         };
-        let mut elems = [KeyElem::Int(0); agg::KEY_MAX_ELEMS];
-        let Some(n) = to_elems(keys, &mut elems) else {
-            return false;
-        };
         let Ok(mut buf) = AggBuffer::attach(h.active()) else {
             return false;
         };
-        buf.apply(id, func, &elems[..n], args[0] as i64, args[1] as i64)
+        buf.apply(id, func, keys, args[0] as i64, args[1] as i64)
             .is_ok()
     }
 
