@@ -1082,7 +1082,8 @@ impl Spec {
 // ---------------------------------------------------------------------------------------
 // JSON and OpenMetrics helpers.
 
-fn json_str(o: &mut String, s: &[u8]) {
+/// Appends `s` as a JSON string literal (lossy on bad UTF-8); the tool's one escaper.
+pub fn json_str(o: &mut String, s: &[u8]) {
     o.push('"');
     for c in String::from_utf8_lossy(s).chars() {
         match c {
