@@ -5,27 +5,7 @@
 # CPUs, 2000 reads each of 1..8 bytes, so each size 1000 times), drops
 # conserved with a tiny aggsize, and the OpenMetrics exporter: TAP.
 cd "$(dirname "$0")" || exit 1
-n=0
-fails=0
-ok() { n=$((n + 1)); echo "ok $n $1"; }
-nok() {
-	n=$((n + 1))
-	fails=$((fails + 1))
-	echo "not ok $n $1"
-	shift
-	printf '%s\n' "$@" | sed 's/^/# /'
-}
-expect() {
-	if [ "$2" = "$3" ]; then ok "$1"; else nok "$1" "want: $2" "got:  $3"; fi
-}
-run() {
-	prog=$1
-	shift
-	timeout 120 oxtrace -q -e "$prog" "$@" >/tmp/out 2>/tmp/err
-	rc=$?
-	out=$(cat /tmp/out)
-	err=$(cat /tmp/err)
-}
+. ./tap.sh
 W="./oxt_workload read 4 2000"
 E='fbt::ksys_read:entry /pid == $target/'
 # buckets: the non-zero rows of a histogram as "value count" pairs
@@ -100,4 +80,4 @@ else
 	nok "--listen serves OpenMetrics while tracing" "$(cat /tmp/metrics /tmp/err)"
 fi
 
-exit $((fails > 0))
+tap_exit

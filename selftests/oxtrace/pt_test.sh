@@ -5,19 +5,7 @@
 # read counted), stop and ring modes, the slices' physical layout, and the
 # real backend refusing cleanly where the CPU has no PT: TAP.
 cd "$(dirname "$0")" || exit 1
-n=0
-fails=0
-ok() { n=$((n + 1)); echo "ok $n $1"; }
-nok() {
-	n=$((n + 1))
-	fails=$((fails + 1))
-	echo "not ok $n $1"
-	shift
-	printf '%s\n' "$@" | sed 's/^/# /'
-}
-expect() {
-	if [ "$2" = "$3" ]; then ok "$1"; else nok "$1" "want: $2" "got:  $3"; fi
-}
+. ./tap.sh
 P='fbt::ksys_read:entry /pid == $target/ { n = n + 1; ptwrite(n); }'
 # record FILE CALLS OPTIONS...: oxtrace pt record; status in $rc, stderr in $err
 record() {
@@ -122,4 +110,4 @@ if dmesg | grep -Eq 'unchecked MSR|general protection|WARNING:|BUG:|Oops'; then
 else
 	ok "no MSR fault, no splat"
 fi
-[ $fails = 0 ]
+tap_exit

@@ -1,20 +1,8 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0
 # The oxtrace tool against the module: TAP.
-n=0
-fails=0
-check() { # description, then a command that must succeed
-	desc=$1
-	shift
-	n=$((n + 1))
-	if out=$("$@" 2>&1); then
-		echo "ok $n $desc"
-	else
-		echo "not ok $n $desc"
-		echo "$out" | sed 's/^/# /'
-		fails=$((fails + 1))
-	fi
-}
+cd "$(dirname "$0")" || exit 1
+. ./tap.sh
 echo "TAP version 13"
 echo "1..6"
 check "version talks to the module" sh -c 'oxtrace version | grep -qE "^ABI +1\.[0-9]+ \(tool 1\.[0-9]+\)"'
@@ -25,4 +13,4 @@ check "missing device: clear error, exit 1" sh -c \
 	'! oxtrace --device /dev/nonexistent status 2>/tmp/err && grep -q "is the oxtrace module loaded" /tmp/err'
 check "not permitted: clear error" sh -c \
 	'! ./dropcaps oxtrace status 2>/tmp/err && grep -q "Operation not permitted.*CAP_PERFMON or CAP_SYS_ADMIN" /tmp/err'
-exit $((fails > 0))
+tap_exit

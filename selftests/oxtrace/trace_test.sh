@@ -3,29 +3,7 @@
 # Probes, predicates, actions, aggregations and the tool's run loop against the
 # real module, with a workload whose every call is known (oxt_workload): TAP.
 cd "$(dirname "$0")" || exit 1
-n=0
-fails=0
-ok() { n=$((n + 1)); echo "ok $n $1"; }
-nok() {
-	n=$((n + 1))
-	fails=$((fails + 1))
-	echo "not ok $n $1"
-	shift
-	printf '%s\n' "$@" | sed 's/^/# /'
-}
-# expect NAME WANT GOT
-expect() {
-	if [ "$2" = "$3" ]; then ok "$1"; else nok "$1" "want: $2" "got:  $3"; fi
-}
-# run PROGRAM [ARGS...]: oxtrace -q with a time limit; stdout in $out, stderr in $err, status in $rc
-run() {
-	prog=$1
-	shift
-	timeout 120 oxtrace -q -e "$prog" "$@" >/tmp/out 2>/tmp/err
-	rc=$?
-	out=$(cat /tmp/out)
-	err=$(cat /tmp/err)
-}
+. ./tap.sh
 W="./oxt_workload read 4 2000"
 
 echo "TAP version 13"
@@ -137,4 +115,4 @@ insmod /lib/modules/oxtrace.ko || bad="$bad insmod failed;"
 if [ -z "$bad" ]; then ok "killing consumers while probes fire is safe; rmmod after"; else
 	nok "killing consumers while probes fire is safe; rmmod after" "$bad"; fi
 
-exit $((fails > 0))
+tap_exit
