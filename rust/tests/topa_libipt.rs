@@ -275,26 +275,6 @@ fn libipt_decodes_engine_output() {
     }
 }
 
-fn packet() -> impl Strategy<Value = Packet> {
-    prop_oneof![
-        Just(Packet::Pad),
-        Just(Packet::Psb),
-        Just(Packet::PsbEnd),
-        Just(Packet::Ovf),
-        (0u64..=TSC_MASK).prop_map(|tsc| Packet::Tsc { tsc }),
-        (any::<u32>(), any::<bool>()).prop_map(|(v, ip)| Packet::Ptw {
-            payload: v as u64,
-            size: PtwSize::Four,
-            ip
-        }),
-        (any::<u64>(), any::<bool>()).prop_map(|(v, ip)| Packet::Ptw {
-            payload: v,
-            size: PtwSize::Eight,
-            ip
-        }),
-    ]
-}
-
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(48))]
 

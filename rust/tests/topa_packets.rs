@@ -132,26 +132,6 @@ fn psb_search_takes_the_last_16_bytes_of_a_run() {
     assert_eq!(find_psb(&[0x02, 0x82].repeat(7), 0), None);
 }
 
-fn packet() -> impl Strategy<Value = Packet> {
-    prop_oneof![
-        Just(Packet::Pad),
-        Just(Packet::Psb),
-        Just(Packet::PsbEnd),
-        Just(Packet::Ovf),
-        (0u64..=TSC_MASK).prop_map(|tsc| Packet::Tsc { tsc }),
-        (any::<u32>(), any::<bool>()).prop_map(|(v, ip)| Packet::Ptw {
-            payload: v as u64,
-            size: PtwSize::Four,
-            ip
-        }),
-        (any::<u64>(), any::<bool>()).prop_map(|(v, ip)| Packet::Ptw {
-            payload: v,
-            size: PtwSize::Eight,
-            ip
-        }),
-    ]
-}
-
 /// Decodes like a consumer: sync, decode until an error, resync; never panics.
 fn decode_resync(buf: &[u8]) -> Vec<(usize, Packet)> {
     let mut out = Vec::new();

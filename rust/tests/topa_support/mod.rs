@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 use oxtrace_core::topa::*;
+use proptest::prelude::*;
 
 /// Physical memory made of ToPA table pages and output regions, each at its own address.
 pub struct ModelMem {
@@ -182,4 +183,25 @@ pub fn check_sdm_rules(mem: &ModelMem, first: u64, width: u8) -> usize {
             assert!(i + 1 < TABLE_ENTRIES, "table ends with END or STOP");
         }
     }
+}
+
+/// Any packet the encoder can write.
+pub fn packet() -> impl Strategy<Value = Packet> {
+    prop_oneof![
+        Just(Packet::Pad),
+        Just(Packet::Psb),
+        Just(Packet::PsbEnd),
+        Just(Packet::Ovf),
+        (0u64..=TSC_MASK).prop_map(|tsc| Packet::Tsc { tsc }),
+        (any::<u32>(), any::<bool>()).prop_map(|(v, ip)| Packet::Ptw {
+            payload: v as u64,
+            size: PtwSize::Four,
+            ip
+        }),
+        (any::<u64>(), any::<bool>()).prop_map(|(v, ip)| Packet::Ptw {
+            payload: v,
+            size: PtwSize::Eight,
+            ip
+        }),
+    ]
 }
