@@ -2,41 +2,26 @@
 
 //! oxtrace: a DTrace-class tracing provider for Linux.
 //!
-//! The crate root of the module. Pure logic (no kernel dependency, `no_std`, no allocation)
-//! lives in files shared with the host crate `lib.rs`; the rest is kernel glue over safe
-//! wrappers (`miscdev`, `cpu`) on top of the C shim (`shim/`).
+//! The crate root of the module, over three floors (`Documentation/design.rst`):
+//!
+//! - `core/`: pure logic, `no_std`, no allocation, no kernel dependency; the same files are
+//!   the host crate `oxtrace-core`, tested on the host;
+//! - `glue/`: kernel objects and policy (device, consumers, sessions, probe context);
+//! - `sys/`: thin safe wrappers, the only callers of the C shim (`shim/`).
 
 use kernel::prelude::*;
 
-// Pure logic, also compiled by the host crate (`lib.rs`).
-pub mod abi;
-pub mod action;
-pub mod agg;
-pub mod buffer;
-pub mod diag;
-pub mod dynvar;
-pub mod program;
-pub mod topa;
+// The pure floor: the host crate `oxtrace-core` (`core/lib.rs`), compiled here from the same
+// files. Its modules refer to each other as `crate::abi`, ..., in both crates: re-exported.
+#[path = "core/lib.rs"]
+pub mod oxcore;
+pub use oxcore::{abi, action, agg, buffer, diag, dynvar, program, topa};
 
-// Kernel glue.
-mod consumer;
-mod device;
-mod dynmem;
-mod probe;
-mod pt;
-mod session;
+// Kernel objects and policy.
+mod glue;
 
-// Safe wrappers over the C shim.
-mod clean;
-mod cpu;
-mod miscdev;
-mod msr;
-mod pages;
-mod percpu;
-mod shim;
-mod switchbuf;
-mod task;
-mod xcall;
+// Thin safe wrappers over the C shim, its only callers.
+mod sys;
 
 /// Version string reported by `OXT_IOC_VERSION`.
 pub(crate) const RELEASE: &str = "0.1.0";
@@ -50,12 +35,12 @@ module! {
 }
 
 struct Oxtrace {
-    _dev: miscdev::Registration<device::Device>,
+    _dev: sys::miscdev::Registration<glue::device::Device>,
 }
 
 impl kernel::Module for Oxtrace {
     fn init(_module: &'static ThisModule) -> Result<Self> {
-        let dev = miscdev::Registration::register()?;
+        let dev = sys::miscdev::Registration::register()?;
         pr_info!(
             "oxtrace {} loaded: /dev/{}, ABI {}.{}\n",
             RELEASE,

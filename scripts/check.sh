@@ -50,16 +50,15 @@ fi
 grep '^test result' "$logdir/cargo-test.log" | awk '{p+=$4; f+=$6} END {print "   host: " p " passed, " f " failed"}'
 
 say "loom models (lock-free dynamic variables)"
-for t in rust/tests/loom_*.rs; do
+for t in rust/core/tests/loom_*.rs; do
 	[ -f "$t" ] || continue
 	name=$(basename "$t" .rs)
 	step "loom $name" env RUSTFLAGS="--cfg loom" cargo test --release --locked -p oxtrace-core --test "$name"
 done
 
 say "style"
-step "rustfmt" rustfmt --check --edition 2021 --config-path "$OXT_ROOT/.rustfmt.toml" \
-	rust/*.rs rust/tests/*.rs rust/tests/*/*.rs tools/oxtrace/src/*.rs tools/oxtrace/src/*/*.rs \
-	tools/oxtrace/tests/*.rs tools/oxtrace/tests/*/*.rs
+mapfile -t rust_files < <(git ls-files -co --exclude-standard -- 'rust/*.rs' 'tools/*.rs')
+step "rustfmt" rustfmt --check --edition 2021 --config-path "$OXT_ROOT/.rustfmt.toml" "${rust_files[@]}"
 step "clippy" cargo clippy --workspace --all-targets --locked -- -D warnings
 step "logscan" "$OXT_ROOT/scripts/test-logscan.sh"
 

@@ -10,9 +10,9 @@
 // available.
 
 use crate::dynvar::CrossCall;
-use crate::percpu::ActionCtx;
-use crate::shim;
-use crate::xcall;
+use crate::sys::percpu::ActionCtx;
+use crate::sys::shim;
+use crate::sys::xcall;
 use core::ptr::NonNull;
 use kernel::error::to_result;
 use kernel::ffi::c_void;

@@ -14,12 +14,12 @@
 //! and nothing here takes a lock.
 
 use crate::abi;
-use crate::cpu;
-use crate::msr;
-use crate::pages::{Pages, PAGE_SIZE};
-use crate::percpu::{ActionCtx, PerCpu};
+use crate::sys::cpu;
+use crate::sys::msr;
+use crate::sys::pages::{Pages, PAGE_SIZE};
+use crate::sys::percpu::{ActionCtx, PerCpu};
+use crate::sys::xcall;
 use crate::topa::{self, Layout, MemFault, Mode, OutputEngine, OutputRegs, Packet, PhysMem};
-use crate::xcall;
 use core::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, Ordering};
 use kernel::prelude::*;
 use kernel::sync::Arc;

@@ -7,7 +7,7 @@
 //!
 // TODO: replace with kernel::arch::x86::msr when available.
 
-use crate::shim;
+use crate::sys::shim;
 use kernel::error::to_result;
 use kernel::prelude::*;
 

@@ -3,11 +3,11 @@
 //! `/dev/oxtrace`: opening makes a consumer, ioctls drive it.
 
 use crate::abi;
-use crate::consumer::Consumer;
-use crate::cpu;
-use crate::miscdev::FileOps;
+use crate::glue::consumer::Consumer;
+use crate::glue::session::{AggTaken, AttachReq, LoadFail, MAX_ATTACH};
 use crate::program;
-use crate::session::{AggTaken, AttachReq, LoadFail, MAX_ATTACH};
+use crate::sys::cpu;
+use crate::sys::miscdev::FileOps;
 use kernel::prelude::*;
 use kernel::str::CStr;
 use kernel::types::{AsBytes, FromBytes};

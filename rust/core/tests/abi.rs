@@ -133,7 +133,7 @@ fn facts() -> Vec<Fact> {
 #[test]
 fn rust_mirror_matches_c_header() {
     let facts = facts();
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let dir = std::env::temp_dir().join(format!("oxtrace-abi-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let mut src = String::from(

@@ -6,11 +6,11 @@
 //! serialised by [`Consumer::inner`]; probe context never takes it.
 
 use crate::abi;
-use crate::cpu;
-use crate::probe::ProbeSet;
+use crate::glue::pt::Pt;
+use crate::glue::session::{AggTaken, AttachReq, Drain, LoadFail, Session};
 use crate::program::ProbeKind;
-use crate::pt::Pt;
-use crate::session::{AggTaken, AttachReq, Drain, LoadFail, Session};
+use crate::sys::cpu;
+use crate::sys::kprobe::ProbeSet;
 use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::new_mutex;
 use kernel::prelude::*;
@@ -103,7 +103,7 @@ impl Consumer {
         vars: &mut [u64],
     ) -> usize {
         let inner = self.inner.lock();
-        (st.audits, st.audit_failures) = crate::dynmem::audit_totals();
+        (st.audits, st.audit_failures) = crate::glue::dynmem::audit_totals();
         inner
             .session
             .as_ref()

@@ -4,12 +4,12 @@
 //!
 //! Every probe is registered disabled at LOAD, enabled at GO, disabled at STOP, and
 //! unregistered when its [`ProbeSet`] is dropped, which waits until no handler can still run.
-//! A handler calls [`crate::session::fire`] inside the shim's action guard with interrupts off.
+//! A handler calls [`crate::glue::session::fire`] inside the shim's action guard with interrupts off.
 //!
 // TODO: replace with kernel::kprobes when available.
 
-use crate::percpu::ActionCtx;
-use crate::shim;
+use crate::sys::percpu::ActionCtx;
+use crate::sys::shim;
 use core::ptr::NonNull;
 use kernel::error::to_result;
 use kernel::ffi::c_void;
@@ -55,8 +55,8 @@ pub(crate) unsafe extern "C" fn oxtrace_probe_fire(
     // SAFETY: inside the guard with interrupts off, one context per entry (precondition).
     let mut ctx = unsafe { ActionCtx::new() };
     // SAFETY: the cookie is a `ProbeSlot` that outlives the registration (precondition).
-    let slot = unsafe { &*(cookie as *const crate::session::ProbeSlot) };
-    crate::session::fire(slot, &mut ctx, &Regs(regs), ret);
+    let slot = unsafe { &*(cookie as *const crate::glue::session::ProbeSlot) };
+    crate::glue::session::fire(slot, &mut ctx, &Regs(regs), ret);
 }
 
 /// Called by the shim when a probe hits while an action runs on the same CPU.
@@ -67,7 +67,7 @@ pub(crate) unsafe extern "C" fn oxtrace_probe_fire(
 #[no_mangle]
 pub(crate) unsafe extern "C" fn oxtrace_probe_recursion(cookie: *mut c_void) {
     // SAFETY: as in `oxtrace_probe_fire`.
-    let slot = unsafe { &*(cookie as *const crate::session::ProbeSlot) };
+    let slot = unsafe { &*(cookie as *const crate::glue::session::ProbeSlot) };
     slot.count_recursion();
 }
 

@@ -9,7 +9,7 @@
 //!
 // TODO: replace with kernel::percpu when available.
 
-use crate::cpu;
+use crate::sys::cpu;
 use core::cell::UnsafeCell;
 use core::marker::PhantomData;
 use kernel::prelude::*;

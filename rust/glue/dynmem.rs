@@ -7,13 +7,13 @@
 
 use crate::abi;
 use crate::action::{Dict, Key, Scope};
-use crate::clean::{self, AllCpus, Periodic, PeriodicThread};
-use crate::cpu;
 use crate::dynvar::{
     self, array_key, thread_tuple, Audit, AuditError, Bucket, CpuState, Dstate, Header, Layout,
     LayoutError, Word, MAX_KEYS,
 };
 use crate::program::{Image, OptKey, Options};
+use crate::sys::clean::{self, AllCpus, Periodic, PeriodicThread};
+use crate::sys::cpu;
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use kernel::prelude::*;
 

@@ -8,7 +8,7 @@
 //!
 // TODO: replace with kernel::page::Page (higher orders) when available.
 
-use crate::shim;
+use crate::sys::shim;
 use core::ptr::NonNull;
 use kernel::prelude::*;
 

@@ -4,7 +4,7 @@
 //!
 // TODO: replace with kernel::miscdevice when available (it lands after 6.12).
 
-use crate::shim;
+use crate::sys::shim;
 use core::marker::PhantomData;
 use kernel::error::to_result;
 use kernel::ffi::{c_int, c_long, c_uint, c_ulong};

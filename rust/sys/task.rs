@@ -4,7 +4,7 @@
 //!
 // TODO: replace with kernel::task::Task accessors when they cover these.
 
-use crate::shim;
+use crate::sys::shim;
 use kernel::ffi::c_void;
 
 /// Process id (thread group id) of the current task.

@@ -4,7 +4,7 @@
 //!
 // TODO: replace with kernel::cred / kernel::cpu when available.
 
-use crate::shim;
+use crate::sys::shim;
 
 /// Whether the current task may trace: `CAP_PERFMON` or `CAP_SYS_ADMIN`.
 pub(crate) fn perfmon_capable() -> bool {

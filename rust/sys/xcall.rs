@@ -8,8 +8,8 @@
 //!
 // TODO: replace with kernel::smp when available.
 
-use crate::percpu::ActionCtx;
-use crate::shim;
+use crate::sys::percpu::ActionCtx;
+use crate::sys::shim;
 use kernel::error::to_result;
 use kernel::ffi::c_void;
 use kernel::prelude::*;

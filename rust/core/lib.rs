@@ -1,0 +1,22 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! oxtrace's pure logic: the host crate `oxtrace-core`, and the module's `oxcore`.
+//!
+//! The kernel module compiles this very file as a module of its crate root
+//! (`rust/oxtrace_main.rs`), so the list below is the one list of the pure floor: no kernel
+//! dependency, `no_std`, no allocation. Host unit, property and loom tests run these files
+//! under `cargo test`; the tool uses them for the ABI, the image format and the limits.
+
+// In the kernel (`CONFIG_RUST`) this file is a module, where `no_std` has no place.
+#![cfg_attr(not(any(test, CONFIG_RUST)), no_std)]
+// `is_multiple_of` is newer than the kernel's rustc (1.85), which compiles these files too.
+#![allow(clippy::manual_is_multiple_of)]
+
+pub mod abi;
+pub mod action;
+pub mod agg;
+pub mod buffer;
+pub mod diag;
+pub mod dynvar;
+pub mod program;
+pub mod topa;
