@@ -1,0 +1,629 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The interpreter: runs verified code in probe context over the CPU's scratch space.
+
+use super::*;
+
+/// Everything outside the machine, implemented by the kernel glue (and test doubles).
+pub trait Env {
+    /// Value of an integer built-in.
+    fn builtin(&mut self, b: Builtin) -> u64;
+    /// Copy a string built-in into `out` (at most `out.len()` bytes); returns the length.
+    fn builtin_str(&mut self, b: Builtin, out: &mut [u8]) -> usize;
+    /// Read `out.len()` bytes of kernel memory at `addr` without faulting; false on failure.
+    fn read_kernel(&mut self, addr: u64, out: &mut [u8]) -> bool;
+    /// Load global scalar `id`.
+    fn global_load(&mut self, id: u32) -> u64;
+    /// Store global scalar `id`.
+    fn global_store(&mut self, id: u32, value: u64);
+    /// Load dynamic variable `var` at `keys`; 0 when it does not exist.
+    fn dynvar_load(&mut self, var: u32, keys: &[Key<'_>]) -> u64;
+    /// Store dynamic variable `var` at `keys` (0 deletes); false when the store was dropped.
+    fn dynvar_store(&mut self, var: u32, keys: &[Key<'_>], value: u64) -> bool;
+    /// Apply aggregation `agg` at `keys` to `args` (value, weight); false when dropped.
+    fn agg_update(&mut self, agg: u32, keys: &[Key<'_>], args: &[u64; AGG_NARGS]) -> bool;
+    /// Append a record to the principal buffer; false when it does not fit (a drop).
+    fn emit(&mut self, rec: &Record<'_>) -> bool;
+    /// Write `value` to this CPU's Intel PT stream (a PTW packet); false when it was lost
+    /// (no PT stream configured or started, or the stream stopped or full).
+    fn ptwrite(&mut self, value: u64) -> bool;
+}
+
+/// Kind of a runtime fault.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FaultKind {
+    /// Integer division or remainder by zero.
+    DivZero,
+    /// A kernel-memory read failed at this address.
+    BadAddr(u64),
+    /// A register used as a string does not reference a valid string.
+    BadString,
+    /// More than [`MAX_TUPLE`] values pushed on the tuple stack.
+    TupleOverflow,
+    /// The tuple does not match the variable's or aggregation's key layout.
+    KeyMismatch,
+    /// The scratch area is too small for this program (the VM was sized wrongly).
+    ScratchExhausted,
+    /// An instruction or table reference is not valid (never happens on verified code run
+    /// with the tables it was verified against).
+    Invalid,
+}
+
+/// A runtime fault: the clause is aborted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Fault {
+    /// Index of the faulting instruction.
+    pub pc: u32,
+    /// What went wrong.
+    pub kind: FaultKind,
+}
+
+/// Losses counted while running (not faults: the clause goes on).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Losses {
+    /// Records that did not fit in the principal buffer.
+    pub records: u64,
+    /// Dynamic-variable stores that were dropped.
+    pub dynvars: u64,
+    /// Aggregation updates that were dropped.
+    pub aggs: u64,
+    /// `ptwrite()` values the PT stream did not take.
+    pub ptwrites: u64,
+}
+
+#[derive(Clone, Copy)]
+enum TupleVal {
+    Int(u64, IntType),
+    Str(u64),
+}
+
+/// The interpreter state of one CPU: registers, tuple stack and the caller's scratch area.
+///
+/// Scratch layout: `nlocals` `u64` locals, the record-assembly buffer, then string slots of
+/// `strsize + 1` bytes allocated in order during a clause.
+///
+/// # Invariants
+///
+/// `strsize` is in `1..=MAX_STRSIZE`; `next_slot` is at or after the slot area's start.
+pub struct Vm<'s> {
+    regs: [u64; NREGS],
+    tuple: [TupleVal; MAX_TUPLE],
+    tlen: usize,
+    scratch: &'s mut [u8],
+    nlocals: u32,
+    strsize: u32,
+    next_slot: usize,
+    /// Losses counted since the VM was created (the caller may reset them).
+    pub losses: Losses,
+}
+
+/// The VM could not be created.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum VmError {
+    /// `strsize` or `nlocals` out of range.
+    BadParams,
+    /// The scratch area cannot hold the locals and the record buffer.
+    ScratchTooSmall,
+}
+
+impl<'s> Vm<'s> {
+    /// A VM over `scratch` for programs with `nlocals` locals and strings of `strsize`.
+    pub fn new(scratch: &'s mut [u8], nlocals: u32, strsize: u32) -> Result<Self, VmError> {
+        if strsize == 0 || strsize > MAX_STRSIZE || nlocals > MAX_LOCALS {
+            return Err(VmError::BadParams);
+        }
+        let base = scratch_size(nlocals, strsize, 0);
+        if scratch.len() < base {
+            return Err(VmError::ScratchTooSmall);
+        }
+        // INVARIANT: parameters checked; the slot area starts at `base`.
+        Ok(Vm {
+            regs: [0; NREGS],
+            tuple: [TupleVal::Int(0, IntType::I64); MAX_TUPLE],
+            tlen: 0,
+            scratch,
+            nlocals,
+            strsize,
+            next_slot: base,
+            losses: Losses::default(),
+        })
+    }
+
+    fn slots_start(&self) -> usize {
+        scratch_size(self.nlocals, self.strsize, 0)
+    }
+
+    /// Start a clause: zero the locals and free every string slot.
+    pub fn begin_clause(&mut self) {
+        let l = self.nlocals as usize * 8;
+        for b in self.scratch.iter_mut().take(l) {
+            *b = 0;
+        }
+        self.next_slot = self.slots_start();
+    }
+
+    /// Value of clause-local `idx` (for tests and the glue).
+    pub fn local(&self, idx: u32) -> Option<u64> {
+        if idx >= self.nlocals {
+            return None;
+        }
+        let o = idx as usize * 8;
+        let b = self.scratch.get(o..o + 8)?;
+        let mut w = [0u8; 8];
+        w.copy_from_slice(b);
+        Some(u64::from_le_bytes(w))
+    }
+
+    fn set_local(&mut self, idx: u32, v: u64) -> bool {
+        if idx >= self.nlocals {
+            return false;
+        }
+        let o = idx as usize * 8;
+        match self.scratch.get_mut(o..o + 8) {
+            Some(b) => {
+                b.copy_from_slice(&v.to_le_bytes());
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn alloc_slot(&mut self) -> Option<usize> {
+        let sz = slot_size(self.strsize);
+        let off = self.next_slot;
+        if off.checked_add(sz)? > self.scratch.len() || off > u32::MAX as usize - sz {
+            return None;
+        }
+        self.next_slot = off + sz;
+        Some(off)
+    }
+
+    /// Run a verified program with `dict` (the tables it was verified against) and `env`.
+    ///
+    /// Returns the `ret` value, or the fault that aborted the clause. Each instruction runs at
+    /// most once, so the run ends after at most `len` steps.
+    pub fn run<D: Dict + ?Sized, E: Env + ?Sized>(
+        &mut self,
+        prog: &Verified<'_>,
+        dict: &D,
+        env: &mut E,
+    ) -> Result<u64, Fault> {
+        self.regs = [0; NREGS];
+        self.tlen = 0;
+        let code = prog.code;
+        let n = code.len();
+        let mut pc = 0usize;
+        // Forward-only jumps make this bound redundant; it keeps termination local.
+        let mut steps = 0usize;
+        while pc < n && steps <= n {
+            steps += 1;
+            let f = |kind| Fault {
+                pc: pc as u32,
+                kind,
+            };
+            let w = code.word(pc).ok_or(f(FaultKind::Invalid))?;
+            let ins = Insn::decode(w);
+            let op = Op::from_u8(ins.op).ok_or(f(FaultKind::Invalid))?;
+            let (rd, r1, r2) = (ins.rd as usize, ins.r1 as usize, ins.r2 as usize);
+            if rd >= NREGS || r1 >= NREGS || r2 >= NREGS {
+                return Err(f(FaultKind::Invalid));
+            }
+            let a = self.regs[r1];
+            let b = self.regs[r2];
+            let imm = ins.imm;
+            let mut next = pc + 1;
+            let mut out: Option<u64> = None;
+            use Op::*;
+            match op {
+                Nop => {}
+                Ret => return Ok(a),
+                Mov => out = Some(a),
+                Ldi => out = Some(imm as i32 as i64 as u64),
+                Setx => out = Some(dict.int_at(imm).ok_or(f(FaultKind::Invalid))?),
+                Sets => {
+                    if imm as usize >= dict.strtab().len() {
+                        return Err(f(FaultKind::Invalid));
+                    }
+                    out = Some(str_ref(STR_SPACE_TABLE, imm));
+                }
+                Add => out = Some(a.wrapping_add(b)),
+                Sub => out = Some(a.wrapping_sub(b)),
+                Mul => out = Some(a.wrapping_mul(b)),
+                Sdiv | Udiv | Srem | Urem => {
+                    if b == 0 {
+                        return Err(f(FaultKind::DivZero));
+                    }
+                    let (sa, sb) = (a as i64, b as i64);
+                    // Checked forms have no panic path; `None` is only i64::MIN / -1 here,
+                    // whose wrapped results are MIN and 0.
+                    out = Some(match op {
+                        Sdiv => sa.checked_div(sb).unwrap_or(sa) as u64,
+                        Udiv => a.checked_div(b).unwrap_or(0),
+                        Srem => sa.checked_rem(sb).unwrap_or(0) as u64,
+                        _ => a.checked_rem(b).unwrap_or(0),
+                    });
+                }
+                And => out = Some(a & b),
+                Or => out = Some(a | b),
+                Xor => out = Some(a ^ b),
+                Sll => out = Some(a.wrapping_shl(b as u32)),
+                Srl => out = Some(a.wrapping_shr(b as u32)),
+                Sra => out = Some((a as i64).wrapping_shr(b as u32) as u64),
+                Not => out = Some(!a),
+                Neg => out = Some(a.wrapping_neg()),
+                Lnot => out = Some((a == 0) as u64),
+                Sext => {
+                    out = Some(match imm {
+                        8 => a as i8 as i64 as u64,
+                        16 => a as i16 as i64 as u64,
+                        32 => a as i32 as i64 as u64,
+                        _ => return Err(f(FaultKind::Invalid)),
+                    })
+                }
+                Zext => {
+                    out = Some(match imm {
+                        8 => a as u8 as u64,
+                        16 => a as u16 as u64,
+                        32 => a as u32 as u64,
+                        _ => return Err(f(FaultKind::Invalid)),
+                    })
+                }
+                Eq => out = Some((a == b) as u64),
+                Ne => out = Some((a != b) as u64),
+                Lt => out = Some(((a as i64) < (b as i64)) as u64),
+                Le => out = Some(((a as i64) <= (b as i64)) as u64),
+                Gt => out = Some(((a as i64) > (b as i64)) as u64),
+                Ge => out = Some(((a as i64) >= (b as i64)) as u64),
+                Ltu => out = Some((a < b) as u64),
+                Leu => out = Some((a <= b) as u64),
+                Gtu => out = Some((a > b) as u64),
+                Geu => out = Some((a >= b) as u64),
+                Ba | Bz | Bnz => {
+                    let taken = match op {
+                        Ba => true,
+                        Bz => a == 0,
+                        _ => a != 0,
+                    };
+                    if taken {
+                        if imm as usize <= pc {
+                            return Err(f(FaultKind::Invalid));
+                        }
+                        next = imm as usize;
+                    }
+                }
+                Ldb => {
+                    let bi = Builtin::from_u32(imm).ok_or(f(FaultKind::Invalid))?;
+                    out = Some(env.builtin(bi));
+                }
+                Ldbs => {
+                    let bi = Builtin::from_u32(imm).ok_or(f(FaultKind::Invalid))?;
+                    let off = self.alloc_slot().ok_or(f(FaultKind::ScratchExhausted))?;
+                    let ss = self.strsize as usize;
+                    let slot = &mut self.scratch[off..off + ss + 1];
+                    let len = env.builtin_str(bi, &mut slot[..ss]).min(ss);
+                    // Stop at an embedded NUL like a C string would.
+                    let len = slot[..len].iter().position(|&c| c == 0).unwrap_or(len);
+                    slot[len] = 0;
+                    out = Some(str_ref(STR_SPACE_SCRATCH, off as u32));
+                }
+                Ldsb | Ldsh | Ldsw | Ldub | Lduh | Lduw | Ldx => {
+                    let addr = a.wrapping_add(imm as i32 as i64 as u64);
+                    let size = match op {
+                        Ldsb | Ldub => 1,
+                        Ldsh | Lduh => 2,
+                        Ldsw | Lduw => 4,
+                        _ => 8,
+                    };
+                    let mut buf = [0u8; 8];
+                    if !env.read_kernel(addr, &mut buf[..size]) {
+                        return Err(f(FaultKind::BadAddr(addr)));
+                    }
+                    let v = u64::from_le_bytes(buf);
+                    out = Some(match op {
+                        Ldsb => v as i8 as i64 as u64,
+                        Ldsh => v as i16 as i64 as u64,
+                        Ldsw => v as i32 as i64 as u64,
+                        _ => v,
+                    });
+                }
+                Kstr => {
+                    let off = self.alloc_slot().ok_or(f(FaultKind::ScratchExhausted))?;
+                    let ss = self.strsize as usize;
+                    let slot = &mut self.scratch[off..off + ss + 1];
+                    let len = read_kernel_str(env, a, &mut slot[..ss])
+                        .map_err(|addr| f(FaultKind::BadAddr(addr)))?;
+                    slot[len] = 0;
+                    out = Some(str_ref(STR_SPACE_SCRATCH, off as u32));
+                }
+                Strjoin => {
+                    let off = self.alloc_slot().ok_or(f(FaultKind::ScratchExhausted))?;
+                    let ss = self.strsize as usize;
+                    let strtab = dict.strtab();
+                    let (before, slot_area) = self.scratch.split_at_mut(off);
+                    let slot = &mut slot_area[..ss + 1];
+                    let s1 = resolve_str(strtab, before, ss, a).ok_or(f(FaultKind::BadString))?;
+                    let s2 = resolve_str(strtab, before, ss, b).ok_or(f(FaultKind::BadString))?;
+                    let l1 = s1.len().min(ss);
+                    slot[..l1].copy_from_slice(&s1[..l1]);
+                    let l2 = s2.len().min(ss - l1);
+                    slot[l1..l1 + l2].copy_from_slice(&s2[..l2]);
+                    slot[l1 + l2] = 0;
+                    out = Some(str_ref(STR_SPACE_SCRATCH, off as u32));
+                }
+                Ldls => out = Some(self.local(imm).ok_or(f(FaultKind::Invalid))?),
+                Stls => {
+                    if !self.set_local(imm, a) {
+                        return Err(f(FaultKind::Invalid));
+                    }
+                }
+                Ldgs => out = Some(env.global_load(imm)),
+                Stgs => env.global_store(imm, a),
+                Ldts | Stts => {
+                    let tid = env.builtin(Builtin::Tid);
+                    let keys = [Key::Int(tid)];
+                    if op == Ldts {
+                        out = Some(env.dynvar_load(imm, &keys));
+                    } else if !env.dynvar_store(imm, &keys, a) {
+                        self.losses.dynvars += 1;
+                    }
+                }
+                Ldgaa | Stgaa => {
+                    let layout = match dict.var(imm) {
+                        Some(v) if v.scope == Scope::Assoc => v.keys,
+                        _ => return Err(f(FaultKind::Invalid)),
+                    };
+                    let ss = self.strsize as usize;
+                    let mut keys = [Key::Int(0); MAX_KEYS];
+                    let nk = build_keys(
+                        &self.tuple[..self.tlen],
+                        layout,
+                        dict.strtab(),
+                        self.scratch,
+                        ss,
+                        &mut keys,
+                    )
+                    .map_err(f)?;
+                    if op == Ldgaa {
+                        out = Some(env.dynvar_load(imm, &keys[..nk]));
+                    } else if !env.dynvar_store(imm, &keys[..nk], a) {
+                        self.losses.dynvars += 1;
+                    }
+                    self.tlen = 0;
+                }
+                Pushtv | Pushts => {
+                    if self.tlen >= MAX_TUPLE {
+                        return Err(f(FaultKind::TupleOverflow));
+                    }
+                    self.tuple[self.tlen] = if op == Pushtv {
+                        let t = IntType(imm as u8);
+                        if imm >= 8 {
+                            return Err(f(FaultKind::Invalid));
+                        }
+                        TupleVal::Int(a, t)
+                    } else {
+                        // Validate now so the fault points at the push.
+                        resolve_str(dict.strtab(), self.scratch, self.strsize as usize, a)
+                            .ok_or(f(FaultKind::BadString))?;
+                        TupleVal::Str(a)
+                    };
+                    self.tlen += 1;
+                }
+                Flusht => self.tlen = 0,
+                Scmp => {
+                    let ss = self.strsize as usize;
+                    let strtab = dict.strtab();
+                    let s1 =
+                        resolve_str(strtab, self.scratch, ss, a).ok_or(f(FaultKind::BadString))?;
+                    let s2 =
+                        resolve_str(strtab, self.scratch, ss, b).ok_or(f(FaultKind::BadString))?;
+                    out = Some(match s1.cmp(s2) {
+                        core::cmp::Ordering::Less => -1i64 as u64,
+                        core::cmp::Ordering::Equal => 0,
+                        core::cmp::Ordering::Greater => 1,
+                    });
+                }
+                Strlen => {
+                    let s = resolve_str(dict.strtab(), self.scratch, self.strsize as usize, a)
+                        .ok_or(f(FaultKind::BadString))?;
+                    out = Some(s.len() as u64);
+                }
+                Agg => {
+                    let layout = dict.agg(imm).ok_or(f(FaultKind::Invalid))?;
+                    let ss = self.strsize as usize;
+                    let mut keys = [Key::Int(0); MAX_KEYS];
+                    let nk = build_keys(
+                        &self.tuple[..self.tlen],
+                        layout,
+                        dict.strtab(),
+                        self.scratch,
+                        ss,
+                        &mut keys,
+                    )
+                    .map_err(f)?;
+                    if !env.agg_update(imm, &keys[..nk], &[a, b]) {
+                        self.losses.aggs += 1;
+                    }
+                    self.tlen = 0;
+                }
+                Trace | Printf => {
+                    let (kind, id) = if op == Trace {
+                        (RecordKind::Trace, 0)
+                    } else {
+                        if imm >= dict.fmt_count() {
+                            return Err(f(FaultKind::Invalid));
+                        }
+                        (RecordKind::Printf, imm)
+                    };
+                    let len = self.assemble(dict.strtab()).map_err(f)?;
+                    self.tlen = 0;
+                    self.emit(env, kind, id, len);
+                }
+                Printa => {
+                    let fmt = imm >> 16;
+                    let v = if fmt == 0 { u32::MAX } else { fmt - 1 };
+                    self.emit_int(env, RecordKind::Printa, imm & 0xffff, v as u64);
+                }
+                Clear => self.emit_int_none(env, RecordKind::Clear, imm),
+                Denormalize => self.emit_int_none(env, RecordKind::Denormalize, imm),
+                Trunc => self.emit_int(env, RecordKind::Trunc, imm, a),
+                Normalize => self.emit_int(env, RecordKind::Normalize, imm, a),
+                Exit => self.emit_int(env, RecordKind::Exit, 0, a),
+                Ptwrite => {
+                    if !env.ptwrite(a) {
+                        self.losses.ptwrites += 1;
+                    }
+                }
+            }
+            if let Some(v) = out {
+                if rd == 0 {
+                    return Err(f(FaultKind::Invalid));
+                }
+                self.regs[rd] = v;
+            }
+            pc = next;
+        }
+        // Verified code ends in `ret`; running off the end means unverified code.
+        Err(Fault {
+            pc: pc as u32,
+            kind: FaultKind::Invalid,
+        })
+    }
+
+    /// Encode the tuple into the record buffer; returns its length.
+    fn assemble(&mut self, strtab: &[u8]) -> Result<usize, FaultKind> {
+        let ss = self.strsize as usize;
+        let rb_start = self.nlocals as usize * 8;
+        let rb_len = record_buf_size(self.strsize);
+        let (head, slots) = self.scratch.split_at_mut(rb_start + rb_len);
+        let rb = &mut head[rb_start..];
+        let slots_base = rb_start + rb_len;
+        let mut n = 0usize;
+        for t in &self.tuple[..self.tlen] {
+            match *t {
+                TupleVal::Int(v, ty) => {
+                    let d = rb.get_mut(n..n + 9).ok_or(FaultKind::Invalid)?;
+                    d[0] = ty.0;
+                    d[1..].copy_from_slice(&v.to_le_bytes());
+                    n += 9;
+                }
+                TupleVal::Str(r) => {
+                    let s = resolve_str_in(strtab, slots, slots_base, ss, r)
+                        .ok_or(FaultKind::BadString)?;
+                    let d = rb.get_mut(n..n + 3 + s.len()).ok_or(FaultKind::Invalid)?;
+                    d[0] = ITEM_STR;
+                    d[1..3].copy_from_slice(&(s.len() as u16).to_le_bytes());
+                    d[3..].copy_from_slice(s);
+                    n += 3 + s.len();
+                }
+            }
+        }
+        Ok(n)
+    }
+
+    fn emit<E: Env + ?Sized>(&mut self, env: &mut E, kind: RecordKind, id: u32, len: usize) {
+        let rb_start = self.nlocals as usize * 8;
+        let data = self.scratch.get(rb_start..rb_start + len).unwrap_or(&[]);
+        if !env.emit(&Record { kind, id, data }) {
+            self.losses.records += 1;
+        }
+    }
+
+    fn emit_int<E: Env + ?Sized>(&mut self, env: &mut E, kind: RecordKind, id: u32, v: u64) {
+        let mut d = [0u8; 9];
+        d[0] = IntType::I64.0;
+        d[1..].copy_from_slice(&v.to_le_bytes());
+        if !env.emit(&Record { kind, id, data: &d }) {
+            self.losses.records += 1;
+        }
+    }
+
+    fn emit_int_none<E: Env + ?Sized>(&mut self, env: &mut E, kind: RecordKind, id: u32) {
+        if !env.emit(&Record {
+            kind,
+            id,
+            data: &[],
+        }) {
+            self.losses.records += 1;
+        }
+    }
+}
+
+/// Copy the kernel string at `addr` into `out` chunk by chunk (never reading across a page
+/// boundary past the NUL); returns its length (truncated to `out.len()`), or the failing
+/// address.
+fn read_kernel_str<E: Env + ?Sized>(env: &mut E, addr: u64, out: &mut [u8]) -> Result<usize, u64> {
+    const PAGE: u64 = 4096;
+    let mut done = 0usize;
+    while done < out.len() {
+        let at = addr.wrapping_add(done as u64);
+        let to_page = (PAGE - at % PAGE) as usize;
+        let chunk = to_page.min(out.len() - done);
+        if !env.read_kernel(at, &mut out[done..done + chunk]) {
+            return Err(at);
+        }
+        if let Some(p) = out[done..done + chunk].iter().position(|&c| c == 0) {
+            return Ok(done + p);
+        }
+        done += chunk;
+    }
+    Ok(out.len())
+}
+
+/// Bytes of the string a register references, up to its NUL or `strsize` bytes.
+fn resolve_str<'b>(
+    strtab: &'b [u8],
+    scratch: &'b [u8],
+    strsize: usize,
+    r: u64,
+) -> Option<&'b [u8]> {
+    resolve_str_in(strtab, scratch, 0, strsize, r)
+}
+
+/// Like [`resolve_str`] with `scratch` starting at scratch offset `base`.
+fn resolve_str_in<'b>(
+    strtab: &'b [u8],
+    scratch: &'b [u8],
+    base: usize,
+    strsize: usize,
+    r: u64,
+) -> Option<&'b [u8]> {
+    if r >> 48 != STR_TAG {
+        return None;
+    }
+    let off = (r & 0xffff_ffff) as usize;
+    if (r >> 32) & 0xff != 0 {
+        return None;
+    }
+    let tail = match (r >> 40) & 0xff {
+        STR_SPACE_TABLE => strtab.get(off..)?,
+        STR_SPACE_SCRATCH => scratch.get(off.checked_sub(base)?..)?,
+        _ => return None,
+    };
+    let lim = tail.len().min(strsize);
+    let len = tail[..lim].iter().position(|&c| c == 0).unwrap_or(lim);
+    Some(&tail[..len])
+}
+
+/// Turn the tuple into keys, checking it against `layout`; returns the key count.
+fn build_keys<'b>(
+    tuple: &[TupleVal],
+    layout: KeyLayout,
+    strtab: &'b [u8],
+    scratch: &'b [u8],
+    strsize: usize,
+    keys: &mut [Key<'b>; MAX_KEYS],
+) -> Result<usize, FaultKind> {
+    if tuple.len() != layout.count() || tuple.len() > MAX_KEYS {
+        return Err(FaultKind::KeyMismatch);
+    }
+    for (i, t) in tuple.iter().enumerate() {
+        keys[i] = match (*t, layout.is_str(i)) {
+            (TupleVal::Int(v, _), false) => Key::Int(v),
+            (TupleVal::Str(r), true) => {
+                Key::Str(resolve_str(strtab, scratch, strsize, r).ok_or(FaultKind::BadString)?)
+            }
+            _ => return Err(FaultKind::KeyMismatch),
+        };
+    }
+    Ok(tuple.len())
+}
