@@ -1,0 +1,362 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! One CPU's aggregation buffer: data sets found through hash buckets and chains in a
+//! caller-provided region.
+
+use super::*;
+
+// Header words of a formatted buffer.
+const H_MAGIC: usize = 0;
+const H_WORDS: usize = 1;
+const H_NBUCKETS: usize = 2;
+const H_DATA: usize = 3;
+const H_BUMP: usize = 4;
+const H_COUNT: usize = 5;
+const H_DROPS: usize = 6;
+const HEADER_WORDS: usize = 8;
+const BUF_MAGIC: u64 = u64::from_le_bytes(*b"OXAGBUF1");
+
+/// Data set header words: chain link and hash key; aggregation id and sizes.
+const DS_HEADER_WORDS: usize = 2;
+
+/// One CPU's aggregation buffer over a caller-provided region of 64-bit words.
+///
+/// Layout (all offsets in words, `0` meaning "none"):
+///
+/// ```text
+/// [0..8)             header: magic, words, nbuckets, data start, bump, count, drops, 0
+/// [8..8+nbuckets)    hash buckets: offset of the first data set of each chain
+/// [data..bump)       data sets, allocated in order, never freed until reset():
+///     word 0         next data set in the chain (bits 0-31) | hash key (bits 32-63)
+///     word 1         aggregation id (0-31) | key words (32-39) | value words (40-63)
+///     key words      encoded key tuple (see encode_key)
+///     value words    the function's value component
+/// ```
+///
+/// Probe context: [`AggBuffer::apply`] takes `&mut self`; the buffer belongs to one CPU and
+/// is only updated with interrupts off there, so it needs no lock and no atomic
+/// read-modify-write.
+///
+/// # Invariants
+///
+/// The header is valid: `HEADER_WORDS + nbuckets <= data <= bump <= words == mem.len()`,
+/// `nbuckets` is a power of two, every bucket head and chain link is 0 or the offset of a
+/// data set in `[data, bump)`, and data sets tile `[data, bump)` exactly.
+pub struct AggBuffer<'a> {
+    w: &'a mut [u64],
+}
+
+impl<'a> AggBuffer<'a> {
+    /// Smallest usable region: header, eight buckets and room for a few data sets.
+    pub const MIN_BYTES: usize = 8 * (HEADER_WORDS + 8 + 32);
+
+    /// Formats `mem` as an empty buffer. About 1/8 of it becomes hash buckets (a power of
+    /// two), the rest holds data sets.
+    pub fn format(mem: &'a mut [u64]) -> Result<Self, BufferError> {
+        let words = mem.len();
+        if words * 8 < Self::MIN_BYTES || words > u32::MAX as usize {
+            return Err(BufferError::Size);
+        }
+        let want = (words / 8).max(8);
+        let nbuckets = 1usize << (usize::BITS - 1 - want.leading_zeros());
+        mem[H_MAGIC] = BUF_MAGIC;
+        mem[H_WORDS] = words as u64;
+        mem[H_NBUCKETS] = nbuckets as u64;
+        mem[H_DATA] = (HEADER_WORDS + nbuckets) as u64;
+        mem[7] = 0;
+        // INVARIANT: reset() makes every bucket empty and bump == data.
+        let mut b = Self { w: mem };
+        b.reset();
+        Ok(b)
+    }
+
+    /// [`AggBuffer::format`] over a byte region, which must be 8-byte aligned and a whole
+    /// number of words long.
+    pub fn format_bytes(mem: &'a mut [u8]) -> Result<Self, BufferError> {
+        Self::format(words_of(mem)?)
+    }
+
+    /// Uses a region [`AggBuffer::format`] already prepared (O(1) checks).
+    pub fn attach(mem: &'a mut [u64]) -> Result<Self, BufferError> {
+        let words = mem.len();
+        if words < HEADER_WORDS || mem[H_MAGIC] != BUF_MAGIC || mem[H_WORDS] != words as u64 {
+            return Err(BufferError::NotFormatted);
+        }
+        let nb = mem[H_NBUCKETS];
+        let data = mem[H_DATA];
+        let bump = mem[H_BUMP];
+        if !nb.is_power_of_two()
+            || data != HEADER_WORDS as u64 + nb
+            || bump < data
+            || bump > words as u64
+        {
+            return Err(BufferError::NotFormatted);
+        }
+        // INVARIANT: format() and apply() maintain the layout; the header checks above
+        // reject a region that was never formatted.
+        Ok(Self { w: mem })
+    }
+
+    /// [`AggBuffer::attach`] over a byte region.
+    pub fn attach_bytes(mem: &'a mut [u8]) -> Result<Self, BufferError> {
+        Self::attach(words_of(mem)?)
+    }
+
+    /// Empties the buffer: no data sets, no drops (after a snapshot copied it out).
+    pub fn reset(&mut self) {
+        let data = self.w[H_DATA] as usize;
+        for b in &mut self.w[HEADER_WORDS..data] {
+            *b = 0;
+        }
+        self.w[H_BUMP] = data as u64;
+        self.w[H_COUNT] = 0;
+        self.w[H_DROPS] = 0;
+    }
+
+    /// Aggregation drops counted since the last reset.
+    pub fn drops(&self) -> u64 {
+        self.w[H_DROPS]
+    }
+
+    /// Number of data sets.
+    pub fn len(&self) -> usize {
+        self.w[H_COUNT] as usize
+    }
+
+    /// Whether there is no data set.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Number of hash buckets.
+    pub fn buckets(&self) -> usize {
+        self.w[H_NBUCKETS] as usize
+    }
+
+    /// Bytes of the region used by data sets.
+    pub fn used_bytes(&self) -> usize {
+        (self.w[H_BUMP] - self.w[H_DATA]) as usize * 8
+    }
+
+    /// Bytes of the region available for data sets.
+    pub fn data_bytes(&self) -> usize {
+        (self.w[H_WORDS] - self.w[H_DATA]) as usize * 8
+    }
+
+    /// Finds the data set of `(agg_id, key)` and applies `func` with `value` and `incr` to
+    /// it; creates it first from the function's initial value if there is none (claims 4,
+    /// 5, 7). Probe context: bounded time, no allocation, no lock.
+    ///
+    /// When the data set does not exist and there is no room for it, counts one
+    /// aggregation drop and returns [`AggError::Full`]; nothing else changes.
+    #[inline]
+    pub fn apply(
+        &mut self,
+        agg_id: u32,
+        func: &AggFunc,
+        key: &[KeyElem<'_>],
+        value: i64,
+        incr: i64,
+    ) -> Result<(), AggError> {
+        let (words, kw) = KeyWords::new(key)?;
+        let mut h = hash_step(HASH_SEED, agg_id as u64);
+        for w in words.clone() {
+            h = hash_step(h, w);
+        }
+        let hash = hash_finish(h);
+        let nw = func.value_words();
+        if nw > MAX_VALUE_WORDS {
+            return Err(AggError::ValueLength);
+        }
+        let w1 = agg_id as u64 | ((kw as u64) << 32) | ((nw as u64) << 40);
+        let bucket = HEADER_WORDS + (hash as usize & (self.w[H_NBUCKETS] as usize - 1));
+
+        // Walk the chain of the hash bucket (claim 5): hash key, id and sizes first, then
+        // the key words.
+        let mut off = self.w[bucket] as usize;
+        while off != 0 {
+            let w0 = self.w[off];
+            if (w0 >> 32) as u32 == hash
+                && self.w[off + 1] == w1
+                && words
+                    .clone()
+                    .eq(self.w[off + 2..off + 2 + kw].iter().copied())
+            {
+                let v = off + DS_HEADER_WORDS + kw;
+                return func.apply(&mut self.w[v..v + nw], value, incr);
+            }
+            off = w0 as u32 as usize;
+        }
+
+        // A new data set (claim 5): key, aggregation id, initial value, then the update.
+        let need = DS_HEADER_WORDS + kw + nw;
+        let bump = self.w[H_BUMP] as usize;
+        if need > self.w.len() - bump {
+            self.w[H_DROPS] = self.w[H_DROPS].wrapping_add(1);
+            return Err(AggError::Full);
+        }
+        for (d, s) in self.w[bump + 2..bump + 2 + kw].iter_mut().zip(words) {
+            *d = s;
+        }
+        let v = bump + DS_HEADER_WORDS + kw;
+        func.init(&mut self.w[v..v + nw]);
+        func.apply(&mut self.w[v..v + nw], value, incr)?;
+        self.w[bump] = self.w[bucket] | ((hash as u64) << 32);
+        self.w[bump + 1] = w1;
+        // INVARIANT: the data set is complete before the bucket head and bump publish it.
+        self.w[bucket] = bump as u64;
+        self.w[H_BUMP] = (bump + need) as u64;
+        self.w[H_COUNT] += 1;
+        Ok(())
+    }
+
+    /// The value component of `(agg_id, key)` if the data set exists (tests, debugging).
+    pub fn lookup(&self, agg_id: u32, key: &[KeyElem<'_>]) -> Option<&[u64]> {
+        let mut kbuf = [0u64; KEY_MAX_WORDS];
+        let kw = encode_key(key, &mut kbuf).ok()?;
+        let hash = key_hash(agg_id, &kbuf[..kw]);
+        let bucket = HEADER_WORDS + (hash as usize & (self.w[H_NBUCKETS] as usize - 1));
+        let mut off = self.w[bucket] as usize;
+        while off != 0 {
+            let ds = self.dataset_at(off);
+            if ds.agg_id == agg_id && ds.key_words == &kbuf[..kw] {
+                return Some(ds.values);
+            }
+            off = self.w[off] as u32 as usize;
+        }
+        None
+    }
+
+    fn dataset_at(&self, off: usize) -> DataSet<'_> {
+        let w1 = self.w[off + 1];
+        let kw = (w1 >> 32) as u8 as usize;
+        let nw = (w1 >> 40) as usize;
+        let k = off + DS_HEADER_WORDS;
+        DataSet {
+            hash: (self.w[off] >> 32) as u32,
+            agg_id: w1 as u32,
+            key_words: &self.w[k..k + kw],
+            values: &self.w[k + kw..k + kw + nw],
+        }
+    }
+
+    /// The data sets in allocation order.
+    pub fn iter(&self) -> DataSets<'_> {
+        DataSets {
+            buf: self,
+            off: self.w[H_DATA] as usize,
+        }
+    }
+
+    /// Bytes [`AggBuffer::serialize`] writes in all for this buffer.
+    pub fn snapshot_len(&self) -> usize {
+        SNAPSHOT_HEADER_BYTES + self.iter().map(|d| d.record_len()).sum::<usize>()
+    }
+
+    /// Serialises the buffer into `out` as a snapshot stream (header, then one record per
+    /// data set), resumably: call again with the same `cursor` until it is done. Records
+    /// are never split. Returns the bytes written; [`SnapshotError::OutputTooSmall`] when
+    /// not even the next item fits.
+    pub fn serialize(
+        &self,
+        cpu: u32,
+        out: &mut [u8],
+        cursor: &mut SnapshotCursor,
+    ) -> Result<usize, SnapshotError> {
+        let mut n = 0;
+        if cursor.off == 0 {
+            if out.len() < SNAPSHOT_HEADER_BYTES {
+                return Err(SnapshotError::OutputTooSmall {
+                    needed: SNAPSHOT_HEADER_BYTES,
+                });
+            }
+            let payload = self.snapshot_len() - SNAPSHOT_HEADER_BYTES;
+            let h = SnapshotHeader {
+                cpu,
+                records: self.len() as u32,
+                drops: self.drops(),
+                payload_len: payload as u64,
+            };
+            h.write(&mut out[..SNAPSHOT_HEADER_BYTES]);
+            n = SNAPSHOT_HEADER_BYTES;
+            cursor.off = self.w[H_DATA] as usize;
+        }
+        let bump = self.w[H_BUMP] as usize;
+        while cursor.off < bump {
+            let ds = self.dataset_at(cursor.off);
+            let len = ds.record_len();
+            if out.len() - n < len {
+                if n == 0 {
+                    return Err(SnapshotError::OutputTooSmall { needed: len });
+                }
+                return Ok(n);
+            }
+            ds.write_record(&mut out[n..n + len]);
+            n += len;
+            cursor.off += DS_HEADER_WORDS + ds.key_words.len() + ds.values.len();
+        }
+        cursor.done = true;
+        Ok(n)
+    }
+}
+
+fn words_of(mem: &mut [u8]) -> Result<&mut [u64], BufferError> {
+    // SAFETY: every bit pattern is a valid u64 and u64 has no drop glue, so viewing
+    // initialised bytes as words is sound; align_to_mut only hands out the aligned middle.
+    let (pre, words, post) = unsafe { mem.align_to_mut::<u64>() };
+    if !pre.is_empty() || !post.is_empty() {
+        return Err(BufferError::Alignment);
+    }
+    Ok(words)
+}
+
+/// One data set of an [`AggBuffer`].
+#[derive(Clone, Copy, Debug)]
+pub struct DataSet<'b> {
+    /// The hash key.
+    pub hash: u32,
+    /// The aggregation identifier component.
+    pub agg_id: u32,
+    /// The key component, encoded (see [`encode_key`]).
+    pub key_words: &'b [u64],
+    /// The value component.
+    pub values: &'b [u64],
+}
+
+impl DataSet<'_> {
+    /// Bytes of this data set's snapshot record.
+    pub fn record_len(&self) -> usize {
+        RECORD_HEADER_BYTES + 8 * (self.key_words.len() + self.values.len())
+    }
+
+    fn write_record(&self, out: &mut [u8]) {
+        let len = self.record_len();
+        out[0..4].copy_from_slice(&(len as u32).to_le_bytes());
+        out[4..8].copy_from_slice(&self.agg_id.to_le_bytes());
+        out[8..12].copy_from_slice(&(self.key_words.len() as u32).to_le_bytes());
+        out[12..16].copy_from_slice(&(self.values.len() as u32).to_le_bytes());
+        let words = self.key_words.iter().chain(self.values);
+        for (chunk, w) in out[RECORD_HEADER_BYTES..].chunks_exact_mut(8).zip(words) {
+            chunk.copy_from_slice(&w.to_le_bytes());
+        }
+    }
+}
+
+/// Iterator over the data sets of an [`AggBuffer`].
+pub struct DataSets<'b> {
+    buf: &'b AggBuffer<'b>,
+    off: usize,
+}
+
+impl<'b> Iterator for DataSets<'b> {
+    type Item = DataSet<'b>;
+
+    fn next(&mut self) -> Option<DataSet<'b>> {
+        if self.off >= self.buf.w[H_BUMP] as usize {
+            return None;
+        }
+        let ds = self.buf.dataset_at(self.off);
+        self.off += DS_HEADER_WORDS + ds.key_words.len() + ds.values.len();
+        Some(ds)
+    }
+}

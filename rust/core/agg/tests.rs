@@ -1,0 +1,56 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Unit tests of the private parts; the public behaviour is tested in `tests/agg_*.rs`.
+
+use super::*;
+
+#[test]
+fn quantize_edges() {
+    assert_eq!(quantize_bucket(0), 63);
+    assert_eq!(quantize_bucket(1), 64);
+    assert_eq!(quantize_bucket(-1), 62);
+    assert_eq!(quantize_bucket(i64::MAX), 126);
+    assert_eq!(quantize_bucket(i64::MIN), 0);
+    assert_eq!(quantize_bucket_value(126), 1 << 62);
+    assert_eq!(quantize_bucket_value(0), -(1 << 62));
+}
+
+#[test]
+fn llquantize_buckets() {
+    // llquantize(v, 10, 0, 2, 10): <1, 1..9, 10..90 by 10, 100..900 by 100, >=1000.
+    let p = LlquantizeParams::new(10, 0, 2, 10).unwrap();
+    assert_eq!(p.buckets(), 1 + 9 + 9 + 9 + 1);
+    assert_eq!(p.bucket(0), 0);
+    assert_eq!(p.bucket(1), 1);
+    assert_eq!(p.bucket(9), 9);
+    assert_eq!(p.bucket(10), 10);
+    assert_eq!(p.bucket(999), 27);
+    assert_eq!(p.bucket(1000), 28);
+    assert_eq!(p.labels().count(), 28);
+}
+
+#[test]
+fn division() {
+    let cases: [(u128, u128); 6] = [
+        (u128::MAX, 1),
+        (u128::MAX, 3),
+        (1 << 100, (1 << 64) + 7),
+        (12345, 0x1_0000_0000_0000_0001),
+        (99, 7),
+        (0, 5),
+    ];
+    for (n, d) in cases {
+        assert_eq!(udiv128(n, d), n / d);
+    }
+    assert_eq!(idiv128(-7, 2), -3);
+    assert_eq!(idiv128(7, -2), -3);
+    assert_eq!(idiv128(-7, -2), 3);
+    assert_eq!(idiv128(i64::MIN as i128, 1), i64::MIN as i128);
+}
+
+#[test]
+fn sqrt() {
+    assert_eq!(isqrt128(u128::MAX), u64::MAX);
+    assert_eq!(isqrt128(15), 3);
+    assert_eq!(isqrt128(16), 4);
+}
