@@ -4,7 +4,7 @@
 //!
 //! Every probe is registered disabled at LOAD, enabled at GO, disabled at STOP, and
 //! unregistered when its [`ProbeSet`] is dropped, which waits until no handler can still run.
-//! A handler calls [`crate::glue::session::fire`] inside the shim's action guard with interrupts off.
+//! A handler calls [`crate::glue::fire::fire`] inside the shim's action guard with interrupts off.
 //!
 // TODO: replace with kernel::kprobes when available.
 
@@ -56,7 +56,7 @@ pub(crate) unsafe extern "C" fn oxtrace_probe_fire(
     let mut ctx = unsafe { ActionCtx::new() };
     // SAFETY: the cookie is a `ProbeSlot` that outlives the registration (precondition).
     let slot = unsafe { &*(cookie as *const crate::glue::session::ProbeSlot) };
-    crate::glue::session::fire(slot, &mut ctx, &Regs(regs), ret);
+    crate::glue::fire::fire(slot, &mut ctx, &Regs(regs), ret);
 }
 
 /// Called by the shim when a probe hits while an action runs on the same CPU.
