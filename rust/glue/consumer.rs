@@ -25,11 +25,9 @@ static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
 /// What a consumer's ioctls change, serialised by [`Consumer::inner`].
 ///
-/// Field order matters: `probes` point into `session` and are dropped (unregistered, waiting
-/// for running handlers) first.
 struct Inner {
-    probes: Option<ProbeSet>,
-    session: Option<KBox<Session>>,
+    /// The loaded session and the probes that call it.
+    probes: Option<ProbeSet<Session>>,
     drain: Option<Drain>,
     state: u32,
     /// Intel PT buffers, configured before LOAD; the session shares them.
@@ -58,7 +56,6 @@ impl Consumer {
             inner <- new_mutex!(
                 Inner {
                     probes: None,
-                    session: None,
                     drain: None,
                     state: abi::STATE_IDLE,
                     pt: None,
@@ -84,7 +81,7 @@ impl Consumer {
         st.ioctls = self.ioctls.load(Ordering::Relaxed);
         st.missed = inner.probes.as_ref().map_or(0, |p| p.missed());
         let mut n = 0;
-        if let Some(s) = inner.session.as_ref() {
+        if let Some(s) = inner.session() {
             if let Some(code) = s.exit_status() {
                 st.exited = 1;
                 st.exit_status = code;
@@ -104,10 +101,7 @@ impl Consumer {
     ) -> usize {
         let inner = self.inner.lock();
         (st.audits, st.audit_failures) = crate::glue::dynmem::audit_totals();
-        inner
-            .session
-            .as_ref()
-            .map_or(0, |s| s.dyn_stat(st, cpus, vars))
+        inner.session().map_or(0, |s| s.dyn_stat(st, cpus, vars))
     }
 
     /// LOAD: verifies the program and registers its probes, disabled.
@@ -121,7 +115,6 @@ impl Consumer {
             return Err(EBUSY.into());
         }
         let l = Session::load(image, attach, inner.pt.clone())?;
-        inner.session = Some(l.session);
         inner.probes = Some(l.probes);
         inner.drain = Some(l.drain);
         inner.state = abi::STATE_LOADED;
@@ -138,13 +131,13 @@ impl Consumer {
             abi::STATE_IDLE => return Err(ENOENT),
             _ => return Err(EBUSY),
         }
-        let (Some(s), Some(p)) = (inner.session.as_ref(), inner.probes.as_mut()) else {
+        let Some(p) = inner.probes.as_mut() else {
             return Err(EINVAL);
         };
-        s.dyn_go()?;
-        s.fire_special(ProbeKind::Begin);
+        p.handler().dyn_go()?;
+        p.handler().fire_special(ProbeKind::Begin);
         if let Err(e) = p.enable() {
-            s.dyn_stop();
+            p.handler().dyn_stop();
             return Err(e);
         }
         inner.state = abi::STATE_ACTIVE;
@@ -161,12 +154,12 @@ impl Consumer {
             abi::STATE_IDLE => return Err(ENOENT),
             _ => return Err(EINVAL),
         }
-        let (Some(s), Some(p)) = (inner.session.as_ref(), inner.probes.as_mut()) else {
+        let Some(p) = inner.probes.as_mut() else {
             return Err(EINVAL);
         };
         p.disable();
-        s.fire_special(ProbeKind::End);
-        s.dyn_stop();
+        p.handler().fire_special(ProbeKind::End);
+        p.handler().dyn_stop();
         inner.state = abi::STATE_STOPPED;
         Ok(())
     }
@@ -181,7 +174,7 @@ impl Consumer {
     ) -> Result<R> {
         let mut guard = self.inner.lock();
         let inner = &mut *guard;
-        let (Some(s), Some(d)) = (inner.session.as_ref(), inner.drain.as_mut()) else {
+        let (Some(p), Some(d)) = (inner.probes.as_ref(), inner.drain.as_mut()) else {
             return Err(ENOENT);
         };
         if cpu >= cpu::nr_cpu_ids() {
@@ -190,7 +183,7 @@ impl Consumer {
         if !cpu::online(cpu) {
             return Ok(offline);
         }
-        f(s, d)
+        f(p.handler(), d)
     }
 
     /// SNAPSHOT: switches `cpu`'s principal buffer and hands the records to `out`.
@@ -229,7 +222,7 @@ impl Consumer {
         mut f: impl FnMut(usize, &abi::ProbeInfo) -> Result,
     ) -> Result<usize> {
         let inner = self.inner.lock();
-        let Some(s) = inner.session.as_ref() else {
+        let Some(s) = inner.session() else {
             return Ok(0);
         };
         let mut info = abi::ProbeInfo::default();
@@ -262,6 +255,13 @@ impl Consumer {
     pub(crate) fn with_pt<R>(&self, f: impl FnOnce(&Pt) -> Result<R>) -> Result<R> {
         let inner = self.inner.lock();
         f(inner.pt.as_deref().ok_or(ENOENT)?)
+    }
+}
+
+impl Inner {
+    /// The loaded session, if any.
+    fn session(&self) -> Option<&Session> {
+        self.probes.as_ref().map(ProbeSet::handler)
     }
 }
 

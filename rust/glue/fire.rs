@@ -3,8 +3,8 @@
 //! Probe context: everything that runs with interrupts off.
 //!
 //! Like the "probe context" group of illumos `dtrace.c`, this file is the one room for code
-//! that runs when a probe fires: [`fire`] (called by `sys::kprobe` for kprobes, kretprobes and
-//! ticks), BEGIN and END ([`Session::fire_special`], run through `sys::xcall::as_action`), the
+//! that runs when a probe fires: [`fire`] (called through the session's [`Handler`] by
+//! `sys::kprobe` for kprobes, kretprobes and ticks), BEGIN and END ([`Session::fire_special`], run through `sys::xcall::as_action`), the
 //! recursion counter, and [`KernelEnv`], what the interpreter sees of the kernel.
 //!
 //! The rules of probe context, which everything here and everything it calls keeps:
@@ -35,7 +35,7 @@ use crate::glue::pt::{Pt, PtCpu};
 use crate::glue::session::{ProbeSlot, Session};
 use crate::program::ProbeKind;
 use crate::sys::cpu;
-use crate::sys::kprobe::Regs;
+use crate::sys::kprobe::{Handler, Regs};
 use crate::sys::percpu::ActionCtx;
 use crate::sys::switchbuf::Halves;
 use crate::sys::task;
@@ -47,16 +47,21 @@ fn bump(c: &AtomicU64) {
     c.store(c.load(Ordering::Relaxed).wrapping_add(1), Ordering::Relaxed);
 }
 
-impl ProbeSlot {
+/// The session's probes (kprobes, kretprobes, ticks) call it through `sys::kprobe`.
+impl Handler for Session {
+    fn fire(&self, slot: u32, ctx: &mut ActionCtx, regs: &Regs, is_return: bool) {
+        if let Some(sl) = self.slots.get(slot as usize) {
+            fire(self, sl, ctx, regs, is_return);
+        }
+    }
+
     /// Counts a hit that was not run because an action was running on this CPU.
-    pub(crate) fn count_recursion(&self) {
-        // SAFETY: a registered probe's session outlives the registration.
-        let s = unsafe { &*self.session };
+    fn recursion(&self, slot: u32) {
         let cpu = cpu::this_cpu();
-        s.counter(cpu, self.id)
+        self.counter(cpu, slot)
             .recursion
             .fetch_add(1, Ordering::Relaxed);
-        if let Some(pt) = s.pt.as_deref() {
+        if let Some(pt) = self.pt.as_deref() {
             pt.note_missed(cpu);
         }
     }
@@ -66,15 +71,13 @@ impl Session {
     /// Runs the BEGIN or END clauses on this CPU, as a probe would.
     pub(crate) fn fire_special(&self, kind: ProbeKind) {
         for sl in self.slots.iter().filter(|s| s.kind == kind) {
-            xcall::as_action(|ctx| fire(sl, ctx, &Regs::none(), false));
+            xcall::as_action(|ctx| fire(self, sl, ctx, &Regs::none(), false));
         }
     }
 }
 
-/// Runs the clauses of `slot`'s probe description; called by the shim in probe context.
-pub(crate) fn fire(slot: &ProbeSlot, ctx: &mut ActionCtx, regs: &Regs, ret: bool) {
-    // SAFETY: a registered probe's session outlives the registration (slot invariant).
-    let s = unsafe { &*slot.session };
+/// Runs the clauses of `slot`'s probe description on session `s`.
+fn fire(s: &Session, slot: &ProbeSlot, ctx: &mut ActionCtx, regs: &Regs, ret: bool) {
     let cpu = ctx.cpu();
     bump(&s.counter(cpu, slot.id).fired);
     let (start, n) = s.desc_range[slot.desc as usize];

@@ -33,7 +33,6 @@ pub(crate) const MAX_ATTACH: usize = 1 << 16;
 
 /// One attached probe: a kprobe, a kretprobe, a tick, BEGIN or END.
 pub(crate) struct ProbeSlot {
-    pub(super) session: *const Session,
     /// Enabled probe id: index in [`Session::slots`].
     pub(super) id: u32,
     /// Index of the probe description in the image.
@@ -42,11 +41,6 @@ pub(crate) struct ProbeSlot {
     pub(super) func: [u8; abi::PROBE_FUNC_LEN],
     pub(super) func_len: usize,
 }
-
-// SAFETY: `session` points to the session that owns the slot; it is only read.
-unsafe impl Send for ProbeSlot {}
-// SAFETY: as above.
-unsafe impl Sync for ProbeSlot {}
 
 impl ProbeSlot {
     pub(super) fn func(&self) -> &[u8] {
@@ -95,9 +89,8 @@ pub(crate) struct Drain {
 /// # Invariants
 ///
 /// `image` and `clauses` borrow `_image_buf`, which is never modified and is
-/// dropped last (it is declared last). Every slot's `session` points to this session, which
-/// is boxed and never moved. `dynvars` owns its own memory (and stops its cleaner when
-/// dropped); probe context reaches it only through registered probes, dropped before.
+/// dropped last (it is declared last). `dynvars` owns its own memory (and stops its cleaner
+/// when dropped); probe context reaches it only through registered probes, dropped before.
 pub(crate) struct Session {
     pub(super) image: Image<'static>,
     pub(super) clauses: KVec<VerifiedClause<'static>>,
@@ -170,8 +163,8 @@ pub(crate) struct AttachReq<'a> {
 
 /// The result of a LOAD.
 pub(crate) struct Loaded {
-    pub(crate) session: KBox<Session>,
-    pub(crate) probes: ProbeSet,
+    /// The session and the probes that call it.
+    pub(crate) probes: ProbeSet<Session>,
     pub(crate) drain: Drain,
     pub(crate) nprobes: u32,
     pub(crate) nskipped: u32,
@@ -298,13 +291,38 @@ impl Session {
         for _ in 0..nslots * ncpus as usize {
             counters.push(SlotCounters::default(), GFP_KERNEL)?;
         }
-        let mut s = KBox::new(
+        let slot = |id: usize, desc: u32, kind: ProbeKind, func: &[u8]| -> ProbeSlot {
+            let mut f = [0u8; abi::PROBE_FUNC_LEN];
+            let n = func.len().min(f.len() - 1);
+            f[..n].copy_from_slice(&func[..n]);
+            ProbeSlot {
+                id: id as u32,
+                desc,
+                kind,
+                func: f,
+                func_len: n,
+            }
+        };
+        for a in attach {
+            let p = image.probe(a.desc as usize).ok_or(EINVAL)?;
+            slots.push(
+                slot(slots.len(), a.desc, p.kind, a.name.as_bytes()),
+                GFP_KERNEL,
+            )?;
+        }
+        for d in 0..ndesc as u32 {
+            let p = image.probe(d as usize).ok_or(EINVAL)?;
+            if !matches!(p.kind, ProbeKind::FbtEntry | ProbeKind::FbtReturn) {
+                slots.push(slot(slots.len(), d, p.kind, b""), GFP_KERNEL)?;
+            }
+        }
+        let s = KBox::new(
             Session {
                 image,
                 clauses,
                 desc_range,
                 desc_clauses,
-                slots: KVec::new(),
+                slots,
                 counters,
                 cpu_counters,
                 cpus,
@@ -322,45 +340,13 @@ impl Session {
             },
             GFP_KERNEL,
         )?;
-        let sp: *const Session = &*s;
-        let slot = |desc: u32, kind: ProbeKind, func: &[u8]| -> ProbeSlot {
-            let mut f = [0u8; abi::PROBE_FUNC_LEN];
-            let n = func.len().min(f.len() - 1);
-            f[..n].copy_from_slice(&func[..n]);
-            ProbeSlot {
-                session: sp,
-                id: 0,
-                desc,
-                kind,
-                func: f,
-                func_len: n,
-            }
-        };
-        for a in attach {
-            let p = image.probe(a.desc as usize).ok_or(EINVAL)?;
-            slots.push(slot(a.desc, p.kind, a.name.as_bytes()), GFP_KERNEL)?;
-        }
-        for d in 0..ndesc as u32 {
-            let p = image.probe(d as usize).ok_or(EINVAL)?;
-            if !matches!(p.kind, ProbeKind::FbtEntry | ProbeKind::FbtReturn) {
-                slots.push(slot(d, p.kind, b""), GFP_KERNEL)?;
-            }
-        }
-        for (i, sl) in slots.iter_mut().enumerate() {
-            sl.id = i as u32;
-        }
-        // The slots' memory does not move from here on: cookies point into it.
-        s.slots = slots;
 
-        let mut probes = ProbeSet::new();
+        let mut probes = ProbeSet::new(s);
         let mut nskipped = 0u32;
         let mut attached = KVec::from_elem(false, ndesc, GFP_KERNEL)?;
         for (i, a) in attach.iter().enumerate() {
-            let sl = &s.slots[i];
-            let ret = sl.kind == ProbeKind::FbtReturn;
-            // SAFETY: the slot lives in the boxed session, which outlives `probes` (the
-            // consumer drops the probes first).
-            match unsafe { probes.add_kprobe(a.name, ret, sl as *const ProbeSlot as *const _) } {
+            let ret = probes.handler().slots[i].kind == ProbeKind::FbtReturn;
+            match probes.add_kprobe(a.name, ret, i as u32) {
                 Ok(()) => attached[a.desc as usize] = true,
                 Err(_) if a.optional => nskipped += 1,
                 Err(e) => {
@@ -372,12 +358,13 @@ impl Session {
                 }
             }
         }
-        for sl in s.slots[attach.len()..].iter() {
-            attached[sl.desc as usize] = true;
+        for i in attach.len()..nslots {
+            let sl = &probes.handler().slots[i];
+            let desc = sl.desc as usize;
+            attached[desc] = true;
             if sl.kind == ProbeKind::Tick {
-                let period = s.image.probe(sl.desc as usize).ok_or(EINVAL)?.arg;
-                // SAFETY: as for kprobes.
-                unsafe { probes.add_tick(period, sl as *const ProbeSlot as *const _)? };
+                let period = probes.handler().image.probe(desc).ok_or(EINVAL)?.arg;
+                probes.add_tick(period, i as u32)?;
             }
         }
         if let Some(d) = attached.iter().position(|&a| !a) {
@@ -399,7 +386,6 @@ impl Session {
             bounce: KVVec::from_elem(0u8, 64 << 10, GFP_KERNEL)?,
         };
         Ok(Loaded {
-            session: s,
             probes,
             drain,
             nprobes,
