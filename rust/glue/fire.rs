@@ -110,10 +110,10 @@ fn fire(s: &Session, slot: &ProbeSlot, ctx: &mut ActionCtx, regs: &Regs, ret: bo
         pt,
     };
     for &c in &s.desc_clauses[start as usize..(start + n) as usize] {
-        let clause = &s.clauses[c as usize];
+        let clause = &s.prog.clauses()[c as usize];
         vm.begin_clause();
         if let Some(pred) = &clause.pred {
-            match vm.run(pred, &s.image, &mut env) {
+            match vm.run(pred, s.prog.image(), &mut env) {
                 Ok(0) => continue,
                 Ok(_) => {}
                 Err(f) => {
@@ -122,7 +122,7 @@ fn fire(s: &Session, slot: &ProbeSlot, ctx: &mut ActionCtx, regs: &Regs, ret: bo
                 }
             }
         }
-        if let Err(f) = vm.run(&clause.act, &s.image, &mut env) {
+        if let Err(f) = vm.run(&clause.act, s.prog.image(), &mut env) {
             env.fault(c, f);
         }
     }
@@ -241,7 +241,8 @@ impl Env for KernelEnv<'_> {
                 ProbeKind::Tick => {
                     let name = self
                         .s
-                        .image
+                        .prog
+                        .image()
                         .probe(self.slot.desc as usize)
                         .map(|p| p.arg)
                         .unwrap_or(0);

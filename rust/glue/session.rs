@@ -8,12 +8,12 @@
 //! without locks. The consumer owns it; the probes that point into it are dropped first.
 
 use crate::abi;
-use crate::action;
 use crate::agg::{self, AggBuffer};
 use crate::diag;
 use crate::glue::dynmem::DynVars;
+use crate::glue::image::OwnedImage;
 use crate::glue::pt::Pt;
-use crate::program::{self, Image, ProbeKind, VerifiedClause};
+use crate::program::{self, ProbeKind};
 use crate::sys::cpu;
 use crate::sys::kprobe::ProbeSet;
 use crate::sys::percpu::{ActionCtx, PerCpu};
@@ -86,14 +86,11 @@ pub(crate) struct Drain {
 
 /// A loaded program.
 ///
-/// # Invariants
-///
-/// `image` and `clauses` borrow `_image_buf`, which is never modified and is
-/// dropped last (it is declared last). `dynvars` owns its own memory (and stops its cleaner
-/// when dropped); probe context reaches it only through registered probes, dropped before.
+/// `dynvars` owns its own memory (and stops its cleaner when dropped); probe context reaches
+/// the session only through the probes of the [`ProbeSet`] that owns it, unregistered first.
 pub(crate) struct Session {
-    pub(super) image: Image<'static>,
-    pub(super) clauses: KVec<VerifiedClause<'static>>,
+    /// The image and its verified clauses.
+    pub(super) prog: OwnedImage,
     /// For each probe description, its range in `desc_clauses`.
     pub(super) desc_range: KVec<(u32, u32)>,
     /// Clause indices, grouped by probe description.
@@ -114,7 +111,6 @@ pub(crate) struct Session {
     pub(super) dynvars: Option<DynVars>,
     /// The consumer's Intel PT buffers, written by `ptwrite()`.
     pub(super) pt: Option<Arc<Pt>>,
-    pub(super) _image_buf: VVec<u8>,
 }
 
 /// Why a LOAD failed, for `struct oxt_load`.
@@ -178,25 +174,19 @@ impl Session {
         attach: &[AttachReq<'_>],
         pt: Option<Arc<Pt>>,
     ) -> Result<Loaded, LoadFail> {
-        let (ptr, len) = (image_buf.as_ptr(), image_buf.len());
-        // SAFETY: `image_buf` moves into the boxed session below and is never modified or
-        // dropped before the session's other fields (type invariant); its heap memory does
-        // not move with it.
-        let bytes: &'static [u8] = unsafe { core::slice::from_raw_parts(ptr, len) };
-        let image = Image::parse(bytes).map_err(|e| {
-            let (code, arg) = diag::image_code(&e);
-            LoadFail {
-                kind: abi::LOADERR_IMAGE,
-                code,
-                arg,
-                ..LoadFail::plain(EINVAL)
-            }
-        })?;
-
-        let mut clauses = KVec::with_capacity(image.clause_count(), GFP_KERNEL)?;
-        let mut scratch = action::scratch_size(image.nlocals(), image.options().strsize as u32, 0);
-        for i in 0..image.clause_count() {
-            let c = image.verify_clause(i, SCRATCH_LIMIT).map_err(|e| {
+        let prog = OwnedImage::load(
+            image_buf,
+            SCRATCH_LIMIT,
+            |e| {
+                let (code, arg) = diag::image_code(&e);
+                LoadFail {
+                    kind: abi::LOADERR_IMAGE,
+                    code,
+                    arg,
+                    ..LoadFail::plain(EINVAL)
+                }
+            },
+            |e| {
                 let (code, arg) = diag::reason_code(&e.error.reason);
                 LoadFail {
                     kind: abi::LOADERR_VERIFY,
@@ -210,10 +200,10 @@ impl Session {
                     arg,
                     ..LoadFail::plain(EINVAL)
                 }
-            })?;
-            scratch = scratch.max(c.scratch);
-            clauses.push(c, GFP_KERNEL)?;
-        }
+            },
+        )?;
+        let image = *prog.image();
+        let scratch = prog.scratch();
 
         // Clauses by probe description.
         let ndesc = image.probe_count();
@@ -316,10 +306,10 @@ impl Session {
                 slots.push(slot(slots.len(), d, p.kind, b""), GFP_KERNEL)?;
             }
         }
+        let nlocals = image.nlocals();
         let s = KBox::new(
             Session {
-                image,
-                clauses,
+                prog,
                 desc_range,
                 desc_clauses,
                 slots,
@@ -330,13 +320,12 @@ impl Session {
                 agg_mem,
                 agg_funcs,
                 globals,
-                nlocals: image.nlocals(),
+                nlocals,
                 strsize: opts.strsize as u32,
                 exited: AtomicBool::new(false),
                 exit_status: AtomicI64::new(0),
                 dynvars,
                 pt,
-                _image_buf: image_buf,
             },
             GFP_KERNEL,
         )?;
@@ -363,7 +352,7 @@ impl Session {
             let desc = sl.desc as usize;
             attached[desc] = true;
             if sl.kind == ProbeKind::Tick {
-                let period = probes.handler().image.probe(desc).ok_or(EINVAL)?.arg;
+                let period = probes.handler().prog.image().probe(desc).ok_or(EINVAL)?.arg;
                 probes.add_tick(period, i as u32)?;
             }
         }
