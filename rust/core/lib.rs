@@ -18,5 +18,6 @@ pub mod agg;
 pub mod buffer;
 pub mod diag;
 pub mod dynvar;
+pub mod probe;
 pub mod program;
 pub mod topa;

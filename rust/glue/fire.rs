@@ -33,6 +33,7 @@ use crate::buffer;
 use crate::diag;
 use crate::glue::pt::{Pt, PtCpu};
 use crate::glue::session::{ProbeSlot, Session};
+use crate::probe::{self, ArgSource, ClauseEnv};
 use crate::program::ProbeKind;
 use crate::sys::cpu;
 use crate::sys::kprobe::{Handler, Regs};
@@ -49,9 +50,10 @@ fn bump(c: &AtomicU64) {
 
 /// The session's probes (kprobes, kretprobes, ticks) call it through `sys::kprobe`.
 impl Handler for Session {
-    fn fire(&self, slot: u32, ctx: &mut ActionCtx, regs: &Regs, is_return: bool) {
+    // A return probe is known by its slot's kind.
+    fn fire(&self, slot: u32, ctx: &mut ActionCtx, regs: &Regs, _is_return: bool) {
         if let Some(sl) = self.slots.get(slot as usize) {
-            fire(self, sl, ctx, regs, is_return);
+            fire(self, sl, ctx, regs);
         }
     }
 
@@ -71,17 +73,22 @@ impl Session {
     /// Runs the BEGIN or END clauses on this CPU, as a probe would.
     pub(crate) fn fire_special(&self, kind: ProbeKind) {
         for sl in self.slots.iter().filter(|s| s.kind == kind) {
-            xcall::as_action(|ctx| fire(self, sl, ctx, &Regs::none(), false));
+            xcall::as_action(|ctx| fire(self, sl, ctx, &Regs::none()));
         }
     }
 }
 
 /// Runs the clauses of `slot`'s probe description on session `s`.
-fn fire(s: &Session, slot: &ProbeSlot, ctx: &mut ActionCtx, regs: &Regs, ret: bool) {
+fn fire(s: &Session, slot: &ProbeSlot, ctx: &mut ActionCtx, regs: &Regs) {
     let cpu = ctx.cpu();
     bump(&s.counter(cpu, slot.id).fired);
-    let (start, n) = s.desc_range[slot.desc as usize];
-    if n == 0 {
+    let Some(&(start, n)) = s.desc_range.get(slot.desc as usize) else {
+        return;
+    };
+    let Some(order) = s.desc_clauses.get(start as usize..(start + n) as usize) else {
+        return;
+    };
+    if order.is_empty() {
         return;
     }
     let (st, pt) = match s.pt.as_deref() {
@@ -100,7 +107,6 @@ fn fire(s: &Session, slot: &ProbeSlot, ctx: &mut ActionCtx, regs: &Regs, ret: bo
         s,
         slot,
         regs,
-        ret,
         ts: None,
         cpu,
         pbuf: &mut st.pbuf,
@@ -109,23 +115,13 @@ fn fire(s: &Session, slot: &ProbeSlot, ctx: &mut ActionCtx, regs: &Regs, ret: bo
         agg: st.agg.as_mut(),
         pt,
     };
-    for &c in &s.desc_clauses[start as usize..(start + n) as usize] {
-        let clause = &s.prog.clauses()[c as usize];
-        vm.begin_clause();
-        if let Some(pred) = &clause.pred {
-            match vm.run(pred, s.prog.image(), &mut env) {
-                Ok(0) => continue,
-                Ok(_) => {}
-                Err(f) => {
-                    env.fault(c, f);
-                    continue;
-                }
-            }
-        }
-        if let Err(f) = vm.run(&clause.act, s.prog.image(), &mut env) {
-            env.fault(c, f);
-        }
-    }
+    probe::run_clauses(
+        &mut vm,
+        s.prog.image(),
+        s.prog.clauses(),
+        order.iter().copied(),
+        &mut env,
+    );
 }
 
 /// What the interpreter sees of the kernel during one firing.
@@ -133,7 +129,6 @@ struct KernelEnv<'a> {
     s: &'a Session,
     slot: &'a ProbeSlot,
     regs: &'a Regs,
-    ret: bool,
     /// When the probe fired: read at first use, then the same for the whole firing.
     ts: Option<u64>,
     cpu: u32,
@@ -163,46 +158,42 @@ impl KernelEnv<'_> {
         }
         ok
     }
+}
 
+impl ClauseEnv for KernelEnv<'_> {
     /// Counts a fault and records where it happened (clause, instruction, what, address).
     fn fault(&mut self, clause: u32, f: action::Fault) {
         bump(&self.s.counter(self.cpu, self.slot.id).errors);
         let (code, addr) = diag::fault_code(&f.kind);
         let mut data = [0u8; 16];
-        data[0..4].copy_from_slice(&clause.to_le_bytes());
-        data[4..8].copy_from_slice(&f.pc.to_le_bytes());
-        data[8..16].copy_from_slice(&addr.to_le_bytes());
+        let (c, rest) = data.split_at_mut(4);
+        let (pc, a) = rest.split_at_mut(4);
+        c.copy_from_slice(&clause.to_le_bytes());
+        pc.copy_from_slice(&f.pc.to_le_bytes());
+        a.copy_from_slice(&addr.to_le_bytes());
         self.write(buffer::KIND_ERROR, code, &data);
     }
 }
 
 impl Env for KernelEnv<'_> {
     fn builtin(&mut self, b: Builtin) -> u64 {
-        let arg = |n: u32| -> u64 {
-            match self.slot.kind {
-                ProbeKind::FbtEntry => self.regs.arg(n),
-                // fbt return probes: arg0 is the offset (unknown here, 0), arg1 the value.
-                ProbeKind::FbtReturn if n == 1 => self.regs.retval(),
-                _ => 0,
-            }
-        };
+        if let Some(src) = probe::arg_source(self.slot.kind, b) {
+            return match src {
+                ArgSource::Arg(n) => self.regs.arg(n),
+                ArgSource::Retval => self.regs.retval(),
+                ArgSource::Zero => 0,
+            };
+        }
         match b {
             Builtin::Pid => task::pid() as u64,
             Builtin::Tid => task::tid() as u64,
             Builtin::Cpu => self.cpu as u64,
             Builtin::Timestamp => self.ts(),
             Builtin::Walltimestamp => cpu::real_fast_ns(),
-            Builtin::Arg0 => arg(0),
-            Builtin::Arg1 => arg(1),
-            Builtin::Arg2 => arg(2),
-            Builtin::Arg3 => arg(3),
-            Builtin::Arg4 => arg(4),
-            Builtin::Arg5 => arg(5),
-            Builtin::Retval if self.ret => self.regs.retval(),
-            Builtin::Retval => 0,
             Builtin::Uid => task::uid() as u64,
             Builtin::Gid => task::gid() as u64,
             Builtin::Ppid => task::ppid() as u64,
+            // The enabled probe id: the slot's index (`probe::other_probe_id`).
             Builtin::Id => self.slot.id as u64,
             Builtin::Curthread => task::current_addr(),
             _ => 0,
@@ -210,45 +201,24 @@ impl Env for KernelEnv<'_> {
     }
 
     fn builtin_str(&mut self, b: Builtin, out: &mut [u8]) -> usize {
-        let copy = |out: &mut [u8], s: &[u8]| {
-            let n = s.len().min(out.len());
-            out[..n].copy_from_slice(&s[..n]);
-            n
-        };
+        let kind = self.slot.kind;
         match b {
             Builtin::Execname => task::comm(out),
-            Builtin::Probeprov => copy(
-                out,
-                match self.slot.kind {
-                    ProbeKind::FbtEntry | ProbeKind::FbtReturn => b"fbt",
-                    ProbeKind::Tick => b"profile",
-                    ProbeKind::Begin | ProbeKind::End => b"dtrace",
-                },
-            ),
-            Builtin::Probemod => copy(
-                out,
-                match self.slot.kind {
-                    ProbeKind::FbtEntry | ProbeKind::FbtReturn => b"kernel",
-                    _ => b"",
-                },
-            ),
-            Builtin::Probefunc => copy(out, self.slot.func()),
-            Builtin::Probename => match self.slot.kind {
-                ProbeKind::FbtEntry => copy(out, b"entry"),
-                ProbeKind::FbtReturn => copy(out, b"return"),
-                ProbeKind::Begin => copy(out, b"BEGIN"),
-                ProbeKind::End => copy(out, b"END"),
-                ProbeKind::Tick => {
-                    let name = self
+            Builtin::Probeprov => probe::copy(out, probe::provider(kind)),
+            Builtin::Probemod => probe::copy(out, probe::module(kind)),
+            Builtin::Probefunc => probe::copy(out, self.slot.func()),
+            Builtin::Probename => {
+                let period = match kind {
+                    ProbeKind::Tick => self
                         .s
                         .prog
                         .image()
                         .probe(self.slot.desc as usize)
-                        .map(|p| p.arg)
-                        .unwrap_or(0);
-                    tick_name(name, out)
-                }
-            },
+                        .map_or(0, |p| p.arg),
+                    _ => 0,
+                };
+                probe::name(kind, period, out)
+            }
             _ => 0,
         }
     }
@@ -319,35 +289,5 @@ impl Env for KernelEnv<'_> {
             Some((pt, c)) => pt.ptwrite(c, self.cpu, value),
             None => false,
         }
-    }
-}
-
-/// `tick-<n><unit>` for a period in ns, as the probe was named.
-fn tick_name(ns: u64, out: &mut [u8]) -> usize {
-    use core::fmt::Write;
-    let (n, unit) = match ns {
-        _ if ns % 1_000_000_000 == 0 => (ns / 1_000_000_000, "s"),
-        _ if ns % 1_000_000 == 0 => (ns / 1_000_000, "ms"),
-        _ if ns % 1_000 == 0 => (ns / 1_000, "us"),
-        _ => (ns, "ns"),
-    };
-    let mut w = SliceWriter { buf: out, len: 0 };
-    // Truncation is all that can go wrong, and a truncated name is what the caller wants.
-    let _ = write!(w, "tick-{n}{unit}");
-    w.len
-}
-
-/// `fmt::Write` into a byte slice, truncating.
-struct SliceWriter<'a> {
-    buf: &'a mut [u8],
-    len: usize,
-}
-
-impl core::fmt::Write for SliceWriter<'_> {
-    fn write_str(&mut self, s: &str) -> core::fmt::Result {
-        let n = s.len().min(self.buf.len() - self.len);
-        self.buf[self.len..self.len + n].copy_from_slice(&s.as_bytes()[..n]);
-        self.len += n;
-        Ok(())
     }
 }

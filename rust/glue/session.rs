@@ -13,6 +13,7 @@ use crate::diag;
 use crate::glue::dynmem::DynVars;
 use crate::glue::image::OwnedImage;
 use crate::glue::pt::Pt;
+use crate::probe;
 use crate::program::{self, ProbeKind};
 use crate::sys::cpu;
 use crate::sys::kprobe::ProbeSet;
@@ -33,7 +34,8 @@ pub(crate) const MAX_ATTACH: usize = 1 << 16;
 
 /// One attached probe: a kprobe, a kretprobe, a tick, BEGIN or END.
 pub(crate) struct ProbeSlot {
-    /// Enabled probe id: index in [`Session::slots`].
+    /// Enabled probe id (`id`): index in [`Session::slots`], numbered as
+    /// [`probe::other_probe_id`] says.
     pub(super) id: u32,
     /// Index of the probe description in the image.
     pub(super) desc: u32,
@@ -211,11 +213,8 @@ impl Session {
         let mut desc_clauses = KVec::new();
         for d in 0..ndesc as u32 {
             let start = desc_clauses.len() as u32;
-            for c in 0..image.clause_count() {
-                let cd = image.clause(c).ok_or(EINVAL)?;
-                if d >= cd.probe_first && d - cd.probe_first < cd.probe_count {
-                    desc_clauses.push(c as u32, GFP_KERNEL)?;
-                }
+            for c in probe::clauses_of(&image, d) {
+                desc_clauses.push(c, GFP_KERNEL)?;
             }
             desc_range.push((start, desc_clauses.len() as u32 - start), GFP_KERNEL)?;
         }
@@ -272,7 +271,7 @@ impl Session {
         let mut nslots = attach.len();
         for d in 0..ndesc {
             let p = image.probe(d).ok_or(EINVAL)?;
-            if !matches!(p.kind, ProbeKind::FbtEntry | ProbeKind::FbtReturn) {
+            if !probe::by_attach_list(p.kind) {
                 nslots += 1;
             }
         }
@@ -302,7 +301,8 @@ impl Session {
         }
         for d in 0..ndesc as u32 {
             let p = image.probe(d as usize).ok_or(EINVAL)?;
-            if !matches!(p.kind, ProbeKind::FbtEntry | ProbeKind::FbtReturn) {
+            if !probe::by_attach_list(p.kind) {
+                // Its id is `probe::other_probe_id(&image, attach.len(), d)`.
                 slots.push(slot(slots.len(), d, p.kind, b""), GFP_KERNEL)?;
             }
         }
