@@ -109,7 +109,7 @@ fn payload_words(key: &Key<'_>) -> usize {
 fn key_desc(key: &Key<'_>) -> u64 {
     match key {
         Key::Int(_) => KIND_INT,
-        Key::Str(b) => KIND_STR | (b.len() as u64) << 8,
+        Key::Str(b) => KIND_STR | ((b.len() as u64) << 8),
     }
 }
 
@@ -1191,7 +1191,7 @@ impl<'a> Dstate<'a> {
             w.set(k);
         }
         self.w(c, W_META)
-            .set(nkeys | (vw as u64) << 16 | (kwords as u64) << 32);
+            .set(nkeys | ((vw as u64) << 16) | ((kwords as u64) << 32));
     }
 
     /// Pushes one chunk onto a CPU's dirty list (races only with the cleaner's swap).

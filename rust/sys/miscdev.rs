@@ -124,7 +124,7 @@ unsafe extern "C" fn ioctl_callback<T: FileOps>(
     // SAFETY: `ptr` came from `into_foreign` in `open_callback`, and `from_foreign` only runs at
     // release, which can't overlap an ioctl on the same file; the borrow ends with this call.
     let data = unsafe { T::Data::borrow(ptr) };
-    match T::ioctl(data, cmd, arg as usize) {
+    match T::ioctl(data, cmd, arg) {
         Ok(v) => v as c_long,
         Err(e) => e.to_errno() as c_long,
     }
