@@ -60,9 +60,9 @@ impl Handler for Session {
     /// Counts a hit that was not run because an action was running on this CPU.
     fn recursion(&self, slot: u32) {
         let cpu = cpu::this_cpu();
-        self.counter(cpu, slot)
-            .recursion
-            .fetch_add(1, Ordering::Relaxed);
+        if let Some(k) = self.counter(cpu, slot) {
+            k.recursion.fetch_add(1, Ordering::Relaxed);
+        }
         if let Some(pt) = self.pt.as_deref() {
             pt.note_missed(cpu);
         }
@@ -81,7 +81,9 @@ impl Session {
 /// Runs the clauses of `slot`'s probe description on session `s`.
 fn fire(s: &Session, slot: &ProbeSlot, ctx: &mut ActionCtx, regs: &Regs) {
     let cpu = ctx.cpu();
-    bump(&s.counter(cpu, slot.id).fired);
+    if let Some(k) = s.counter(cpu, slot.id) {
+        bump(&k.fired);
+    }
     let Some(&(start, n)) = s.desc_range.get(slot.desc as usize) else {
         return;
     };
@@ -149,12 +151,11 @@ impl KernelEnv<'_> {
         let ts = self.ts();
         let buf = self.pbuf.active();
         let ok = buffer::write(buf, self.pbuf_off, kind, self.slot.id, id, ts, data);
-        let c = &self.s.cpu_counters[self.cpu as usize];
-        if ok {
-            bump(&c.records);
-        } else {
+        if !ok {
             *self.pbuf_drops += 1;
-            bump(&c.drops);
+        }
+        if let Some(c) = self.s.cpu_counters.get(self.cpu as usize) {
+            bump(if ok { &c.records } else { &c.drops });
         }
         ok
     }
@@ -163,14 +164,16 @@ impl KernelEnv<'_> {
 impl ClauseEnv for KernelEnv<'_> {
     /// Counts a fault and records where it happened (clause, instruction, what, address).
     fn fault(&mut self, clause: u32, f: action::Fault) {
-        bump(&self.s.counter(self.cpu, self.slot.id).errors);
+        if let Some(k) = self.s.counter(self.cpu, self.slot.id) {
+            bump(&k.errors);
+        }
         let (code, addr) = diag::fault_code(&f.kind);
         let mut data = [0u8; 16];
-        let (c, rest) = data.split_at_mut(4);
-        let (pc, a) = rest.split_at_mut(4);
-        c.copy_from_slice(&clause.to_le_bytes());
-        pc.copy_from_slice(&f.pc.to_le_bytes());
-        a.copy_from_slice(&addr.to_le_bytes());
+        let fields = clause.to_le_bytes().into_iter();
+        let fields = fields.chain(f.pc.to_le_bytes()).chain(addr.to_le_bytes());
+        for (d, b) in data.iter_mut().zip(fields) {
+            *d = b;
+        }
         self.write(buffer::KIND_ERROR, code, &data);
     }
 }
@@ -260,6 +263,7 @@ impl Env for KernelEnv<'_> {
         let Ok(mut buf) = AggBuffer::attach(h.active()) else {
             return false;
         };
+        // PANIC: constant indices below `AGG_NARGS` (2), checked by the compiler.
         buf.apply(id, func, keys, args[0] as i64, args[1] as i64)
             .is_ok()
     }

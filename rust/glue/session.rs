@@ -382,8 +382,14 @@ impl Session {
         })
     }
 
-    pub(super) fn counter(&self, cpu: u32, slot: u32) -> &SlotCounters {
-        &self.counters[cpu as usize * self.slots.len() + slot as usize]
+    /// The counters of `slot` on `cpu`; `None` if either is out of range (probe context
+    /// uses this too: it must not panic).
+    pub(super) fn counter(&self, cpu: u32, slot: u32) -> Option<&SlotCounters> {
+        if slot as usize >= self.slots.len() {
+            return None;
+        }
+        self.counters
+            .get(cpu as usize * self.slots.len() + slot as usize)
     }
 
     /// GO, before BEGIN and the probes: initialises the dynamic memory and starts its
@@ -423,7 +429,9 @@ impl Session {
         for (c, st) in out.iter_mut().enumerate().take(n) {
             *st = abi::CpuStatus::default();
             for sl in 0..self.slots.len() {
-                let k = self.counter(c as u32, sl as u32);
+                let Some(k) = self.counter(c as u32, sl as u32) else {
+                    continue;
+                };
                 st.fired += k.fired.load(Ordering::Relaxed);
                 st.errors += k.errors.load(Ordering::Relaxed);
                 st.recursion += k.recursion.load(Ordering::Relaxed);
@@ -451,7 +459,9 @@ impl Session {
         }
         out.func[..sl.func_len].copy_from_slice(sl.func());
         for c in 0..self.cpu_counters.len() {
-            let k = self.counter(c as u32, i as u32);
+            let Some(k) = self.counter(c as u32, i as u32) else {
+                continue;
+            };
             out.fired += k.fired.load(Ordering::Relaxed);
             out.errors += k.errors.load(Ordering::Relaxed);
             out.recursion += k.recursion.load(Ordering::Relaxed);
