@@ -3,7 +3,8 @@
 #
 #   scripts/build.sh module|tool|selftests|all
 #
-# module: oxtrace.ko against $KDIR (default: the cached test kernel);
+# module: oxtrace.ko against $KDIR (default: the cached test kernel); with
+# OXT_CLIPPY=1 the module's Rust goes through the kernel's clippy (CLIPPY=1);
 # tool: tools/oxtrace as a static binary; selftests: static TAP programs.
 # Outputs are collected in build/.
 set -euo pipefail
@@ -28,6 +29,10 @@ build_module() {
 	# KMAKE_FLAGS (space-separated) overrides the toolchain for another tree.
 	local flags=("${KMAKE_FLAGS[@]}")
 	[ -z "${OXT_KMAKE_FLAGS:-}" ] || read -r -a flags <<<"$OXT_KMAKE_FLAGS"
+	if [ "${OXT_CLIPPY:-0}" = 1 ]; then
+		[ -x "$KCLIPPY" ] || die "no clippy-driver at $KCLIPPY (scripts/setup-toolchain.sh installs it)"
+		flags+=(CLIPPY=1 "CLIPPY_DRIVER=$KCLIPPY")
+	fi
 	local log=$BUILD/module-build.log
 	# Objects built against another tree (make bench's kernel, KDIR=) are stale for
 	# this one although kbuild may see the same command lines: clean them first.
@@ -40,7 +45,7 @@ build_module() {
 		cat "$log" >&2
 		die "module build failed"
 	fi
-	# The module must build without a single compiler warning.
+	# The module must build without a single compiler (or clippy) warning.
 	if grep -E '(^|[^a-z_])warning[:\[]' "$log" >&2; then
 		die "module build has warnings (log: $log)"
 	fi

@@ -6,6 +6,8 @@ OXT_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 OXT_CACHE=${OXTRACE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/oxtrace}
 KRUSTC=${KRUSTC:-/usr/bin/rustc}
 KBINDGEN=${KBINDGEN:-${CARGO_HOME:-$HOME/.cargo}/bin/bindgen}
+# The kernel's clippy: Debian's, matching $KRUSTC (rustup's, first in PATH, is another rustc).
+KCLIPPY=${KCLIPPY:-/usr/bin/clippy-driver}
 # Everything the kernel and the module are built with.
 KMAKE_FLAGS=(LLVM=1 "RUSTC=$KRUSTC" "BINDGEN=$KBINDGEN")
 

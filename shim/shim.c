@@ -200,6 +200,8 @@ static void oxt_guard_exit(void)
 struct oxt_probe {
 	struct kretprobe krp;	/* krp.kp is the probe of an entry probe too */
 	bool is_return;
+	unsigned int slot;
+	const struct oxt_probe_ops *ops;
 	void *cookie;
 };
 
@@ -224,9 +226,9 @@ static void oxt_probe_run(struct oxt_probe *p, struct pt_regs *regs)
 
 	oxt_probe_irq_save(flags);
 	if (oxt_guard_enter())
-		oxtrace_probe_fire(p->cookie, regs, p->is_return);
+		p->ops->fire(p->cookie, p->slot, regs, p->is_return);
 	else
-		oxtrace_probe_recursion(p->cookie);
+		p->ops->recursion(p->cookie, p->slot);
 	oxt_guard_exit();
 	oxt_probe_irq_restore(flags);
 }
@@ -243,7 +245,9 @@ static int oxt_kretprobe_ret(struct kretprobe_instance *ri, struct pt_regs *regs
 	return 0;
 }
 
-struct oxt_probe *oxt_probe_alloc(const char *symbol, bool is_return, void *cookie)
+struct oxt_probe *oxt_probe_alloc(const char *symbol, bool is_return,
+				  const struct oxt_probe_ops *ops, void *cookie,
+				  unsigned int slot)
 {
 	struct oxt_probe *p = kzalloc(sizeof(*p), GFP_KERNEL);
 
@@ -255,7 +259,9 @@ struct oxt_probe *oxt_probe_alloc(const char *symbol, bool is_return, void *cook
 		return NULL;
 	}
 	p->is_return = is_return;
+	p->ops = ops;
 	p->cookie = cookie;
+	p->slot = slot;
 	p->krp.kp.flags = KPROBE_FLAG_DISABLED;
 	if (is_return) {
 		p->krp.handler = oxt_kretprobe_ret;
@@ -343,7 +349,9 @@ unsigned long oxt_regs_retval(struct pt_regs *regs)
 struct oxt_tick {
 	struct hrtimer timer;
 	ktime_t period;
+	const struct oxt_probe_ops *ops;
 	void *cookie;
+	unsigned int slot;
 };
 
 static enum hrtimer_restart oxt_tick_fn(struct hrtimer *timer)
@@ -352,15 +360,16 @@ static enum hrtimer_restart oxt_tick_fn(struct hrtimer *timer)
 
 	/* hard interrupt context: interrupts are already off */
 	if (oxt_guard_enter())
-		oxtrace_probe_fire(t->cookie, NULL, false);
+		t->ops->fire(t->cookie, t->slot, NULL, false);
 	else
-		oxtrace_probe_recursion(t->cookie);
+		t->ops->recursion(t->cookie, t->slot);
 	oxt_guard_exit();
 	hrtimer_forward_now(timer, t->period);
 	return HRTIMER_RESTART;
 }
 
-struct oxt_tick *oxt_tick_alloc(void *cookie, u64 period_ns)
+struct oxt_tick *oxt_tick_alloc(const struct oxt_probe_ops *ops, void *cookie,
+				unsigned int slot, u64 period_ns)
 {
 	struct oxt_tick *t = kzalloc(sizeof(*t), GFP_KERNEL);
 
@@ -369,7 +378,9 @@ struct oxt_tick *oxt_tick_alloc(void *cookie, u64 period_ns)
 	hrtimer_init(&t->timer, CLOCK_MONOTONIC, HRTIMER_MODE_REL_HARD);
 	t->timer.function = oxt_tick_fn;
 	t->period = ns_to_ktime(period_ns);
+	t->ops = ops;
 	t->cookie = cookie;
+	t->slot = slot;
 	return t;
 }
 

@@ -47,14 +47,22 @@ long oxt_read_nofault(void *dst, unsigned long src, size_t len);
 /*
  * kprobes and kretprobes.  A probe is registered disabled, enabled at GO and
  * disabled at STOP; its handler disables interrupts for the whole action and
- * calls oxtrace_probe_fire(), unless an action is already running on this CPU
- * (then oxtrace_probe_recursion()).  oxt_probes_unregister() waits until no
- * handler can still be running.
+ * calls ops->fire(cookie, slot, ...), unless an action is already running on
+ * this CPU (then ops->recursion(cookie, slot)).  oxt_probes_unregister() waits
+ * until no handler can still be running.
  */
 struct pt_regs;
 struct oxt_probe;
 
-struct oxt_probe *oxt_probe_alloc(const char *symbol, bool is_return, void *cookie);
+/* The Rust handler of a probe or tick; ops and cookie outlive the probe. */
+struct oxt_probe_ops {
+	void (*fire)(void *cookie, unsigned int slot, struct pt_regs *regs, bool is_return);
+	void (*recursion)(void *cookie, unsigned int slot);
+};
+
+struct oxt_probe *oxt_probe_alloc(const char *symbol, bool is_return,
+				  const struct oxt_probe_ops *ops, void *cookie,
+				  unsigned int slot);
 int oxt_probe_register(struct oxt_probe *p);
 int oxt_probe_enable(struct oxt_probe *p);
 int oxt_probe_disable(struct oxt_probe *p);
@@ -64,16 +72,13 @@ unsigned long oxt_probe_missed(const struct oxt_probe *p);
 unsigned long oxt_regs_arg(struct pt_regs *regs, unsigned int n);
 unsigned long oxt_regs_retval(struct pt_regs *regs);
 
-/* Implemented in Rust (rust/probe.rs). */
-void oxtrace_probe_fire(void *cookie, struct pt_regs *regs, bool is_return);
-void oxtrace_probe_recursion(void *cookie);
-
 /*
  * Periodic tick probes on an hrtimer (hard interrupt context); the callback
- * calls oxtrace_probe_fire(cookie, NULL, false) under the same guard.
+ * calls ops->fire(cookie, slot, NULL, false) under the same guard.
  */
 struct oxt_tick;
-struct oxt_tick *oxt_tick_alloc(void *cookie, u64 period_ns);
+struct oxt_tick *oxt_tick_alloc(const struct oxt_probe_ops *ops, void *cookie,
+				unsigned int slot, u64 period_ns);
 void oxt_tick_start(struct oxt_tick *t);
 void oxt_tick_cancel(struct oxt_tick *t);
 void oxt_tick_free(struct oxt_tick *t);

@@ -61,6 +61,7 @@ pub fn write(
     let Some(rec) = buf.get_mut(start..end) else {
         return false;
     };
+    // PANIC: `rec` is `record_len(data.len())` bytes, at least `HDR_LEN + data.len()`.
     rec[0..4].copy_from_slice(&((HDR_LEN + data.len()) as u32).to_le_bytes());
     rec[4..8].copy_from_slice(&kind.to_le_bytes());
     rec[8..12].copy_from_slice(&probe.to_le_bytes());
@@ -102,7 +103,10 @@ impl<'a> Reader<'a> {
     }
 }
 
+/// The little-endian `u32` at `at`; `b` must hold `at + 4` bytes (callers read headers of
+/// `HDR_LEN` bytes at offsets below 16).
 fn le32(b: &[u8], at: usize) -> u32 {
+    // PANIC: callers pass `at + 4 <= HDR_LEN <= b.len()` (see above).
     u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
 }
 
@@ -125,6 +129,8 @@ impl<'a> Iterator for Reader<'a> {
             self.off = self.buf.len();
             return Some(Err(bad));
         }
+        // PANIC: `rest` holds at least `HDR_LEN` (24) bytes, checked above, and
+        // `HDR_LEN <= size <= padded <= rest.len()`.
         let mut ts = [0u8; 8];
         ts.copy_from_slice(&rest[16..24]);
         let hdr = Header {

@@ -109,7 +109,7 @@ fn payload_words(key: &Key<'_>) -> usize {
 fn key_desc(key: &Key<'_>) -> u64 {
     match key {
         Key::Int(_) => KIND_INT,
-        Key::Str(b) => KIND_STR | (b.len() as u64) << 8,
+        Key::Str(b) => KIND_STR | ((b.len() as u64) << 8),
     }
 }
 
@@ -123,6 +123,7 @@ fn key_payload(key: &Key<'_>, i: usize) -> u64 {
             let start = i * 8;
             let end = (start + 8).min(b.len());
             if start < end {
+                // PANIC: `start < end <= b.len()` and `end - start <= 8`.
                 w[..end - start].copy_from_slice(&b[start..end]);
             }
             u64::from_le_bytes(w)
@@ -233,6 +234,7 @@ pub fn var_chunk_bytes(var: VarInfo, strsize: usize) -> Option<usize> {
             if !var.keys.is_valid() || nk + 1 > MAX_KEYS {
                 return None;
             }
+            // PANIC: `nk + 1 <= MAX_KEYS`, the length of `shapes` (checked above).
             for (i, s) in shapes[1..=nk].iter_mut().enumerate() {
                 if var.keys.is_str(i) {
                     *s = KeyShape::Str { max_len: strsize };
@@ -241,6 +243,7 @@ pub fn var_chunk_bytes(var: VarInfo, strsize: usize) -> Option<usize> {
             nk + 1
         }
     };
+    // PANIC: `n` is 2 or `nk + 1`, both at most `MAX_KEYS`.
     Some(chunk_bytes_for(&shapes[..n], VALUE_BYTES))
 }
 
@@ -765,6 +768,7 @@ impl<'a> VarRef<'a> {
     /// Copies the value bytes into `out`, returns how many were copied.
     pub fn read_bytes(&self, out: &mut [u8]) -> usize {
         let n = out.len().min(self.value_bytes());
+        // PANIC: `n <= out.len()`, and a chunk of 8 is at most 8 bytes long.
         for (i, dst) in out[..n].chunks_mut(8).enumerate() {
             let w = self.word(i).to_le_bytes();
             dst.copy_from_slice(&w[..dst.len()]);
@@ -781,6 +785,7 @@ impl<'a> VarRef<'a> {
             let start = i * 8;
             if start < n {
                 let end = (start + 8).min(n);
+                // PANIC: `start < end <= n <= src.len()` and `end - start <= 8`.
                 b[..end - start].copy_from_slice(&src[start..end]);
             }
             w.set(u64::from_le_bytes(b));
@@ -924,7 +929,12 @@ impl<'a> Dstate<'a> {
         (hash % u64::from(self.layout.nchunks.max(1))) as usize
     }
 
+    /// Word `word` of chunk `chunk`; `chunk` must be a chunk index ([`Self::is_chunk`]: every
+    /// caller checks it, or takes it from a list, which holds chunk indices only) and
+    /// `word < chunk_words`.
     fn w(&self, chunk: u32, word: usize) -> &'a Word {
+        // PANIC: `chunks` holds `nchunks * chunk_words` words (type invariant), and the
+        // caller passes `chunk < nchunks` and `word < chunk_words` (see above).
         &self.chunks[chunk as usize * self.layout.chunk_words() + word]
     }
 
@@ -942,6 +952,8 @@ impl<'a> Dstate<'a> {
         let base = chunk as usize * self.layout.chunk_words() + HEADER_WORDS;
         let end = (base + vw).min((chunk as usize + 1) * self.layout.chunk_words());
         VarRef {
+            // PANIC: `chunk < nchunks` (as for `w`), so `end <= (chunk + 1) * chunk_words`
+            // is within `chunks`, and `base <= end` since `HEADER_WORDS < chunk_words`.
             value: &self.chunks[base..end],
             chunk,
         }
@@ -1046,6 +1058,7 @@ impl<'a> Dstate<'a> {
             }
         }
         let hash = hash_tuple(keys);
+        // PANIC: `bucket_of` is below `nchunks`, the number of buckets (type invariant).
         let bucket = &self.buckets[self.bucket_of(hash)];
         let mut locked = 0;
         if op == Op::Delete {
@@ -1172,6 +1185,8 @@ impl<'a> Dstate<'a> {
             return false;
         }
         let base = c as usize * self.layout.chunk_words() + HEADER_WORDS + vw;
+        // PANIC: `HEADER_WORDS + vw + kwords <= chunk_words` (checked above) and `c` is a
+        // chunk, so the key words lie within chunk `c`.
         self.chunks[base..base + kwords]
             .iter()
             .zip(tuple_words(keys))
@@ -1179,8 +1194,10 @@ impl<'a> Dstate<'a> {
     }
 
     /// Writes key and zeroed value into a chunk this CPU owns (not yet published).
+    /// `HEADER_WORDS + vw + kwords <= chunk_words` (the caller checks it).
     fn fill(&self, c: u32, keys: &[Key<'_>], nkeys: u64, kwords: usize, vw: usize) {
         let base = c as usize * self.layout.chunk_words() + HEADER_WORDS;
+        // PANIC: value and key words lie within chunk `c` (precondition above).
         for w in &self.chunks[base..base + vw] {
             w.set(0);
         }
@@ -1191,7 +1208,7 @@ impl<'a> Dstate<'a> {
             w.set(k);
         }
         self.w(c, W_META)
-            .set(nkeys | (vw as u64) << 16 | (kwords as u64) << 32);
+            .set(nkeys | ((vw as u64) << 16) | ((kwords as u64) << 32));
     }
 
     /// Pushes one chunk onto a CPU's dirty list (races only with the cleaner's swap).
@@ -1270,13 +1287,13 @@ impl<'a> Dstate<'a> {
     /// state then in force (¶37).
     fn alloc_chunk(&self, me: usize, var: u32) -> Result<u32, DynvarError> {
         let n = self.layout.ncpus();
-        let mine = &self.cpus[me];
+        let mine = self.cpu(me)?;
         let mut cpu = me;
         let mut found_dirty = false;
         let mut found_rinsing = false;
         let mut laps = 0;
         loop {
-            let d = &self.cpus[cpu];
+            let d = self.cpu(cpu)?;
             let free = d.free.load(Acquire);
             if self.is_chunk(free) {
                 // No ABA: a chunk popped by another CPU comes back to a free list only
@@ -1604,6 +1621,7 @@ impl<'a> Dstate<'a> {
                 return;
             }
             let (i, bit) = (c as usize / 64, 1u64 << (c % 64));
+            // PANIC: `c < nchunks` (checked above) and `seen` has `nchunks.div_ceil(64)` words.
             if seen[i] & bit != 0 {
                 *err = Some(AuditError::Duplicate(c));
                 return;
@@ -1615,6 +1633,7 @@ impl<'a> Dstate<'a> {
         };
         let mut a = Audit::default();
         for cpu in 0..self.layout.ncpus() {
+            // PANIC: `cpus` has `ncpus` entries (type invariant).
             let d = &self.cpus[cpu];
             for (list, count, counter) in [
                 (List::Free, &mut a.free, &d.free_len),

@@ -9,8 +9,12 @@
 
 // In the kernel (`CONFIG_RUST`) this file is a module, where `no_std` has no place.
 #![cfg_attr(not(any(test, CONFIG_RUST)), no_std)]
-// `is_multiple_of` is newer than the kernel's rustc (1.85), which compiles these files too.
+// `is_multiple_of` is newer than the kernel's rustc (1.85), which compiles these files too;
+// that rustc's clippy does not know the lint that suggests it.
+#![allow(unknown_lints)]
 #![allow(clippy::manual_is_multiple_of)]
+// Every unsafe block says why it is sound, here as in the kernel's clippy.
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 pub mod abi;
 pub mod action;
@@ -18,5 +22,6 @@ pub mod agg;
 pub mod buffer;
 pub mod diag;
 pub mod dynvar;
+pub mod probe;
 pub mod program;
 pub mod topa;

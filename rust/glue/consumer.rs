@@ -2,8 +2,9 @@
 
 //! A consumer: the state behind one open of `/dev/oxtrace`.
 //!
-//! Lifecycle: IDLE -LOAD-> LOADED -GO-> ACTIVE -STOP-> STOPPED. Everything a consumer does is
-//! serialised by [`Consumer::inner`]; probe context never takes it.
+//! Lifecycle: IDLE -LOAD-> LOADED -GO-> ACTIVE -STOP-> STOPPED, a [`State`] that owns what
+//! each state has. Everything a consumer does is serialised by [`Consumer::inner`]; probe
+//! context never takes it.
 
 use crate::abi;
 use crate::glue::pt::Pt;
@@ -23,15 +24,71 @@ static LIVE: AtomicU64 = AtomicU64::new(0);
 /// Source of consumer ids; 0 is never handed out.
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
+/// A loaded program, as a consumer holds it.
+struct Program {
+    /// The session and the probes that call it.
+    probes: ProbeSet<Session>,
+    /// The consumer's side of the session's switched buffers.
+    drain: Drain,
+}
+
+impl Program {
+    fn session(&self) -> &Session {
+        self.probes.handler()
+    }
+}
+
+/// Where a consumer is in its lifecycle, with what it owns there.
+enum State {
+    /// Nothing loaded.
+    Idle,
+    /// LOAD ran: the probes are registered, disabled.
+    Loaded { prog: Program },
+    /// GO ran: BEGIN fired, the probes are enabled.
+    Active { prog: Program },
+    /// STOP ran: the probes are disabled and END fired; the buffers can still be read.
+    Stopped { prog: Program },
+}
+
+impl State {
+    /// The number `OXT_IOC_STATUS` reports.
+    fn abi(&self) -> u32 {
+        match self {
+            State::Idle => abi::STATE_IDLE,
+            State::Loaded { .. } => abi::STATE_LOADED,
+            State::Active { .. } => abi::STATE_ACTIVE,
+            State::Stopped { .. } => abi::STATE_STOPPED,
+        }
+    }
+
+    /// The loaded program, in any state but `Idle`.
+    fn prog(&self) -> Option<&Program> {
+        match self {
+            State::Idle => None,
+            State::Loaded { prog } | State::Active { prog } | State::Stopped { prog } => Some(prog),
+        }
+    }
+
+    /// As [`Self::prog`], mutably.
+    fn prog_mut(&mut self) -> Option<&mut Program> {
+        match self {
+            State::Idle => None,
+            State::Loaded { prog } | State::Active { prog } | State::Stopped { prog } => Some(prog),
+        }
+    }
+
+    /// Moves the program on to the next state with `next` (`Loaded` to `Active`, ...).
+    fn advance(&mut self, next: fn(Program) -> State) {
+        *self = match core::mem::replace(self, State::Idle) {
+            State::Idle => State::Idle,
+            State::Loaded { prog } | State::Active { prog } | State::Stopped { prog } => next(prog),
+        };
+    }
+}
+
 /// What a consumer's ioctls change, serialised by [`Consumer::inner`].
-///
-/// Field order matters: `probes` point into `session` and are dropped (unregistered, waiting
-/// for running handlers) first.
 struct Inner {
-    probes: Option<ProbeSet>,
-    session: Option<KBox<Session>>,
-    drain: Option<Drain>,
-    state: u32,
+    state: State,
     /// Intel PT buffers, configured before LOAD; the session shares them.
     pt: Option<Arc<Pt>>,
 }
@@ -57,10 +114,7 @@ impl Consumer {
             ioctls: AtomicU64::new(0),
             inner <- new_mutex!(
                 Inner {
-                    probes: None,
-                    session: None,
-                    drain: None,
-                    state: abi::STATE_IDLE,
+                    state: State::Idle,
                     pt: None,
                 },
                 "oxtrace::Consumer::inner"
@@ -76,15 +130,16 @@ impl Consumer {
     /// Fills in `OXT_IOC_STATUS`; per-CPU counters go to `cpus`.
     pub(crate) fn status(&self, st: &mut abi::Status, cpus: &mut [abi::CpuStatus]) -> usize {
         let inner = self.inner.lock();
-        st.state = inner.state;
+        st.state = inner.state.abi();
         st.consumer_id = self.id;
         st.nconsumers = NCONSUMERS.load(Ordering::Relaxed);
         st.live_consumers = LIVE.load(Ordering::Relaxed);
         st.opened_ns = self.opened_ns;
         st.ioctls = self.ioctls.load(Ordering::Relaxed);
-        st.missed = inner.probes.as_ref().map_or(0, |p| p.missed());
+        let prog = inner.state.prog();
+        st.missed = prog.map_or(0, |p| p.probes.missed());
         let mut n = 0;
-        if let Some(s) = inner.session.as_ref() {
+        if let Some(s) = prog.map(Program::session) {
             if let Some(code) = s.exit_status() {
                 st.exited = 1;
                 st.exit_status = code;
@@ -105,9 +160,9 @@ impl Consumer {
         let inner = self.inner.lock();
         (st.audits, st.audit_failures) = crate::glue::dynmem::audit_totals();
         inner
-            .session
-            .as_ref()
-            .map_or(0, |s| s.dyn_stat(st, cpus, vars))
+            .state
+            .prog()
+            .map_or(0, |p| p.session().dyn_stat(st, cpus, vars))
     }
 
     /// LOAD: verifies the program and registers its probes, disabled.
@@ -117,57 +172,51 @@ impl Consumer {
         attach: &[AttachReq<'_>],
     ) -> Result<(u32, u32), LoadFail> {
         let mut inner = self.inner.lock();
-        if inner.state != abi::STATE_IDLE {
+        if !matches!(inner.state, State::Idle) {
             return Err(EBUSY.into());
         }
         let l = Session::load(image, attach, inner.pt.clone())?;
-        inner.session = Some(l.session);
-        inner.probes = Some(l.probes);
-        inner.drain = Some(l.drain);
-        inner.state = abi::STATE_LOADED;
+        inner.state = State::Loaded {
+            prog: Program {
+                probes: l.probes,
+                drain: l.drain,
+            },
+        };
         Ok((l.nprobes, l.nskipped))
     }
 
     /// GO: initialises the dynamic variables and starts their cleaner, runs BEGIN, then
     /// enables the probes.
     pub(crate) fn go(&self) -> Result {
-        let mut guard = self.inner.lock();
-        let inner = &mut *guard;
-        match inner.state {
-            abi::STATE_LOADED => {}
-            abi::STATE_IDLE => return Err(ENOENT),
-            _ => return Err(EBUSY),
-        }
-        let (Some(s), Some(p)) = (inner.session.as_ref(), inner.probes.as_mut()) else {
-            return Err(EINVAL);
+        let mut inner = self.inner.lock();
+        let p = match &mut inner.state {
+            State::Loaded { prog } => &mut prog.probes,
+            State::Idle => return Err(ENOENT),
+            State::Active { .. } | State::Stopped { .. } => return Err(EBUSY),
         };
-        s.dyn_go()?;
-        s.fire_special(ProbeKind::Begin);
+        p.handler().dyn_go()?;
+        p.handler().fire_special(ProbeKind::Begin);
         if let Err(e) = p.enable() {
-            s.dyn_stop();
+            p.handler().dyn_stop();
             return Err(e);
         }
-        inner.state = abi::STATE_ACTIVE;
+        inner.state.advance(|prog| State::Active { prog });
         Ok(())
     }
 
     /// STOP: disables the probes, runs END, then stops the dynamic-variable cleaner and
     /// audits the dynamic memory.
     pub(crate) fn stop(&self) -> Result {
-        let mut guard = self.inner.lock();
-        let inner = &mut *guard;
-        match inner.state {
-            abi::STATE_ACTIVE => {}
-            abi::STATE_IDLE => return Err(ENOENT),
-            _ => return Err(EINVAL),
-        }
-        let (Some(s), Some(p)) = (inner.session.as_ref(), inner.probes.as_mut()) else {
-            return Err(EINVAL);
+        let mut inner = self.inner.lock();
+        let p = match &mut inner.state {
+            State::Active { prog } => &mut prog.probes,
+            State::Idle => return Err(ENOENT),
+            State::Loaded { .. } | State::Stopped { .. } => return Err(EINVAL),
         };
         p.disable();
-        s.fire_special(ProbeKind::End);
-        s.dyn_stop();
-        inner.state = abi::STATE_STOPPED;
+        p.handler().fire_special(ProbeKind::End);
+        p.handler().dyn_stop();
+        inner.state.advance(|prog| State::Stopped { prog });
         Ok(())
     }
 
@@ -179,9 +228,8 @@ impl Consumer {
         offline: R,
         f: impl FnOnce(&Session, &mut Drain) -> Result<R>,
     ) -> Result<R> {
-        let mut guard = self.inner.lock();
-        let inner = &mut *guard;
-        let (Some(s), Some(d)) = (inner.session.as_ref(), inner.drain.as_mut()) else {
+        let mut inner = self.inner.lock();
+        let Some(p) = inner.state.prog_mut() else {
             return Err(ENOENT);
         };
         if cpu >= cpu::nr_cpu_ids() {
@@ -190,7 +238,7 @@ impl Consumer {
         if !cpu::online(cpu) {
             return Ok(offline);
         }
-        f(s, d)
+        f(p.probes.handler(), &mut p.drain)
     }
 
     /// SNAPSHOT: switches `cpu`'s principal buffer and hands the records to `out`.
@@ -229,7 +277,7 @@ impl Consumer {
         mut f: impl FnMut(usize, &abi::ProbeInfo) -> Result,
     ) -> Result<usize> {
         let inner = self.inner.lock();
-        let Some(s) = inner.session.as_ref() else {
+        let Some(s) = inner.state.prog().map(Program::session) else {
             return Ok(0);
         };
         let mut info = abi::ProbeInfo::default();
@@ -246,7 +294,7 @@ impl Consumer {
     /// and not while a previous configuration runs.
     pub(crate) fn pt_config(&self, cfg: &mut abi::PtConfig) -> Result {
         let mut inner = self.inner.lock();
-        if inner.state != abi::STATE_IDLE {
+        if !matches!(inner.state, State::Idle) {
             return Err(EBUSY);
         }
         if inner.pt.as_ref().is_some_and(|p| p.is_running()) {

@@ -6,5 +6,7 @@
 pub(crate) mod consumer;
 pub(crate) mod device;
 pub(crate) mod dynmem;
+pub(crate) mod fire;
+pub(crate) mod image;
 pub(crate) mod pt;
 pub(crate) mod session;

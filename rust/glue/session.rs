@@ -1,24 +1,24 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! A loaded program: its verified clauses, probes, per-CPU state and the firing path.
+//! A loaded program: its verified clauses, probes and per-CPU state. What runs when a probe
+//! fires is in [`crate::glue::fire`].
 //!
 //! A [`Session`] is built at LOAD and never changes afterwards except through per-CPU state
 //! (reached with an [`ActionCtx`]) and atomics, so probe context uses it through `&Session`
 //! without locks. The consumer owns it; the probes that point into it are dropped first.
 
 use crate::abi;
-use crate::action::{self, Builtin, Env, Key, Record, RecordKind, Vm, AGG_NARGS};
 use crate::agg::{self, AggBuffer};
-use crate::buffer;
 use crate::diag;
 use crate::glue::dynmem::DynVars;
-use crate::glue::pt::{Pt, PtCpu};
-use crate::program::{self, Image, ProbeKind, VerifiedClause};
+use crate::glue::image::OwnedImage;
+use crate::glue::pt::Pt;
+use crate::probe;
+use crate::program::{self, ProbeKind};
 use crate::sys::cpu;
-use crate::sys::kprobe::{ProbeSet, Regs};
+use crate::sys::kprobe::ProbeSet;
 use crate::sys::percpu::{ActionCtx, PerCpu};
 use crate::sys::switchbuf::{Halves, HalvesMem, Switcher};
-use crate::sys::task;
 use crate::sys::xcall;
 use core::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use kernel::prelude::*;
@@ -34,36 +34,18 @@ pub(crate) const MAX_ATTACH: usize = 1 << 16;
 
 /// One attached probe: a kprobe, a kretprobe, a tick, BEGIN or END.
 pub(crate) struct ProbeSlot {
-    session: *const Session,
-    /// Enabled probe id: index in [`Session::slots`].
-    id: u32,
+    /// Enabled probe id (`id`): index in [`Session::slots`], numbered as
+    /// [`probe::other_probe_id`] says.
+    pub(super) id: u32,
     /// Index of the probe description in the image.
-    desc: u32,
-    kind: ProbeKind,
-    func: [u8; abi::PROBE_FUNC_LEN],
-    func_len: usize,
+    pub(super) desc: u32,
+    pub(super) kind: ProbeKind,
+    pub(super) func: [u8; abi::PROBE_FUNC_LEN],
+    pub(super) func_len: usize,
 }
 
-// SAFETY: `session` points to the session that owns the slot; it is only read.
-unsafe impl Send for ProbeSlot {}
-// SAFETY: as above.
-unsafe impl Sync for ProbeSlot {}
-
 impl ProbeSlot {
-    /// Counts a hit that was not run because an action was running on this CPU.
-    pub(crate) fn count_recursion(&self) {
-        // SAFETY: a registered probe's session outlives the registration.
-        let s = unsafe { &*self.session };
-        let cpu = cpu::this_cpu();
-        s.counter(cpu, self.id)
-            .recursion
-            .fetch_add(1, Ordering::Relaxed);
-        if let Some(pt) = s.pt.as_deref() {
-            pt.note_missed(cpu);
-        }
-    }
-
-    fn func(&self) -> &[u8] {
+    pub(super) fn func(&self) -> &[u8] {
         &self.func[..self.func_len]
     }
 }
@@ -71,31 +53,26 @@ impl ProbeSlot {
 /// Counters of one probe on one CPU; written only by that CPU.
 #[derive(Default)]
 pub(crate) struct SlotCounters {
-    fired: AtomicU64,
-    errors: AtomicU64,
-    recursion: AtomicU64,
+    pub(super) fired: AtomicU64,
+    pub(super) errors: AtomicU64,
+    pub(super) recursion: AtomicU64,
 }
 
 /// Counters of one CPU; written only by that CPU.
 #[repr(align(64))]
 #[derive(Default)]
 pub(crate) struct CpuCounters {
-    records: AtomicU64,
-    drops: AtomicU64,
-}
-
-/// Adds one to a counter that only this CPU writes, without a locked instruction.
-fn bump(c: &AtomicU64) {
-    c.store(c.load(Ordering::Relaxed).wrapping_add(1), Ordering::Relaxed);
+    pub(super) records: AtomicU64,
+    pub(super) drops: AtomicU64,
 }
 
 /// What one CPU's actions use.
-struct CpuState {
-    scratch: VVec<u8>,
-    pbuf: Halves<u8>,
-    pbuf_off: usize,
-    pbuf_drops: u64,
-    agg: Option<Halves<u64>>,
+pub(super) struct CpuState {
+    pub(super) scratch: VVec<u8>,
+    pub(super) pbuf: Halves<u8>,
+    pub(super) pbuf_off: usize,
+    pub(super) pbuf_drops: u64,
+    pub(super) agg: Option<Halves<u64>>,
 }
 
 /// The consumer-side handles of a session's switched buffers.
@@ -111,36 +88,31 @@ pub(crate) struct Drain {
 
 /// A loaded program.
 ///
-/// # Invariants
-///
-/// `image` and `clauses` borrow `_image_buf`, which is never modified and is
-/// dropped last (it is declared last). Every slot's `session` points to this session, which
-/// is boxed and never moved. `dynvars` owns its own memory (and stops its cleaner when
-/// dropped); probe context reaches it only through registered probes, dropped before.
+/// `dynvars` owns its own memory (and stops its cleaner when dropped); probe context reaches
+/// the session only through the probes of the [`ProbeSet`] that owns it, unregistered first.
 pub(crate) struct Session {
-    image: Image<'static>,
-    clauses: KVec<VerifiedClause<'static>>,
+    /// The image and its verified clauses.
+    pub(super) prog: OwnedImage,
     /// For each probe description, its range in `desc_clauses`.
-    desc_range: KVec<(u32, u32)>,
+    pub(super) desc_range: KVec<(u32, u32)>,
     /// Clause indices, grouped by probe description.
-    desc_clauses: KVec<u32>,
-    slots: KVec<ProbeSlot>,
-    counters: KVec<SlotCounters>,
-    cpu_counters: KVec<CpuCounters>,
-    cpus: PerCpu<CpuState>,
-    pbuf_mem: HalvesMem<u8>,
-    agg_mem: Option<HalvesMem<u64>>,
-    agg_funcs: KVec<agg::AggFunc>,
-    globals: KVec<AtomicU64>,
-    nlocals: u32,
-    strsize: u32,
-    exited: AtomicBool,
-    exit_status: AtomicI64,
+    pub(super) desc_clauses: KVec<u32>,
+    pub(super) slots: KVec<ProbeSlot>,
+    pub(super) counters: KVec<SlotCounters>,
+    pub(super) cpu_counters: KVec<CpuCounters>,
+    pub(super) cpus: PerCpu<CpuState>,
+    pub(super) pbuf_mem: HalvesMem<u8>,
+    pub(super) agg_mem: Option<HalvesMem<u64>>,
+    pub(super) agg_funcs: KVec<agg::AggFunc>,
+    pub(super) globals: KVec<AtomicU64>,
+    pub(super) nlocals: u32,
+    pub(super) strsize: u32,
+    pub(super) exited: AtomicBool,
+    pub(super) exit_status: AtomicI64,
     /// Thread-local and associative variables, if the program has any.
-    dynvars: Option<DynVars>,
+    pub(super) dynvars: Option<DynVars>,
     /// The consumer's Intel PT buffers, written by `ptwrite()`.
-    pt: Option<Arc<Pt>>,
-    _image_buf: VVec<u8>,
+    pub(super) pt: Option<Arc<Pt>>,
 }
 
 /// Why a LOAD failed, for `struct oxt_load`.
@@ -189,8 +161,8 @@ pub(crate) struct AttachReq<'a> {
 
 /// The result of a LOAD.
 pub(crate) struct Loaded {
-    pub(crate) session: KBox<Session>,
-    pub(crate) probes: ProbeSet,
+    /// The session and the probes that call it.
+    pub(crate) probes: ProbeSet<Session>,
     pub(crate) drain: Drain,
     pub(crate) nprobes: u32,
     pub(crate) nskipped: u32,
@@ -204,25 +176,19 @@ impl Session {
         attach: &[AttachReq<'_>],
         pt: Option<Arc<Pt>>,
     ) -> Result<Loaded, LoadFail> {
-        let (ptr, len) = (image_buf.as_ptr(), image_buf.len());
-        // SAFETY: `image_buf` moves into the boxed session below and is never modified or
-        // dropped before the session's other fields (type invariant); its heap memory does
-        // not move with it.
-        let bytes: &'static [u8] = unsafe { core::slice::from_raw_parts(ptr, len) };
-        let image = Image::parse(bytes).map_err(|e| {
-            let (code, arg) = diag::image_code(&e);
-            LoadFail {
-                kind: abi::LOADERR_IMAGE,
-                code,
-                arg,
-                ..LoadFail::plain(EINVAL)
-            }
-        })?;
-
-        let mut clauses = KVec::with_capacity(image.clause_count(), GFP_KERNEL)?;
-        let mut scratch = action::scratch_size(image.nlocals(), image.options().strsize as u32, 0);
-        for i in 0..image.clause_count() {
-            let c = image.verify_clause(i, SCRATCH_LIMIT).map_err(|e| {
+        let prog = OwnedImage::load(
+            image_buf,
+            SCRATCH_LIMIT,
+            |e| {
+                let (code, arg) = diag::image_code(&e);
+                LoadFail {
+                    kind: abi::LOADERR_IMAGE,
+                    code,
+                    arg,
+                    ..LoadFail::plain(EINVAL)
+                }
+            },
+            |e| {
                 let (code, arg) = diag::reason_code(&e.error.reason);
                 LoadFail {
                     kind: abi::LOADERR_VERIFY,
@@ -236,10 +202,10 @@ impl Session {
                     arg,
                     ..LoadFail::plain(EINVAL)
                 }
-            })?;
-            scratch = scratch.max(c.scratch);
-            clauses.push(c, GFP_KERNEL)?;
-        }
+            },
+        )?;
+        let image = *prog.image();
+        let scratch = prog.scratch();
 
         // Clauses by probe description.
         let ndesc = image.probe_count();
@@ -247,11 +213,8 @@ impl Session {
         let mut desc_clauses = KVec::new();
         for d in 0..ndesc as u32 {
             let start = desc_clauses.len() as u32;
-            for c in 0..image.clause_count() {
-                let cd = image.clause(c).ok_or(EINVAL)?;
-                if d >= cd.probe_first && d - cd.probe_first < cd.probe_count {
-                    desc_clauses.push(c as u32, GFP_KERNEL)?;
-                }
+            for c in probe::clauses_of(&image, d) {
+                desc_clauses.push(c, GFP_KERNEL)?;
             }
             desc_range.push((start, desc_clauses.len() as u32 - start), GFP_KERNEL)?;
         }
@@ -308,7 +271,7 @@ impl Session {
         let mut nslots = attach.len();
         for d in 0..ndesc {
             let p = image.probe(d).ok_or(EINVAL)?;
-            if !matches!(p.kind, ProbeKind::FbtEntry | ProbeKind::FbtReturn) {
+            if !probe::by_attach_list(p.kind) {
                 nslots += 1;
             }
         }
@@ -317,38 +280,12 @@ impl Session {
         for _ in 0..nslots * ncpus as usize {
             counters.push(SlotCounters::default(), GFP_KERNEL)?;
         }
-        let mut s = KBox::new(
-            Session {
-                image,
-                clauses,
-                desc_range,
-                desc_clauses,
-                slots: KVec::new(),
-                counters,
-                cpu_counters,
-                cpus,
-                pbuf_mem,
-                agg_mem,
-                agg_funcs,
-                globals,
-                nlocals: image.nlocals(),
-                strsize: opts.strsize as u32,
-                exited: AtomicBool::new(false),
-                exit_status: AtomicI64::new(0),
-                dynvars,
-                pt,
-                _image_buf: image_buf,
-            },
-            GFP_KERNEL,
-        )?;
-        let sp: *const Session = &*s;
-        let slot = |desc: u32, kind: ProbeKind, func: &[u8]| -> ProbeSlot {
+        let slot = |id: usize, desc: u32, kind: ProbeKind, func: &[u8]| -> ProbeSlot {
             let mut f = [0u8; abi::PROBE_FUNC_LEN];
             let n = func.len().min(f.len() - 1);
             f[..n].copy_from_slice(&func[..n]);
             ProbeSlot {
-                session: sp,
-                id: 0,
+                id: id as u32,
                 desc,
                 kind,
                 func: f,
@@ -357,29 +294,48 @@ impl Session {
         };
         for a in attach {
             let p = image.probe(a.desc as usize).ok_or(EINVAL)?;
-            slots.push(slot(a.desc, p.kind, a.name.as_bytes()), GFP_KERNEL)?;
+            slots.push(
+                slot(slots.len(), a.desc, p.kind, a.name.as_bytes()),
+                GFP_KERNEL,
+            )?;
         }
         for d in 0..ndesc as u32 {
             let p = image.probe(d as usize).ok_or(EINVAL)?;
-            if !matches!(p.kind, ProbeKind::FbtEntry | ProbeKind::FbtReturn) {
-                slots.push(slot(d, p.kind, b""), GFP_KERNEL)?;
+            if !probe::by_attach_list(p.kind) {
+                // Its id is `probe::other_probe_id(&image, attach.len(), d)`.
+                slots.push(slot(slots.len(), d, p.kind, b""), GFP_KERNEL)?;
             }
         }
-        for (i, sl) in slots.iter_mut().enumerate() {
-            sl.id = i as u32;
-        }
-        // The slots' memory does not move from here on: cookies point into it.
-        s.slots = slots;
+        let nlocals = image.nlocals();
+        let s = KBox::new(
+            Session {
+                prog,
+                desc_range,
+                desc_clauses,
+                slots,
+                counters,
+                cpu_counters,
+                cpus,
+                pbuf_mem,
+                agg_mem,
+                agg_funcs,
+                globals,
+                nlocals,
+                strsize: opts.strsize as u32,
+                exited: AtomicBool::new(false),
+                exit_status: AtomicI64::new(0),
+                dynvars,
+                pt,
+            },
+            GFP_KERNEL,
+        )?;
 
-        let mut probes = ProbeSet::new();
+        let mut probes = ProbeSet::new(s);
         let mut nskipped = 0u32;
         let mut attached = KVec::from_elem(false, ndesc, GFP_KERNEL)?;
         for (i, a) in attach.iter().enumerate() {
-            let sl = &s.slots[i];
-            let ret = sl.kind == ProbeKind::FbtReturn;
-            // SAFETY: the slot lives in the boxed session, which outlives `probes` (the
-            // consumer drops the probes first).
-            match unsafe { probes.add_kprobe(a.name, ret, sl as *const ProbeSlot as *const _) } {
+            let ret = probes.handler().slots[i].kind == ProbeKind::FbtReturn;
+            match probes.add_kprobe(a.name, ret, i as u32) {
                 Ok(()) => attached[a.desc as usize] = true,
                 Err(_) if a.optional => nskipped += 1,
                 Err(e) => {
@@ -391,12 +347,13 @@ impl Session {
                 }
             }
         }
-        for sl in s.slots[attach.len()..].iter() {
-            attached[sl.desc as usize] = true;
+        for i in attach.len()..nslots {
+            let sl = &probes.handler().slots[i];
+            let desc = sl.desc as usize;
+            attached[desc] = true;
             if sl.kind == ProbeKind::Tick {
-                let period = s.image.probe(sl.desc as usize).ok_or(EINVAL)?.arg;
-                // SAFETY: as for kprobes.
-                unsafe { probes.add_tick(period, sl as *const ProbeSlot as *const _)? };
+                let period = probes.handler().prog.image().probe(desc).ok_or(EINVAL)?.arg;
+                probes.add_tick(period, i as u32)?;
             }
         }
         if let Some(d) = attached.iter().position(|&a| !a) {
@@ -418,7 +375,6 @@ impl Session {
             bounce: KVVec::from_elem(0u8, 64 << 10, GFP_KERNEL)?,
         };
         Ok(Loaded {
-            session: s,
             probes,
             drain,
             nprobes,
@@ -426,15 +382,14 @@ impl Session {
         })
     }
 
-    fn counter(&self, cpu: u32, slot: u32) -> &SlotCounters {
-        &self.counters[cpu as usize * self.slots.len() + slot as usize]
-    }
-
-    /// Runs the BEGIN or END clauses on this CPU, as a probe would.
-    pub(crate) fn fire_special(&self, kind: ProbeKind) {
-        for sl in self.slots.iter().filter(|s| s.kind == kind) {
-            xcall::as_action(|ctx| fire(sl, ctx, &Regs::none(), false));
+    /// The counters of `slot` on `cpu`; `None` if either is out of range (probe context
+    /// uses this too: it must not panic).
+    pub(super) fn counter(&self, cpu: u32, slot: u32) -> Option<&SlotCounters> {
+        if slot as usize >= self.slots.len() {
+            return None;
         }
+        self.counters
+            .get(cpu as usize * self.slots.len() + slot as usize)
     }
 
     /// GO, before BEGIN and the probes: initialises the dynamic memory and starts its
@@ -474,7 +429,9 @@ impl Session {
         for (c, st) in out.iter_mut().enumerate().take(n) {
             *st = abi::CpuStatus::default();
             for sl in 0..self.slots.len() {
-                let k = self.counter(c as u32, sl as u32);
+                let Some(k) = self.counter(c as u32, sl as u32) else {
+                    continue;
+                };
                 st.fired += k.fired.load(Ordering::Relaxed);
                 st.errors += k.errors.load(Ordering::Relaxed);
                 st.recursion += k.recursion.load(Ordering::Relaxed);
@@ -502,7 +459,9 @@ impl Session {
         }
         out.func[..sl.func_len].copy_from_slice(sl.func());
         for c in 0..self.cpu_counters.len() {
-            let k = self.counter(c as u32, i as u32);
+            let Some(k) = self.counter(c as u32, i as u32) else {
+                continue;
+            };
             out.fired += k.fired.load(Ordering::Relaxed);
             out.errors += k.errors.load(Ordering::Relaxed);
             out.recursion += k.recursion.load(Ordering::Relaxed);
@@ -595,281 +554,4 @@ pub(crate) enum AggTaken {
     Data { len: usize, drops: u64 },
     /// The data sets need `need` bytes: nothing copied, nothing lost.
     TooSmall { need: usize },
-}
-
-/// Runs the clauses of `slot`'s probe description; called by the shim in probe context.
-pub(crate) fn fire(slot: &ProbeSlot, ctx: &mut ActionCtx, regs: &Regs, ret: bool) {
-    // SAFETY: a registered probe's session outlives the registration (slot invariant).
-    let s = unsafe { &*slot.session };
-    let cpu = ctx.cpu();
-    bump(&s.counter(cpu, slot.id).fired);
-    let (start, n) = s.desc_range[slot.desc as usize];
-    if n == 0 {
-        return;
-    }
-    let (st, pt) = match s.pt.as_deref() {
-        Some(pt) => {
-            let Some((st, c)) = s.cpus.local_with(pt.cpus(), ctx) else {
-                return;
-            };
-            (st, Some((pt, c)))
-        }
-        None => (s.cpus.local(ctx), None),
-    };
-    let Ok(mut vm) = Vm::new(&mut st.scratch, s.nlocals, s.strsize) else {
-        return;
-    };
-    let mut env = KernelEnv {
-        s,
-        slot,
-        regs,
-        ret,
-        ts: None,
-        cpu,
-        pbuf: &mut st.pbuf,
-        pbuf_off: &mut st.pbuf_off,
-        pbuf_drops: &mut st.pbuf_drops,
-        agg: st.agg.as_mut(),
-        pt,
-    };
-    for &c in &s.desc_clauses[start as usize..(start + n) as usize] {
-        let clause = &s.clauses[c as usize];
-        vm.begin_clause();
-        if let Some(pred) = &clause.pred {
-            match vm.run(pred, &s.image, &mut env) {
-                Ok(0) => continue,
-                Ok(_) => {}
-                Err(f) => {
-                    env.fault(c, f);
-                    continue;
-                }
-            }
-        }
-        if let Err(f) = vm.run(&clause.act, &s.image, &mut env) {
-            env.fault(c, f);
-        }
-    }
-}
-
-/// What the interpreter sees of the kernel during one firing.
-struct KernelEnv<'a> {
-    s: &'a Session,
-    slot: &'a ProbeSlot,
-    regs: &'a Regs,
-    ret: bool,
-    /// When the probe fired: read at first use, then the same for the whole firing.
-    ts: Option<u64>,
-    cpu: u32,
-    pbuf: &'a mut Halves<u8>,
-    pbuf_off: &'a mut usize,
-    pbuf_drops: &'a mut u64,
-    agg: Option<&'a mut Halves<u64>>,
-    pt: Option<(&'a Pt, &'a mut PtCpu)>,
-}
-
-impl KernelEnv<'_> {
-    /// The firing's timestamp; the clock is read only by programs that use it.
-    fn ts(&mut self) -> u64 {
-        *self.ts.get_or_insert_with(cpu::mono_fast_ns)
-    }
-
-    fn write(&mut self, kind: u32, id: u32, data: &[u8]) -> bool {
-        let ts = self.ts();
-        let buf = self.pbuf.active();
-        let ok = buffer::write(buf, self.pbuf_off, kind, self.slot.id, id, ts, data);
-        let c = &self.s.cpu_counters[self.cpu as usize];
-        if ok {
-            bump(&c.records);
-        } else {
-            *self.pbuf_drops += 1;
-            bump(&c.drops);
-        }
-        ok
-    }
-
-    /// Counts a fault and records where it happened (clause, instruction, what, address).
-    fn fault(&mut self, clause: u32, f: action::Fault) {
-        bump(&self.s.counter(self.cpu, self.slot.id).errors);
-        let (code, addr) = diag::fault_code(&f.kind);
-        let mut data = [0u8; 16];
-        data[0..4].copy_from_slice(&clause.to_le_bytes());
-        data[4..8].copy_from_slice(&f.pc.to_le_bytes());
-        data[8..16].copy_from_slice(&addr.to_le_bytes());
-        self.write(buffer::KIND_ERROR, code, &data);
-    }
-}
-
-impl Env for KernelEnv<'_> {
-    fn builtin(&mut self, b: Builtin) -> u64 {
-        let arg = |n: u32| -> u64 {
-            match self.slot.kind {
-                ProbeKind::FbtEntry => self.regs.arg(n),
-                // fbt return probes: arg0 is the offset (unknown here, 0), arg1 the value.
-                ProbeKind::FbtReturn if n == 1 => self.regs.retval(),
-                _ => 0,
-            }
-        };
-        match b {
-            Builtin::Pid => task::pid() as u64,
-            Builtin::Tid => task::tid() as u64,
-            Builtin::Cpu => self.cpu as u64,
-            Builtin::Timestamp => self.ts(),
-            Builtin::Walltimestamp => cpu::real_fast_ns(),
-            Builtin::Arg0 => arg(0),
-            Builtin::Arg1 => arg(1),
-            Builtin::Arg2 => arg(2),
-            Builtin::Arg3 => arg(3),
-            Builtin::Arg4 => arg(4),
-            Builtin::Arg5 => arg(5),
-            Builtin::Retval if self.ret => self.regs.retval(),
-            Builtin::Retval => 0,
-            Builtin::Uid => task::uid() as u64,
-            Builtin::Gid => task::gid() as u64,
-            Builtin::Ppid => task::ppid() as u64,
-            Builtin::Id => self.slot.id as u64,
-            Builtin::Curthread => task::current_addr(),
-            _ => 0,
-        }
-    }
-
-    fn builtin_str(&mut self, b: Builtin, out: &mut [u8]) -> usize {
-        let copy = |out: &mut [u8], s: &[u8]| {
-            let n = s.len().min(out.len());
-            out[..n].copy_from_slice(&s[..n]);
-            n
-        };
-        match b {
-            Builtin::Execname => task::comm(out),
-            Builtin::Probeprov => copy(
-                out,
-                match self.slot.kind {
-                    ProbeKind::FbtEntry | ProbeKind::FbtReturn => b"fbt",
-                    ProbeKind::Tick => b"profile",
-                    ProbeKind::Begin | ProbeKind::End => b"dtrace",
-                },
-            ),
-            Builtin::Probemod => copy(
-                out,
-                match self.slot.kind {
-                    ProbeKind::FbtEntry | ProbeKind::FbtReturn => b"kernel",
-                    _ => b"",
-                },
-            ),
-            Builtin::Probefunc => copy(out, self.slot.func()),
-            Builtin::Probename => match self.slot.kind {
-                ProbeKind::FbtEntry => copy(out, b"entry"),
-                ProbeKind::FbtReturn => copy(out, b"return"),
-                ProbeKind::Begin => copy(out, b"BEGIN"),
-                ProbeKind::End => copy(out, b"END"),
-                ProbeKind::Tick => {
-                    let name = self
-                        .s
-                        .image
-                        .probe(self.slot.desc as usize)
-                        .map(|p| p.arg)
-                        .unwrap_or(0);
-                    tick_name(name, out)
-                }
-            },
-            _ => 0,
-        }
-    }
-
-    fn read_kernel(&mut self, addr: u64, out: &mut [u8]) -> bool {
-        task::read_kernel(addr, out)
-    }
-
-    fn global_load(&mut self, id: u32) -> u64 {
-        self.s
-            .globals
-            .get(id as usize)
-            .map_or(0, |g| g.load(Ordering::Relaxed))
-    }
-
-    fn global_store(&mut self, id: u32, value: u64) {
-        if let Some(g) = self.s.globals.get(id as usize) {
-            g.store(value, Ordering::Relaxed);
-        }
-    }
-
-    fn dynvar_load(&mut self, var: u32, keys: &[Key<'_>]) -> u64 {
-        self.s.dynvars.as_ref().map_or(0, |d| d.load(var, keys))
-    }
-
-    // A dropped store is counted by the dynamic memory (by state and by variable).
-    fn dynvar_store(&mut self, var: u32, keys: &[Key<'_>], value: u64) -> bool {
-        self.s
-            .dynvars
-            .as_ref()
-            .is_some_and(|d| d.store(self.cpu, var, keys, value))
-    }
-
-    fn agg_update(&mut self, id: u32, keys: &[Key<'_>], args: &[u64; AGG_NARGS]) -> bool {
-        let (Some(h), Some(func)) = (self.agg.as_deref_mut(), self.s.agg_funcs.get(id as usize))
-        else {
-            return false;
-        };
-        let Ok(mut buf) = AggBuffer::attach(h.active()) else {
-            return false;
-        };
-        buf.apply(id, func, keys, args[0] as i64, args[1] as i64)
-            .is_ok()
-    }
-
-    fn emit(&mut self, rec: &Record<'_>) -> bool {
-        if rec.kind == RecordKind::Exit && !self.s.exited.load(Ordering::Relaxed) {
-            let status = action::Items::new(rec.data)
-                .next()
-                .map_or(0, |it| match it {
-                    action::Item::Int(v, _) => v as i64,
-                    action::Item::Str(_) => 0,
-                });
-            if self
-                .s
-                .exited
-                .compare_exchange(false, true, Ordering::AcqRel, Ordering::Relaxed)
-                .is_ok()
-            {
-                self.s.exit_status.store(status, Ordering::Release);
-            }
-        }
-        self.write(rec.kind as u32, rec.id, rec.data)
-    }
-
-    fn ptwrite(&mut self, value: u64) -> bool {
-        match self.pt.as_mut() {
-            Some((pt, c)) => pt.ptwrite(c, self.cpu, value),
-            None => false,
-        }
-    }
-}
-
-/// `tick-<n><unit>` for a period in ns, as the probe was named.
-fn tick_name(ns: u64, out: &mut [u8]) -> usize {
-    use core::fmt::Write;
-    let (n, unit) = match ns {
-        _ if ns % 1_000_000_000 == 0 => (ns / 1_000_000_000, "s"),
-        _ if ns % 1_000_000 == 0 => (ns / 1_000_000, "ms"),
-        _ if ns % 1_000 == 0 => (ns / 1_000, "us"),
-        _ => (ns, "ns"),
-    };
-    let mut w = SliceWriter { buf: out, len: 0 };
-    // Truncation is all that can go wrong, and a truncated name is what the caller wants.
-    let _ = write!(w, "tick-{n}{unit}");
-    w.len
-}
-
-/// `fmt::Write` into a byte slice, truncating.
-struct SliceWriter<'a> {
-    buf: &'a mut [u8],
-    len: usize,
-}
-
-impl core::fmt::Write for SliceWriter<'_> {
-    fn write_str(&mut self, s: &str) -> core::fmt::Result {
-        let n = s.len().min(self.buf.len() - self.len);
-        self.buf[self.len..self.len + n].copy_from_slice(&s.as_bytes()[..n]);
-        self.len += n;
-        Ok(())
-    }
 }

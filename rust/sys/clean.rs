@@ -24,6 +24,9 @@ pub(crate) trait Periodic: Sync {
     fn run(&self);
 }
 
+/// # Safety
+///
+/// `info` is the `*const T` given to [`PeriodicThread::new`], still valid.
 unsafe extern "C" fn trampoline<T: Periodic>(info: *mut c_void) {
     // SAFETY: `info` is the `*const T` given to `PeriodicThread::new`, valid while the thread
     // runs (that function's contract); `run` only needs a shared reference.

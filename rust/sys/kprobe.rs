@@ -4,15 +4,17 @@
 //!
 //! Every probe is registered disabled at LOAD, enabled at GO, disabled at STOP, and
 //! unregistered when its [`ProbeSet`] is dropped, which waits until no handler can still run.
-//! A handler calls [`crate::glue::session::fire`] inside the shim's action guard with interrupts off.
+//! A hit calls the set's [`Handler`] inside the shim's action guard with interrupts off; the
+//! set owns the handler, so it can't go away while a probe still points to it.
 //!
 // TODO: replace with kernel::kprobes when available.
 
 use crate::sys::percpu::ActionCtx;
 use crate::sys::shim;
+use core::marker::PhantomData;
 use core::ptr::NonNull;
 use kernel::error::to_result;
-use kernel::ffi::c_void;
+use kernel::ffi::{c_uint, c_void};
 use kernel::prelude::*;
 use kernel::str::CStr;
 
@@ -39,81 +41,113 @@ impl Regs {
     }
 }
 
-/// Called by the shim for every hit of one of our probes.
-///
+/// What a probe hit runs; implemented by the owner of the probes (a loaded program).
+pub(crate) trait Handler: Sync {
+    /// A hit of probe `slot` (the number given at registration), in probe context: inside the
+    /// shim's action guard, interrupts off. `is_return` on kretprobes.
+    fn fire(&self, slot: u32, ctx: &mut ActionCtx, regs: &Regs, is_return: bool);
+
+    /// A hit of probe `slot` that was not run because an action runs on this CPU already.
+    fn recursion(&self, slot: u32);
+}
+
 /// # Safety
 ///
-/// Called by the shim inside its action guard with interrupts off; `cookie` is the cookie
-/// given to [`ProbeSet::add_kprobe`] or [`ProbeSet::add_tick`], still valid (the probe is
-/// registered); `regs` is the hit's registers or null for a tick.
-#[no_mangle]
-pub(crate) unsafe extern "C" fn oxtrace_probe_fire(
+/// Called by the shim inside its action guard with interrupts off, with the cookie of a
+/// probe of a [`ProbeSet<H>`] (a `*const H` valid while the probe is registered) and `regs`,
+/// the hit's registers or null for a tick.
+unsafe extern "C" fn fire_trampoline<H: Handler>(
     cookie: *mut c_void,
+    slot: c_uint,
     regs: *mut shim::PtRegs,
-    ret: bool,
+    is_return: bool,
 ) {
     // SAFETY: inside the guard with interrupts off, one context per entry (precondition).
     let mut ctx = unsafe { ActionCtx::new() };
-    // SAFETY: the cookie is a `ProbeSlot` that outlives the registration (precondition).
-    let slot = unsafe { &*(cookie as *const crate::glue::session::ProbeSlot) };
-    crate::glue::session::fire(slot, &mut ctx, &Regs(regs), ret);
+    // SAFETY: the cookie is the set's `H`, alive while its probes are registered.
+    let h = unsafe { &*(cookie as *const H) };
+    h.fire(slot, &mut ctx, &Regs(regs), is_return);
 }
 
-/// Called by the shim when a probe hits while an action runs on the same CPU.
-///
 /// # Safety
 ///
-/// As [`oxtrace_probe_fire`], without the guard.
-#[no_mangle]
-pub(crate) unsafe extern "C" fn oxtrace_probe_recursion(cookie: *mut c_void) {
-    // SAFETY: as in `oxtrace_probe_fire`.
-    let slot = unsafe { &*(cookie as *const crate::glue::session::ProbeSlot) };
-    slot.count_recursion();
+/// As [`fire_trampoline`], without the guard.
+unsafe extern "C" fn recursion_trampoline<H: Handler>(cookie: *mut c_void, slot: c_uint) {
+    // SAFETY: as in `fire_trampoline`.
+    let h = unsafe { &*(cookie as *const H) };
+    h.recursion(slot);
 }
 
-/// The probes and ticks of one loaded program.
+struct Vtable<H: Handler>(PhantomData<H>);
+
+impl<H: Handler> Vtable<H> {
+    const OPS: shim::ProbeOps = shim::ProbeOps {
+        fire: fire_trampoline::<H>,
+        recursion: recursion_trampoline::<H>,
+    };
+}
+
+/// The probes and ticks of one loaded program, and the handler they call.
 ///
 /// # Invariants
 ///
 /// Every pointer is a live shim object this set owns; kprobes are registered, ticks
-/// initialised. Their cookies stay valid until the set is dropped.
-pub(crate) struct ProbeSet {
+/// initialised. Their cookie is `handler`'s heap address: the box is never moved out of, and
+/// only shared references to it are handed out, so it stays valid until the set is dropped,
+/// which unregisters every probe (waiting for running handlers) before the box is freed.
+pub(crate) struct ProbeSet<H: Handler> {
     probes: KVec<NonNull<shim::Probe>>,
     ticks: KVec<NonNull<shim::Tick>>,
     enabled: bool,
+    // Declared last: dropped after `Drop::drop` has unregistered the probes.
+    handler: KBox<H>,
 }
 
 // SAFETY: the shim objects are plain kernel allocations, usable from any thread; the set
-// only hands them to kprobe/hrtimer calls, which do their own locking.
-unsafe impl Send for ProbeSet {}
-// SAFETY: `&self` methods only read the kernel's counters.
-unsafe impl Sync for ProbeSet {}
+// only hands them to kprobe/hrtimer calls, which do their own locking. `H: Sync` (the trait
+// bound) and `KBox<H>: Send` for `H: Send`.
+unsafe impl<H: Handler + Send> Send for ProbeSet<H> {}
+// SAFETY: `&self` methods only read the kernel's counters and hand out `&H`, `H: Sync`.
+unsafe impl<H: Handler> Sync for ProbeSet<H> {}
 
-impl ProbeSet {
-    /// An empty set.
-    pub(crate) fn new() -> Self {
+impl<H: Handler> ProbeSet<H> {
+    /// An empty set whose probes will call `handler`.
+    pub(crate) fn new(handler: KBox<H>) -> Self {
+        // INVARIANT: no probe yet.
         Self {
             probes: KVec::new(),
             ticks: KVec::new(),
             enabled: false,
+            handler,
         }
     }
 
-    /// Registers a disabled kprobe (or kretprobe) on `symbol`.
-    ///
-    /// # Safety
-    ///
-    /// `cookie` must point to a `session::ProbeSlot` that stays valid until `self` is dropped.
-    pub(crate) unsafe fn add_kprobe(
-        &mut self,
-        symbol: &CStr,
-        is_return: bool,
-        cookie: *const c_void,
-    ) -> Result {
+    /// The handler the probes call.
+    pub(crate) fn handler(&self) -> &H {
+        &self.handler
+    }
+
+    fn cookie(&self) -> *mut c_void {
+        let h: *const H = &*self.handler;
+        h.cast_mut().cast()
+    }
+
+    /// Registers a disabled kprobe (or kretprobe) on `symbol`; its hits call the handler with
+    /// `slot`.
+    pub(crate) fn add_kprobe(&mut self, symbol: &CStr, is_return: bool, slot: u32) -> Result {
         self.probes.reserve(1, GFP_KERNEL)?;
-        // SAFETY: `symbol` is NUL-terminated; the shim copies it.
-        let raw =
-            unsafe { shim::oxt_probe_alloc(symbol.as_char_ptr(), is_return, cookie.cast_mut()) };
+        // SAFETY: `symbol` is NUL-terminated and the shim copies it; `OPS` is a promoted
+        // constant, valid for 'static; the cookie stays valid while the probe is registered
+        // (type invariant).
+        let raw = unsafe {
+            shim::oxt_probe_alloc(
+                symbol.as_char_ptr(),
+                is_return,
+                &Vtable::<H>::OPS,
+                self.cookie(),
+                slot,
+            )
+        };
         let p = NonNull::new(raw).ok_or(ENOMEM)?;
         // SAFETY: `p` was just allocated and is not registered.
         if let Err(e) = to_result(unsafe { shim::oxt_probe_register(p.as_ptr()) }) {
@@ -126,15 +160,14 @@ impl ProbeSet {
         Ok(())
     }
 
-    /// Adds a disabled tick firing every `period_ns` on one CPU.
-    ///
-    /// # Safety
-    ///
-    /// As [`Self::add_kprobe`].
-    pub(crate) unsafe fn add_tick(&mut self, period_ns: u64, cookie: *const c_void) -> Result {
+    /// Adds a disabled tick firing every `period_ns` on one CPU; it calls the handler with
+    /// `slot`.
+    pub(crate) fn add_tick(&mut self, period_ns: u64, slot: u32) -> Result {
         self.ticks.reserve(1, GFP_KERNEL)?;
-        // SAFETY: plain allocation and initialisation of an hrtimer.
-        let raw = unsafe { shim::oxt_tick_alloc(cookie.cast_mut(), period_ns) };
+        // SAFETY: plain allocation and initialisation of an hrtimer; `OPS` and the cookie as
+        // in `add_kprobe`.
+        let raw =
+            unsafe { shim::oxt_tick_alloc(&Vtable::<H>::OPS, self.cookie(), slot, period_ns) };
         let t = NonNull::new(raw).ok_or(ENOMEM)?;
         // INVARIANT: initialised, not started.
         self.ticks.push(t, GFP_KERNEL)?;
@@ -195,7 +228,7 @@ impl ProbeSet {
     }
 }
 
-impl Drop for ProbeSet {
+impl<H: Handler> Drop for ProbeSet<H> {
     fn drop(&mut self) {
         self.disable();
         if !self.probes.is_empty() {

@@ -6,6 +6,7 @@
 
 use crate::sys::shim;
 use core::marker::PhantomData;
+use core::sync::atomic::{AtomicBool, Ordering};
 use kernel::error::to_result;
 use kernel::ffi::{c_int, c_long, c_uint, c_ulong};
 use kernel::prelude::*;
@@ -27,12 +28,15 @@ pub(crate) trait FileOps: 'static {
     ) -> Result<i32>;
 }
 
+/// Whether a [`Registration`] exists: the shim has one misc device, so one at a time.
+static CLAIMED: AtomicBool = AtomicBool::new(false);
+
 /// The registered device; deregistered on drop.
 ///
 /// # Invariants
 ///
 /// The shim's one misc device is registered with `T`'s callbacks for as long as this exists,
-/// and no other `Registration` exists at the same time.
+/// and this object holds [`CLAIMED`], so no other `Registration` exists at the same time.
 pub(crate) struct Registration<T: FileOps> {
     _ops: PhantomData<T>,
 }
@@ -48,14 +52,23 @@ impl<T: FileOps> Vtable<T> {
 }
 
 impl<T: FileOps> Registration<T> {
-    /// Registers `/dev/oxtrace` with `T`'s callbacks.
-    ///
-    /// Must be called at most once at a time (the module does so from its `init`).
+    /// Registers `/dev/oxtrace` with `T`'s callbacks; `EBUSY` while another registration
+    /// exists (the shim has one device).
     pub(crate) fn register() -> Result<Self> {
+        if CLAIMED
+            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            return Err(EBUSY);
+        }
         // SAFETY: `Vtable::<T>::OPS` is a promoted constant, valid for 'static; the shim keeps
-        // the pointer until `oxt_misc_deregister`, which `drop` calls.
-        to_result(unsafe { shim::oxt_misc_register(&Vtable::<T>::OPS) })?;
-        // INVARIANT: registration succeeded just above.
+        // the pointer until `oxt_misc_deregister`, which `drop` calls. The claim above makes
+        // this the only registration.
+        if let Err(e) = to_result(unsafe { shim::oxt_misc_register(&Vtable::<T>::OPS) }) {
+            CLAIMED.store(false, Ordering::Release);
+            return Err(e);
+        }
+        // INVARIANT: registered just above, and the claim is ours.
         Ok(Self { _ops: PhantomData })
     }
 }
@@ -66,6 +79,7 @@ impl<T: FileOps> Drop for Registration<T> {
         // open file holds a reference on the module (`.owner` of the fops), so the module's
         // exit, and this drop, can't run before the last release.
         unsafe { shim::oxt_misc_deregister() };
+        CLAIMED.store(false, Ordering::Release);
     }
 }
 
@@ -110,7 +124,7 @@ unsafe extern "C" fn ioctl_callback<T: FileOps>(
     // SAFETY: `ptr` came from `into_foreign` in `open_callback`, and `from_foreign` only runs at
     // release, which can't overlap an ioctl on the same file; the borrow ends with this call.
     let data = unsafe { T::Data::borrow(ptr) };
-    match T::ioctl(data, cmd, arg as usize) {
+    match T::ioctl(data, cmd, arg) {
         Ok(v) => v as c_long,
         Err(e) => e.to_errno() as c_long,
     }

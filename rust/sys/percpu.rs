@@ -79,6 +79,8 @@ impl<T> PerCpu<T> {
 
     /// This CPU's slot, for the holder of the CPU's [`ActionCtx`].
     pub(crate) fn local<'a>(&'a self, ctx: &'a mut ActionCtx) -> &'a mut T {
+        // PANIC: `ctx.cpu` is the running CPU, below `nr_cpu_ids`, the number of slots (type
+        // invariant).
         let slot = &self.slots[ctx.cpu as usize];
         // SAFETY: `ctx` is the only `ActionCtx` of this CPU and is borrowed mutably for 'a,
         // so no other reference to this slot can be made through `local` meanwhile; other
@@ -102,6 +104,7 @@ impl<T> PerCpu<T> {
         ) {
             return None;
         }
+        // PANIC: as in `local`; both containers have `nr_cpu_ids` slots.
         let a = &self.slots[ctx.cpu as usize];
         let b = &other.slots[ctx.cpu as usize];
         // SAFETY: as in `local`: `ctx` is the CPU's only `ActionCtx` and stays mutably

@@ -2,7 +2,7 @@
 
 //! Raw declarations of the C shim, `shim/shim.h`; keep the two in step.
 //!
-//! Nothing outside the safe wrappers (`miscdev`, `cpu`) uses these directly.
+//! Nothing outside the safe wrappers of `sys/` uses these directly.
 
 use kernel::ffi::{c_char, c_int, c_long, c_uint, c_ulong, c_void};
 
@@ -50,6 +50,14 @@ pub(crate) struct FileOps {
     pub(crate) ioctl: unsafe extern "C" fn(file: *mut File, cmd: c_uint, arg: c_ulong) -> c_long,
 }
 
+/// `struct oxt_probe_ops`: the handler a probe or tick calls, with its cookie and slot.
+#[repr(C)]
+pub(crate) struct ProbeOps {
+    pub(crate) fire:
+        unsafe extern "C" fn(cookie: *mut c_void, slot: c_uint, regs: *mut PtRegs, is_return: bool),
+    pub(crate) recursion: unsafe extern "C" fn(cookie: *mut c_void, slot: c_uint),
+}
+
 extern "C" {
     pub(crate) fn oxt_misc_register(ops: *const FileOps) -> c_int;
     pub(crate) fn oxt_misc_deregister();
@@ -76,7 +84,9 @@ extern "C" {
     pub(crate) fn oxt_probe_alloc(
         symbol: *const c_char,
         is_return: bool,
+        ops: *const ProbeOps,
         cookie: *mut c_void,
+        slot: c_uint,
     ) -> *mut Probe;
     pub(crate) fn oxt_probe_register(p: *mut Probe) -> c_int;
     pub(crate) fn oxt_probe_enable(p: *mut Probe) -> c_int;
@@ -87,7 +97,12 @@ extern "C" {
     pub(crate) fn oxt_regs_arg(regs: *mut PtRegs, n: c_uint) -> c_ulong;
     pub(crate) fn oxt_regs_retval(regs: *mut PtRegs) -> c_ulong;
 
-    pub(crate) fn oxt_tick_alloc(cookie: *mut c_void, period_ns: u64) -> *mut Tick;
+    pub(crate) fn oxt_tick_alloc(
+        ops: *const ProbeOps,
+        cookie: *mut c_void,
+        slot: c_uint,
+        period_ns: u64,
+    ) -> *mut Tick;
     pub(crate) fn oxt_tick_start(t: *mut Tick);
     pub(crate) fn oxt_tick_cancel(t: *mut Tick);
     pub(crate) fn oxt_tick_free(t: *mut Tick);

@@ -14,6 +14,10 @@ use kernel::error::to_result;
 use kernel::ffi::c_void;
 use kernel::prelude::*;
 
+/// # Safety
+///
+/// Called by the shim inside its action guard with interrupts off, once per entry, with the
+/// `&F` given to [`on_each_cpu`] or [`on_cpu`], alive until the cross-call returns.
 unsafe extern "C" fn trampoline<F: Fn(&mut ActionCtx) + Sync>(info: *mut c_void) {
     // SAFETY: the shim calls this inside its action guard with interrupts off, once per entry.
     let mut ctx = unsafe { ActionCtx::new() };
@@ -36,6 +40,10 @@ pub(crate) fn on_cpu<F: Fn(&mut ActionCtx) + Sync>(cpu: u32, f: &F) -> Result {
     to_result(unsafe { shim::oxt_xcall_cpu(cpu, trampoline::<F>, f as *const F as *mut c_void) })
 }
 
+/// # Safety
+///
+/// Called by the shim inside its action guard with interrupts off, once per entry, with the
+/// `&mut F` given to [`as_action`], exclusively borrowed for the call.
 unsafe extern "C" fn once_trampoline<F: FnMut(&mut ActionCtx)>(info: *mut c_void) {
     // SAFETY: called inside the action guard with interrupts off, once per entry.
     let mut ctx = unsafe { ActionCtx::new() };

@@ -345,10 +345,10 @@ impl Insn {
     /// Encode into a raw instruction word.
     pub const fn encode(self) -> u64 {
         self.op as u64
-            | (self.rd as u64) << 8
-            | (self.r1 as u64) << 16
-            | (self.r2 as u64) << 24
-            | (self.imm as u64) << 32
+            | ((self.rd as u64) << 8)
+            | ((self.r1 as u64) << 16)
+            | ((self.r2 as u64) << 24)
+            | ((self.imm as u64) << 32)
     }
 }
 
@@ -538,7 +538,7 @@ impl KeyLayout {
 
     /// Build from a count and a mask of string components.
     pub const fn new(count: u8, str_mask: u16) -> KeyLayout {
-        KeyLayout(count as u32 | (str_mask as u32) << 8)
+        KeyLayout(count as u32 | ((str_mask as u32) << 8))
     }
 
     /// Number of key components.

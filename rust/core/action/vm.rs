@@ -208,6 +208,7 @@ impl<'s> Vm<'s> {
             if rd >= NREGS || r1 >= NREGS || r2 >= NREGS {
                 return Err(f(FaultKind::Invalid));
             }
+            // PANIC: `r1` and `r2` are below `NREGS`, the length of `regs` (checked above).
             let a = self.regs[r1];
             let b = self.regs[r2];
             let imm = ins.imm;
@@ -299,6 +300,9 @@ impl<'s> Vm<'s> {
                     let bi = Builtin::from_u32(imm).ok_or(f(FaultKind::Invalid))?;
                     let off = self.alloc_slot().ok_or(f(FaultKind::ScratchExhausted))?;
                     let ss = self.strsize as usize;
+                    // PANIC: `alloc_slot` checked that `off + slot_size` (`ss + 1`) fits the
+                    // scratch, and `len <= ss` below, so `slot` is `ss + 1` bytes and every
+                    // index into it is in range.
                     let slot = &mut self.scratch[off..off + ss + 1];
                     let len = env.builtin_str(bi, &mut slot[..ss]).min(ss);
                     // Stop at an embedded NUL like a C string would.
@@ -315,6 +319,7 @@ impl<'s> Vm<'s> {
                         _ => 8,
                     };
                     let mut buf = [0u8; 8];
+                    // PANIC: `size` is 1, 2, 4 or 8.
                     if !env.read_kernel(addr, &mut buf[..size]) {
                         return Err(f(FaultKind::BadAddr(addr)));
                     }
@@ -329,6 +334,8 @@ impl<'s> Vm<'s> {
                 Kstr => {
                     let off = self.alloc_slot().ok_or(f(FaultKind::ScratchExhausted))?;
                     let ss = self.strsize as usize;
+                    // PANIC: as in `Ldbs`: `slot` is `ss + 1` bytes and `read_kernel_str`
+                    // returns at most `ss`.
                     let slot = &mut self.scratch[off..off + ss + 1];
                     let len = read_kernel_str(env, a, &mut slot[..ss])
                         .map_err(|addr| f(FaultKind::BadAddr(addr)))?;
@@ -339,6 +346,8 @@ impl<'s> Vm<'s> {
                     let off = self.alloc_slot().ok_or(f(FaultKind::ScratchExhausted))?;
                     let ss = self.strsize as usize;
                     let strtab = dict.strtab();
+                    // PANIC: `alloc_slot` checked that `off + ss + 1` fits the scratch; then
+                    // `l1 <= ss`, `l1 + l2 <= ss` and `l1`, `l2` are within `s1`, `s2`.
                     let (before, slot_area) = self.scratch.split_at_mut(off);
                     let slot = &mut slot_area[..ss + 1];
                     let s1 = resolve_str(strtab, before, ss, a).ok_or(f(FaultKind::BadString))?;
@@ -374,6 +383,8 @@ impl<'s> Vm<'s> {
                     };
                     let ss = self.strsize as usize;
                     let mut keys = [Key::Int(0); MAX_KEYS];
+                    // PANIC: `tlen <= MAX_TUPLE`, the tuple's length (`Pushtv` checks), and
+                    // `build_keys` returns at most `MAX_KEYS`, the keys' length.
                     let nk = build_keys(
                         &self.tuple[..self.tlen],
                         layout,
@@ -394,6 +405,7 @@ impl<'s> Vm<'s> {
                     if self.tlen >= MAX_TUPLE {
                         return Err(f(FaultKind::TupleOverflow));
                     }
+                    // PANIC: `tlen < MAX_TUPLE`, the tuple's length (checked just above).
                     self.tuple[self.tlen] = if op == Pushtv {
                         let t = IntType(imm as u8);
                         if imm >= 8 {
@@ -431,6 +443,7 @@ impl<'s> Vm<'s> {
                     let layout = dict.agg(imm).ok_or(f(FaultKind::Invalid))?;
                     let ss = self.strsize as usize;
                     let mut keys = [Key::Int(0); MAX_KEYS];
+                    // PANIC: as in `Ldgaa`.
                     let nk = build_keys(
                         &self.tuple[..self.tlen],
                         layout,
@@ -478,6 +491,7 @@ impl<'s> Vm<'s> {
                 if rd == 0 {
                     return Err(f(FaultKind::Invalid));
                 }
+                // PANIC: `rd < NREGS` (checked at decode).
                 self.regs[rd] = v;
             }
             pc = next;
@@ -494,6 +508,9 @@ impl<'s> Vm<'s> {
         let ss = self.strsize as usize;
         let rb_start = self.nlocals as usize * 8;
         let rb_len = record_buf_size(self.strsize);
+        // PANIC: `Vm::new` checked that the scratch holds the locals and the record buffer
+        // (`scratch_size(nlocals, strsize, 0)`); `tlen <= MAX_TUPLE`, the tuple's length; each
+        // `d` has the length its indices assume (9, or 3 + the string's).
         let (head, slots) = self.scratch.split_at_mut(rb_start + rb_len);
         let rb = &mut head[rb_start..];
         let slots_base = rb_start + rb_len;
@@ -558,6 +575,7 @@ fn read_kernel_str<E: Env + ?Sized>(env: &mut E, addr: u64, out: &mut [u8]) -> R
         let at = addr.wrapping_add(done as u64);
         let to_page = (PAGE - at % PAGE) as usize;
         let chunk = to_page.min(out.len() - done);
+        // PANIC: `done + chunk <= out.len()` by the choice of `chunk`.
         if !env.read_kernel(at, &mut out[done..done + chunk]) {
             return Err(at);
         }
@@ -600,6 +618,7 @@ fn resolve_str_in<'b>(
         _ => return None,
     };
     let lim = tail.len().min(strsize);
+    // PANIC: `len <= lim <= tail.len()`.
     let len = tail[..lim].iter().position(|&c| c == 0).unwrap_or(lim);
     Some(&tail[..len])
 }
@@ -617,6 +636,7 @@ fn build_keys<'b>(
         return Err(FaultKind::KeyMismatch);
     }
     for (i, t) in tuple.iter().enumerate() {
+        // PANIC: `i < tuple.len() <= MAX_KEYS`, the keys' length (checked above).
         keys[i] = match (*t, layout.is_str(i)) {
             (TupleVal::Int(v, _), false) => Key::Int(v),
             (TupleVal::Str(r), true) => {

@@ -59,6 +59,8 @@ impl<'a> AggBuffer<'a> {
         }
         let want = (words / 8).max(8);
         let nbuckets = 1usize << (usize::BITS - 1 - want.leading_zeros());
+        // PANIC: `mem` has at least `MIN_BYTES / 8` words (checked above), more than the
+        // header's eight.
         mem[H_MAGIC] = BUF_MAGIC;
         mem[H_WORDS] = words as u64;
         mem[H_NBUCKETS] = nbuckets as u64;
@@ -79,6 +81,7 @@ impl<'a> AggBuffer<'a> {
     /// Uses a region [`AggBuffer::format`] already prepared (O(1) checks).
     pub fn attach(mem: &'a mut [u64]) -> Result<Self, BufferError> {
         let words = mem.len();
+        // PANIC: `||` reads the header words only once `words >= HEADER_WORDS` held.
         if words < HEADER_WORDS || mem[H_MAGIC] != BUF_MAGIC || mem[H_WORDS] != words as u64 {
             return Err(BufferError::NotFormatted);
         }
@@ -104,6 +107,8 @@ impl<'a> AggBuffer<'a> {
 
     /// Empties the buffer: no data sets, no drops (after a snapshot copied it out).
     pub fn reset(&mut self) {
+        // PANIC: the header words are below `HEADER_WORDS`, and `HEADER_WORDS <= data <=
+        // words`, the length of `w` (type invariant).
         let data = self.w[H_DATA] as usize;
         for b in &mut self.w[HEADER_WORDS..data] {
             *b = 0;
@@ -115,11 +120,13 @@ impl<'a> AggBuffer<'a> {
 
     /// Aggregation drops counted since the last reset.
     pub fn drops(&self) -> u64 {
+        // PANIC: header words exist (type invariant).
         self.w[H_DROPS]
     }
 
     /// Number of data sets.
     pub fn len(&self) -> usize {
+        // PANIC: header words exist (type invariant).
         self.w[H_COUNT] as usize
     }
 
@@ -130,16 +137,19 @@ impl<'a> AggBuffer<'a> {
 
     /// Number of hash buckets.
     pub fn buckets(&self) -> usize {
+        // PANIC: header words exist (type invariant).
         self.w[H_NBUCKETS] as usize
     }
 
     /// Bytes of the region used by data sets.
     pub fn used_bytes(&self) -> usize {
+        // PANIC: header words exist (type invariant).
         (self.w[H_BUMP] - self.w[H_DATA]) as usize * 8
     }
 
     /// Bytes of the region available for data sets.
     pub fn data_bytes(&self) -> usize {
+        // PANIC: header words exist (type invariant).
         (self.w[H_WORDS] - self.w[H_DATA]) as usize * 8
     }
 
@@ -169,6 +179,12 @@ impl<'a> AggBuffer<'a> {
             return Err(AggError::ValueLength);
         }
         let w1 = agg_id as u64 | ((kw as u64) << 32) | ((nw as u64) << 40);
+        // PANIC: in this function every index is in range by the type invariant: `bucket`
+        // is below `HEADER_WORDS + nbuckets <= data`; a chain link `off` is a data set in
+        // `[data, bump)`, whose word 1 `w1` gives its key and value lengths, so its key
+        // words are compared (after `&&`) and its value words used only when they equal
+        // `kw` and `nw`, and lie within the data set; a new data set is written only
+        // after `need <= len - bump` was checked.
         let bucket = HEADER_WORDS + (hash as usize & (self.w[H_NBUCKETS] as usize - 1));
 
         // Walk the chain of the hash bucket (claim 5): hash key, id and sizes first, then
@@ -214,6 +230,7 @@ impl<'a> AggBuffer<'a> {
     pub fn lookup(&self, agg_id: u32, key: &[KeyElem<'_>]) -> Option<&[u64]> {
         let mut kbuf = [0u64; KEY_MAX_WORDS];
         let kw = encode_key(key, &mut kbuf).ok()?;
+        // PANIC: `kw <= KEY_MAX_WORDS` (`encode_key`); buckets and links as in `apply`.
         let hash = key_hash(agg_id, &kbuf[..kw]);
         let bucket = HEADER_WORDS + (hash as usize & (self.w[H_NBUCKETS] as usize - 1));
         let mut off = self.w[bucket] as usize;
@@ -227,7 +244,11 @@ impl<'a> AggBuffer<'a> {
         None
     }
 
+    /// The data set at `off`, which must be the offset of one (a bucket head, a chain link,
+    /// or `data` plus whole data sets, below `bump`).
     fn dataset_at(&self, off: usize) -> DataSet<'_> {
+        // PANIC: a data set's header, key and value words lie in `[data, bump)` (type
+        // invariant; precondition above).
         let w1 = self.w[off + 1];
         let kw = (w1 >> 32) as u8 as usize;
         let nw = (w1 >> 40) as usize;
@@ -244,6 +265,7 @@ impl<'a> AggBuffer<'a> {
     pub fn iter(&self) -> DataSets<'_> {
         DataSets {
             buf: self,
+            // PANIC: header words exist (type invariant).
             off: self.w[H_DATA] as usize,
         }
     }
@@ -277,6 +299,7 @@ impl<'a> AggBuffer<'a> {
                 drops: self.drops(),
                 payload_len: payload as u64,
             };
+            // PANIC: `out` holds `SNAPSHOT_HEADER_BYTES` (checked above).
             h.write(&mut out[..SNAPSHOT_HEADER_BYTES]);
             n = SNAPSHOT_HEADER_BYTES;
             cursor.off = self.w[H_DATA] as usize;
@@ -291,6 +314,7 @@ impl<'a> AggBuffer<'a> {
                 }
                 return Ok(n);
             }
+            // PANIC: `n + len <= out.len()` (checked above).
             ds.write_record(&mut out[n..n + len]);
             n += len;
             cursor.off += DS_HEADER_WORDS + ds.key_words.len() + ds.values.len();
@@ -329,8 +353,10 @@ impl DataSet<'_> {
         RECORD_HEADER_BYTES + 8 * (self.key_words.len() + self.values.len())
     }
 
+    /// `out` must hold [`Self::record_len`] bytes.
     fn write_record(&self, out: &mut [u8]) {
         let len = self.record_len();
+        // PANIC: `out` holds `len >= RECORD_HEADER_BYTES` (16) bytes (precondition).
         out[0..4].copy_from_slice(&(len as u32).to_le_bytes());
         out[4..8].copy_from_slice(&self.agg_id.to_le_bytes());
         out[8..12].copy_from_slice(&(self.key_words.len() as u32).to_le_bytes());
@@ -352,6 +378,7 @@ impl<'b> Iterator for DataSets<'b> {
     type Item = DataSet<'b>;
 
     fn next(&mut self) -> Option<DataSet<'b>> {
+        // PANIC: a header word (type invariant); `off` moves by whole data sets.
         if self.off >= self.buf.w[H_BUMP] as usize {
             return None;
         }

@@ -8,6 +8,7 @@ use super::*;
 /// `[2^k, 2^(k+1))`; bucket `62 - k` holds `(-2^(k+1), -2^k]`; the ends are open-ended, as
 /// in DTrace (values at or below `-2^62` all land in bucket 0).
 #[inline]
+#[allow(clippy::comparison_chain)] // the kernel's clippy (1.85); a `match` on `cmp` reads worse
 pub fn quantize_bucket(v: i64) -> usize {
     if v > 0 {
         // floor(log2 v) is at most 62 for a positive i64.

@@ -1,6 +1,8 @@
 //! The oxtrace tool's library: everything but argument handling, so that it is unit-tested
 //! and shared by the subcommands.
 
+#![deny(clippy::undocumented_unsafe_blocks)]
+
 pub mod agg;
 pub mod device;
 pub mod dsl;

@@ -1,5 +1,7 @@
 //! oxtrace: the command-line tool that drives the oxtrace kernel module.
 
+#![deny(clippy::undocumented_unsafe_blocks)]
+
 use clap::Parser;
 use oxtrace::device::{self, Device};
 use oxtrace::dsl::{self, CompileOptions};

@@ -300,14 +300,62 @@ fn tick_and_empty_clause_default_action() {
         &p,
         &Firing {
             kind: ProbeKind::Tick,
+            period_ns: 2_000_000_000,
             ..Firing::default()
         },
     );
-    assert_eq!(s.records.len(), 2);
+    assert_eq!(s.records.len(), 1);
+    // Every description is a timer of its own: tick-10ms and tick-100hz both fire.
+    s.fire(
+        &p,
+        &Firing {
+            kind: ProbeKind::Tick,
+            period_ns: 10_000_000,
+            ..Firing::default()
+        },
+    );
+    assert_eq!(s.records.len(), 3);
     assert!(s
         .records
         .iter()
         .all(|r| r.kind == RecordKind::Trace && r.items.is_empty()));
+}
+
+#[test]
+fn probe_builtins_are_the_kernels() {
+    let p = c(
+        "fbt::vfs_*:return { trace(probemod); trace(probename); trace(id); trace(arg0); }
+               tick-1s { trace(probename); trace(id); }",
+    );
+    let mut s = Sim {
+        functions: vec!["vfs_read".into(), "vfs_write".into()],
+        ..Sim::default()
+    };
+    s.fire(
+        &p,
+        &Firing {
+            kind: ProbeKind::FbtReturn,
+            func: "vfs_read".into(),
+            args: [9; 6],
+            ..Firing::default()
+        },
+    );
+    s.fire(
+        &p,
+        &Firing {
+            kind: ProbeKind::Tick,
+            ..Firing::default()
+        },
+    );
+    let str_item = |v: &str| OwnedItem::Str(v.as_bytes().to_vec());
+    assert_eq!(s.records[0].items, vec![str_item("vmlinux")]);
+    assert_eq!(s.records[1].items, vec![str_item("return")]);
+    // vfs_read and vfs_write are enabled probes 0 and 1 (the attach list), the tick 2.
+    assert!(matches!(s.records[2].items[..], [OwnedItem::Int(0, _)]));
+    // arg0 of a return probe is the return offset, unknown to a kretprobe.
+    assert!(matches!(s.records[3].items[..], [OwnedItem::Int(0, _)]));
+    assert_eq!(s.records[4].items, vec![str_item("tick-1s")]);
+    assert!(matches!(s.records[5].items[..], [OwnedItem::Int(2, _)]));
 }
 
 #[test]

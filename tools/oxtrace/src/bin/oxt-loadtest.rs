@@ -2,6 +2,8 @@
 //! instruction's index, and 10,000 LOADs of random and mutated images that must fail cleanly
 //! (no oops, no splat, no leak).
 
+#![deny(clippy::undocumented_unsafe_blocks)]
+
 use oxtrace::device::Device;
 use oxtrace::dsl::{self, CompileOptions};
 use oxtrace_core::abi;

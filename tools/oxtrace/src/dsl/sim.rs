@@ -3,9 +3,11 @@
 //! Used by the tests and by `--dry-run`-style checks.
 
 use super::Compiled;
+use crate::probes::glob_match;
 use oxtrace_core::action::{
     Builtin, Dict, Env, Fault, Item, Items, Key, Record, RecordKind, Vm, AGG_NARGS,
 };
+use oxtrace_core::probe::{self, ArgSource, ClauseEnv};
 use oxtrace_core::program::{Image, ProbeKind};
 use std::collections::HashMap;
 
@@ -66,6 +68,8 @@ pub struct Firing {
     pub kind: ProbeKind,
     /// Function (fbt).
     pub func: String,
+    /// Period of the tick that fires, in ns; 0: every tick probe fires.
+    pub period_ns: u64,
     /// arg0..arg5.
     pub args: [u64; 6],
     /// Return value (return probes).
@@ -89,6 +93,7 @@ impl Default for Firing {
         Firing {
             kind: ProbeKind::Begin,
             func: String::new(),
+            period_ns: 0,
             args: [0; 6],
             retval: 0,
             pid: 1000,
@@ -118,63 +123,52 @@ pub struct Sim {
     pub mem: Vec<(u64, Vec<u8>)>,
     /// `ptwrite()` values in order: (clause, value).
     pub ptwrites: Vec<(usize, u64)>,
+    /// The kernel's probeable functions, which fbt globs expand to; empty: only the
+    /// firing's function.
+    pub functions: Vec<String>,
 }
 
+/// One simulated probe: a description, its enabled probe id and (ticks) period.
 struct FiringEnv<'s> {
     sim: &'s mut Sim,
     f: &'s Firing,
     clause: usize,
-    probe_id: u64,
+    probe_id: u32,
+    period_ns: u64,
 }
 
 impl Env for FiringEnv<'_> {
     fn builtin(&mut self, b: Builtin) -> u64 {
         let f = self.f;
-        let ret = f.kind == ProbeKind::FbtReturn;
+        if let Some(src) = probe::arg_source(f.kind, b) {
+            return match src {
+                ArgSource::Arg(n) => f.args.get(n as usize).copied().unwrap_or(0),
+                ArgSource::Retval => f.retval,
+                ArgSource::Zero => 0,
+            };
+        }
         match b {
             Builtin::Pid => f.pid,
             Builtin::Tid => f.tid,
             Builtin::Cpu => f.cpu,
             Builtin::Timestamp => f.timestamp,
             Builtin::Walltimestamp => 1_700_000_000_000_000_000 + f.timestamp,
-            Builtin::Arg0 => f.args[0],
-            // fbt return probes: arg1 is the return value, as in DTrace.
-            Builtin::Arg1 if ret => f.retval,
-            Builtin::Arg1 => f.args[1],
-            Builtin::Arg2 => f.args[2],
-            Builtin::Arg3 => f.args[3],
-            Builtin::Arg4 => f.args[4],
-            Builtin::Arg5 => f.args[5],
-            Builtin::Retval if ret => f.retval,
             Builtin::Uid => f.uid,
-            Builtin::Id => self.probe_id,
+            Builtin::Id => self.probe_id.into(),
             _ => 0,
         }
     }
 
     fn builtin_str(&mut self, b: Builtin, out: &mut [u8]) -> usize {
         let f = self.f;
-        let s: &[u8] = match b {
-            Builtin::Execname => f.execname.as_bytes(),
-            Builtin::Probeprov => match f.kind {
-                ProbeKind::FbtEntry | ProbeKind::FbtReturn => b"fbt",
-                ProbeKind::Tick => b"profile",
-                _ => b"dtrace",
-            },
-            Builtin::Probemod => b"vmlinux",
-            Builtin::Probefunc => f.func.as_bytes(),
-            Builtin::Probename => match f.kind {
-                ProbeKind::FbtEntry => b"entry",
-                ProbeKind::FbtReturn => b"return",
-                ProbeKind::Begin => b"BEGIN",
-                ProbeKind::End => b"END",
-                ProbeKind::Tick => b"tick",
-            },
-            _ => b"",
-        };
-        let n = s.len().min(out.len());
-        out[..n].copy_from_slice(&s[..n]);
-        n
+        match b {
+            Builtin::Execname => probe::copy(out, f.execname.as_bytes()),
+            Builtin::Probeprov => probe::copy(out, probe::provider(f.kind)),
+            Builtin::Probemod => probe::copy(out, probe::module(f.kind)),
+            Builtin::Probefunc => probe::copy(out, f.func.as_bytes()),
+            Builtin::Probename => probe::name(f.kind, self.period_ns, out),
+            _ => 0,
+        }
     }
 
     fn read_kernel(&mut self, addr: u64, out: &mut [u8]) -> bool {
@@ -242,84 +236,82 @@ impl Env for FiringEnv<'_> {
     }
 }
 
-/// Whether `name` matches the glob `pat` (`*` and `?`).
-pub fn glob_match(pat: &[u8], name: &[u8]) -> bool {
-    let (mut p, mut n) = (0, 0);
-    let (mut star, mut mark) = (None, 0);
-    while n < name.len() {
-        if p < pat.len() && (pat[p] == b'?' || pat[p] == name[n]) {
-            p += 1;
-            n += 1;
-        } else if p < pat.len() && pat[p] == b'*' {
-            star = Some(p);
-            mark = n;
-            p += 1;
-        } else if let Some(s) = star {
-            p = s + 1;
-            mark += 1;
-            n = mark;
-        } else {
-            return false;
-        }
+impl ClauseEnv for FiringEnv<'_> {
+    fn enter_clause(&mut self, clause: u32) {
+        self.clause = clause as usize;
     }
-    while p < pat.len() && pat[p] == b'*' {
-        p += 1;
+
+    fn fault(&mut self, clause: u32, fault: Fault) {
+        self.sim.faults.push((clause as usize, fault));
     }
-    p == pat.len()
 }
 
 impl Sim {
-    /// Fire a probe: run, in order, every clause enabled on a matching probe description.
+    /// Fire a probe: every probe a run of `c` would have on `f`'s function (or of `f`'s
+    /// kind) fires, in the order of their enabled probe ids, and runs the clauses of its
+    /// description as the kernel does (`oxtrace_core::probe`).
+    ///
+    /// The probes are numbered as LOAD numbers them: the attach list holds, for each fbt
+    /// description in image order, the [`Sim::functions`] its glob matches, as a run sends it.
     pub fn fire(&mut self, c: &Compiled, f: &Firing) {
         let img = Image::parse(&c.image).expect("compiled images parse");
         let need = img
             .verify(super::compile::SCRATCH_LIMIT)
             .expect("compiled images verify");
+        let clauses: Vec<_> = (0..img.clause_count())
+            .map(|ci| {
+                img.verify_clause(ci, super::compile::SCRATCH_LIMIT)
+                    .expect("verified")
+            })
+            .collect();
         let mut scratch = vec![0u8; need];
         let mut vm = Vm::new(&mut scratch, img.nlocals(), img.strsize()).expect("valid VM");
-        for ci in 0..img.clause_count() {
-            let cl = img.clause(ci).expect("clause in range");
-            let first = cl.probe_first as usize;
-            let hit = (first..first + cl.probe_count as usize).find(|&pi| {
-                let p = img.probe(pi).expect("probe in range");
-                p.kind == f.kind
-                    && match p.kind {
-                        ProbeKind::FbtEntry | ProbeKind::FbtReturn => {
-                            glob_match(img.probe_func(pi).unwrap_or(b""), f.func.as_bytes())
-                        }
-                        _ => true,
-                    }
-            });
-            let Some(pi) = hit else { continue };
-            let v = img
-                .verify_clause(ci, super::compile::SCRATCH_LIMIT)
-                .expect("verified");
-            let mut env = FiringEnv {
-                sim: self,
-                f,
-                clause: ci,
-                probe_id: pi as u64 + 1,
-            };
-            vm.begin_clause();
-            if let Some(p) = v.pred {
-                match vm.run(&p, &img, &mut env) {
-                    Ok(0) => continue,
-                    Ok(_) => {}
-                    Err(e) => {
-                        self.faults.push((ci, e));
-                        continue;
-                    }
+        let world = if self.functions.is_empty() {
+            std::slice::from_ref(&f.func)
+        } else {
+            &self.functions[..]
+        };
+        let descs = (0..img.probe_count()).filter_map(|pi| img.probe(pi).map(|p| (pi, p)));
+        let mut attach: Vec<(usize, &str)> = Vec::new();
+        for (pi, p) in descs.clone() {
+            if probe::by_attach_list(p.kind) {
+                let pat = String::from_utf8_lossy(img.probe_func(pi).unwrap_or(b"")).into_owned();
+                attach.extend(
+                    world
+                        .iter()
+                        .filter(|name| glob_match(&pat, name))
+                        .map(|name| (pi, name.as_str())),
+                );
+            }
+        }
+        let mut probes: Vec<(u32, usize)> = Vec::new();
+        for (pi, p) in descs {
+            if p.kind != f.kind
+                || (p.kind == ProbeKind::Tick && f.period_ns != 0 && p.arg != f.period_ns)
+            {
+                continue;
+            }
+            let id = if probe::by_attach_list(p.kind) {
+                match attach.iter().position(|&a| a == (pi, f.func.as_str())) {
+                    Some(i) => i as u32,
+                    None => continue,
                 }
-            }
+            } else {
+                probe::other_probe_id(&img, attach.len(), pi).expect("not attached")
+            };
+            probes.push((id, pi));
+        }
+        probes.sort_unstable();
+        for (id, pi) in probes {
             let mut env = FiringEnv {
                 sim: self,
                 f,
-                clause: ci,
-                probe_id: pi as u64 + 1,
+                clause: 0,
+                probe_id: id,
+                period_ns: img.probe(pi).map_or(0, |p| p.arg),
             };
-            if let Err(e) = vm.run(&v.act, &img, &mut env) {
-                self.faults.push((ci, e));
-            }
+            let order = probe::clauses_of(&img, pi as u32);
+            probe::run_clauses(&mut vm, &img, &clauses, order, &mut env);
         }
     }
 

@@ -1,0 +1,241 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! What a probe is to its clauses, defined once for the kernel's `KernelEnv` and the tool's
+//! simulator: the built-in variables that depend on the probe (`probeprov`, `probemod`,
+//! `probename`, `arg0..5`, `retval`, `id`) and the clause loop of one firing.
+//!
+//! Pure logic: no allocation, nothing that can panic; the loop runs in probe context.
+
+use crate::action::{Builtin, Env, Fault, Vm};
+use crate::program::{Image, ProbeKind, VerifiedClause};
+
+/// `probeprov`: the provider that publishes probes of `kind`.
+pub fn provider(kind: ProbeKind) -> &'static [u8] {
+    match kind {
+        ProbeKind::FbtEntry | ProbeKind::FbtReturn => b"fbt",
+        ProbeKind::Tick => b"profile",
+        ProbeKind::Begin | ProbeKind::End => b"dtrace",
+    }
+}
+
+/// `probemod`: `vmlinux` for the core kernel's functions, as DTrace on Linux names it;
+/// empty for probes of no module.
+pub fn module(kind: ProbeKind) -> &'static [u8] {
+    match kind {
+        ProbeKind::FbtEntry | ProbeKind::FbtReturn => b"vmlinux",
+        ProbeKind::Tick | ProbeKind::Begin | ProbeKind::End => b"",
+    }
+}
+
+/// `probename` of a probe of `kind` (`period_ns`: the description's period, for ticks),
+/// copied into `out` and truncated to it; returns its length.
+///
+/// A tick is named by its period in the largest unit that divides it: `tick-1s`,
+/// `tick-10ms`; a period written in hertz (`tick-100hz`) reads back as `tick-10ms`.
+pub fn name(kind: ProbeKind, period_ns: u64, out: &mut [u8]) -> usize {
+    let fixed: &[u8] = match kind {
+        ProbeKind::FbtEntry => b"entry",
+        ProbeKind::FbtReturn => b"return",
+        ProbeKind::Begin => b"BEGIN",
+        ProbeKind::End => b"END",
+        ProbeKind::Tick => return tick_name(period_ns, out),
+    };
+    copy(out, fixed)
+}
+
+/// Copies what fits of `s` into `out`; returns the bytes copied.
+pub fn copy(out: &mut [u8], s: &[u8]) -> usize {
+    let n = s.len().min(out.len());
+    if let (Some(d), Some(s)) = (out.get_mut(..n), s.get(..n)) {
+        d.copy_from_slice(s);
+    }
+    n
+}
+
+/// `tick-<n><unit>` for a period in ns.
+fn tick_name(ns: u64, out: &mut [u8]) -> usize {
+    use core::fmt::Write;
+    let (n, unit) = match ns {
+        _ if ns != 0 && ns % 1_000_000_000 == 0 => (ns / 1_000_000_000, "s"),
+        _ if ns != 0 && ns % 1_000_000 == 0 => (ns / 1_000_000, "ms"),
+        _ if ns != 0 && ns % 1_000 == 0 => (ns / 1_000, "us"),
+        _ => (ns, "ns"),
+    };
+    let mut w = SliceWriter { buf: out, len: 0 };
+    // Truncation is all that can go wrong, and a truncated name is what the caller wants.
+    let _ = write!(w, "tick-{n}{unit}");
+    w.len
+}
+
+/// `fmt::Write` into a byte slice, truncating.
+struct SliceWriter<'a> {
+    buf: &'a mut [u8],
+    len: usize,
+}
+
+impl core::fmt::Write for SliceWriter<'_> {
+    fn write_str(&mut self, s: &str) -> core::fmt::Result {
+        let rest = self.buf.get_mut(self.len..).unwrap_or_default();
+        self.len += copy(rest, s.as_bytes());
+        Ok(())
+    }
+}
+
+/// Where the value of an argument built-in comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ArgSource {
+    /// Argument `n` (0-based) of the probed function, per the calling convention.
+    Arg(u32),
+    /// The probed function's return value.
+    Retval,
+    /// Nothing: 0. On return probes `arg0` is, in DTrace, the offset of the return
+    /// instruction in the function, which a kretprobe does not know.
+    Zero,
+}
+
+/// Where `b` (`arg0..arg5` or `retval`) comes from on a probe of `kind`; `None` for other
+/// built-ins. As DTrace's fbt: on entry `argN` are the arguments; on return `arg0` is the
+/// return offset (unknown here: 0) and `arg1` and `retval` the return value.
+pub fn arg_source(kind: ProbeKind, b: Builtin) -> Option<ArgSource> {
+    let n = match b {
+        Builtin::Arg0 => 0,
+        Builtin::Arg1 => 1,
+        Builtin::Arg2 => 2,
+        Builtin::Arg3 => 3,
+        Builtin::Arg4 => 4,
+        Builtin::Arg5 => 5,
+        Builtin::Retval => {
+            return Some(match kind {
+                ProbeKind::FbtReturn => ArgSource::Retval,
+                _ => ArgSource::Zero,
+            })
+        }
+        _ => return None,
+    };
+    Some(match kind {
+        ProbeKind::FbtEntry => ArgSource::Arg(n),
+        ProbeKind::FbtReturn if n == 1 => ArgSource::Retval,
+        _ => ArgSource::Zero,
+    })
+}
+
+/// Whether descriptions of `kind` are attached through LOAD's attach list (one probe per
+/// function the tool expanded them to) rather than one probe per description.
+pub fn by_attach_list(kind: ProbeKind) -> bool {
+    matches!(kind, ProbeKind::FbtEntry | ProbeKind::FbtReturn)
+}
+
+/// The enabled probe id (`id`, and the probe number of records and of PROBES) of
+/// description `desc` when it is not attached by the attach list.
+///
+/// LOAD numbers the probes it makes from 0: first one per attach-list entry, in the order of
+/// the list (the tool lists the fbt descriptions in image order, each expanded to its
+/// functions), then one per other description in image order. So an attached probe's id is
+/// its index in the attach list, and this is `nattach` plus the other descriptions before
+/// `desc`. `None` if `desc` is out of range or attached by the list.
+pub fn other_probe_id(image: &Image<'_>, nattach: usize, desc: usize) -> Option<u32> {
+    if by_attach_list(image.probe(desc)?.kind) {
+        return None;
+    }
+    let before = (0..desc)
+        .filter_map(|d| image.probe(d))
+        .filter(|p| !by_attach_list(p.kind))
+        .count();
+    u32::try_from(nattach + before).ok()
+}
+
+/// The clauses that run when a probe of description `desc` fires, in clause order: those
+/// whose descriptions include `desc`.
+pub fn clauses_of<'i>(image: &'i Image<'_>, desc: u32) -> impl Iterator<Item = u32> + 'i {
+    (0..image.clause_count()).filter_map(move |c| {
+        let cd = image.clause(c)?;
+        let hit = desc >= cd.probe_first && desc - cd.probe_first < cd.probe_count;
+        hit.then_some(c as u32)
+    })
+}
+
+/// An [`Env`] that also hears about clauses: which one runs, and which one faulted.
+pub trait ClauseEnv: Env {
+    /// Clause `clause` is about to run (its predicate, if any, first).
+    fn enter_clause(&mut self, _clause: u32) {}
+
+    /// Clause `clause` faulted with `fault`; the rest of it does not run.
+    fn fault(&mut self, clause: u32, fault: Fault);
+}
+
+/// Runs one firing: for each clause index of `order` (an index of `clauses`), the predicate,
+/// then the actions if it held. A fault abandons that clause only (after
+/// [`ClauseEnv::fault`]) and the next one runs, as DTrace does.
+pub fn run_clauses<E: ClauseEnv>(
+    vm: &mut Vm<'_>,
+    image: &Image<'_>,
+    clauses: &[VerifiedClause<'_>],
+    order: impl IntoIterator<Item = u32>,
+    env: &mut E,
+) {
+    for c in order {
+        let Some(clause) = clauses.get(c as usize) else {
+            continue;
+        };
+        env.enter_clause(c);
+        vm.begin_clause();
+        if let Some(pred) = &clause.pred {
+            match vm.run(pred, image, env) {
+                Ok(0) => continue,
+                Ok(_) => {}
+                Err(f) => {
+                    env.fault(c, f);
+                    continue;
+                }
+            }
+        }
+        if let Err(f) = vm.run(&clause.act, image, env) {
+            env.fault(c, f);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn name_of(kind: ProbeKind, ns: u64) -> String {
+        let mut b = [0u8; 32];
+        let n = name(kind, ns, &mut b);
+        String::from_utf8(b[..n].to_vec()).unwrap()
+    }
+
+    #[test]
+    fn tick_names_as_written() {
+        assert_eq!(name_of(ProbeKind::Tick, 1_000_000_000), "tick-1s");
+        assert_eq!(name_of(ProbeKind::Tick, 10_000_000), "tick-10ms");
+        assert_eq!(name_of(ProbeKind::Tick, 1_500_000_000), "tick-1500ms");
+        assert_eq!(name_of(ProbeKind::Tick, 250_000), "tick-250us");
+        assert_eq!(name_of(ProbeKind::Tick, 7), "tick-7ns");
+        assert_eq!(name_of(ProbeKind::FbtReturn, 0), "return");
+        let mut small = [0u8; 6];
+        assert_eq!(name(ProbeKind::Tick, 1_000_000_000, &mut small), 6);
+        assert_eq!(&small, b"tick-1");
+    }
+
+    #[test]
+    fn return_probes_follow_fbt() {
+        use ArgSource::*;
+        let r = ProbeKind::FbtReturn;
+        assert_eq!(arg_source(r, Builtin::Arg0), Some(Zero));
+        assert_eq!(arg_source(r, Builtin::Arg1), Some(Retval));
+        assert_eq!(arg_source(r, Builtin::Retval), Some(Retval));
+        assert_eq!(arg_source(ProbeKind::FbtEntry, Builtin::Arg3), Some(Arg(3)));
+        assert_eq!(arg_source(ProbeKind::FbtEntry, Builtin::Retval), Some(Zero));
+        assert_eq!(arg_source(ProbeKind::Tick, Builtin::Arg0), Some(Zero));
+        assert_eq!(arg_source(ProbeKind::FbtEntry, Builtin::Pid), None);
+    }
+
+    #[test]
+    fn names_of_the_core_kernel() {
+        assert_eq!(module(ProbeKind::FbtEntry), b"vmlinux");
+        assert_eq!(module(ProbeKind::Begin), b"");
+        assert_eq!(provider(ProbeKind::Tick), b"profile");
+        assert_eq!(provider(ProbeKind::End), b"dtrace");
+    }
+}

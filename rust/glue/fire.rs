@@ -1,0 +1,297 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Probe context: everything that runs with interrupts off.
+//!
+//! Like the "probe context" group of illumos `dtrace.c`, this file is the one room for code
+//! that runs when a probe fires: [`fire`] (called through the session's [`Handler`] by
+//! `sys::kprobe` for kprobes, kretprobes and ticks), BEGIN and END ([`Session::fire_special`], run through `sys::xcall::as_action`), the
+//! recursion counter, and [`KernelEnv`], what the interpreter sees of the kernel.
+//!
+//! The rules of probe context, which everything here and everything it calls keeps:
+//!
+//! - it never sleeps and never waits for another CPU;
+//! - it never allocates: scratch, buffers and dynamic memory were sized at LOAD;
+//! - it takes no lock, except the dynamic variables' per-bucket unlink lock (a bounded spin
+//!   in `dynvar`);
+//! - it never faults: kernel memory is read through the nofault accessors
+//!   (`sys::task::read_kernel`), and an index that could be out of range is a `.get()` or
+//!   carries a `// PANIC:` note saying why it can't be;
+//! - it runs in bounded time: the verifier admits only forward jumps and bounded loops;
+//! - it keeps a small stack: buffers live in the per-CPU state, not on the stack.
+//!
+//! What it may call: the interpreter (`action::Vm`), the record writer (`buffer::write`),
+//! the aggregation buffer (`agg::AggBuffer`), the dynamic variables (`glue::dynmem`), PT's
+//! `ptwrite`, the per-CPU state through the [`ActionCtx`] token, atomics, and the
+//! interrupt-safe readers of `sys::cpu` and `sys::task`.
+//!
+//! The session's per-CPU counters are bumped without a locked instruction: only their CPU
+//! writes them, with interrupts off.
+
+use crate::action::{self, Builtin, Env, Key, Record, RecordKind, Vm, AGG_NARGS};
+use crate::agg::AggBuffer;
+use crate::buffer;
+use crate::diag;
+use crate::glue::pt::{Pt, PtCpu};
+use crate::glue::session::{ProbeSlot, Session};
+use crate::probe::{self, ArgSource, ClauseEnv};
+use crate::program::ProbeKind;
+use crate::sys::cpu;
+use crate::sys::kprobe::{Handler, Regs};
+use crate::sys::percpu::ActionCtx;
+use crate::sys::switchbuf::Halves;
+use crate::sys::task;
+use crate::sys::xcall;
+use core::sync::atomic::{AtomicU64, Ordering};
+
+/// Adds one to a counter that only this CPU writes, without a locked instruction.
+fn bump(c: &AtomicU64) {
+    c.store(c.load(Ordering::Relaxed).wrapping_add(1), Ordering::Relaxed);
+}
+
+/// The session's probes (kprobes, kretprobes, ticks) call it through `sys::kprobe`.
+impl Handler for Session {
+    // A return probe is known by its slot's kind.
+    fn fire(&self, slot: u32, ctx: &mut ActionCtx, regs: &Regs, _is_return: bool) {
+        if let Some(sl) = self.slots.get(slot as usize) {
+            fire(self, sl, ctx, regs);
+        }
+    }
+
+    /// Counts a hit that was not run because an action was running on this CPU.
+    fn recursion(&self, slot: u32) {
+        let cpu = cpu::this_cpu();
+        if let Some(k) = self.counter(cpu, slot) {
+            k.recursion.fetch_add(1, Ordering::Relaxed);
+        }
+        if let Some(pt) = self.pt.as_deref() {
+            pt.note_missed(cpu);
+        }
+    }
+}
+
+impl Session {
+    /// Runs the BEGIN or END clauses on this CPU, as a probe would.
+    pub(crate) fn fire_special(&self, kind: ProbeKind) {
+        for sl in self.slots.iter().filter(|s| s.kind == kind) {
+            xcall::as_action(|ctx| fire(self, sl, ctx, &Regs::none()));
+        }
+    }
+}
+
+/// Runs the clauses of `slot`'s probe description on session `s`.
+fn fire(s: &Session, slot: &ProbeSlot, ctx: &mut ActionCtx, regs: &Regs) {
+    let cpu = ctx.cpu();
+    if let Some(k) = s.counter(cpu, slot.id) {
+        bump(&k.fired);
+    }
+    let Some(&(start, n)) = s.desc_range.get(slot.desc as usize) else {
+        return;
+    };
+    let Some(order) = s.desc_clauses.get(start as usize..(start + n) as usize) else {
+        return;
+    };
+    if order.is_empty() {
+        return;
+    }
+    let (st, pt) = match s.pt.as_deref() {
+        Some(pt) => {
+            let Some((st, c)) = s.cpus.local_with(pt.cpus(), ctx) else {
+                return;
+            };
+            (st, Some((pt, c)))
+        }
+        None => (s.cpus.local(ctx), None),
+    };
+    let Ok(mut vm) = Vm::new(&mut st.scratch, s.nlocals, s.strsize) else {
+        return;
+    };
+    let mut env = KernelEnv {
+        s,
+        slot,
+        regs,
+        ts: None,
+        cpu,
+        pbuf: &mut st.pbuf,
+        pbuf_off: &mut st.pbuf_off,
+        pbuf_drops: &mut st.pbuf_drops,
+        agg: st.agg.as_mut(),
+        pt,
+    };
+    probe::run_clauses(
+        &mut vm,
+        s.prog.image(),
+        s.prog.clauses(),
+        order.iter().copied(),
+        &mut env,
+    );
+}
+
+/// What the interpreter sees of the kernel during one firing.
+struct KernelEnv<'a> {
+    s: &'a Session,
+    slot: &'a ProbeSlot,
+    regs: &'a Regs,
+    /// When the probe fired: read at first use, then the same for the whole firing.
+    ts: Option<u64>,
+    cpu: u32,
+    pbuf: &'a mut Halves<u8>,
+    pbuf_off: &'a mut usize,
+    pbuf_drops: &'a mut u64,
+    agg: Option<&'a mut Halves<u64>>,
+    pt: Option<(&'a Pt, &'a mut PtCpu)>,
+}
+
+impl KernelEnv<'_> {
+    /// The firing's timestamp; the clock is read only by programs that use it.
+    fn ts(&mut self) -> u64 {
+        *self.ts.get_or_insert_with(cpu::mono_fast_ns)
+    }
+
+    fn write(&mut self, kind: u32, id: u32, data: &[u8]) -> bool {
+        let ts = self.ts();
+        let buf = self.pbuf.active();
+        let ok = buffer::write(buf, self.pbuf_off, kind, self.slot.id, id, ts, data);
+        if !ok {
+            *self.pbuf_drops += 1;
+        }
+        if let Some(c) = self.s.cpu_counters.get(self.cpu as usize) {
+            bump(if ok { &c.records } else { &c.drops });
+        }
+        ok
+    }
+}
+
+impl ClauseEnv for KernelEnv<'_> {
+    /// Counts a fault and records where it happened (clause, instruction, what, address).
+    fn fault(&mut self, clause: u32, f: action::Fault) {
+        if let Some(k) = self.s.counter(self.cpu, self.slot.id) {
+            bump(&k.errors);
+        }
+        let (code, addr) = diag::fault_code(&f.kind);
+        let mut data = [0u8; 16];
+        let fields = clause.to_le_bytes().into_iter();
+        let fields = fields.chain(f.pc.to_le_bytes()).chain(addr.to_le_bytes());
+        for (d, b) in data.iter_mut().zip(fields) {
+            *d = b;
+        }
+        self.write(buffer::KIND_ERROR, code, &data);
+    }
+}
+
+impl Env for KernelEnv<'_> {
+    fn builtin(&mut self, b: Builtin) -> u64 {
+        if let Some(src) = probe::arg_source(self.slot.kind, b) {
+            return match src {
+                ArgSource::Arg(n) => self.regs.arg(n),
+                ArgSource::Retval => self.regs.retval(),
+                ArgSource::Zero => 0,
+            };
+        }
+        match b {
+            Builtin::Pid => task::pid() as u64,
+            Builtin::Tid => task::tid() as u64,
+            Builtin::Cpu => self.cpu as u64,
+            Builtin::Timestamp => self.ts(),
+            Builtin::Walltimestamp => cpu::real_fast_ns(),
+            Builtin::Uid => task::uid() as u64,
+            Builtin::Gid => task::gid() as u64,
+            Builtin::Ppid => task::ppid() as u64,
+            // The enabled probe id: the slot's index (`probe::other_probe_id`).
+            Builtin::Id => self.slot.id as u64,
+            Builtin::Curthread => task::current_addr(),
+            _ => 0,
+        }
+    }
+
+    fn builtin_str(&mut self, b: Builtin, out: &mut [u8]) -> usize {
+        let kind = self.slot.kind;
+        match b {
+            Builtin::Execname => task::comm(out),
+            Builtin::Probeprov => probe::copy(out, probe::provider(kind)),
+            Builtin::Probemod => probe::copy(out, probe::module(kind)),
+            Builtin::Probefunc => probe::copy(out, self.slot.func()),
+            Builtin::Probename => {
+                let period = match kind {
+                    ProbeKind::Tick => self
+                        .s
+                        .prog
+                        .image()
+                        .probe(self.slot.desc as usize)
+                        .map_or(0, |p| p.arg),
+                    _ => 0,
+                };
+                probe::name(kind, period, out)
+            }
+            _ => 0,
+        }
+    }
+
+    fn read_kernel(&mut self, addr: u64, out: &mut [u8]) -> bool {
+        task::read_kernel(addr, out)
+    }
+
+    fn global_load(&mut self, id: u32) -> u64 {
+        self.s
+            .globals
+            .get(id as usize)
+            .map_or(0, |g| g.load(Ordering::Relaxed))
+    }
+
+    fn global_store(&mut self, id: u32, value: u64) {
+        if let Some(g) = self.s.globals.get(id as usize) {
+            g.store(value, Ordering::Relaxed);
+        }
+    }
+
+    fn dynvar_load(&mut self, var: u32, keys: &[Key<'_>]) -> u64 {
+        self.s.dynvars.as_ref().map_or(0, |d| d.load(var, keys))
+    }
+
+    // A dropped store is counted by the dynamic memory (by state and by variable).
+    fn dynvar_store(&mut self, var: u32, keys: &[Key<'_>], value: u64) -> bool {
+        self.s
+            .dynvars
+            .as_ref()
+            .is_some_and(|d| d.store(self.cpu, var, keys, value))
+    }
+
+    fn agg_update(&mut self, id: u32, keys: &[Key<'_>], args: &[u64; AGG_NARGS]) -> bool {
+        let (Some(h), Some(func)) = (self.agg.as_deref_mut(), self.s.agg_funcs.get(id as usize))
+        else {
+            return false;
+        };
+        let Ok(mut buf) = AggBuffer::attach(h.active()) else {
+            return false;
+        };
+        // PANIC: constant indices below `AGG_NARGS` (2), checked by the compiler.
+        buf.apply(id, func, keys, args[0] as i64, args[1] as i64)
+            .is_ok()
+    }
+
+    fn emit(&mut self, rec: &Record<'_>) -> bool {
+        if rec.kind == RecordKind::Exit && !self.s.exited.load(Ordering::Relaxed) {
+            let status = action::Items::new(rec.data)
+                .next()
+                .map_or(0, |it| match it {
+                    action::Item::Int(v, _) => v as i64,
+                    action::Item::Str(_) => 0,
+                });
+            if self
+                .s
+                .exited
+                .compare_exchange(false, true, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+            {
+                self.s.exit_status.store(status, Ordering::Release);
+            }
+        }
+        self.write(rec.kind as u32, rec.id, rec.data)
+    }
+
+    fn ptwrite(&mut self, value: u64) -> bool {
+        match self.pt.as_mut() {
+            Some((pt, c)) => pt.ptwrite(c, self.cpu, value),
+            None => false,
+        }
+    }
+}

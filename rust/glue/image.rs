@@ -1,0 +1,76 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! A loaded image: the bytes LOAD copied in, and what parsing and verifying made of them.
+//!
+//! The parsed [`Image`] and its verified clauses borrow the bytes; owning the three together
+//! lets a session keep them without a lifetime parameter.
+
+use crate::action;
+use crate::program::{Image, ImageError, LoadError, VerifiedClause};
+use kernel::alloc::AllocError;
+use kernel::prelude::*;
+
+/// An image and its verified clauses, with the buffer they borrow.
+///
+/// # Invariants
+///
+/// `image` and `clauses` borrow the heap memory of `_buf` as if for `'static`. That memory is
+/// never written (`_buf` is private and never borrowed mutably), never moves (moving a `VVec`
+/// moves its pointer, not its elements) and is freed only when `_buf` drops, after `image` and
+/// `clauses` (declared before it); the accessors shorten the lifetime to a borrow of `self`,
+/// so no `'static` reference leaves this type.
+pub(crate) struct OwnedImage {
+    image: Image<'static>,
+    clauses: KVec<VerifiedClause<'static>>,
+    /// Scratch bytes the largest clause needs for one firing.
+    scratch: usize,
+    _buf: VVec<u8>,
+}
+
+impl OwnedImage {
+    /// Parses `buf` and verifies every clause with `scratch_limit`; a refusal becomes an `E`
+    /// through `image_err` or `clause_err`.
+    pub(crate) fn load<E: From<AllocError>>(
+        buf: VVec<u8>,
+        scratch_limit: usize,
+        image_err: impl FnOnce(ImageError) -> E,
+        mut clause_err: impl FnMut(LoadError) -> E,
+    ) -> Result<Self, E> {
+        // SAFETY: the memory is never written, moved or freed while the slice or anything
+        // derived from it lives: it moves into `Self` with `buf` below, or is dropped on an
+        // error return, when the errors (plain data) no longer borrow it (type invariant).
+        let bytes: &'static [u8] = unsafe { core::slice::from_raw_parts(buf.as_ptr(), buf.len()) };
+        let image = Image::parse(bytes).map_err(image_err)?;
+        let mut clauses = KVec::with_capacity(image.clause_count(), GFP_KERNEL)?;
+        let mut scratch = action::scratch_size(image.nlocals(), image.options().strsize as u32, 0);
+        for i in 0..image.clause_count() {
+            let c = image
+                .verify_clause(i, scratch_limit)
+                .map_err(&mut clause_err)?;
+            scratch = scratch.max(c.scratch);
+            clauses.push(c, GFP_KERNEL)?;
+        }
+        // INVARIANT: `image` and `clauses` borrow `buf`, which moves in with them.
+        Ok(Self {
+            image,
+            clauses,
+            scratch,
+            _buf: buf,
+        })
+    }
+
+    /// The parsed image.
+    pub(crate) fn image(&self) -> &Image<'_> {
+        &self.image
+    }
+
+    /// The verified clauses, by clause index.
+    pub(crate) fn clauses(&self) -> &[VerifiedClause<'_>] {
+        &self.clauses
+    }
+
+    /// Scratch bytes one firing may need (locals, records, strings).
+    pub(crate) fn scratch(&self) -> usize {
+        self.scratch
+    }
+}
