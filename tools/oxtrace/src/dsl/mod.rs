@@ -8,9 +8,13 @@ pub mod ast;
 pub mod compile;
 pub mod error;
 pub mod format;
+mod gen;
 pub mod lexer;
+pub mod options;
 pub mod parser;
+mod probe_spec;
 pub mod sim;
+pub mod types;
 
 pub use error::{CompileError, Span};
 pub use parser::Macros;
