@@ -6,6 +6,7 @@ pub mod device;
 pub mod dsl;
 pub mod dynstat;
 pub mod exporter;
+pub mod output;
 pub mod probes;
 pub mod pt;
 pub mod run;
