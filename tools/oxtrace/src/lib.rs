@@ -2,6 +2,7 @@
 //! and shared by the subcommands.
 
 pub mod agg;
+pub mod child;
 pub mod device;
 pub mod dsl;
 pub mod dynstat;
