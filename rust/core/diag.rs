@@ -6,9 +6,124 @@
 //! A LOAD error travels as `struct oxt_load`'s `err_code` (what) and `err_arg` (its operand);
 //! a runtime fault as an error record's `id` (what) and payload (instruction, address).
 
+use crate::abi;
 use crate::action::{FaultKind, Reason};
-use crate::program::{ImageError, OptionFault, ProbeFault};
+use crate::dynvar;
+use crate::program::{ImageError, LoadError, OptionFault, Part, ProbeFault};
 use core::fmt;
+
+/// The errno a LOAD refusal returns with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Errno {
+    /// `EINVAL`: the image or its use of the kernel is invalid.
+    Inval,
+    /// `ENOENT`: a probe description enables nothing.
+    NoEnt,
+}
+
+/// Why LOAD refused a program: the errno and what `struct oxt_load` carries back. Every
+/// refusal is made here, so that its code is one of this file's tables.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Refusal {
+    /// The errno.
+    pub errno: Errno,
+    /// `err_kind`: one of `abi::LOADERR_*`.
+    pub kind: u32,
+    /// `err_index`: the clause, probe description or attach entry.
+    pub index: u32,
+    /// `err_part`: 0 predicate, 1 actions.
+    pub part: u32,
+    /// `err_insn`: the instruction, for verifier errors.
+    pub insn: u32,
+    /// `err_code`: what, per [`ImageMsg`] or [`ReasonMsg`].
+    pub code: u32,
+    /// `err_arg`: its operand.
+    pub arg: u32,
+}
+
+/// Image code of a dynamic variable chunk above [`dynvar::MAX_CHUNK_BYTES`].
+const CODE_DYNVAR_CHUNK: u32 = 21;
+/// Image code of a `dynvarsize` that does not hold one chunk.
+const CODE_DYNVARSIZE: u32 = 22;
+
+impl Refusal {
+    const fn new(kind: u32, errno: Errno) -> Self {
+        Self {
+            errno,
+            kind,
+            index: 0,
+            part: 0,
+            insn: 0,
+            code: 0,
+            arg: 0,
+        }
+    }
+
+    /// A malformed image.
+    pub fn image(e: &ImageError) -> Self {
+        let (code, arg) = image_code(e);
+        Self {
+            code,
+            arg,
+            ..Self::new(abi::LOADERR_IMAGE, Errno::Inval)
+        }
+    }
+
+    /// A clause the verifier rejects.
+    pub fn verify(e: &LoadError) -> Self {
+        let (code, arg) = reason_code(&e.error.reason);
+        Self {
+            index: e.clause,
+            part: match e.part {
+                Part::Predicate => 0,
+                Part::Actions => 1,
+            },
+            insn: e.error.index,
+            code,
+            arg,
+            ..Self::new(abi::LOADERR_VERIFY, Errno::Inval)
+        }
+    }
+
+    /// Aggregation `id` has parameters its function refuses.
+    pub fn agg_params(id: u32) -> Self {
+        Self::image(&ImageError::BadAgg {
+            index: id,
+            why: crate::program::DictFault::Params,
+        })
+    }
+
+    /// The dynamic variables need chunks of `chunk` bytes, more than the chunk limit.
+    pub fn dynvar_chunk(chunk: usize) -> Self {
+        Self {
+            code: CODE_DYNVAR_CHUNK,
+            arg: chunk.min(u32::MAX as usize) as u32,
+            ..Self::new(abi::LOADERR_IMAGE, Errno::Inval)
+        }
+    }
+
+    /// `dynvarsize` does not hold one chunk of `chunk` bytes and its hash bucket.
+    pub fn dynvarsize(chunk: usize) -> Self {
+        Self {
+            code: CODE_DYNVARSIZE,
+            arg: (chunk + dynvar::BUCKET_BYTES).min(u32::MAX as usize) as u32,
+            ..Self::new(abi::LOADERR_IMAGE, Errno::Inval)
+        }
+    }
+
+    /// Probe description `desc` enables no probe.
+    pub fn probe_missing(desc: u32) -> Self {
+        Self {
+            index: desc,
+            ..Self::new(abi::LOADERR_PROBE, Errno::NoEnt)
+        }
+    }
+
+    /// An inconsistency a checked image cannot have.
+    pub const fn internal() -> Self {
+        Self::new(abi::LOADERR_NONE, Errno::Inval)
+    }
+}
 
 /// `(err_code, err_arg)` of an image error. The low byte of the code is the variant; the next
 /// byte a sub-reason (section or fault kind).
@@ -113,6 +228,15 @@ impl fmt::Display for ImageMsg {
             18 => write!(f, "aggregation {a}: bad {}", pick(&DICT)),
             19 => write!(f, "printf format {a} malformed"),
             20 => write!(f, "option {a}: {}", pick(&OPTION)),
+            CODE_DYNVAR_CHUNK => write!(
+                f,
+                "dynamic variables need {a}-byte chunks, more than {} (lower strsize or use fewer string keys)",
+                dynvar::MAX_CHUNK_BYTES
+            ),
+            CODE_DYNVARSIZE => write!(
+                f,
+                "dynvarsize too small: one dynamic variable needs {a} bytes"
+            ),
             _ => write!(f, "image error {:#x} ({a})", self.code),
         }
     }

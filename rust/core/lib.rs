@@ -18,5 +18,6 @@ pub mod agg;
 pub mod buffer;
 pub mod diag;
 pub mod dynvar;
+pub mod limits;
 pub mod program;
 pub mod topa;

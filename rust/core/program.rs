@@ -19,18 +19,11 @@ pub const MAGIC: u32 = u32::from_le_bytes(*b"OXTP");
 pub const VERSION: u16 = 1;
 /// Bytes of the header.
 pub const HEADER_SIZE: usize = 96;
-/// Largest image the kernel accepts.
-pub const MAX_IMAGE_SIZE: usize = 16 << 20;
-/// Shortest `tick-N` period (10 kHz).
-pub const TICK_MIN_NS: u64 = 100_000;
-/// Longest `tick-N` period (one hour).
-pub const TICK_MAX_NS: u64 = 3_600_000_000_000;
+pub use crate::limits::{MAX_FUNC_LEN, MAX_IMAGE_SIZE, TICK_MAX_NS, TICK_MIN_NS};
 /// Maximum number of `lquantize` buckets between low and high.
 pub const LQUANTIZE_MAX_LEVELS: i64 = 65_535;
 /// Maximum `llquantize` steps per order of magnitude.
 pub const LLQUANTIZE_MAX_STEPS: i64 = 65_535;
-/// Maximum length of a probe function pattern.
-pub const MAX_FUNC_LEN: usize = 128;
 
 /// The sections, in image order.
 #[repr(usize)]
@@ -277,13 +270,7 @@ impl OptKey {
 
     /// Inclusive range of valid values.
     pub fn range(self) -> (u64, u64) {
-        use OptKey::*;
-        match self {
-            Bufsize | Dynvarsize | Aggsize => (4096, 1 << 30),
-            Switchrate | Aggrate => (1_000_000, 60_000_000_000),
-            Cleanrate => (200_000, 60_000_000_000),
-            Strsize => (1, action::MAX_STRSIZE as u64),
-        }
+        crate::limits::option_range(self)
     }
 
     /// The D option name.

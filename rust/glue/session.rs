@@ -10,9 +10,10 @@ use crate::abi;
 use crate::action::{self, Builtin, Env, Key, Record, RecordKind, Vm, AGG_NARGS};
 use crate::agg::{self, AggBuffer};
 use crate::buffer;
-use crate::diag;
+use crate::diag::{self, Refusal};
 use crate::glue::dynmem::DynVars;
 use crate::glue::pt::{Pt, PtCpu};
+use crate::limits;
 use crate::program::{self, Image, ProbeKind, VerifiedClause};
 use crate::sys::cpu;
 use crate::sys::kprobe::{ProbeSet, Regs};
@@ -25,12 +26,7 @@ use kernel::prelude::*;
 use kernel::str::CStr;
 use kernel::sync::Arc;
 
-/// Most scratch bytes a CPU may need for one firing (locals, records, strings).
-const SCRATCH_LIMIT: usize = 256 << 10;
-/// Largest principal or aggregation buffer per CPU and half.
-pub(crate) const MAX_BUFSIZE: u64 = 64 << 20;
-/// Most probes one program may attach.
-pub(crate) const MAX_ATTACH: usize = 1 << 16;
+pub(crate) use crate::limits::MAX_ATTACH;
 
 /// One attached probe: a kprobe, a kretprobe, a tick, BEGIN or END.
 pub(crate) struct ProbeSlot {
@@ -174,6 +170,23 @@ impl From<Error> for LoadFail {
     }
 }
 
+impl From<Refusal> for LoadFail {
+    fn from(r: Refusal) -> Self {
+        Self {
+            err: match r.errno {
+                diag::Errno::Inval => EINVAL,
+                diag::Errno::NoEnt => ENOENT,
+            },
+            kind: r.kind,
+            index: r.index,
+            part: r.part,
+            insn: r.insn,
+            code: r.code,
+            arg: r.arg,
+        }
+    }
+}
+
 impl From<kernel::alloc::AllocError> for LoadFail {
     fn from(_: kernel::alloc::AllocError) -> Self {
         Self::plain(ENOMEM)
@@ -209,37 +222,13 @@ impl Session {
         // dropped before the session's other fields (type invariant); its heap memory does
         // not move with it.
         let bytes: &'static [u8] = unsafe { core::slice::from_raw_parts(ptr, len) };
-        let image = Image::parse(bytes).map_err(|e| {
-            let (code, arg) = diag::image_code(&e);
-            LoadFail {
-                kind: abi::LOADERR_IMAGE,
-                code,
-                arg,
-                ..LoadFail::plain(EINVAL)
-            }
-        })?;
-
+        let image = Image::parse(bytes).map_err(|e| Refusal::image(&e))?;
         let mut clauses = KVec::with_capacity(image.clause_count(), GFP_KERNEL)?;
-        let mut scratch = action::scratch_size(image.nlocals(), image.options().strsize as u32, 0);
-        for i in 0..image.clause_count() {
-            let c = image.verify_clause(i, SCRATCH_LIMIT).map_err(|e| {
-                let (code, arg) = diag::reason_code(&e.error.reason);
-                LoadFail {
-                    kind: abi::LOADERR_VERIFY,
-                    index: e.clause,
-                    part: match e.part {
-                        program::Part::Predicate => 0,
-                        program::Part::Actions => 1,
-                    },
-                    insn: e.error.index,
-                    code,
-                    arg,
-                    ..LoadFail::plain(EINVAL)
-                }
-            })?;
-            scratch = scratch.max(c.scratch);
+        let plan = limits::check_load(&image, |c| {
             clauses.push(c, GFP_KERNEL)?;
-        }
+            Ok::<(), LoadFail>(())
+        })?;
+        let scratch = plan.scratch;
 
         // Clauses by probe description.
         let ndesc = image.probe_count();
@@ -260,19 +249,12 @@ impl Session {
         let mut agg_funcs = KVec::with_capacity(image.agg_count(), GFP_KERNEL)?;
         for id in 0..image.agg_count() as u32 {
             let a = image.agg_desc(id).ok_or(EINVAL)?;
-            let f = program::agg_func(a.func, &a.params).ok_or(LoadFail {
-                kind: abi::LOADERR_IMAGE,
-                code: 18 | (4 << 8),
-                arg: id,
-                ..LoadFail::plain(EINVAL)
-            })?;
+            let f = program::agg_func(a.func, &a.params).ok_or(Refusal::agg_params(id))?;
             agg_funcs.push(f, GFP_KERNEL)?;
         }
 
+        // Image::parse held bufsize and aggsize to limits::option_range.
         let opts = image.options();
-        if opts.bufsize > MAX_BUFSIZE || opts.aggsize > MAX_BUFSIZE {
-            return Err(LoadFail::plain(E2BIG));
-        }
         let ncpus = cpu::nr_cpu_ids();
         let (pbuf_mem, pbuf_sw) = HalvesMem::new(ncpus, opts.bufsize as usize, 0u8)?;
         let (mut agg_mem, agg_sw) = if agg_funcs.is_empty() {
@@ -400,11 +382,7 @@ impl Session {
             }
         }
         if let Some(d) = attached.iter().position(|&a| !a) {
-            return Err(LoadFail {
-                kind: abi::LOADERR_PROBE,
-                index: d as u32,
-                ..LoadFail::plain(ENOENT)
-            });
+            return Err(Refusal::probe_missing(d as u32).into());
         }
         let nprobes = probes.kprobes() as u32;
         let mut agg_pending = KVec::with_capacity(ncpus as usize, GFP_KERNEL)?;

@@ -15,6 +15,7 @@ use oxtrace_core::abi;
 use oxtrace_core::action::{Item, Items, RecordKind};
 use oxtrace_core::buffer::{self, Reader};
 use oxtrace_core::diag::{FaultMsg, ImageMsg, ReasonMsg};
+use oxtrace_core::limits;
 use oxtrace_core::program::{self, ProbeKind};
 use std::io::{self, Write};
 use std::time::{Duration, Instant};
@@ -84,7 +85,7 @@ pub fn attach_table(prog: &Compiled, functions: &[String]) -> Result<AttachTable
         let names: Vec<&str> = if glob {
             probes::expand(&spec.func, functions)
                 .into_iter()
-                .filter(|n| n.len() < abi::PROBE_FUNC_LEN)
+                .filter(|n| n.len() <= limits::MAX_PROBE_NAME)
                 .collect()
         } else {
             vec![spec.func.as_str()]
@@ -93,6 +94,14 @@ pub fn attach_table(prog: &Compiled, functions: &[String]) -> Result<AttachTable
             return Err(RunError(format!(
                 "probe description {} does not match any probes",
                 spec.text
+            )));
+        }
+        if t.entries.len() + names.len() > limits::MAX_ATTACH {
+            return Err(RunError(format!(
+                "probe description {} matches {} functions: a program may enable at most {} (name fewer functions)",
+                spec.text,
+                names.len(),
+                limits::MAX_ATTACH
             )));
         }
         for n in names {

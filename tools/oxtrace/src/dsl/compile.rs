@@ -4,11 +4,14 @@
 use super::ast::*;
 use super::error::{CompileError, Span};
 use super::gen::{Agg, GResult, Gen, Tables, Var};
-use super::options::{apply_option, pragma};
+use super::options::{pragma, set_option, size_text, OptionAt};
 use super::probe_spec::probe_spec;
 use super::types::builtin;
 use super::{AggInfo, Compiled, KeyKind, ProbeSpec, VarSummary};
+use oxtrace_core::abi;
 use oxtrace_core::action::{self as act, KeyLayout, Op, Scope};
+use oxtrace_core::diag::{ImageMsg, ReasonMsg, Refusal};
+use oxtrace_core::limits;
 use oxtrace_core::program::{self as prog, AggFunc, OptKey};
 use std::collections::HashMap;
 
@@ -17,7 +20,7 @@ pub use super::options::{parse_interval, parse_size, TOOL_OPTIONS};
 pub use super::types::Ty;
 
 /// Scratch bytes the kernel allows one clause (the compiler checks against the same bound).
-pub const SCRATCH_LIMIT: usize = 1 << 20;
+pub const SCRATCH_LIMIT: usize = limits::MAX_SCRATCH;
 
 /// Compile a parsed program.
 pub fn compile_items(
@@ -25,20 +28,22 @@ pub fn compile_items(
     src: &str,
     input: &str,
     xopts: &[(String, Option<String>)],
+    checked: bool,
 ) -> GResult<Compiled> {
     let mut c = Compiled::default();
     for (name, value) in xopts {
-        if let Err(m) = apply_option(&mut c, name, value.as_deref()) {
-            let text = match value {
-                Some(v) => format!("{name}={v}"),
-                None => name.clone(),
-            };
+        let text = match value {
+            Some(v) => format!("{name}={v}"),
+            None => name.clone(),
+        };
+        let at = OptionAt::X(text.clone());
+        if let Err(m) = set_option(&mut c, name, value.as_deref(), checked, at) {
             return Err(CompileError::at(&text, "-x", Span::new(0, text.len()), m));
         }
     }
     for it in items {
         if let Item::Pragma(text, span) = it {
-            pragma(&mut c, src, input, text, *span)?;
+            pragma(&mut c, src, input, text, *span, checked)?;
         }
     }
     let mut t = Tables {
@@ -226,26 +231,16 @@ pub fn compile_items(
             "program too large for an image",
         ));
     }
-    // The kernel will verify the image; check it here first so errors point at the source.
-    let img = prog::Image::parse(&image).map_err(|e| {
-        CompileError::at(
-            src,
-            input,
-            Span::new(0, 0),
-            format!("internal error: invalid image: {e:?}"),
-        )
-    })?;
-    if let Err(e) = img.verify(SCRATCH_LIMIT) {
-        let span = c
-            .clause_spans
-            .get(e.clause as usize)
-            .map_or(Span::new(0, 0), |s| s.0);
-        let msg = if e.error.reason == act::Reason::ScratchTooLarge {
-            format!("clause needs more than {SCRATCH_LIMIT} bytes of scratch space (lower strsize or use fewer strings)")
-        } else {
-            format!("internal error: the verifier rejects this clause: {e:?}")
+    // LOAD will run the kernel's checks on the image; run them here first so that errors
+    // point at the source and nothing reaches the device that LOAD would refuse.
+    if checked {
+        let refused = match prog::Image::parse(&image) {
+            Ok(img) => limits::check_load(&img, |_| Ok::<(), Refusal>(())).err(),
+            Err(e) => Some(Refusal::image(&e)),
         };
-        return Err(CompileError::at(src, input, span, msg));
+        if let Some(r) = refused {
+            return Err(refusal_error(&c, &t, src, input, &r));
+        }
     }
     c.probes = probes;
     c.formats = t.fmt_text.clone();
@@ -352,5 +347,65 @@ fn declare_expr(t: &mut Tables, e: &Expr) {
             declare_expr(t, c);
         }
         _ => {}
+    }
+}
+
+/// The compile error for a refusal of the kernel's LOAD check, at the clause, aggregation or
+/// option it is about.
+fn refusal_error(c: &Compiled, t: &Tables, src: &str, input: &str, r: &Refusal) -> CompileError {
+    let at = |span: Span, msg: String| CompileError::at(src, input, span, msg);
+    let option_at = |key: OptKey, msg: String| match c.option_at.iter().find(|(k, _)| *k == key) {
+        Some((_, OptionAt::X(text))) => CompileError::at(text, "-x", Span::new(0, text.len()), msg),
+        Some((_, OptionAt::Pragma(span))) => at(*span, msg),
+        None => at(Span::new(0, 0), msg),
+    };
+    match r.kind {
+        abi::LOADERR_VERIFY => {
+            let span = c
+                .clause_spans
+                .get(r.index as usize)
+                .map_or(Span::new(0, 0), |s| s.0);
+            let reason = ReasonMsg {
+                code: r.code,
+                arg: r.arg,
+            };
+            if r.code == oxtrace_core::diag::reason_code(&act::Reason::ScratchTooLarge).0 {
+                let msg = format!(
+                    "clause needs more than {} bytes of scratch space (lower strsize or use fewer strings)",
+                    limits::MAX_SCRATCH
+                );
+                if c.option_at.iter().any(|(k, _)| *k == OptKey::Strsize) {
+                    return option_at(OptKey::Strsize, msg);
+                }
+                return at(span, msg);
+            }
+            at(
+                span,
+                format!("internal error: the verifier rejects this clause: {reason}"),
+            )
+        }
+        _ => {
+            let words = ImageMsg {
+                code: r.code,
+                arg: r.arg,
+            }
+            .to_string();
+            if r.code == Refusal::dynvarsize(0).code || r.code == Refusal::dynvar_chunk(0).code {
+                let have = size_text(c.options.dynvarsize);
+                return option_at(
+                    OptKey::Dynvarsize,
+                    format!("{words} (dynvarsize is {have})"),
+                );
+            }
+            if r.code == Refusal::agg_params(0).code {
+                if let Some(a) = t.aggs.get(r.arg as usize) {
+                    return at(a.first, format!("@{}: {words}", a.name));
+                }
+            }
+            at(
+                Span::new(0, 0),
+                format!("internal error: invalid image: {words}"),
+            )
+        }
     }
 }

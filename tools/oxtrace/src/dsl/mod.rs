@@ -105,6 +105,8 @@ pub struct Compiled {
     pub tool_options: BTreeMap<String, String>,
     /// Warnings (e.g. clamped options).
     pub warnings: Vec<String>,
+    /// Where each kernel option was last set.
+    pub option_at: Vec<(OptKey, options::OptionAt)>,
 }
 
 /// What the compiler needs besides the source.
@@ -136,7 +138,22 @@ pub fn compile(src: &str, input: &str, opts: &CompileOptions) -> Result<Compiled
     let toks = lexer::lex(src).map_err(|(span, msg)| CompileError::at(src, input, span, msg))?;
     let mut p = parser::Parser::new(toks, src, input, &opts.macros);
     let items = p.program()?;
-    compile::compile_items(&items, src, input, &opts.xopts)
+    compile::compile_items(&items, src, input, &opts.xopts, true)
+}
+
+/// [`compile`] without the checks of the kernel's limits (option ranges, aggregation
+/// parameters, the LOAD check): the image the kernel would be sent if the compiler did not
+/// check, for tests that compare the compiler's verdict with the kernel's.
+#[doc(hidden)]
+pub fn compile_unchecked(
+    src: &str,
+    input: &str,
+    opts: &CompileOptions,
+) -> Result<Compiled, CompileError> {
+    let toks = lexer::lex(src).map_err(|(span, msg)| CompileError::at(src, input, span, msg))?;
+    let mut p = parser::Parser::new(toks, src, input, &opts.macros);
+    let items = p.program()?;
+    compile::compile_items(&items, src, input, &opts.xopts, false)
 }
 
 impl Compiled {

@@ -2,17 +2,25 @@
 
 use super::options::parse_interval;
 use super::ProbeSpec;
+use oxtrace_core::limits;
 use oxtrace_core::program::{self as prog, ProbeKind};
 
 pub(super) fn probe_spec(text: &str) -> Result<Vec<ProbeSpec>, String> {
     let fbt = |kind, func: &str| -> Result<ProbeSpec, String> {
         let func = if func.is_empty() { "*" } else { func };
-        if func.len() > prog::MAX_FUNC_LEN
+        if func.len() > limits::MAX_FUNC_LEN
             || !func
                 .bytes()
                 .all(|c| c.is_ascii_alphanumeric() || b"_.*?".contains(&c))
         {
             return Err(format!("invalid function pattern '{func}'"));
+        }
+        // A glob is expanded to names that fit; a plain name is attached as written.
+        if !crate::probes::is_glob(func) && func.len() > limits::MAX_PROBE_NAME {
+            return Err(format!(
+                "function name '{func}' is longer than {} bytes",
+                limits::MAX_PROBE_NAME
+            ));
         }
         Ok(ProbeSpec {
             kind,
