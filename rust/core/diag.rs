@@ -8,8 +8,9 @@
 
 use crate::abi;
 use crate::action::{FaultKind, Reason};
+use crate::agg::ParamError;
 use crate::dynvar;
-use crate::program::{ImageError, LoadError, OptionFault, Part, ProbeFault};
+use crate::program::{DictFault, ImageError, LoadError, OptionFault, Part, ProbeFault};
 use core::fmt;
 
 /// The errno a LOAD refusal returns with.
@@ -86,11 +87,8 @@ impl Refusal {
     }
 
     /// Aggregation `id` has parameters its function refuses.
-    pub fn agg_params(id: u32) -> Self {
-        Self::image(&ImageError::BadAgg {
-            index: id,
-            why: crate::program::DictFault::Params,
-        })
+    pub fn agg_params(id: u32, why: ParamError) -> Self {
+        Self::image(&ImageError::BadAggParams { index: id, why })
     }
 
     /// The dynamic variables need chunks of `chunk` bytes, more than the chunk limit.
@@ -149,9 +147,64 @@ pub fn image_code(e: &ImageError) -> (u32, u32) {
         BadClause { index, why } => (sub(16, why as u32), index),
         BadVar { index, why } => (sub(17, why as u32), index),
         BadAgg { index, why } => (sub(18, why as u32), index),
+        BadAggParams { index, why } => (
+            sub(18, DictFault::Params as u32) | (param_code(&why) << 16),
+            index,
+        ),
         BadFmt(i) => (19, i),
         BadOption { index, why } => (sub(20, option_fault(why)), index),
     }
+}
+
+/// The code of a parameter error (bits 16-23 of an image code; `LlqRange`'s argument in
+/// bits 24-31).
+fn param_code(e: &ParamError) -> u32 {
+    use ParamError::*;
+    match *e {
+        UnknownFunction(c) => 1 | ((c as u32) << 8),
+        UnexpectedParameter => 2,
+        LqLowRange => 3,
+        LqHighRange => 4,
+        LqHighNotAboveLow => 5,
+        LqStepNotPositive => 6,
+        LqStepRange => 7,
+        LqStepTooLarge => 8,
+        LqStepTooSmall => 9,
+        LlqRange(n) => 10 | ((n as u32) << 8),
+        LlqFactorTooSmall => 11,
+        LlqMagnitudeRange => 12,
+        LlqStepsZero => 13,
+        LlqStepsDontDivideFactor => 14,
+        LlqStepsUneven => 15,
+        LlqMagnitudeTooBig => 16,
+        TooManyBuckets => 17,
+    }
+}
+
+/// The parameter error of [`param_code`]'s code.
+pub fn param_error(code: u32) -> Option<ParamError> {
+    use ParamError::*;
+    let arg = (code >> 8) as u8;
+    Some(match code & 0xff {
+        1 => UnknownFunction(arg),
+        2 => UnexpectedParameter,
+        3 => LqLowRange,
+        4 => LqHighRange,
+        5 => LqHighNotAboveLow,
+        6 => LqStepNotPositive,
+        7 => LqStepRange,
+        8 => LqStepTooLarge,
+        9 => LqStepTooSmall,
+        10 => LlqRange(arg),
+        11 => LlqFactorTooSmall,
+        12 => LlqMagnitudeRange,
+        13 => LlqStepsZero,
+        14 => LlqStepsDontDivideFactor,
+        15 => LlqStepsUneven,
+        16 => LlqMagnitudeTooBig,
+        17 => TooManyBuckets,
+        _ => return None,
+    })
 }
 
 fn probe_fault(f: ProbeFault) -> u32 {
@@ -192,6 +245,12 @@ pub struct ImageMsg {
     pub arg: u32,
 }
 
+impl ImageMsg {
+    /// The low 16 bits of the code of refused aggregation parameters (the validator's
+    /// reason is in the bits above).
+    pub const AGG_PARAMS: u32 = 18 | ((DictFault::Params as u32) << 8);
+}
+
 impl fmt::Display for ImageMsg {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let (v, s, a) = (self.code & 0xff, (self.code >> 8) & 0xff, self.arg);
@@ -225,6 +284,10 @@ impl fmt::Display for ImageMsg {
             15 => write!(f, "probe description {a}: bad {}", pick(&PROBE)),
             16 => write!(f, "clause {a}: bad {}", pick(&CLAUSE)),
             17 => write!(f, "variable {a}: bad {}", pick(&DICT)),
+            18 if s == DictFault::Params as u32 => match param_error(self.code >> 16) {
+                Some(e) => write!(f, "aggregation {a}: {e}"),
+                None => write!(f, "aggregation {a}: bad parameters"),
+            },
             18 => write!(f, "aggregation {a}: bad {}", pick(&DICT)),
             19 => write!(f, "printf format {a} malformed"),
             20 => write!(f, "option {a}: {}", pick(&OPTION)),

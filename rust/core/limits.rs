@@ -13,7 +13,7 @@ use crate::abi;
 use crate::action::Dict;
 use crate::diag::Refusal;
 use crate::dynvar::{self, Layout, LayoutError};
-use crate::program::{self, Image, OptKey, VerifiedClause};
+use crate::program::{Image, OptKey, VerifiedClause};
 
 /// Most scratch bytes one firing of a clause may use (locals, records, strings), per CPU.
 pub const MAX_SCRATCH: usize = 256 << 10;
@@ -74,9 +74,9 @@ pub struct LoadPlan {
 }
 
 /// Everything LOAD checks about a parsed image before it allocates per-CPU state: every
-/// clause verifies within [`MAX_SCRATCH`], every aggregation's parameters are valid, and the
-/// dynamic variables fit `dynvarsize`. (Option ranges, locals and names are checked by
-/// [`Image::parse`], with the constants above.) `keep` receives each verified clause in
+/// clause verifies within [`MAX_SCRATCH`] and the dynamic variables fit `dynvarsize`.
+/// ([`Image::parse`] checks option ranges, locals and names with the constants above, and
+/// aggregation parameters with [`crate::agg::check_params`].) `keep` receives each verified clause in
 /// order; its error stops the check.
 pub fn check_load<'a, E: From<Refusal>>(
     image: &Image<'a>,
@@ -90,12 +90,6 @@ pub fn check_load<'a, E: From<Refusal>>(
             .map_err(|e| Refusal::verify(&e))?;
         scratch = scratch.max(c.scratch);
         keep(c)?;
-    }
-    for id in 0..image.agg_count() as u32 {
-        let a = image.agg_desc(id).ok_or(Refusal::internal())?;
-        if program::agg_func(a.func, &a.params).is_none() {
-            return Err(Refusal::agg_params(id).into());
-        }
     }
     let nvars = image.var_count();
     let vars = (0..nvars as u32).filter_map(|id| image.var(id));

@@ -14,7 +14,7 @@ use crate::diag::{self, Refusal};
 use crate::glue::dynmem::DynVars;
 use crate::glue::pt::{Pt, PtCpu};
 use crate::limits;
-use crate::program::{self, Image, ProbeKind, VerifiedClause};
+use crate::program::{Image, ProbeKind, VerifiedClause};
 use crate::sys::cpu;
 use crate::sys::kprobe::{ProbeSet, Regs};
 use crate::sys::percpu::{ActionCtx, PerCpu};
@@ -249,7 +249,7 @@ impl Session {
         let mut agg_funcs = KVec::with_capacity(image.agg_count(), GFP_KERNEL)?;
         for id in 0..image.agg_count() as u32 {
             let a = image.agg_desc(id).ok_or(EINVAL)?;
-            let f = program::agg_func(a.func, &a.params).ok_or(Refusal::agg_params(id))?;
+            let f = agg::check_params(a.func, &a.params).map_err(|e| Refusal::agg_params(id, e))?;
             agg_funcs.push(f, GFP_KERNEL)?;
         }
 

@@ -16,7 +16,7 @@ use oxtrace_core::action::{Item, Items, RecordKind};
 use oxtrace_core::buffer::{self, Reader};
 use oxtrace_core::diag::{FaultMsg, ImageMsg, ReasonMsg};
 use oxtrace_core::limits;
-use oxtrace_core::program::{self, ProbeKind};
+use oxtrace_core::program::ProbeKind;
 use std::io::{self, Write};
 use std::time::{Duration, Instant};
 
@@ -201,8 +201,8 @@ fn name_at(names: &[u8], off: u32) -> &str {
 pub fn dictionary(prog: &Compiled) -> Result<Dictionary, RunError> {
     let mut d = Dictionary::new();
     for (id, a) in prog.aggs.iter().enumerate() {
-        let func = program::agg_func(a.func, &a.params)
-            .ok_or_else(|| RunError(format!("aggregation @{}: bad parameters", a.name)))?;
+        let func = oxtrace_core::agg::check_params(a.func, &a.params)
+            .map_err(|e| RunError(format!("aggregation @{}: {e}", a.name)))?;
         let keys = a
             .keys
             .iter()

@@ -181,7 +181,7 @@ fn bad_lquantize_bounds() {
     check(
         "BEGIN { @a = lquantize(arg0, 10, 0, 1); }",
         "1:34",
-        "lquantize(): upper bound must be greater than lower bound",
+        "lquantize( ) upper bound (argument #2) must be greater than lower bound (argument #1)",
         "                                 ^",
     );
 }

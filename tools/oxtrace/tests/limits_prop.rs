@@ -1,7 +1,8 @@
 //! The compiler refuses exactly what LOAD would refuse: random options and programs are
 //! compiled with the compiler's checks and without them, and the image built without them
 //! goes through the kernel's own LOAD check (`Image::parse` and `limits::check_load`, the
-//! functions `Session::load` runs). Both verdicts must agree.
+//! functions `Session::load` runs). Both verdicts must agree, for options, scratch, dynamic
+//! variables and aggregation parameters.
 
 use oxtrace::dsl::{compile, compile_unchecked, CompileOptions};
 use oxtrace_core::diag::Refusal;
@@ -76,9 +77,23 @@ fn options() -> impl Strategy<Value = Vec<(String, Option<String>)>> {
         })
 }
 
+/// Parameters of one aggregation: `lquantize(low, high, step)` or `llquantize(factor, low,
+/// high, steps)`, around the edges of the validator's rules.
+fn agg_call() -> impl Strategy<Value = Option<String>> {
+    prop_oneof![
+        Just(None),
+        (-3i64..12, -3i64..12, -2i64..6)
+            .prop_map(|(l, h, s)| Some(format!("lquantize(1, {l}, {h}, {s})"))),
+        (0i64..12, -1i64..4, 0i64..8, -1i64..40)
+            .prop_map(|(f, l, h, s)| Some(format!("llquantize(1, {f}, {l}, {h}, {s})"))),
+        (2i64..300, 0i64..10, 0i64..70, 1i64..70)
+            .prop_map(|(f, l, h, s)| Some(format!("llquantize(1, {f}, {l}, {h}, {s})"))),
+    ]
+}
+
 /// A program whose scratch need grows with `strings` string values in one clause and whose
 /// dynamic variables have `skeys` string keys.
-fn program(strings: usize, skeys: usize, thread: bool, agg: bool) -> String {
+fn program(strings: usize, skeys: usize, thread: bool, agg: bool, call: Option<String>) -> String {
     let mut s = String::from("BEGIN {\n");
     for _ in 0..strings {
         s.push_str("\ttrace(execname);\n");
@@ -92,6 +107,9 @@ fn program(strings: usize, skeys: usize, thread: bool, agg: bool) -> String {
     }
     if agg {
         s.push_str("\t@c[execname] = count();\n");
+    }
+    if let Some(call) = call {
+        s.push_str(&format!("\t@q = {call};\n"));
     }
     s.push_str("\texit(0);\n}\n");
     s
@@ -107,8 +125,9 @@ proptest! {
         skeys in 0usize..4,
         thread in any::<bool>(),
         agg in any::<bool>(),
+        call in agg_call(),
     ) {
-        let src = program(strings, skeys, thread, agg);
+        let src = program(strings, skeys, thread, agg, call);
         let opts = CompileOptions { xopts: xopts.clone(), ..CompileOptions::default() };
         let unchecked = compile_unchecked(&src, "p.d", &opts).expect("well-formed program");
         let kernel = kernel_verdict(&unchecked.image);

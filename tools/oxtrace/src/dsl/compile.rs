@@ -10,9 +10,10 @@ use super::types::builtin;
 use super::{AggInfo, Compiled, KeyKind, ProbeSpec, VarSummary};
 use oxtrace_core::abi;
 use oxtrace_core::action::{self as act, KeyLayout, Op, Scope};
+use oxtrace_core::agg::AggKind;
 use oxtrace_core::diag::{ImageMsg, ReasonMsg, Refusal};
 use oxtrace_core::limits;
-use oxtrace_core::program::{self as prog, AggFunc, OptKey};
+use oxtrace_core::program::{self as prog, OptKey};
 use std::collections::HashMap;
 
 pub use super::gen::const_eval;
@@ -60,6 +61,7 @@ pub fn compile_items(
         fmt_text: vec![],
         locals: HashMap::new(),
         strsize: c.options.strsize as u32,
+        checked,
     };
     t.str_idx.insert(vec![], 0);
     let clauses: Vec<&Clause> = items
@@ -280,7 +282,7 @@ fn declare_stmt(t: &mut Tables, s: &Stmt) {
                 t.agg_idx.insert(name.clone(), t.aggs.len() as u32);
                 t.aggs.push(Agg {
                     name: name.clone(),
-                    func: AggFunc::Count,
+                    func: AggKind::Count,
                     params: [0; 4],
                     keys: None,
                     first: *name_span,
@@ -397,7 +399,7 @@ fn refusal_error(c: &Compiled, t: &Tables, src: &str, input: &str, r: &Refusal) 
                     format!("{words} (dynvarsize is {have})"),
                 );
             }
-            if r.code == Refusal::agg_params(0).code {
+            if r.code & 0xffff == ImageMsg::AGG_PARAMS {
                 if let Some(a) = t.aggs.get(r.arg as usize) {
                     return at(a.first, format!("@{}: {words}", a.name));
                 }

@@ -4,10 +4,10 @@
 use super::ast::*;
 use super::error::{CompileError, Span};
 use super::format::{self, ArgKind};
-use super::types::{agg_func, arith, builtin, Ty, ACTIONS, AGG_FUNCS, I32, I64, U32, U64};
+use super::types::{arith, builtin, Ty, ACTIONS, I32, I64, U32, U64};
 use super::KeyKind;
 use oxtrace_core::action::{self as act, insn, Op, Scope};
-use oxtrace_core::program::{self as prog, AggFunc};
+use oxtrace_core::agg::{check_params, AggKind};
 use std::collections::HashMap;
 
 pub(super) struct Var {
@@ -19,7 +19,7 @@ pub(super) struct Var {
 
 pub(super) struct Agg {
     pub(super) name: String,
-    pub(super) func: AggFunc,
+    pub(super) func: AggKind,
     pub(super) params: [i64; 4],
     pub(super) keys: Option<Vec<KeyKind>>,
     pub(super) first: Span,
@@ -42,6 +42,8 @@ pub(super) struct Tables {
     pub(super) fmt_text: Vec<String>,
     pub(super) locals: HashMap<String, (u32, Option<Ty>)>,
     pub(super) strsize: u32,
+    /// Whether to check what the kernel's limits refuse (see `compile_unchecked`).
+    pub(super) checked: bool,
 }
 
 impl Tables {
@@ -879,7 +881,7 @@ impl<'a> Gen<'a> {
                 span,
                 format!("{name}() is an action: it cannot be used in an expression"),
             ),
-            n if AGG_FUNCS.contains(&n) => self.err(
+            n if AggKind::from_name(n).is_some() => self.err(
                 span,
                 format!("{name}() is an aggregating function: use it as @name[keys] = {name}(...)"),
             ),
@@ -1116,7 +1118,7 @@ impl<'a> Gen<'a> {
         keys: &[Expr],
         call: &AggCall,
     ) -> GResult<()> {
-        let func = match agg_func(&call.func) {
+        let func = match AggKind::from_name(&call.func) {
             Some(f) => f,
             None => {
                 return self.err(
@@ -1127,10 +1129,10 @@ impl<'a> Gen<'a> {
         };
         let cspan = call.func_span;
         let (min, max) = match func {
-            AggFunc::Count => (0, 0),
-            AggFunc::Quantize => (1, 2),
-            AggFunc::Lquantize => (3, 5),
-            AggFunc::Llquantize => (5, 6),
+            AggKind::Count => (0, 0),
+            AggKind::Quantize => (1, 2),
+            AggKind::Lquantize => (3, 5),
+            AggKind::Llquantize => (5, 6),
             _ => (1, 1),
         };
         let n = call.args.len();
@@ -1148,8 +1150,8 @@ impl<'a> Gen<'a> {
         let mut params = [0i64; 4];
         let mut incr: Option<&Expr> = None;
         match func {
-            AggFunc::Quantize => incr = call.args.get(1),
-            AggFunc::Lquantize => {
+            AggKind::Quantize => incr = call.args.get(1),
+            AggKind::Lquantize => {
                 params[0] = self.const_int(&call.args[1])?;
                 params[1] = self.const_int(&call.args[2])?;
                 params[2] = match call.args.get(3) {
@@ -1157,45 +1159,25 @@ impl<'a> Gen<'a> {
                     None => 1,
                 };
                 incr = call.args.get(4);
-                let (lo, hi, step) = (params[0], params[1], params[2]);
-                if step <= 0 {
-                    return self.err(
-                        call.args.get(3).map_or(cspan, |e| e.span),
-                        "lquantize(): step must be positive",
-                    );
-                }
-                if lo >= hi {
-                    return self.err(
-                        call.args[2].span,
-                        "lquantize(): upper bound must be greater than lower bound",
-                    );
-                }
             }
-            AggFunc::Llquantize => {
+            AggKind::Llquantize => {
                 for (i, p) in params.iter_mut().enumerate() {
                     *p = self.const_int(&call.args[i + 1])?;
                 }
                 incr = call.args.get(5);
-                if params[0] < 2 {
-                    return self.err(call.args[1].span, "llquantize(): factor must be at least 2");
-                }
-                if params[1] < 0 {
-                    return self.err(
-                        call.args[2].span,
-                        "llquantize(): low magnitude must be non-negative",
-                    );
-                }
-                if params[2] <= params[1] {
-                    return self.err(
-                        call.args[3].span,
-                        "llquantize(): high magnitude must be greater than low magnitude",
-                    );
-                }
             }
             _ => {}
         }
-        if !prog::agg_params_valid(func, &params) {
-            return self.err(cspan, format!("{}(): invalid parameters", call.func));
+        // The one validator the image check and the kernel use too, at the argument it
+        // names.
+        if self.t.checked {
+            if let Err(e) = check_params(func, &params) {
+                let span = e
+                    .argument()
+                    .and_then(|n| call.args.get(n as usize))
+                    .map_or(cspan, |a| a.span);
+                return self.err(span, e.to_string());
+            }
         }
         // One function and parameter set per aggregation, program-wide.
         let id = match self.t.agg_idx.get(name) {
@@ -1246,7 +1228,7 @@ impl<'a> Gen<'a> {
             }
             _ => {}
         }
-        let rv = if func == AggFunc::Count {
+        let rv = if func == AggKind::Count {
             0
         } else {
             let (r, ty) = self.expr(&call.args[0])?;

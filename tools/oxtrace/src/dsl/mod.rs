@@ -20,7 +20,8 @@ pub use error::{CompileError, Span};
 pub use parser::Macros;
 
 use oxtrace_core::action::{Insn, Op, Scope};
-use oxtrace_core::program::{AggFunc, OptKey, Options, ProbeKind};
+use oxtrace_core::agg::AggKind;
+use oxtrace_core::program::{OptKey, Options, ProbeKind};
 use std::collections::BTreeMap;
 use std::ops::Range;
 
@@ -62,7 +63,7 @@ pub struct AggInfo {
     /// Name without `@`.
     pub name: String,
     /// Function.
-    pub func: AggFunc,
+    pub func: AggKind,
     /// Key layout.
     pub keys: Vec<KeyKind>,
     /// Parameters (lquantize, llquantize).

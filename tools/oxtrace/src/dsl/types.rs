@@ -4,7 +4,6 @@
 use super::ast::TypeName;
 use super::KeyKind;
 use oxtrace_core::action::{Builtin, IntType};
-use oxtrace_core::program::AggFunc;
 
 /// A value type.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -173,22 +172,3 @@ pub(super) const ACTIONS: &[&str] = &[
     "normalize",
     "denormalize",
 ];
-
-pub(super) const AGG_FUNCS: &[&str] = &[
-    "count",
-    "sum",
-    "min",
-    "max",
-    "avg",
-    "stddev",
-    "quantize",
-    "lquantize",
-    "llquantize",
-];
-
-pub(super) fn agg_func(name: &str) -> Option<AggFunc> {
-    AGG_FUNCS
-        .iter()
-        .position(|f| *f == name)
-        .and_then(|i| AggFunc::from_u32(i as u32))
-}
