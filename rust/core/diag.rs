@@ -366,7 +366,11 @@ impl fmt::Display for ReasonMsg {
             18 => write!(f, "invalid width {a}"),
             19 => write!(f, "invalid type {a}"),
             20 => write!(f, "a path does not end in ret"),
-            21 => write!(f, "needs more scratch space than allowed"),
+            21 => write!(
+                f,
+                "needs more than {} bytes of scratch space (lower strsize or use fewer strings)",
+                crate::limits::MAX_SCRATCH
+            ),
             22 => write!(f, "tables inconsistent"),
             c => write!(f, "verifier reason {c} ({a})"),
         }

@@ -7,6 +7,7 @@ pub use crate::child::{catch_signals, split_words, Held};
 use crate::agg::{AggDef, AggTable, Dictionary, KeyField, SortOrder};
 use crate::child;
 use crate::device::{Device, DeviceError};
+use crate::dsl::options::size_text;
 use crate::dsl::{self, Compiled};
 use crate::dynstat::{self, DropTracker};
 use crate::exporter::Metrics;
@@ -138,7 +139,8 @@ pub struct Source<'a> {
     pub name: &'a str,
 }
 
-/// Words for a failed LOAD.
+/// Words for a failed LOAD: every refusal names the probe, clause, aggregation or option
+/// and why, in `diag`'s words; never a bare errno.
 pub fn load_error(
     prog: &Compiled,
     src: &Source<'_>,
@@ -147,15 +149,9 @@ pub fn load_error(
     l: &abi::Load,
 ) -> String {
     let clause = |i: u32| clause_at(prog, src, i);
+    let errno = e.err.raw_os_error().unwrap_or(0);
     match l.err_kind {
-        abi::LOADERR_IMAGE => format!(
-            "failed to load program: {} ({})",
-            ImageMsg {
-                code: l.err_code,
-                arg: l.err_arg
-            },
-            e.err
-        ),
+        abi::LOADERR_IMAGE => format!("failed to load program: {}", image_words(prog, l)),
         abi::LOADERR_VERIFY => format!(
             "failed to load program: {} {}, instruction {}: {}",
             clause(l.err_index),
@@ -176,10 +172,14 @@ pub fn load_error(
             let desc = a
                 .and_then(|a| prog.probes.get(a.probe as usize))
                 .map_or("?", |p| p.text.as_str());
-            format!(
-                "failed to enable probe {desc} at function {func}: {}",
-                e.err
-            )
+            let why = match errno {
+                libc::ENOENT => "no such function in the running kernel".to_string(),
+                libc::EINVAL => {
+                    "the kernel refuses a probe there (not probeable, or a bad name)".into()
+                }
+                _ => crate::device::os_text(&e.err),
+            };
+            format!("failed to enable probe {desc} at function {func}: {why}")
         }
         abi::LOADERR_PROBE => format!(
             "probe description {} does not match any probes",
@@ -187,7 +187,46 @@ pub fn load_error(
                 .get(l.err_index as usize)
                 .map_or("?", |p| p.text.as_str())
         ),
-        _ => format!("failed to load program: {e}"),
+        _ => match errno {
+            libc::E2BIG => format!(
+                "failed to load program: larger than LOAD takes (image of {} bytes, at most {}; {} probes, at most {})",
+                prog.image.len(),
+                limits::MAX_IMAGE_SIZE,
+                t.entries.len(),
+                limits::MAX_ATTACH
+            ),
+            libc::ENOMEM => format!(
+                "failed to load program: not enough kernel memory for its buffers (bufsize={}, aggsize={}, dynvarsize={}, per CPU: lower them)",
+                size_text(prog.options.bufsize),
+                size_text(prog.options.aggsize),
+                size_text(prog.options.dynvarsize)
+            ),
+            _ => format!("failed to load program: {e}"),
+        },
+    }
+}
+
+/// Words for an image refusal, naming the option or aggregation it is about.
+fn image_words(prog: &Compiled, l: &abi::Load) -> String {
+    let words = ImageMsg {
+        code: l.err_code,
+        arg: l.err_arg,
+    }
+    .to_string();
+    let (what, index) = (l.err_code & 0xff, l.err_arg as usize);
+    match what {
+        // Options are written in the order they were set.
+        20 => match (prog.set_options.get(index), words.split_once(": ")) {
+            (Some(k), Some((_, why))) => {
+                format!("option {}={}: {why}", k.name(), prog.options.get(*k))
+            }
+            _ => words,
+        },
+        18 => match (prog.aggs.get(index), words.split_once(": ")) {
+            (Some(a), Some((_, why))) => format!("@{}: {why}", a.name),
+            _ => words,
+        },
+        _ => words,
     }
 }
 
