@@ -6,9 +6,122 @@
 //! A LOAD error travels as `struct oxt_load`'s `err_code` (what) and `err_arg` (its operand);
 //! a runtime fault as an error record's `id` (what) and payload (instruction, address).
 
+use crate::abi;
 use crate::action::{FaultKind, Reason};
-use crate::program::{ImageError, OptionFault, ProbeFault};
+use crate::agg::ParamError;
+use crate::dynvar;
+use crate::program::{DictFault, ImageError, LoadError, OptionFault, Part, ProbeFault};
 use core::fmt;
+
+/// The errno a LOAD refusal returns with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Errno {
+    /// `EINVAL`: the image or its use of the kernel is invalid.
+    Inval,
+    /// `ENOENT`: a probe description enables nothing.
+    NoEnt,
+}
+
+/// Why LOAD refused a program: the errno and what `struct oxt_load` carries back. Every
+/// refusal is made here, so that its code is one of this file's tables.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Refusal {
+    /// The errno.
+    pub errno: Errno,
+    /// `err_kind`: one of `abi::LOADERR_*`.
+    pub kind: u32,
+    /// `err_index`: the clause, probe description or attach entry.
+    pub index: u32,
+    /// `err_part`: 0 predicate, 1 actions.
+    pub part: u32,
+    /// `err_insn`: the instruction, for verifier errors.
+    pub insn: u32,
+    /// `err_code`: what, per [`ImageMsg`] or [`ReasonMsg`].
+    pub code: u32,
+    /// `err_arg`: its operand.
+    pub arg: u32,
+}
+
+/// Image code of a dynamic variable chunk above [`dynvar::MAX_CHUNK_BYTES`].
+const CODE_DYNVAR_CHUNK: u32 = 21;
+/// Image code of a `dynvarsize` that does not hold one chunk.
+const CODE_DYNVARSIZE: u32 = 22;
+
+impl Refusal {
+    const fn new(kind: u32, errno: Errno) -> Self {
+        Self {
+            errno,
+            kind,
+            index: 0,
+            part: 0,
+            insn: 0,
+            code: 0,
+            arg: 0,
+        }
+    }
+
+    /// A malformed image.
+    pub fn image(e: &ImageError) -> Self {
+        let (code, arg) = image_code(e);
+        Self {
+            code,
+            arg,
+            ..Self::new(abi::LOADERR_IMAGE, Errno::Inval)
+        }
+    }
+
+    /// A clause the verifier rejects.
+    pub fn verify(e: &LoadError) -> Self {
+        let (code, arg) = reason_code(&e.error.reason);
+        Self {
+            index: e.clause,
+            part: match e.part {
+                Part::Predicate => 0,
+                Part::Actions => 1,
+            },
+            insn: e.error.index,
+            code,
+            arg,
+            ..Self::new(abi::LOADERR_VERIFY, Errno::Inval)
+        }
+    }
+
+    /// Aggregation `id` has parameters its function refuses.
+    pub fn agg_params(id: u32, why: ParamError) -> Self {
+        Self::image(&ImageError::BadAggParams { index: id, why })
+    }
+
+    /// The dynamic variables need chunks of `chunk` bytes, more than the chunk limit.
+    pub fn dynvar_chunk(chunk: usize) -> Self {
+        Self {
+            code: CODE_DYNVAR_CHUNK,
+            arg: chunk.min(u32::MAX as usize) as u32,
+            ..Self::new(abi::LOADERR_IMAGE, Errno::Inval)
+        }
+    }
+
+    /// `dynvarsize` does not hold one chunk of `chunk` bytes and its hash bucket.
+    pub fn dynvarsize(chunk: usize) -> Self {
+        Self {
+            code: CODE_DYNVARSIZE,
+            arg: (chunk + dynvar::BUCKET_BYTES).min(u32::MAX as usize) as u32,
+            ..Self::new(abi::LOADERR_IMAGE, Errno::Inval)
+        }
+    }
+
+    /// Probe description `desc` enables no probe.
+    pub fn probe_missing(desc: u32) -> Self {
+        Self {
+            index: desc,
+            ..Self::new(abi::LOADERR_PROBE, Errno::NoEnt)
+        }
+    }
+
+    /// An inconsistency a checked image cannot have.
+    pub const fn internal() -> Self {
+        Self::new(abi::LOADERR_NONE, Errno::Inval)
+    }
+}
 
 /// `(err_code, err_arg)` of an image error. The low byte of the code is the variant; the next
 /// byte a sub-reason (section or fault kind).
@@ -34,9 +147,64 @@ pub fn image_code(e: &ImageError) -> (u32, u32) {
         BadClause { index, why } => (sub(16, why as u32), index),
         BadVar { index, why } => (sub(17, why as u32), index),
         BadAgg { index, why } => (sub(18, why as u32), index),
+        BadAggParams { index, why } => (
+            sub(18, DictFault::Params as u32) | (param_code(&why) << 16),
+            index,
+        ),
         BadFmt(i) => (19, i),
         BadOption { index, why } => (sub(20, option_fault(why)), index),
     }
+}
+
+/// The code of a parameter error (bits 16-23 of an image code; `LlqRange`'s argument in
+/// bits 24-31).
+fn param_code(e: &ParamError) -> u32 {
+    use ParamError::*;
+    match *e {
+        UnknownFunction(c) => 1 | ((c as u32) << 8),
+        UnexpectedParameter => 2,
+        LqLowRange => 3,
+        LqHighRange => 4,
+        LqHighNotAboveLow => 5,
+        LqStepNotPositive => 6,
+        LqStepRange => 7,
+        LqStepTooLarge => 8,
+        LqStepTooSmall => 9,
+        LlqRange(n) => 10 | ((n as u32) << 8),
+        LlqFactorTooSmall => 11,
+        LlqMagnitudeRange => 12,
+        LlqStepsZero => 13,
+        LlqStepsDontDivideFactor => 14,
+        LlqStepsUneven => 15,
+        LlqMagnitudeTooBig => 16,
+        TooManyBuckets => 17,
+    }
+}
+
+/// The parameter error of [`param_code`]'s code.
+pub fn param_error(code: u32) -> Option<ParamError> {
+    use ParamError::*;
+    let arg = (code >> 8) as u8;
+    Some(match code & 0xff {
+        1 => UnknownFunction(arg),
+        2 => UnexpectedParameter,
+        3 => LqLowRange,
+        4 => LqHighRange,
+        5 => LqHighNotAboveLow,
+        6 => LqStepNotPositive,
+        7 => LqStepRange,
+        8 => LqStepTooLarge,
+        9 => LqStepTooSmall,
+        10 => LlqRange(arg),
+        11 => LlqFactorTooSmall,
+        12 => LlqMagnitudeRange,
+        13 => LlqStepsZero,
+        14 => LlqStepsDontDivideFactor,
+        15 => LlqStepsUneven,
+        16 => LlqMagnitudeTooBig,
+        17 => TooManyBuckets,
+        _ => return None,
+    })
 }
 
 fn probe_fault(f: ProbeFault) -> u32 {
@@ -77,6 +245,12 @@ pub struct ImageMsg {
     pub arg: u32,
 }
 
+impl ImageMsg {
+    /// The low 16 bits of the code of refused aggregation parameters (the validator's
+    /// reason is in the bits above).
+    pub const AGG_PARAMS: u32 = 18 | ((DictFault::Params as u32) << 8);
+}
+
 impl fmt::Display for ImageMsg {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let (v, s, a) = (self.code & 0xff, (self.code >> 8) & 0xff, self.arg);
@@ -110,9 +284,22 @@ impl fmt::Display for ImageMsg {
             15 => write!(f, "probe description {a}: bad {}", pick(&PROBE)),
             16 => write!(f, "clause {a}: bad {}", pick(&CLAUSE)),
             17 => write!(f, "variable {a}: bad {}", pick(&DICT)),
+            18 if s == DictFault::Params as u32 => match param_error(self.code >> 16) {
+                Some(e) => write!(f, "aggregation {a}: {e}"),
+                None => write!(f, "aggregation {a}: bad parameters"),
+            },
             18 => write!(f, "aggregation {a}: bad {}", pick(&DICT)),
             19 => write!(f, "printf format {a} malformed"),
             20 => write!(f, "option {a}: {}", pick(&OPTION)),
+            CODE_DYNVAR_CHUNK => write!(
+                f,
+                "dynamic variables need {a}-byte chunks, more than {} (lower strsize or use fewer string keys)",
+                dynvar::MAX_CHUNK_BYTES
+            ),
+            CODE_DYNVARSIZE => write!(
+                f,
+                "dynvarsize too small: one dynamic variable needs {a} bytes"
+            ),
             _ => write!(f, "image error {:#x} ({a})", self.code),
         }
     }
@@ -179,7 +366,11 @@ impl fmt::Display for ReasonMsg {
             18 => write!(f, "invalid width {a}"),
             19 => write!(f, "invalid type {a}"),
             20 => write!(f, "a path does not end in ret"),
-            21 => write!(f, "needs more scratch space than allowed"),
+            21 => write!(
+                f,
+                "needs more than {} bytes of scratch space (lower strsize or use fewer strings)",
+                crate::limits::MAX_SCRATCH
+            ),
             22 => write!(f, "tables inconsistent"),
             c => write!(f, "verifier reason {c} ({a})"),
         }

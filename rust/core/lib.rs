@@ -22,6 +22,7 @@ pub mod agg;
 pub mod buffer;
 pub mod diag;
 pub mod dynvar;
+pub mod limits;
 pub mod probe;
 pub mod program;
 pub mod topa;

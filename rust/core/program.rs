@@ -19,18 +19,7 @@ pub const MAGIC: u32 = u32::from_le_bytes(*b"OXTP");
 pub const VERSION: u16 = 1;
 /// Bytes of the header.
 pub const HEADER_SIZE: usize = 96;
-/// Largest image the kernel accepts.
-pub const MAX_IMAGE_SIZE: usize = 16 << 20;
-/// Shortest `tick-N` period (10 kHz).
-pub const TICK_MIN_NS: u64 = 100_000;
-/// Longest `tick-N` period (one hour).
-pub const TICK_MAX_NS: u64 = 3_600_000_000_000;
-/// Maximum number of `lquantize` buckets between low and high.
-pub const LQUANTIZE_MAX_LEVELS: i64 = 65_535;
-/// Maximum `llquantize` steps per order of magnitude.
-pub const LLQUANTIZE_MAX_STEPS: i64 = 65_535;
-/// Maximum length of a probe function pattern.
-pub const MAX_FUNC_LEN: usize = 128;
+pub use crate::limits::{MAX_FUNC_LEN, MAX_IMAGE_SIZE, TICK_MAX_NS, TICK_MIN_NS};
 
 /// The sections, in image order.
 #[repr(usize)]
@@ -160,64 +149,7 @@ pub struct VarDesc {
     pub keys: KeyLayout,
 }
 
-/// Aggregating function.
-#[repr(u32)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum AggFunc {
-    /// `count()`.
-    Count = 0,
-    /// `sum(v)`.
-    Sum = 1,
-    /// `min(v)`.
-    Min = 2,
-    /// `max(v)`.
-    Max = 3,
-    /// `avg(v)`.
-    Avg = 4,
-    /// `stddev(v)`.
-    Stddev = 5,
-    /// `quantize(v)`.
-    Quantize = 6,
-    /// `lquantize(v, low, high, step)`: params `[low, high, step, 0]`.
-    Lquantize = 7,
-    /// `llquantize(v, factor, low, high, steps)`: params `[factor, low, high, steps]`.
-    Llquantize = 8,
-}
-
-impl AggFunc {
-    /// Decode a function number.
-    pub fn from_u32(v: u32) -> Option<AggFunc> {
-        use AggFunc::*;
-        Some(match v {
-            0 => Count,
-            1 => Sum,
-            2 => Min,
-            3 => Max,
-            4 => Avg,
-            5 => Stddev,
-            6 => Quantize,
-            7 => Lquantize,
-            8 => Llquantize,
-            _ => return None,
-        })
-    }
-
-    /// The D name.
-    pub fn name(self) -> &'static str {
-        use AggFunc::*;
-        match self {
-            Count => "count",
-            Sum => "sum",
-            Min => "min",
-            Max => "max",
-            Avg => "avg",
-            Stddev => "stddev",
-            Quantize => "quantize",
-            Lquantize => "lquantize",
-            Llquantize => "llquantize",
-        }
-    }
-}
+pub use crate::agg::AggKind;
 
 /// An aggregation dictionary entry; its id is its index.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -225,10 +157,10 @@ pub struct AggDesc {
     /// String-table offset of the name (without `@`; empty for `@`).
     pub name: u32,
     /// Function.
-    pub func: AggFunc,
+    pub func: AggKind,
     /// Key layout.
     pub keys: KeyLayout,
-    /// Function parameters (see [`AggFunc`]); zero when unused.
+    /// Function parameters (see [`AggKind`]); zero when unused.
     pub params: [i64; 4],
 }
 
@@ -277,13 +209,7 @@ impl OptKey {
 
     /// Inclusive range of valid values.
     pub fn range(self) -> (u64, u64) {
-        use OptKey::*;
-        match self {
-            Bufsize | Dynvarsize | Aggsize => (4096, 1 << 30),
-            Switchrate | Aggrate => (1_000_000, 60_000_000_000),
-            Cleanrate => (200_000, 60_000_000_000),
-            Strsize => (1, action::MAX_STRSIZE as u64),
-        }
+        crate::limits::option_range(self)
     }
 
     /// The D option name.
@@ -435,6 +361,13 @@ pub enum ImageError {
         index: u32,
         /// What is wrong.
         why: DictFault,
+    },
+    /// An aggregation's parameters are refused by [`crate::agg::check_params`].
+    BadAggParams {
+        /// Index of the aggregation.
+        index: u32,
+        /// The validator's reason.
+        why: crate::agg::ParamError,
     },
     /// A printf format's string offset is invalid.
     BadFmt(u32),
@@ -842,7 +775,7 @@ impl<'a> Image<'a> {
             if rd_u32(e, 0) != i as u32 {
                 return Err(bad(DictFault::Id));
             }
-            let func = AggFunc::from_u32(rd_u32(e, 4)).ok_or(bad(DictFault::Kind))?;
+            let func = AggKind::from_u32(rd_u32(e, 4)).ok_or(bad(DictFault::Kind))?;
             if !KeyLayout(rd_u32(e, 8)).is_valid() {
                 return Err(bad(DictFault::Keys));
             }
@@ -850,8 +783,11 @@ impl<'a> Image<'a> {
                 return Err(bad(DictFault::Name));
             }
             let p = [0, 1, 2, 3].map(|j| rd_u64(e, 16 + 8 * j) as i64);
-            if !agg_params_valid(func, &p) {
-                return Err(bad(DictFault::Params));
+            if let Err(why) = crate::agg::check_params(func, &p) {
+                return Err(ImageError::BadAggParams {
+                    index: i as u32,
+                    why,
+                });
             }
         }
         Ok(())
@@ -944,7 +880,7 @@ impl<'a> Image<'a> {
         }
         let e = self.entry(Section::Aggs, id as usize);
         Some(AggDesc {
-            func: AggFunc::from_u32(rd_u32(e, 4))?,
+            func: AggKind::from_u32(rd_u32(e, 4))?,
             keys: KeyLayout(rd_u32(e, 8)),
             name: rd_u32(e, 12),
             params: [0, 1, 2, 3].map(|j| rd_u64(e, 16 + 8 * j) as i64),
@@ -1037,54 +973,15 @@ impl<'a> Image<'a> {
     }
 }
 
-/// The aggregating function a dictionary entry describes, with its parameters checked; one
-/// conversion for the kernel (at LOAD) and the tool (its user-level dictionary).
-pub fn agg_func(func: AggFunc, p: &[i64; 4]) -> Option<crate::agg::AggFunc> {
-    use crate::agg::AggFunc as F;
-    Some(match func {
-        AggFunc::Count => F::Count,
-        AggFunc::Sum => F::Sum,
-        AggFunc::Min => F::Min,
-        AggFunc::Max => F::Max,
-        AggFunc::Avg => F::Avg,
-        AggFunc::Stddev => F::Stddev,
-        AggFunc::Quantize => F::Quantize,
-        AggFunc::Lquantize => F::lquantize(p[0], p[1], p[2]).ok()?,
-        AggFunc::Llquantize => F::llquantize(p[0], p[1], p[2], p[3]).ok()?,
-    })
+/// The aggregating function a dictionary entry describes, with its parameters checked by
+/// [`crate::agg::check_params`]; one conversion for the kernel (at LOAD) and the tool.
+pub fn agg_func(func: AggKind, p: &[i64; 4]) -> Option<crate::agg::AggFunc> {
+    crate::agg::check_params(func, p).ok()
 }
 
-/// Whether `p` are valid parameters for `func`.
-pub fn agg_params_valid(func: AggFunc, p: &[i64; 4]) -> bool {
-    match func {
-        AggFunc::Lquantize => {
-            let (low, high, step) = (p[0], p[1], p[2]);
-            p[3] == 0
-                && step > 0
-                && low < high
-                && high
-                    .checked_sub(low)
-                    .and_then(|d| d.checked_div(step))
-                    .is_some_and(|n| (1..=LQUANTIZE_MAX_LEVELS).contains(&n))
-        }
-        AggFunc::Llquantize => {
-            let (factor, low, high, steps) = (p[0], p[1], p[2], p[3]);
-            if factor < 2 || low < 0 || high <= low || !(1..=LLQUANTIZE_MAX_STEPS).contains(&steps)
-            {
-                return false;
-            }
-            // factor^(high + 1) must fit in an i64, and steps must divide the decade.
-            let mut v: i64 = 1;
-            for _ in 0..=high {
-                v = match v.checked_mul(factor) {
-                    Some(x) => x,
-                    None => return false,
-                };
-            }
-            steps <= factor || steps.checked_rem(factor) == Some(0)
-        }
-        _ => *p == [0; 4],
-    }
+/// Whether `p` are valid parameters for `func` (see [`crate::agg::check_params`]).
+pub fn agg_params_valid(func: AggKind, p: &[i64; 4]) -> bool {
+    crate::agg::check_params(func, p).is_ok()
 }
 
 impl Dict for Image<'_> {

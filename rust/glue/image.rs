@@ -5,8 +5,9 @@
 //! The parsed [`Image`] and its verified clauses borrow the bytes; owning the three together
 //! lets a session keep them without a lifetime parameter.
 
-use crate::action;
-use crate::program::{Image, ImageError, LoadError, VerifiedClause};
+use crate::diag::Refusal;
+use crate::limits;
+use crate::program::{Image, VerifiedClause};
 use kernel::alloc::AllocError;
 use kernel::prelude::*;
 
@@ -28,33 +29,25 @@ pub(crate) struct OwnedImage {
 }
 
 impl OwnedImage {
-    /// Parses `buf` and verifies every clause with `scratch_limit`; a refusal becomes an `E`
-    /// through `image_err` or `clause_err`.
-    pub(crate) fn load<E: From<AllocError>>(
-        buf: VVec<u8>,
-        scratch_limit: usize,
-        image_err: impl FnOnce(ImageError) -> E,
-        mut clause_err: impl FnMut(LoadError) -> E,
-    ) -> Result<Self, E> {
+    /// Parses `buf` and runs every check LOAD makes of an image ([`limits::check_load`]:
+    /// each clause verified, the scratch and dynamic-variable limits), keeping the verified
+    /// clauses.
+    pub(crate) fn load<E: From<AllocError> + From<Refusal>>(buf: VVec<u8>) -> Result<Self, E> {
         // SAFETY: the memory is never written, moved or freed while the slice or anything
         // derived from it lives: it moves into `Self` with `buf` below, or is dropped on an
         // error return, when the errors (plain data) no longer borrow it (type invariant).
         let bytes: &'static [u8] = unsafe { core::slice::from_raw_parts(buf.as_ptr(), buf.len()) };
-        let image = Image::parse(bytes).map_err(image_err)?;
+        let image = Image::parse(bytes).map_err(|e| Refusal::image(&e))?;
         let mut clauses = KVec::with_capacity(image.clause_count(), GFP_KERNEL)?;
-        let mut scratch = action::scratch_size(image.nlocals(), image.options().strsize as u32, 0);
-        for i in 0..image.clause_count() {
-            let c = image
-                .verify_clause(i, scratch_limit)
-                .map_err(&mut clause_err)?;
-            scratch = scratch.max(c.scratch);
+        let plan = limits::check_load(&image, |c| {
             clauses.push(c, GFP_KERNEL)?;
-        }
+            Ok::<(), E>(())
+        })?;
         // INVARIANT: `image` and `clauses` borrow `buf`, which moves in with them.
         Ok(Self {
             image,
             clauses,
-            scratch,
+            scratch: plan.scratch,
             _buf: buf,
         })
     }

@@ -9,12 +9,12 @@
 
 use crate::abi;
 use crate::agg::{self, AggBuffer};
-use crate::diag;
+use crate::diag::{self, Refusal};
 use crate::glue::dynmem::DynVars;
 use crate::glue::image::OwnedImage;
 use crate::glue::pt::Pt;
 use crate::probe;
-use crate::program::{self, ProbeKind};
+use crate::program::ProbeKind;
 use crate::sys::cpu;
 use crate::sys::kprobe::ProbeSet;
 use crate::sys::percpu::{ActionCtx, PerCpu};
@@ -25,12 +25,7 @@ use kernel::prelude::*;
 use kernel::str::CStr;
 use kernel::sync::Arc;
 
-/// Most scratch bytes a CPU may need for one firing (locals, records, strings).
-const SCRATCH_LIMIT: usize = 256 << 10;
-/// Largest principal or aggregation buffer per CPU and half.
-pub(crate) const MAX_BUFSIZE: u64 = 64 << 20;
-/// Most probes one program may attach.
-pub(crate) const MAX_ATTACH: usize = 1 << 16;
+pub(crate) use crate::limits::MAX_ATTACH;
 
 /// One attached probe: a kprobe, a kretprobe, a tick, BEGIN or END.
 pub(crate) struct ProbeSlot {
@@ -146,6 +141,23 @@ impl From<Error> for LoadFail {
     }
 }
 
+impl From<Refusal> for LoadFail {
+    fn from(r: Refusal) -> Self {
+        Self {
+            err: match r.errno {
+                diag::Errno::Inval => EINVAL,
+                diag::Errno::NoEnt => ENOENT,
+            },
+            kind: r.kind,
+            index: r.index,
+            part: r.part,
+            insn: r.insn,
+            code: r.code,
+            arg: r.arg,
+        }
+    }
+}
+
 impl From<kernel::alloc::AllocError> for LoadFail {
     fn from(_: kernel::alloc::AllocError) -> Self {
         Self::plain(ENOMEM)
@@ -176,34 +188,7 @@ impl Session {
         attach: &[AttachReq<'_>],
         pt: Option<Arc<Pt>>,
     ) -> Result<Loaded, LoadFail> {
-        let prog = OwnedImage::load(
-            image_buf,
-            SCRATCH_LIMIT,
-            |e| {
-                let (code, arg) = diag::image_code(&e);
-                LoadFail {
-                    kind: abi::LOADERR_IMAGE,
-                    code,
-                    arg,
-                    ..LoadFail::plain(EINVAL)
-                }
-            },
-            |e| {
-                let (code, arg) = diag::reason_code(&e.error.reason);
-                LoadFail {
-                    kind: abi::LOADERR_VERIFY,
-                    index: e.clause,
-                    part: match e.part {
-                        program::Part::Predicate => 0,
-                        program::Part::Actions => 1,
-                    },
-                    insn: e.error.index,
-                    code,
-                    arg,
-                    ..LoadFail::plain(EINVAL)
-                }
-            },
-        )?;
+        let prog = OwnedImage::load::<LoadFail>(image_buf)?;
         let image = *prog.image();
         let scratch = prog.scratch();
 
@@ -223,19 +208,12 @@ impl Session {
         let mut agg_funcs = KVec::with_capacity(image.agg_count(), GFP_KERNEL)?;
         for id in 0..image.agg_count() as u32 {
             let a = image.agg_desc(id).ok_or(EINVAL)?;
-            let f = program::agg_func(a.func, &a.params).ok_or(LoadFail {
-                kind: abi::LOADERR_IMAGE,
-                code: 18 | (4 << 8),
-                arg: id,
-                ..LoadFail::plain(EINVAL)
-            })?;
+            let f = agg::check_params(a.func, &a.params).map_err(|e| Refusal::agg_params(id, e))?;
             agg_funcs.push(f, GFP_KERNEL)?;
         }
 
+        // Image::parse held bufsize and aggsize to limits::option_range.
         let opts = image.options();
-        if opts.bufsize > MAX_BUFSIZE || opts.aggsize > MAX_BUFSIZE {
-            return Err(LoadFail::plain(E2BIG));
-        }
         let ncpus = cpu::nr_cpu_ids();
         let (pbuf_mem, pbuf_sw) = HalvesMem::new(ncpus, opts.bufsize as usize, 0u8)?;
         let (mut agg_mem, agg_sw) = if agg_funcs.is_empty() {
@@ -357,11 +335,7 @@ impl Session {
             }
         }
         if let Some(d) = attached.iter().position(|&a| !a) {
-            return Err(LoadFail {
-                kind: abi::LOADERR_PROBE,
-                index: d as u32,
-                ..LoadFail::plain(ENOENT)
-            });
+            return Err(Refusal::probe_missing(d as u32).into());
         }
         let nprobes = probes.kprobes() as u32;
         let mut agg_pending = KVec::with_capacity(ncpus as usize, GFP_KERNEL)?;

@@ -12,7 +12,7 @@ E='fbt::ksys_read:entry /pid == $target/'
 buckets() { awk '$2 ~ /^\|/ && $3 != 0 { printf "%s %s ", $1, $3 }'; }
 
 echo "TAP version 13"
-echo "1..9"
+echo "1..10"
 
 run "$E { @s = stddev(arg2); @sum = sum(arg2); } END { printa(\"%@d\n\", @s); printa(\"%@d\n\", @sum); }" -c "$W"
 expect "stddev and sum (integer arithmetic, as DTrace)" "3
@@ -29,6 +29,16 @@ run "$E { @l = llquantize(arg2, 2, 0, 3, 2); }" -c "$W"
 got=$(echo "$out" | buckets)
 total=$(echo "$got" | awk '{ for (i = 2; i <= NF; i += 2) s += $i } END { print s }')
 expect "llquantize: every value in a bucket" "8000" "$total"
+
+# Fewer steps than the factor (DTrace: the steps then divide it): order 0 has
+# buckets 1, 2, 4, 6, 8 of width 2, so 3 counts in the one labelled 2.
+run 'BEGIN { @l = llquantize(3, 10, 0, 6, 5); exit(0); }'
+expect "llquantize(3, 10, 0, 6, 5) runs and prints DTrace's histogram" \
+"           value  ------------- Distribution ------------- count    
+               1 |                                         0        
+               2 |@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@ 1        
+               4 |                                         0        " \
+	"$(echo "$out" | sed -n '/value/,$p')$err"
 
 run "$E { @k[execname, arg2] = count(); } END { printa(\"%s %d %@d\n\", @k); }" -c "$W"
 expect "tuple keys of a string and an integer" "oxt_workload 1 1000

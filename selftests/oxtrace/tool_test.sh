@@ -4,7 +4,7 @@
 cd "$(dirname "$0")" || exit 1
 . ./tap.sh
 echo "TAP version 13"
-echo "1..6"
+echo "1..8"
 check "version talks to the module" sh -c 'oxtrace version | grep -qE "^ABI +1\.[0-9]+ \(tool 1\.[0-9]+\)"'
 check "version --json" sh -c 'oxtrace version --json | grep -q "\"abi\":\"1\."'
 check "status shows an idle consumer" sh -c 'oxtrace status | grep -q "^state *idle"'
@@ -13,4 +13,13 @@ check "missing device: clear error, exit 1" sh -c \
 	'! oxtrace --device /dev/nonexistent status 2>/tmp/err && grep -q "is the oxtrace module loaded" /tmp/err'
 check "not permitted: clear error" sh -c \
 	'! ./dropcaps oxtrace status 2>/tmp/err && grep -q "Operation not permitted.*CAP_PERFMON or CAP_SYS_ADMIN" /tmp/err'
+# Refusals are the tool's words, never a bare errno: a limit is refused by the
+# compiler before the device is opened, a missing function by LOAD.
+check "bufsize=1g: refused by the tool, naming the limit" sh -c \
+	'! oxtrace -x bufsize=1g -e "BEGIN { exit(0); }" 2>/tmp/err &&
+	grep -q "option bufsize=1g exceeds the largest buffer, 64m" /tmp/err && ! grep -q "os error" /tmp/err'
+check "missing function: LOAD refusal names the probe" sh -c \
+	'! oxtrace -e "fbt::oxt_no_such_function:entry { }" 2>/tmp/err &&
+	grep -q "failed to enable probe fbt::oxt_no_such_function:entry at function oxt_no_such_function: " /tmp/err &&
+	! grep -q "os error" /tmp/err || { cat /tmp/err; false; }'
 tap_exit

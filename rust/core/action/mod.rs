@@ -15,16 +15,11 @@
 
 /// Number of registers. `r0` always reads as 0 and cannot be written.
 pub const NREGS: usize = 16;
-/// Maximum number of instructions in one program.
-pub const MAX_INSNS: usize = 4096;
+pub use crate::limits::{MAX_INSNS, MAX_LOCALS, MAX_STRSIZE};
 /// Maximum number of entries on the tuple stack (keys, printf arguments).
 pub const MAX_TUPLE: usize = 8;
 /// Maximum number of key components of a variable or an aggregation.
 pub const MAX_KEYS: usize = 8;
-/// Largest allowed `strsize` option (bytes of a string value, without its NUL).
-pub const MAX_STRSIZE: u32 = 4096;
-/// Largest allowed number of clause-local (`this->`) variables.
-pub const MAX_LOCALS: u32 = 256;
 /// Number of values passed to [`Env::agg_update`]: the value and its weight/increment.
 pub const AGG_NARGS: usize = 2;
 

@@ -5,31 +5,50 @@
 
 use super::*;
 
-/// The kind of an aggregating function, with its ABI code.
+/// The aggregating functions: the one list of their codes (in the program image and the
+/// ABI form of [`AggFunc::encode`]) and their D names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(u8)]
 pub enum AggKind {
     /// `count()`.
-    Count = 1,
+    Count = 0,
     /// `sum(v)`.
-    Sum = 2,
+    Sum = 1,
     /// `min(v)`.
-    Min = 3,
+    Min = 2,
     /// `max(v)`.
-    Max = 4,
+    Max = 3,
     /// `avg(v)`.
-    Avg = 5,
+    Avg = 4,
     /// `stddev(v)`.
-    Stddev = 6,
+    Stddev = 5,
     /// `quantize(v[, incr])`.
-    Quantize = 7,
-    /// `lquantize(v, low, high[, step[, incr]])`.
-    Lquantize = 8,
-    /// `llquantize(v, factor, low, high, steps[, incr])`.
-    Llquantize = 9,
+    Quantize = 6,
+    /// `lquantize(v, low, high[, step[, incr]])`: params `[low, high, step, 0]`.
+    Lquantize = 7,
+    /// `llquantize(v, factor, low, high, steps[, incr])`: params `[factor, low, high, steps]`.
+    Llquantize = 8,
 }
 
 impl AggKind {
+    /// Every function, in code order.
+    pub const ALL: [AggKind; 9] = [
+        Self::Count,
+        Self::Sum,
+        Self::Min,
+        Self::Max,
+        Self::Avg,
+        Self::Stddev,
+        Self::Quantize,
+        Self::Lquantize,
+        Self::Llquantize,
+    ];
+
+    /// Decodes a function code.
+    pub fn from_u32(v: u32) -> Option<Self> {
+        Self::ALL.get(v as usize).copied()
+    }
+
     /// The D name of the function.
     pub fn name(self) -> &'static str {
         match self {
@@ -43,6 +62,11 @@ impl AggKind {
             Self::Lquantize => "lquantize",
             Self::Llquantize => "llquantize",
         }
+    }
+
+    /// Looks a function up by its D name.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|k| k.name() == name)
     }
 }
 
@@ -126,14 +150,14 @@ impl AggFunc {
             }
         };
         match code {
-            1 => plain(Self::Count),
-            2 => plain(Self::Sum),
-            3 => plain(Self::Min),
-            4 => plain(Self::Max),
-            5 => plain(Self::Avg),
-            6 => plain(Self::Stddev),
-            7 => plain(Self::Quantize),
-            8 => {
+            0 => plain(Self::Count),
+            1 => plain(Self::Sum),
+            2 => plain(Self::Min),
+            3 => plain(Self::Max),
+            4 => plain(Self::Avg),
+            5 => plain(Self::Stddev),
+            6 => plain(Self::Quantize),
+            7 => {
                 let base = arg as u32 as i32 as i64;
                 let step = (arg >> 32) as u16 as i64;
                 let levels = (arg >> 48) as u16 as i64;
@@ -143,7 +167,7 @@ impl AggFunc {
                 }
                 Ok(Self::Lquantize(p))
             }
-            9 => Self::llquantize(
+            8 => Self::llquantize(
                 (arg & 0xffff) as i64,
                 ((arg >> 16) & 0xffff) as i64,
                 ((arg >> 32) & 0xffff) as i64,

@@ -79,8 +79,10 @@ pub enum ParamError {
     LlqFactorTooSmall,
     /// `llquantize()` high magnitude is not greater than the low magnitude.
     LlqMagnitudeRange,
-    /// `llquantize()` steps per magnitude is below the factor.
-    LlqStepsBelowFactor,
+    /// `llquantize()` steps per magnitude is zero.
+    LlqStepsZero,
+    /// `llquantize()` steps per magnitude is below the factor and does not divide it.
+    LlqStepsDontDivideFactor,
     /// `llquantize()` factor does not divide the steps, or the steps do not divide a power
     /// of the factor.
     LlqStepsUneven,
@@ -115,8 +117,11 @@ impl fmt::Display for ParamError {
             Self::LlqMagnitudeRange => f.write_str(
                 "llquantize( ) high magnitude (argument #3) must be greater than low magnitude (argument #2)",
             ),
-            Self::LlqStepsBelowFactor => f.write_str(
-                "llquantize( ) factor (argument #1) must be less than or equal to the number of linear steps per magnitude (argument #4)",
+            Self::LlqStepsZero => f.write_str(
+                "llquantize( ) number of steps per magnitude (argument #4) must be at least one",
+            ),
+            Self::LlqStepsDontDivideFactor => f.write_str(
+                "llquantize( ) factor (argument #1) must be evenly divisible by the number of steps per magnitude (argument #4) when the steps are fewer than the factor",
             ),
             Self::LlqStepsUneven => f.write_str(
                 "llquantize( ) factor (argument #1) must evenly divide the number of steps per magnitude (argument #4), and the number of steps per magnitude must evenly divide a power of the factor",
@@ -126,6 +131,28 @@ impl fmt::Display for ParamError {
             ),
             Self::TooManyBuckets => f.write_str("aggregation value needs too many buckets"),
         }
+    }
+}
+
+impl ParamError {
+    /// The argument the error is about, counted after the value as DTrace does (1 is the
+    /// first parameter); `None` when it is about the function as a whole.
+    pub fn argument(&self) -> Option<u8> {
+        Some(match self {
+            Self::LqLowRange => 1,
+            Self::LqHighRange | Self::LqHighNotAboveLow => 2,
+            Self::LqStepNotPositive
+            | Self::LqStepRange
+            | Self::LqStepTooLarge
+            | Self::LqStepTooSmall => 3,
+            Self::LlqRange(n) => *n,
+            Self::LlqFactorTooSmall => 1,
+            Self::LlqMagnitudeRange | Self::LlqMagnitudeTooBig => 3,
+            Self::LlqStepsZero | Self::LlqStepsDontDivideFactor | Self::LlqStepsUneven => 4,
+            Self::UnknownFunction(_) | Self::UnexpectedParameter | Self::TooManyBuckets => {
+                return None
+            }
+        })
     }
 }
 

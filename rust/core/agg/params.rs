@@ -1,8 +1,37 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! quantize(), lquantize() and llquantize(): bucket arithmetic and the parameter checks.
+//!
+//! [`check_params`] is the one validator of aggregating-function parameters: the compiler
+//! calls it on the source, [`crate::program::Image::parse`] on every aggregation of an image,
+//! and the kernel builds its functions with it at LOAD.
 
 use super::*;
+
+/// Checks the parameter words of `kind` (as the image carries them: lquantize
+/// `[low, high, step, 0]`, llquantize `[factor, low, high, steps]`, zero for the others) and
+/// returns the function they describe.
+pub fn check_params(kind: AggKind, p: &[i64; 4]) -> Result<AggFunc, ParamError> {
+    let plain = |f: AggFunc| {
+        if *p == [0; 4] {
+            Ok(f)
+        } else {
+            Err(ParamError::UnexpectedParameter)
+        }
+    };
+    match kind {
+        AggKind::Count => plain(AggFunc::Count),
+        AggKind::Sum => plain(AggFunc::Sum),
+        AggKind::Min => plain(AggFunc::Min),
+        AggKind::Max => plain(AggFunc::Max),
+        AggKind::Avg => plain(AggFunc::Avg),
+        AggKind::Stddev => plain(AggFunc::Stddev),
+        AggKind::Quantize => plain(AggFunc::Quantize),
+        AggKind::Lquantize if p[3] != 0 => Err(ParamError::UnexpectedParameter),
+        AggKind::Lquantize => AggFunc::lquantize(p[0], p[1], p[2]),
+        AggKind::Llquantize => AggFunc::llquantize(p[0], p[1], p[2], p[3]),
+    }
+}
 
 /// The `quantize()` bucket of `v`, in O(1): bucket 63 holds 0; bucket `64 + k` holds
 /// `[2^k, 2^(k+1))`; bucket `62 - k` holds `(-2^(k+1), -2^k]`; the ends are open-ended, as
@@ -143,8 +172,10 @@ impl LquantizeParams {
 ///
 /// # Invariants
 ///
-/// `factor >= 2`, `low < high`, `factor <= steps`, `steps % factor == 0`, `steps` divides a
-/// power of `factor`, `factor^(high + 2)` fits in `u64`, `buckets <= MAX_VALUE_WORDS`.
+/// `factor >= 2`, `low < high`, `steps >= 1`; `factor % steps == 0` if `steps < factor`, else
+/// `steps % factor == 0` and `steps` divides a power of `factor`; `factor^(high + 2)` fits in
+/// `u64`, `buckets <= MAX_VALUE_WORDS`. So every bucket width `factor^(order + 1) / steps`
+/// (or 1) is an integer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct LlquantizeParams {
     pub(super) factor: u16,
@@ -171,16 +202,23 @@ impl LlquantizeParams {
         if lo >= hi {
             return Err(ParamError::LlqMagnitudeRange);
         }
+        if st == 0 {
+            return Err(ParamError::LlqStepsZero);
+        }
+        // DTrace's rule: fewer steps than the factor must divide it; more must be a
+        // multiple of it, and (for integer bucket widths) divide a power of it.
         if st < f {
-            return Err(ParamError::LlqStepsBelowFactor);
-        }
-        // The smallest power of the factor at or above the steps must be a multiple of them.
-        let mut v = f;
-        while v < st {
-            v *= f;
-        }
-        if st % f != 0 || v % st != 0 {
-            return Err(ParamError::LlqStepsUneven);
+            if f % st != 0 {
+                return Err(ParamError::LlqStepsDontDivideFactor);
+            }
+        } else {
+            let mut v = f;
+            while v < st {
+                v *= f;
+            }
+            if st % f != 0 || v % st != 0 {
+                return Err(ParamError::LlqStepsUneven);
+            }
         }
         let mut order: u64 = 1;
         for _ in 0..hi + 2 {
@@ -251,7 +289,11 @@ impl LlquantizeParams {
         for order in self.low..=self.high {
             let nb = this.min(self.steps as i64);
             if v < this {
-                return base + ((v - last) / (this / nb)) as usize;
+                // Buckets are aligned to multiples of their width; the first one of an
+                // order starts at factor^order (with fewer steps than the factor, below
+                // the first multiple).
+                let w = this / nb;
+                return base + (v / w - last / w) as usize;
             }
             base += (nb - nb / f) as usize;
             if order == self.high {
@@ -279,16 +321,14 @@ impl LlquantizeParams {
     /// The lower bounds of buckets 1.., in order: the labels DTrace prints; bucket 0 is
     /// `< factor^low` and the last bucket is `>=` the last label.
     pub fn labels(&self) -> LlquantizeLabels {
-        let value = pow(self.factor as u64, self.low as u64) as i64;
-        let next = value * self.factor as i64;
         LlquantizeLabels {
             factor: self.factor as i64,
             steps: self.steps as i64,
             order: self.low as u32,
             high: self.high as u32,
-            value,
-            next,
-            first: true,
+            pow: pow(self.factor as u64, self.low as u64) as i64,
+            idx: 0,
+            done: false,
         }
     }
 }
@@ -300,36 +340,41 @@ pub struct LlquantizeLabels {
     steps: i64,
     order: u32,
     high: u32,
-    value: i64,
-    next: i64,
-    first: bool,
+    /// factor^order.
+    pow: i64,
+    /// Index of the next bucket within the order.
+    idx: i64,
+    done: bool,
 }
 
 impl Iterator for LlquantizeLabels {
     type Item = i64;
 
     fn next(&mut self) -> Option<i64> {
-        // Yields factor^low, the linear steps of every order and finally factor^(high + 1).
-        if self.first {
-            self.first = false;
-            return Some(self.value);
-        }
+        // Yields the start of every bucket of every order, then factor^(high + 1).
         if self.order > self.high {
-            return None;
-        }
-        let step = if self.next > self.steps {
-            self.next / self.steps
-        } else {
-            1
-        };
-        self.value += step;
-        if self.value == self.next {
-            self.order += 1;
-            if self.order <= self.high {
-                self.next = self.next.saturating_mul(self.factor);
+            if self.done {
+                return None;
             }
+            self.done = true;
+            return Some(self.pow);
         }
-        Some(self.value)
+        // factor^(high + 1) fits in an i64 (type invariant).
+        let this = self.pow.saturating_mul(self.factor);
+        let nb = this.min(self.steps);
+        let w = this / nb;
+        let label = if self.idx == 0 {
+            self.pow
+        } else {
+            (self.pow / w + self.idx) * w
+        };
+        self.idx += 1;
+        if self.idx == nb - nb / self.factor {
+            self.idx = 0;
+            self.order += 1;
+            self.pow = this;
+        }
+        Some(label)
     }
 }
 

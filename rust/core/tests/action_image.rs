@@ -94,7 +94,7 @@ fn sample() -> Owned {
         }],
         aggs: vec![AggDesc {
             name: 19,
-            func: AggFunc::Lquantize,
+            func: AggKind::Lquantize,
             keys: KeyLayout::new(1, 1),
             params: [0, 100, 10, 0],
         }],
@@ -429,9 +429,9 @@ fn rejects_bad_dictionaries() {
     let e = Image::parse(&o.bytes()).err();
     assert_eq!(
         e,
-        Some(ImageError::BadAgg {
+        Some(ImageError::BadAggParams {
             index: 0,
-            why: DictFault::Params
+            why: oxtrace_core::agg::ParamError::LqHighNotAboveLow
         })
     );
     let mut o = sample();
@@ -486,19 +486,19 @@ fn rejects_bad_options() {
 
 #[test]
 fn agg_parameter_rules() {
-    assert!(agg_params_valid(AggFunc::Count, &[0; 4]));
-    assert!(!agg_params_valid(AggFunc::Sum, &[1, 0, 0, 0]));
-    assert!(agg_params_valid(AggFunc::Lquantize, &[-10, 10, 1, 0]));
-    assert!(!agg_params_valid(AggFunc::Lquantize, &[0, 10, 0, 0]));
-    assert!(!agg_params_valid(AggFunc::Lquantize, &[0, 10, 20, 0]));
+    assert!(agg_params_valid(AggKind::Count, &[0; 4]));
+    assert!(!agg_params_valid(AggKind::Sum, &[1, 0, 0, 0]));
+    assert!(agg_params_valid(AggKind::Lquantize, &[-10, 10, 1, 0]));
+    assert!(!agg_params_valid(AggKind::Lquantize, &[0, 10, 0, 0]));
+    assert!(!agg_params_valid(AggKind::Lquantize, &[0, 10, 20, 0]));
     assert!(!agg_params_valid(
-        AggFunc::Lquantize,
+        AggKind::Lquantize,
         &[i64::MIN, i64::MAX, 1, 0]
     ));
-    assert!(agg_params_valid(AggFunc::Llquantize, &[10, 0, 6, 20]));
-    assert!(!agg_params_valid(AggFunc::Llquantize, &[1, 0, 6, 20]));
-    assert!(!agg_params_valid(AggFunc::Llquantize, &[10, 0, 30, 10]));
-    assert!(!agg_params_valid(AggFunc::Llquantize, &[10, 0, 6, 15]));
+    assert!(agg_params_valid(AggKind::Llquantize, &[10, 0, 6, 20]));
+    assert!(!agg_params_valid(AggKind::Llquantize, &[1, 0, 6, 20]));
+    assert!(!agg_params_valid(AggKind::Llquantize, &[10, 0, 30, 10]));
+    assert!(!agg_params_valid(AggKind::Llquantize, &[10, 0, 6, 15]));
 }
 
 #[test]

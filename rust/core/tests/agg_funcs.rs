@@ -365,7 +365,13 @@ fn llquantize_validation() {
     use ParamError::*;
     assert_eq!(AggFunc::llquantize(1, 0, 6, 20), Err(LlqFactorTooSmall));
     assert_eq!(AggFunc::llquantize(10, 6, 6, 20), Err(LlqMagnitudeRange));
-    assert_eq!(AggFunc::llquantize(10, 0, 6, 6), Err(LlqStepsBelowFactor));
+    assert_eq!(
+        AggFunc::llquantize(10, 0, 6, 6),
+        Err(LlqStepsDontDivideFactor)
+    );
+    assert_eq!(AggFunc::llquantize(10, 0, 6, 0), Err(LlqStepsZero));
+    assert!(AggFunc::llquantize(10, 0, 6, 5).is_ok());
+    assert!(AggFunc::llquantize(10, 0, 6, 1).is_ok());
     assert_eq!(AggFunc::llquantize(10, 0, 6, 25), Err(LlqStepsUneven));
     assert_eq!(AggFunc::llquantize(10, 0, 6, 15), Err(LlqStepsUneven));
     assert_eq!(AggFunc::llquantize(10, 0, 6, 30), Err(LlqStepsUneven));

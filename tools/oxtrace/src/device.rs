@@ -19,9 +19,26 @@ pub struct DeviceError {
     pub err: io::Error,
 }
 
+impl DeviceError {
+    /// The error `err` of operation `what` on the device at `path`.
+    pub fn new(path: &Path, what: &'static str, err: io::Error) -> Self {
+        Self {
+            path: path.to_owned(),
+            what,
+            err,
+        }
+    }
+}
+
 impl fmt::Display for DeviceError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}: {}", self.path.display(), self.what, self.err)?;
+        write!(
+            f,
+            "{}: {}: {}",
+            self.path.display(),
+            self.what,
+            os_text(&self.err)
+        )?;
         match self.err.raw_os_error() {
             Some(libc::ENOENT) | Some(libc::ENXIO) | Some(libc::ENODEV) => {
                 write!(f, " (is the oxtrace module loaded? try: insmod oxtrace.ko)")
@@ -39,6 +56,16 @@ impl fmt::Display for DeviceError {
 }
 
 impl std::error::Error for DeviceError {}
+
+/// The words of a system error without Rust's " (os error N)" suffix: what the user reads
+/// is the reason, not the number.
+pub fn os_text(e: &io::Error) -> String {
+    let s = e.to_string();
+    match (e.raw_os_error(), s.rfind(" (os error ")) {
+        (Some(_), Some(i)) => s[..i].to_string(),
+        _ => s,
+    }
+}
 
 impl AsRawFd for Device {
     fn as_raw_fd(&self) -> std::os::fd::RawFd {

@@ -4,10 +4,12 @@
 #![deny(clippy::undocumented_unsafe_blocks)]
 
 pub mod agg;
+pub mod child;
 pub mod device;
 pub mod dsl;
 pub mod dynstat;
 pub mod exporter;
+pub mod output;
 pub mod probes;
 pub mod pt;
 pub mod run;

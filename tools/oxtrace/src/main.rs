@@ -204,8 +204,6 @@ fn trace(cli: &Cli) -> Res<i32> {
         o => return Err(format!("unknown output format '{o}': text, json or openmetrics").into()),
     };
     run::catch_signals();
-    // The device first: a missing module is the likeliest problem.
-    let dev = Device::open(&cli.device)?;
     let mut target = Target {
         child: None,
         pid: cli.pid,
@@ -238,6 +236,8 @@ fn trace(cli: &Cli) -> Res<i32> {
     for w in &prog.warnings {
         eprintln!("oxtrace: warning: {w}");
     }
+    // The compiler has refused what LOAD would refuse; only now the device.
+    let dev = Device::open(&cli.device)?;
     let src = Source {
         text: &text,
         name: &name,

@@ -2,8 +2,12 @@
 //! aggregations at `aggrate`, print, and STOP when the program exits, the traced command ends or
 //! the user interrupts.
 
+pub use crate::child::{catch_signals, split_words, Held};
+
 use crate::agg::{AggDef, AggTable, Dictionary, KeyField, SortOrder};
+use crate::child;
 use crate::device::{Device, DeviceError};
+use crate::dsl::options::size_text;
 use crate::dsl::{self, Compiled};
 use crate::dynstat::{self, DropTracker};
 use crate::exporter::Metrics;
@@ -12,9 +16,9 @@ use oxtrace_core::abi;
 use oxtrace_core::action::{Item, Items, RecordKind};
 use oxtrace_core::buffer::{self, Reader};
 use oxtrace_core::diag::{FaultMsg, ImageMsg, ReasonMsg};
-use oxtrace_core::program::{self, ProbeKind};
+use oxtrace_core::limits;
+use oxtrace_core::program::ProbeKind;
 use std::io::{self, Write};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 /// How results are printed.
@@ -34,163 +38,6 @@ pub struct Target {
     pub child: Option<Held>,
     /// A process given with `-p`: the run ends when it exits.
     pub pid: Option<u32>,
-}
-
-/// A child process held stopped until [`Held::release`].
-pub struct Held {
-    pid: libc::pid_t,
-    released: bool,
-    status: Option<i32>,
-}
-
-/// Splits a command line into words: blanks separate, `'...'` and `"..."` group, `\` escapes.
-pub fn split_words(cmd: &str) -> Vec<String> {
-    let (mut words, mut cur, mut have) = (Vec::new(), String::new(), false);
-    let mut quote = None;
-    let mut chars = cmd.chars();
-    while let Some(c) = chars.next() {
-        match (quote, c) {
-            (None, c) if c.is_whitespace() => {
-                if have {
-                    words.push(std::mem::take(&mut cur));
-                    have = false;
-                }
-            }
-            (None, '\'' | '"') => {
-                quote = Some(c);
-                have = true;
-            }
-            (Some(q), c) if c == q => quote = None,
-            (q, '\\') if q != Some('\'') => {
-                if let Some(n) = chars.next() {
-                    cur.push(n);
-                    have = true;
-                }
-            }
-            (_, c) => {
-                cur.push(c);
-                have = true;
-            }
-        }
-    }
-    if have {
-        words.push(cur);
-    }
-    words
-}
-
-impl Held {
-    /// Starts `cmd` (split into words, looked up in PATH, no shell, like `dtrace -c`), held
-    /// stopped just before its exec until released, so `$target` is its pid and nothing it
-    /// does is missed.
-    pub fn spawn(cmd: &str) -> io::Result<Self> {
-        use std::ffi::CString;
-        let words = split_words(cmd);
-        if words.is_empty() {
-            return Err(io::Error::other("empty command"));
-        }
-        let argv: Vec<CString> = words
-            .iter()
-            .map(|w| CString::new(w.as_str()).map_err(|_| io::Error::other("NUL in command")))
-            .collect::<io::Result<_>>()?;
-        let mut ptrs: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
-        ptrs.push(std::ptr::null());
-        // SAFETY: the child only calls async-signal-safe functions (raise, execvp, _exit) on
-        // memory prepared before the fork.
-        let pid = unsafe { libc::fork() };
-        if pid < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        if pid == 0 {
-            // SAFETY: see above; `ptrs` is a NULL-terminated array of C strings.
-            unsafe {
-                libc::raise(libc::SIGSTOP);
-                libc::execvp(ptrs[0], ptrs.as_ptr());
-                libc::_exit(127);
-            }
-        }
-        let mut status = 0;
-        // SAFETY: waits for our own child; WUNTRACED returns when it has stopped.
-        let r = unsafe { libc::waitpid(pid, &mut status, libc::WUNTRACED) };
-        if r != pid || !libc::WIFSTOPPED(status) {
-            return Err(io::Error::other(
-                "the command exited before it could be held",
-            ));
-        }
-        Ok(Self {
-            pid,
-            released: false,
-            status: None,
-        })
-    }
-
-    /// Its process id (`$target`).
-    pub fn pid(&self) -> u32 {
-        self.pid as u32
-    }
-
-    /// Lets it run.
-    pub fn release(&mut self) {
-        if !self.released {
-            // SAFETY: signals our own child.
-            unsafe { libc::kill(self.pid, libc::SIGCONT) };
-            self.released = true;
-        }
-    }
-
-    /// Its exit status once it has ended (127: it could not be executed).
-    fn exited(&mut self) -> Option<i32> {
-        if self.status.is_none() {
-            let mut st = 0;
-            // SAFETY: reaps our own child without blocking.
-            if unsafe { libc::waitpid(self.pid, &mut st, libc::WNOHANG) } == self.pid
-                && (libc::WIFEXITED(st) || libc::WIFSIGNALED(st))
-            {
-                self.status = Some(if libc::WIFEXITED(st) {
-                    libc::WEXITSTATUS(st)
-                } else {
-                    128
-                });
-            }
-        }
-        self.status
-    }
-
-    fn kill(&mut self) {
-        if self.status.is_none() {
-            // SAFETY: signals and reaps our own child.
-            unsafe {
-                libc::kill(self.pid, libc::SIGKILL);
-                libc::waitpid(self.pid, std::ptr::null_mut(), 0);
-            }
-            self.status = Some(128 + libc::SIGKILL);
-        }
-    }
-}
-
-impl Drop for Held {
-    fn drop(&mut self) {
-        // A command never released (the program failed to load) must not run.
-        if !self.released {
-            self.kill();
-        }
-    }
-}
-
-/// Set by SIGINT/SIGTERM.
-static INTERRUPTED: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_signal(_: libc::c_int) {
-    INTERRUPTED.store(true, Ordering::Relaxed);
-}
-
-/// Turns SIGINT and SIGTERM into a clean stop; call before anything slow, since a shell's
-/// background job starts with SIGINT ignored.
-pub fn catch_signals() {
-    for sig in [libc::SIGINT, libc::SIGTERM] {
-        // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
-        unsafe { libc::signal(sig, on_signal as *const () as libc::sighandler_t) };
-    }
 }
 
 /// An error of the run, already worded for the user.
@@ -239,7 +86,7 @@ pub fn attach_table(prog: &Compiled, functions: &[String]) -> Result<AttachTable
         let names: Vec<&str> = if glob {
             probes::expand(&spec.func, functions)
                 .into_iter()
-                .filter(|n| n.len() < abi::PROBE_FUNC_LEN)
+                .filter(|n| n.len() <= limits::MAX_PROBE_NAME)
                 .collect()
         } else {
             vec![spec.func.as_str()]
@@ -248,6 +95,14 @@ pub fn attach_table(prog: &Compiled, functions: &[String]) -> Result<AttachTable
             return Err(RunError(format!(
                 "probe description {} does not match any probes",
                 spec.text
+            )));
+        }
+        if t.entries.len() + names.len() > limits::MAX_ATTACH {
+            return Err(RunError(format!(
+                "probe description {} matches {} functions: a program may enable at most {} (name fewer functions)",
+                spec.text,
+                names.len(),
+                limits::MAX_ATTACH
             )));
         }
         for n in names {
@@ -284,7 +139,8 @@ pub struct Source<'a> {
     pub name: &'a str,
 }
 
-/// Words for a failed LOAD.
+/// Words for a failed LOAD: every refusal names the probe, clause, aggregation or option
+/// and why, in `diag`'s words; never a bare errno.
 pub fn load_error(
     prog: &Compiled,
     src: &Source<'_>,
@@ -293,15 +149,9 @@ pub fn load_error(
     l: &abi::Load,
 ) -> String {
     let clause = |i: u32| clause_at(prog, src, i);
+    let errno = e.err.raw_os_error().unwrap_or(0);
     match l.err_kind {
-        abi::LOADERR_IMAGE => format!(
-            "failed to load program: {} ({})",
-            ImageMsg {
-                code: l.err_code,
-                arg: l.err_arg
-            },
-            e.err
-        ),
+        abi::LOADERR_IMAGE => format!("failed to load program: {}", image_words(prog, l)),
         abi::LOADERR_VERIFY => format!(
             "failed to load program: {} {}, instruction {}: {}",
             clause(l.err_index),
@@ -322,10 +172,14 @@ pub fn load_error(
             let desc = a
                 .and_then(|a| prog.probes.get(a.probe as usize))
                 .map_or("?", |p| p.text.as_str());
-            format!(
-                "failed to enable probe {desc} at function {func}: {}",
-                e.err
-            )
+            let why = match errno {
+                libc::ENOENT => "no such function in the running kernel".to_string(),
+                libc::EINVAL => {
+                    "the kernel refuses a probe there (not probeable, or a bad name)".into()
+                }
+                _ => crate::device::os_text(&e.err),
+            };
+            format!("failed to enable probe {desc} at function {func}: {why}")
         }
         abi::LOADERR_PROBE => format!(
             "probe description {} does not match any probes",
@@ -333,7 +187,46 @@ pub fn load_error(
                 .get(l.err_index as usize)
                 .map_or("?", |p| p.text.as_str())
         ),
-        _ => format!("failed to load program: {e}"),
+        _ => match errno {
+            libc::E2BIG => format!(
+                "failed to load program: larger than LOAD takes (image of {} bytes, at most {}; {} probes, at most {})",
+                prog.image.len(),
+                limits::MAX_IMAGE_SIZE,
+                t.entries.len(),
+                limits::MAX_ATTACH
+            ),
+            libc::ENOMEM => format!(
+                "failed to load program: not enough kernel memory for its buffers (bufsize={}, aggsize={}, dynvarsize={}, per CPU: lower them)",
+                size_text(prog.options.bufsize),
+                size_text(prog.options.aggsize),
+                size_text(prog.options.dynvarsize)
+            ),
+            _ => format!("failed to load program: {e}"),
+        },
+    }
+}
+
+/// Words for an image refusal, naming the option or aggregation it is about.
+fn image_words(prog: &Compiled, l: &abi::Load) -> String {
+    let words = ImageMsg {
+        code: l.err_code,
+        arg: l.err_arg,
+    }
+    .to_string();
+    let (what, index) = (l.err_code & 0xff, l.err_arg as usize);
+    match what {
+        // Options are written in the order they were set.
+        20 => match (prog.set_options.get(index), words.split_once(": ")) {
+            (Some(k), Some((_, why))) => {
+                format!("option {}={}: {why}", k.name(), prog.options.get(*k))
+            }
+            _ => words,
+        },
+        18 => match (prog.aggs.get(index), words.split_once(": ")) {
+            (Some(a), Some((_, why))) => format!("@{}: {why}", a.name),
+            _ => words,
+        },
+        _ => words,
     }
 }
 
@@ -347,8 +240,8 @@ fn name_at(names: &[u8], off: u32) -> &str {
 pub fn dictionary(prog: &Compiled) -> Result<Dictionary, RunError> {
     let mut d = Dictionary::new();
     for (id, a) in prog.aggs.iter().enumerate() {
-        let func = program::agg_func(a.func, &a.params)
-            .ok_or_else(|| RunError(format!("aggregation @{}: bad parameters", a.name)))?;
+        let func = oxtrace_core::agg::check_params(a.func, &a.params)
+            .map_err(|e| RunError(format!("aggregation @{}: {e}", a.name)))?;
         let keys = a
             .keys
             .iter()
@@ -519,7 +412,7 @@ impl<'a> Run<'a> {
                 self.snap_aggs()?;
                 next_agg = now + aggrate;
             }
-            if self.exit.is_some() || INTERRUPTED.load(Ordering::Relaxed) {
+            if self.exit.is_some() || child::interrupted() {
                 break;
             }
             if let Some(c) = target.child.as_mut() {
@@ -838,20 +731,4 @@ pub fn json_str(s: &str) -> String {
     let mut o = String::with_capacity(s.len() + 2);
     crate::agg::json_str(&mut o, s.as_bytes());
     o
-}
-
-#[cfg(test)]
-mod tests {
-    use super::split_words;
-
-    #[test]
-    fn split_words_like_a_shell() {
-        assert_eq!(split_words("  ls -l  /tmp "), ["ls", "-l", "/tmp"]);
-        assert_eq!(
-            split_words(r#"sh -c 'echo "a b"; x' "q r" e\ f"#),
-            ["sh", "-c", r#"echo "a b"; x"#, "q r", "e f"]
-        );
-        assert_eq!(split_words("a '' b"), ["a", "", "b"]);
-        assert!(split_words("   ").is_empty());
-    }
 }

@@ -4,7 +4,8 @@
 use oxtrace::dsl::sim::{Firing, OwnedItem, OwnedKey, Sim};
 use oxtrace::dsl::{compile, CompileOptions, Compiled};
 use oxtrace_core::action::{FaultKind, IntType, RecordKind};
-use oxtrace_core::program::{AggFunc, Image, ProbeKind};
+use oxtrace_core::agg::AggKind;
+use oxtrace_core::program::{Image, ProbeKind};
 
 fn c(src: &str) -> Compiled {
     match compile(src, "test.d", &CompileOptions::default()) {
@@ -76,7 +77,7 @@ fn globs_and_multiple_descriptions() {
             vec![OwnedKey::Str(b"ksys_read".to_vec())],
         ]
     );
-    assert_eq!(p.aggs[0].func, AggFunc::Count);
+    assert_eq!(p.aggs[0].func, AggKind::Count);
 }
 
 #[test]

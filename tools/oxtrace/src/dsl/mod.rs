@@ -8,15 +8,20 @@ pub mod ast;
 pub mod compile;
 pub mod error;
 pub mod format;
+mod gen;
 pub mod lexer;
+pub mod options;
 pub mod parser;
+mod probe_spec;
 pub mod sim;
+pub mod types;
 
 pub use error::{CompileError, Span};
 pub use parser::Macros;
 
 use oxtrace_core::action::{Insn, Op, Scope};
-use oxtrace_core::program::{AggFunc, OptKey, Options, ProbeKind};
+use oxtrace_core::agg::AggKind;
+use oxtrace_core::program::{OptKey, Options, ProbeKind};
 use std::collections::BTreeMap;
 use std::ops::Range;
 
@@ -58,7 +63,7 @@ pub struct AggInfo {
     /// Name without `@`.
     pub name: String,
     /// Function.
-    pub func: AggFunc,
+    pub func: AggKind,
     /// Key layout.
     pub keys: Vec<KeyKind>,
     /// Parameters (lquantize, llquantize).
@@ -101,6 +106,8 @@ pub struct Compiled {
     pub tool_options: BTreeMap<String, String>,
     /// Warnings (e.g. clamped options).
     pub warnings: Vec<String>,
+    /// Where each kernel option was last set.
+    pub option_at: Vec<(OptKey, options::OptionAt)>,
 }
 
 /// What the compiler needs besides the source.
@@ -132,7 +139,22 @@ pub fn compile(src: &str, input: &str, opts: &CompileOptions) -> Result<Compiled
     let toks = lexer::lex(src).map_err(|(span, msg)| CompileError::at(src, input, span, msg))?;
     let mut p = parser::Parser::new(toks, src, input, &opts.macros);
     let items = p.program()?;
-    compile::compile_items(&items, src, input, &opts.xopts)
+    compile::compile_items(&items, src, input, &opts.xopts, true)
+}
+
+/// [`compile`] without the checks of the kernel's limits (option ranges, aggregation
+/// parameters, the LOAD check): the image the kernel would be sent if the compiler did not
+/// check, for tests that compare the compiler's verdict with the kernel's.
+#[doc(hidden)]
+pub fn compile_unchecked(
+    src: &str,
+    input: &str,
+    opts: &CompileOptions,
+) -> Result<Compiled, CompileError> {
+    let toks = lexer::lex(src).map_err(|(span, msg)| CompileError::at(src, input, span, msg))?;
+    let mut p = parser::Parser::new(toks, src, input, &opts.macros);
+    let items = p.program()?;
+    compile::compile_items(&items, src, input, &opts.xopts, false)
 }
 
 impl Compiled {

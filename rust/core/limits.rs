@@ -1,0 +1,106 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Every limit that both the kernel and the tool check, once, and the LOAD-time check that
+//! applies them.
+//!
+//! The kernel runs [`check_load`] on every image it is given; the tool's compiler runs the
+//! same function on the image it built, before it opens the device, and checks options and
+//! names against the constants here as it reads them, so that it refuses exactly what LOAD
+//! would refuse, with a source position. A limit that only one side checks does not belong
+//! here.
+
+use crate::abi;
+use crate::action::Dict;
+use crate::diag::Refusal;
+use crate::dynvar::{self, Layout, LayoutError};
+use crate::program::{Image, OptKey, VerifiedClause};
+
+/// Most scratch bytes one firing of a clause may use (locals, records, strings), per CPU.
+pub const MAX_SCRATCH: usize = 256 << 10;
+/// Smallest principal or aggregation buffer (`bufsize`, `aggsize`), per CPU and half.
+pub const MIN_BUFSIZE: u64 = 4 << 10;
+/// Largest principal or aggregation buffer, per CPU and half.
+pub const MAX_BUFSIZE: u64 = 64 << 20;
+/// Smallest dynamic variable memory (`dynvarsize`).
+pub const MIN_DYNVARSIZE: u64 = 4 << 10;
+/// Largest dynamic variable memory.
+pub const MAX_DYNVARSIZE: u64 = 1 << 30;
+/// Largest `strsize`.
+pub const MAX_STRSIZE: u32 = 4096;
+/// Most clause-local (`this->`) variables of a program.
+pub const MAX_LOCALS: u32 = 256;
+/// Most instructions of one predicate or action program.
+pub const MAX_INSNS: usize = 4096;
+/// Shortest `switchrate` and `aggrate` period (1 ms).
+pub const MIN_RATE_NS: u64 = 1_000_000;
+/// Shortest `cleanrate` period (200 µs, 5000 Hz as illumos clamps it).
+pub const MIN_CLEANRATE_NS: u64 = 200_000;
+/// Longest `switchrate`, `aggrate` and `cleanrate` period (one minute).
+pub const MAX_RATE_NS: u64 = 60_000_000_000;
+/// Shortest `tick-N` period (10 kHz).
+pub const TICK_MIN_NS: u64 = 100_000;
+/// Longest `tick-N` period (one hour).
+pub const TICK_MAX_NS: u64 = 3_600_000_000_000;
+/// Largest program image.
+pub const MAX_IMAGE_SIZE: usize = 16 << 20;
+/// Longest probe function pattern in an image (a glob the tool expands).
+pub const MAX_FUNC_LEN: usize = 128;
+/// Longest function name a probe attaches to, in bytes (without the NUL).
+pub const MAX_PROBE_NAME: usize = abi::PROBE_FUNC_LEN - 1;
+/// Most probes one LOAD may attach.
+pub const MAX_ATTACH: usize = 1 << 16;
+/// Most bytes of attach names one LOAD may pass.
+pub const MAX_NAMES: usize = 4 << 20;
+
+// Attach names fit in MAX_NAMES whenever the count and each length are within limits.
+const _: () = assert!(MAX_ATTACH * (MAX_PROBE_NAME + 1) <= MAX_NAMES);
+
+/// The inclusive range of valid values of option `key`.
+pub const fn option_range(key: OptKey) -> (u64, u64) {
+    match key {
+        OptKey::Bufsize | OptKey::Aggsize => (MIN_BUFSIZE, MAX_BUFSIZE),
+        OptKey::Dynvarsize => (MIN_DYNVARSIZE, MAX_DYNVARSIZE),
+        OptKey::Switchrate | OptKey::Aggrate => (MIN_RATE_NS, MAX_RATE_NS),
+        OptKey::Cleanrate => (MIN_CLEANRATE_NS, MAX_RATE_NS),
+        OptKey::Strsize => (1, MAX_STRSIZE as u64),
+    }
+}
+
+/// What a program needs once [`check_load`] has accepted it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LoadPlan {
+    /// Scratch bytes a CPU needs: the most any clause needs.
+    pub scratch: usize,
+}
+
+/// Everything LOAD checks about a parsed image before it allocates per-CPU state: every
+/// clause verifies within [`MAX_SCRATCH`] and the dynamic variables fit `dynvarsize`.
+/// ([`Image::parse`] checks option ranges, locals and names with the constants above, and
+/// aggregation parameters with [`crate::agg::check_params`].) `keep` receives each verified clause in
+/// order; its error stops the check.
+pub fn check_load<'a, E: From<Refusal>>(
+    image: &Image<'a>,
+    mut keep: impl FnMut(VerifiedClause<'a>) -> Result<(), E>,
+) -> Result<LoadPlan, E> {
+    let opts = image.options();
+    let mut scratch = 0;
+    for i in 0..image.clause_count() {
+        let c = image
+            .verify_clause(i, MAX_SCRATCH)
+            .map_err(|e| Refusal::verify(&e))?;
+        scratch = scratch.max(c.scratch);
+        keep(c)?;
+    }
+    let nvars = image.var_count();
+    let vars = (0..nvars as u32).filter_map(|id| image.var(id));
+    if let Some(chunk) = dynvar::program_chunk_bytes(vars, opts.strsize as usize) {
+        // The CPU count does not change the verdict: only one chunk must fit.
+        match Layout::new(opts.dynvarsize as usize, 1, chunk, nvars as u32) {
+            Ok(_) => {}
+            Err(LayoutError::ChunkTooLarge) => return Err(Refusal::dynvar_chunk(chunk).into()),
+            Err(LayoutError::TooSmall) => return Err(Refusal::dynvarsize(chunk).into()),
+            Err(_) => return Err(Refusal::internal().into()),
+        }
+    }
+    Ok(LoadPlan { scratch })
+}

@@ -1,0 +1,232 @@
+//! Options: `-x name=value` and `#pragma D option`, their value syntax (sizes, intervals),
+//! and the options only the tool reads.
+
+use super::error::{CompileError, Span};
+use super::gen::GResult;
+use super::Compiled;
+use oxtrace_core::limits;
+use oxtrace_core::program::OptKey;
+
+/// Where a kernel option was set, for errors found once the whole image is known.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum OptionAt {
+    /// `-x TEXT`.
+    X(String),
+    /// `#pragma D option`, the span of its `name=value`.
+    Pragma(Span),
+}
+
+/// A size as the options write it: `64m`, `4k`, or bytes.
+pub fn size_text(n: u64) -> String {
+    for (shift, suffix) in [(40, "t"), (30, "g"), (20, "m"), (10, "k")] {
+        if n >= 1 << shift && n.is_multiple_of(1 << shift) {
+            return format!("{}{suffix}", n >> shift);
+        }
+    }
+    n.to_string()
+}
+
+/// An interval as the options write it: `1ms`, `60s`, `200us`, or ns.
+pub fn interval_text(ns: u64) -> String {
+    for (unit, suffix) in [(1_000_000_000, "s"), (1_000_000, "ms"), (1_000, "us")] {
+        if ns >= unit && ns.is_multiple_of(unit) {
+            return format!("{}{suffix}", ns / unit);
+        }
+    }
+    format!("{ns}ns")
+}
+
+/// Why `name=v` (parsed to `parsed`) is outside the kernel's range, in the limit's words.
+fn range_error(key: OptKey, name: &str, v: &str, parsed: u64) -> String {
+    let (lo, hi) = limits::option_range(key);
+    let what = match key {
+        OptKey::Bufsize => "buffer",
+        OptKey::Aggsize => "aggregation buffer",
+        OptKey::Dynvarsize => "dynamic variable space",
+        OptKey::Strsize => "string size",
+        OptKey::Switchrate => "switch rate",
+        OptKey::Aggrate => "aggregation rate",
+        OptKey::Cleanrate => "cleaning rate",
+    };
+    match key {
+        OptKey::Switchrate | OptKey::Aggrate | OptKey::Cleanrate if parsed < lo => format!(
+            "option {name}={v} is faster than the fastest {what}, {}",
+            interval_text(lo)
+        ),
+        OptKey::Switchrate | OptKey::Aggrate | OptKey::Cleanrate => format!(
+            "option {name}={v} is slower than the slowest {what}, {}",
+            interval_text(hi)
+        ),
+        OptKey::Strsize if parsed < lo => {
+            format!("option {name}={v} is below the smallest {what}, {lo}")
+        }
+        OptKey::Strsize => format!("option {name}={v} exceeds the largest {what}, {hi}"),
+        _ if parsed < lo => format!(
+            "option {name}={v} is below the smallest {what}, {}",
+            size_text(lo)
+        ),
+        _ => format!(
+            "option {name}={v} exceeds the largest {what}, {}",
+            size_text(hi)
+        ),
+    }
+}
+
+fn time_unit_ns(unit: &str) -> Option<u64> {
+    Some(match unit {
+        "ns" | "nsec" => 1,
+        "us" | "usec" => 1_000,
+        "ms" | "msec" => 1_000_000,
+        "s" | "sec" => 1_000_000_000,
+        "m" | "min" => 60_000_000_000,
+        "h" | "hour" => 3_600_000_000_000,
+        "d" | "day" => 86_400_000_000_000,
+        _ => return None,
+    })
+}
+
+/// Parse `N[unit]` as an interval in ns; a bare number or `hz` is a frequency.
+pub fn parse_interval(s: &str) -> Option<u64> {
+    let d = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let n: u64 = s[..d].parse().ok()?;
+    if n == 0 {
+        return None;
+    }
+    let unit = &s[d..];
+    if unit.is_empty() || unit == "hz" {
+        return Some(1_000_000_000 / n).filter(|&v| v > 0);
+    }
+    n.checked_mul(time_unit_ns(unit)?)
+}
+
+/// Parse a size with an optional k/m/g/t suffix.
+pub fn parse_size(s: &str) -> Option<u64> {
+    let l = s.to_ascii_lowercase();
+    let d = l.find(|c: char| !c.is_ascii_digit()).unwrap_or(l.len());
+    let n: u64 = l[..d].parse().ok()?;
+    let mul: u64 = match &l[d..] {
+        "" => 1,
+        "k" => 1 << 10,
+        "m" => 1 << 20,
+        "g" => 1 << 30,
+        "t" => 1 << 40,
+        _ => return None,
+    };
+    n.checked_mul(mul)
+}
+
+/// Options only the tool uses (never sent to the kernel).
+pub const TOOL_OPTIONS: &[&str] = &[
+    "quiet",
+    "aggsortkey",
+    "aggsortrev",
+    "aggsortpos",
+    "aggsortkeypos",
+];
+
+/// Apply option `name[=value]`; errors carry the message.
+pub fn apply_option(c: &mut Compiled, name: &str, value: Option<&str>) -> Result<(), String> {
+    let at = OptionAt::X(match value {
+        Some(v) => format!("{name}={v}"),
+        None => name.to_string(),
+    });
+    set_option(c, name, value, true, at)
+}
+
+/// Apply option `name[=value]` set `at`; `checked` false keeps an out-of-range value (for
+/// tests that compare the compiler's verdict with the kernel's).
+pub(super) fn set_option(
+    c: &mut Compiled,
+    name: &str,
+    value: Option<&str>,
+    checked: bool,
+    at: OptionAt,
+) -> Result<(), String> {
+    if let Some(key) = OptKey::from_name(name) {
+        let v = value.ok_or_else(|| format!("option '{name}' requires a value"))?;
+        let parsed = match key {
+            OptKey::Switchrate | OptKey::Cleanrate | OptKey::Aggrate => parse_interval(v),
+            _ => parse_size(v),
+        }
+        .ok_or_else(|| format!("invalid value '{v}' for option '{name}'"))?;
+        let (lo, hi) = key.range();
+        let parsed = if key == OptKey::Cleanrate && !(lo..=hi).contains(&parsed) {
+            // DTrace clamps the cleaning rate instead of refusing it.
+            let clamped = parsed.clamp(lo, hi);
+            c.warnings.push(format!(
+                "cleanrate {v} is out of range: clamped to {} Hz",
+                1_000_000_000 / clamped
+            ));
+            clamped
+        } else if checked && !(lo..=hi).contains(&parsed) {
+            return Err(range_error(key, name, v, parsed));
+        } else {
+            parsed
+        };
+        c.options.set(key, parsed);
+        if !c.set_options.contains(&key) {
+            c.set_options.push(key);
+        }
+        c.option_at.retain(|(k, _)| *k != key);
+        c.option_at.push((key, at));
+        return Ok(());
+    }
+    if TOOL_OPTIONS.contains(&name) {
+        if name == "quiet" {
+            c.quiet = true;
+        }
+        c.tool_options
+            .insert(name.to_string(), value.unwrap_or("").to_string());
+        return Ok(());
+    }
+    Err(format!("unknown option '{name}'"))
+}
+
+pub(super) fn pragma(
+    c: &mut Compiled,
+    src: &str,
+    input: &str,
+    text: &str,
+    span: Span,
+    checked: bool,
+) -> GResult<()> {
+    let err = |off: usize, len: usize, msg: String| {
+        Err(CompileError::at(
+            src,
+            input,
+            Span {
+                start: span.start + 1 + off,
+                len: len.max(1),
+            },
+            msg,
+        ))
+    };
+    let words: Vec<(usize, &str)> = text
+        .split_ascii_whitespace()
+        .map(|w| (w.as_ptr() as usize - text.as_ptr() as usize, w))
+        .collect();
+    match words.as_slice() {
+        [(_, "pragma"), (_, "D"), (_, "option"), (off, opt)] => {
+            let (name, value) = match opt.split_once('=') {
+                Some((n, v)) => (n, Some(v)),
+                None => (*opt, None),
+            };
+            let at = OptionAt::Pragma(Span {
+                start: span.start + 1 + off,
+                len: opt.len(),
+            });
+            set_option(c, name, value, checked, at).or_else(|m| err(*off, opt.len(), m))
+        }
+        [(_, "pragma"), (_, "D"), (off, w), ..] => err(
+            *off,
+            w.len(),
+            format!("unsupported #pragma D directive '{w}'"),
+        ),
+        [(off, w), ..] => err(
+            *off,
+            w.len(),
+            format!("unsupported preprocessor directive '#{w}' (only #pragma D option is)"),
+        ),
+        [] => err(0, 0, "empty preprocessor directive".into()),
+    }
+}

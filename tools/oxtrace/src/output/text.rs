@@ -1,0 +1,324 @@
+//! DTrace's text output: the default `printa` format, the ASCII histograms of the quantize
+//! family, and custom `printa` formats.
+
+use super::int_text;
+use crate::agg::{key_kinds, pow_i64, AggDef, EntryRef, KeyKind};
+use oxtrace_core::agg::{quantize_bucket_value, AggFunc, KeyElem, KeyRef, QUANTIZE_ZERO};
+use std::fmt::Write as _;
+
+/// DTrace's width of an integer key member of `size` bytes.
+fn int_width(size: u8) -> usize {
+    match size {
+        1 => 3,
+        2 => 5,
+        4 => 8,
+        _ => 16,
+    }
+}
+
+fn render_key(def: &AggDef, key: &KeyRef<'_>, out: &mut String) {
+    for (el, f) in key.elems().zip(key_kinds(&def.keys)) {
+        match el {
+            KeyElem::Int(v) => {
+                let w = match f {
+                    Some(KeyKind::Int { size, .. }) => int_width(size),
+                    _ => 16,
+                };
+                let _ = write!(out, " {:>w$}", int_text(v, f));
+            }
+            KeyElem::Str(s) => {
+                let _ = write!(out, "  {:<50}", String::from_utf8_lossy(s));
+            }
+        }
+    }
+}
+
+/// One entry in the default `printa` format: the key members (`%16d` integers, `%-50s`
+/// strings, each after a space), then ` %16d` for scalars or the histogram.
+pub(crate) fn render_entry(def: &AggDef, e: &EntryRef<'_>, normal: u64, out: &mut String) {
+    render_key(def, &e.key, out);
+    render_value(&def.func, e.values, normal, out);
+    out.push('\n');
+}
+
+fn render_value(func: &AggFunc, values: &[u64], normal: u64, out: &mut String) {
+    match func.scalar(values, normal) {
+        Some(v) => {
+            let _ = write!(out, " {v:>16}");
+        }
+        None => render_histogram(func, values, normal, out),
+    }
+}
+
+/// The buckets DTrace shows: from one before the first non-empty bucket to one after the
+/// last, clamped; around the first buckets (quantize: around zero) when all are empty.
+pub fn print_range(func: &AggFunc, data: &[u64]) -> (usize, usize) {
+    let n = data.len();
+    match data.iter().position(|c| *c != 0) {
+        None => match func {
+            AggFunc::Quantize => (QUANTIZE_ZERO - 1, QUANTIZE_ZERO + 1),
+            AggFunc::Lquantize(_) => (0, 2.min(n - 1)),
+            _ => (0, 1.min(n - 1)),
+        },
+        Some(first) => {
+            let last = data.iter().rposition(|c| *c != 0).unwrap_or(first);
+            (first.saturating_sub(1), (last + 1).min(n - 1))
+        }
+    }
+}
+
+/// The ASCII histogram of a quantize, lquantize or llquantize value, exactly as
+/// dtrace(1M) prints it (header line, then `value |@@@@   count` lines).
+pub fn render_histogram(func: &AggFunc, data: &[u64], normal: u64, out: &mut String) {
+    if data.len() != func.value_words() || !func.is_histogram() {
+        return;
+    }
+    let (first, last) = print_range(func, data);
+    let mut total: u128 = 0;
+    let (mut pos, mut neg) = (false, false);
+    for c in &data[first..=last] {
+        let c = *c as i64;
+        pos |= c > 0;
+        neg |= c < 0;
+        total += c.unsigned_abs() as u128;
+    }
+    let _ = writeln!(
+        out,
+        "\n{:>16} {:>41} {:<9}",
+        "value", "------------- Distribution -------------", "count"
+    );
+    let normal = normal.max(1) as i64;
+    let line = |label: &str, c: u64, out: &mut String| {
+        let _ = write!(out, "{label:>16} ");
+        quant_line(c as i64, normal, total, pos, neg, out);
+    };
+    let labels: Vec<i64> = match func {
+        AggFunc::Llquantize(p) => p.labels().collect(),
+        _ => Vec::new(),
+    };
+    let nb = data.len();
+    let label = |b: usize| -> String {
+        match func {
+            AggFunc::Lquantize(p) if b == 0 => format!("< {}", p.base()),
+            AggFunc::Lquantize(p) if b == p.levels() + 1 => {
+                format!(">= {}", p.base() + p.levels() as i64 * p.step())
+            }
+            AggFunc::Lquantize(p) => (p.base() + (b as i64 - 1) * p.step()).to_string(),
+            AggFunc::Llquantize(p) if b == 0 => format!("< {}", pow_i64(p.factor(), p.low())),
+            AggFunc::Llquantize(_) => {
+                let l = labels.get(b - 1).copied().unwrap_or(i64::MAX);
+                if b == nb - 1 {
+                    format!(">= {l}")
+                } else {
+                    l.to_string()
+                }
+            }
+            _ => quantize_bucket_value(b).to_string(),
+        }
+    };
+    for (b, c) in data.iter().enumerate().take(last + 1).skip(first) {
+        line(&label(b), *c, out);
+    }
+}
+
+/// One bar: 40 columns of `@` scaled to the total (rounded), or two half bars around a
+/// centre line when the histogram has both positive and negative counts.
+fn quant_line(val: i64, normal: i64, total: u128, pos: bool, neg: bool, out: &mut String) {
+    let depth = |len: u128| -> usize {
+        if total == 0 {
+            0
+        } else {
+            ((2 * val.unsigned_abs() as u128 * len + total) / (2 * total)) as usize
+        }
+    };
+    let shown = val / normal;
+    if !neg {
+        let d = if pos { depth(40) } else { 0 };
+        let _ = writeln!(out, "|{}{} {shown:<9}", "@".repeat(d), " ".repeat(40 - d));
+    } else if !pos {
+        let d = depth(40);
+        let _ = writeln!(out, "{}{}| {shown:<9}", " ".repeat(40 - d), "@".repeat(d));
+    } else {
+        let d = depth(20);
+        if val <= 0 {
+            let _ = writeln!(
+                out,
+                "{}{}|{} {shown:<9}",
+                " ".repeat(20 - d),
+                "@".repeat(d),
+                " ".repeat(20)
+            );
+        } else {
+            let _ = writeln!(
+                out,
+                "{}|{}{} {shown:<9}",
+                " ".repeat(20),
+                "@".repeat(d),
+                " ".repeat(20 - d)
+            );
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Custom printa formats.
+
+/// One entry through a `printa` format: `%d %i %u %x %X %o %c %s` (flags `-+ 0#`, width,
+/// precision, length modifiers ignored) take the key members in order; the first
+/// conversion with `@` (`%@d`, `%@8u`, ...) takes the value (a histogram prints as
+/// DTrace's histogram); `%%` is a percent sign. Without `%@` the value is not printed.
+pub fn format_entry(def: &AggDef, e: &EntryRef<'_>, normal: u64, format: &str, out: &mut String) {
+    let mut keys = e.key.elems().zip(key_kinds(&def.keys));
+    let mut chars = format.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '%' {
+            out.push(c);
+            continue;
+        }
+        let mut spec = Spec::default();
+        while let Some(&f) = chars.peek() {
+            match f {
+                '-' => spec.left = true,
+                '+' => spec.plus = true,
+                ' ' => spec.space = true,
+                '0' => spec.zero = true,
+                '#' => spec.alt = true,
+                '@' => spec.agg = true,
+                _ => break,
+            }
+            chars.next();
+        }
+        spec.width = digits(&mut chars);
+        if chars.peek() == Some(&'.') {
+            chars.next();
+            spec.prec = Some(digits(&mut chars).unwrap_or(0));
+        }
+        if chars.peek() == Some(&'@') {
+            spec.agg = true;
+            chars.next();
+        }
+        while matches!(chars.peek(), Some('l' | 'h' | 'z' | 'j' | 't' | 'L')) {
+            chars.next();
+        }
+        let Some(conv) = chars.next() else {
+            out.push('%');
+            break;
+        };
+        if conv == '%' {
+            out.push('%');
+            continue;
+        }
+        if spec.agg {
+            match def.func.scalar(e.values, normal) {
+                Some(v) => spec.int(conv, v, out),
+                None => render_histogram(&def.func, e.values, normal, out),
+            }
+            continue;
+        }
+        match keys.next() {
+            Some((KeyElem::Int(v), f)) => {
+                let signed = !matches!(f, Some(KeyKind::Int { signed: false, .. }));
+                let v: i128 = if signed {
+                    int_text(v, f).parse().unwrap_or(v as i64 as i128)
+                } else {
+                    int_text(v, f).parse().unwrap_or(v as i128)
+                };
+                if conv == 's' {
+                    spec.pad(&v.to_string(), out);
+                } else {
+                    spec.int(conv, v, out);
+                }
+            }
+            Some((KeyElem::Str(s), _)) => {
+                let s = String::from_utf8_lossy(s);
+                let s: String = match spec.prec {
+                    Some(p) => s.chars().take(p).collect(),
+                    None => s.into_owned(),
+                };
+                spec.pad(&s, out);
+            }
+            None => {}
+        }
+    }
+}
+
+fn digits(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) -> Option<usize> {
+    let mut n: Option<usize> = None;
+    while let Some(d) = chars.peek().and_then(|c| c.to_digit(10)) {
+        n = Some(n.unwrap_or(0).saturating_mul(10).saturating_add(d as usize));
+        chars.next();
+    }
+    n
+}
+
+#[derive(Default)]
+struct Spec {
+    left: bool,
+    plus: bool,
+    space: bool,
+    zero: bool,
+    alt: bool,
+    agg: bool,
+    width: Option<usize>,
+    prec: Option<usize>,
+}
+
+impl Spec {
+    fn pad(&self, s: &str, out: &mut String) {
+        let w = self.width.unwrap_or(0);
+        let n = s.chars().count();
+        if n >= w {
+            out.push_str(s);
+        } else if self.left {
+            out.push_str(s);
+            out.push_str(&" ".repeat(w - n));
+        } else {
+            out.push_str(&" ".repeat(w - n));
+            out.push_str(s);
+        }
+    }
+
+    fn int(&self, conv: char, v: i128, out: &mut String) {
+        let (sign, mag) = match conv {
+            'd' | 'i' => {
+                let s = if v < 0 {
+                    "-"
+                } else if self.plus {
+                    "+"
+                } else if self.space {
+                    " "
+                } else {
+                    ""
+                };
+                (s, v.unsigned_abs().to_string())
+            }
+            'x' => ("", format!("{:x}", v as u64)),
+            'X' => ("", format!("{:X}", v as u64)),
+            'o' => ("", format!("{:o}", v as u64)),
+            'c' => ("", char::from_u32(v as u32).unwrap_or('?').to_string()),
+            _ => ("", (v as u64).to_string()),
+        };
+        let mut mag = mag;
+        if let Some(p) = self.prec {
+            if mag.len() < p {
+                mag = "0".repeat(p - mag.len()) + &mag;
+            }
+        }
+        let prefix = match (self.alt, conv) {
+            (true, 'x') if v != 0 => "0x",
+            (true, 'X') if v != 0 => "0X",
+            (true, 'o') if !mag.starts_with('0') => "0",
+            _ => "",
+        };
+        let body_len = sign.len() + prefix.len() + mag.len();
+        let w = self.width.unwrap_or(0);
+        if self.zero && !self.left && self.prec.is_none() && body_len < w {
+            out.push_str(sign);
+            out.push_str(prefix);
+            out.push_str(&"0".repeat(w - body_len));
+            out.push_str(&mag);
+        } else {
+            self.pad(&format!("{sign}{prefix}{mag}"), out);
+        }
+    }
+}
