@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Dynamic variables allocated in probe context (seeds 000 and 002).
+//! Dynamic variables allocated in probe context (US 7,302,542).
 //!
 //! Thread-local variables (`self->x`) and associative arrays (`a[k1, k2]`) live in a
 //! per-consumer *dynamic memory*: fixed-size data chunks spread evenly over the CPUs, found
@@ -13,7 +13,7 @@
 //!
 //! A probe (interrupts off on its CPU) looks variables up without a lock, allocates from its own
 //! free list, then its own clean list, then the other CPUs' lists, and publishes a new chunk with
-//! one compare-and-swap on the bucket head (seed 002 ¶39). Storing 0 unlinks the chunk under the
+//! one compare-and-swap on the bucket head (US 7,302,542 ¶39). Storing 0 unlinks the chunk under the
 //! bucket's deletion lock (¶44) and puts it on this CPU's dirty list. The cleaner, in process
 //! context, moves dirty to rinsing, cross-calls every CPU, moves rinsing to clean, cross-calls
 //! again and sets the consumer state CLEAN (¶46-47). When no chunk can be found the consumer
@@ -189,7 +189,7 @@ fn hash_tuple(keys: &[Key<'_>]) -> u64 {
     }
 }
 
-/// The static shape of one key, for the chunk size computation at LOAD (seed 002 ¶32).
+/// The static shape of one key, for the chunk size computation at LOAD (US 7,302,542 ¶32).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum KeyShape {
     /// An integer key (also the thread id and the variable id).
@@ -203,7 +203,7 @@ pub enum KeyShape {
 
 /// Bytes of chunk one dynamic-variable access needs: header, value, keys. The loader takes the
 /// largest value over every dynamic load and store of every clause and passes it to
-/// [`Layout::new`] (seed 002 ¶32, claim 13).
+/// [`Layout::new`] (US 7,302,542 ¶32, claim 13).
 pub fn chunk_bytes_for(keys: &[KeyShape], value_bytes: usize) -> usize {
     let key_words: usize = keys
         .iter()
@@ -222,7 +222,7 @@ pub const VALUE_BYTES: usize = 8;
 /// global scalar (no dynamic memory) or an invalid key layout.
 ///
 /// `self->x` is keyed by `(thread id, variable id)`; `a[k1, ..]` by `(variable id, k1, ..)`,
-/// a string key holding at most `strsize` bytes (seed 002 ¶32).
+/// a string key holding at most `strsize` bytes (US 7,302,542 ¶32).
 pub fn var_chunk_bytes(var: VarInfo, strsize: usize) -> Option<usize> {
     let mut shapes = [KeyShape::Int; MAX_KEYS];
     let n = match var.scope {
@@ -244,7 +244,7 @@ pub fn var_chunk_bytes(var: VarInfo, strsize: usize) -> Option<usize> {
     Some(chunk_bytes_for(&shapes[..n], VALUE_BYTES))
 }
 
-/// The chunk size of a program (seed 002 ¶32, claim 13): the largest [`var_chunk_bytes`] over
+/// The chunk size of a program (US 7,302,542 ¶32, claim 13): the largest [`var_chunk_bytes`] over
 /// its variables, or `None` if it has no dynamic variable. Every dynamic load and store of
 /// every clause names one of these variables, so no access can need more.
 pub fn program_chunk_bytes(
@@ -312,7 +312,7 @@ impl Layout {
     /// The layout of `dynvarsize` bytes of dynamic memory over `ncpus` CPUs with chunks of
     /// `chunk_bytes` (rounded up to a word) and `nvars` variable ids for drop accounting.
     ///
-    /// Every chunk costs its bytes plus one hash bucket (seed 002 ¶33); the chunks are split
+    /// Every chunk costs its bytes plus one hash bucket (US 7,302,542 ¶33); the chunks are split
     /// evenly over the CPUs, the first `nchunks % ncpus` CPUs getting one more (¶35).
     pub fn new(
         dynvarsize: usize,
@@ -443,7 +443,7 @@ impl Word {
     }
 }
 
-/// One hash bucket: the head of a hash chain and the deletion lock (seed 002 ¶44), alone on
+/// One hash bucket: the head of a hash chain and the deletion lock (US 7,302,542 ¶44), alone on
 /// its cache line.
 #[repr(C, align(64))]
 #[derive(Default)]
@@ -462,7 +462,7 @@ impl Bucket {
     }
 }
 
-/// Per-CPU lists and counters of one consumer's dynamic memory (seed 002 ¶29-31), one per
+/// Per-CPU lists and counters of one consumer's dynamic memory (US 7,302,542 ¶29-31), one per
 /// possible CPU, each on its own cache lines.
 #[repr(C, align(64))]
 #[derive(Default)]
@@ -494,7 +494,7 @@ impl CpuState {
     }
 }
 
-/// Per-consumer part of a dynamic memory: the consumer dynamic memory state (seed 002 ¶27-28)
+/// Per-consumer part of a dynamic memory: the consumer dynamic memory state (US 7,302,542 ¶27-28)
 /// and the cleaner's counters.
 #[repr(C, align(64))]
 #[derive(Default)]
@@ -517,7 +517,7 @@ impl Header {
     }
 }
 
-/// The consumer dynamic memory state (seed 002 ¶28).
+/// The consumer dynamic memory state (US 7,302,542 ¶28).
 #[repr(u32)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DstateState {
@@ -550,7 +550,7 @@ impl DstateState {
     }
 }
 
-/// The state in force when a dynamic variable was dropped (seed 002 ¶37: drops are counted
+/// The state in force when a dynamic variable was dropped (US 7,302,542 ¶37: drops are counted
 /// by the state).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DropReason {
@@ -1018,7 +1018,7 @@ impl<'a> Dstate<'a> {
         Ok(self.dynvar(cpu, 0, keys, Op::Delete)?.is_some())
     }
 
-    /// Lookup, allocation and deletion in one walk of the chain (seed 002 Figure 6).
+    /// Lookup, allocation and deletion in one walk of the chain (US 7,302,542 Figure 6).
     fn dynvar(
         &self,
         cpu: usize,
@@ -1264,7 +1264,7 @@ impl<'a> Dstate<'a> {
         }
     }
 
-    /// Takes a chunk for CPU `me` (seed 002 ¶38-41): own free list, own clean list (moved to
+    /// Takes a chunk for CPU `me` (US 7,302,542 ¶38-41): own free list, own clean list (moved to
     /// the free list), then the other CPUs' lists in turn. When a whole lap finds nothing the
     /// consumer state becomes EMPTY, DIRTY or RINSING (¶41) and the drop is counted by the
     /// state then in force (¶37).
@@ -1373,7 +1373,7 @@ impl<'a> Dstate<'a> {
 
     // ---- process context --------------------------------------------------------------
 
-    /// One cleaner pass (seed 002 Figure 7, claims 8 and 11), in process context at
+    /// One cleaner pass (US 7,302,542 Figure 7, claims 8 and 11), in process context at
     /// `cleanrate`:
     ///
     /// 1. every CPU's dirty list becomes a rinsing list;

@@ -149,7 +149,7 @@ pub(crate) struct DynVars {
 
 impl DynVars {
     /// The dynamic memory of `image` (option `dynvarsize`, chunks sized by the largest
-    /// variable, seed 002 ¶32), or `None` if the program has no thread-local or associative
+    /// variable, US 7,302,542 ¶32), or `None` if the program has no thread-local or associative
     /// variable.
     pub(crate) fn new(image: &Image<'_>) -> Result<Option<Self>> {
         let opts = image.options();

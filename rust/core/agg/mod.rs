@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Aggregations (seeds 001 and 003): the aggregating functions, the per-CPU aggregation
+//! Aggregations (US 8,005,794): the aggregating functions, the per-CPU aggregation
 //! buffer and the snapshot record format.
 //!
 //! Pure logic: only `core`, no allocation; the memory is the caller's. The same file is

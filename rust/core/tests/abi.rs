@@ -1,4 +1,4 @@
-//! The Rust ABI mirror (`rust/abi.rs`, used by the module and the tool) against the C UAPI
+//! The Rust ABI mirror (`rust/core/abi.rs`, used by the module and the tool) against the C UAPI
 //! header, `include/uapi/linux/oxtrace.h`: every size, offset, constant and ioctl number.
 
 use oxtrace_core::abi::*;

@@ -1,4 +1,4 @@
-//! The per-CPU aggregation buffer and the snapshot stream of `rust/agg.rs`.
+//! The per-CPU aggregation buffer and the snapshot stream of `rust/core/agg/`.
 
 use oxtrace_core::agg::*;
 use proptest::prelude::*;

@@ -1,4 +1,4 @@
-//! The aggregating functions of `rust/agg.rs` against straightforward references.
+//! The aggregating functions of `rust/core/agg/` against straightforward references.
 
 use oxtrace_core::agg::*;
 use proptest::prelude::*;

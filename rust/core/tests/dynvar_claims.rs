@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The behavioural claims of seed 000 (claims 1-14) and the paragraphs of seed 002 they rest
+//! The behavioural claims of US 7,302,542 (claims 1-14) and the paragraphs of US 7,302,542 they rest
 //! on, each as a named test of the `dynvar` state machine.
 
 mod dynvar_util;
@@ -348,7 +348,7 @@ fn claim_14_memory_indexed_by_a_hash_table_with_one_bucket_per_chunk() {
     assert_eq!((a.in_use, a.dirty), (42, 22));
 }
 
-// ---- mechanism details of seed 002 and the issue ------------------------------------------
+// ---- mechanism details of US 7,302,542 and the issue ------------------------------------------
 
 #[test]
 fn para_35_chunks_split_evenly_over_cpus() {

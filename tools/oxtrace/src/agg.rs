@@ -1,4 +1,4 @@
-//! The user-level side of aggregations (seeds 001 and 003, claims 12-14 and 19-23).
+//! The user-level side of aggregations (US 8,005,794, claims 12-14 and 19-23).
 //!
 //! Snapshots of every CPU's aggregation buffer (`oxtrace_core::agg` record streams) are
 //! merged into one user-level hash table per aggregation, through a [`Dictionary`] built at

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Test harness: Intel's libipt as the reference for oxtrace's PT packets (rust/topa.rs).
+ * Test harness: Intel's libipt as the reference for oxtrace's PT packets (rust/core/topa.rs).
  *
  *   ptdump dump FILE   decode FILE with libipt's packet decoder, one line per packet:
  *                      "<offset> <packet> [fields]", "<offset> end" at the end of the
@@ -11,7 +11,7 @@
  *                      "ptw BYTES IP HEX"), encode them with libipt's encoder and print the
  *                      bytes in hex on one line.
  *
- * Built and run by rust/tests/topa_libipt.rs with `cc ptdump.c -lipt`.
+ * Built and run by rust/core/tests/topa_libipt.rs with `cc ptdump.c -lipt`.
  */
 #include <intel-pt.h>
 #include <inttypes.h>
