@@ -31,6 +31,7 @@ key=$( {
 src=$OXT_CACHE/src/linux-$kver
 out=$OXT_CACHE/kernel/$flavor-$key
 if [ -f "$out/.oxtrace-done" ]; then
+	touch "$out" # most recently used: the pruning below keeps it
 	echo "$out"
 	exit 0
 fi
@@ -45,9 +46,10 @@ if [ ! -f "$src/.oxtrace-extracted" ]; then
 	mv "$src.tmp" "$src"
 fi
 
-# Only one build of a flavor is kept.
-for old in "$OXT_CACHE/kernel/$flavor"-*; do
-	[ "$old" = "$out" ] || rm -rf "$old"
+# Besides the new build, the most recently used other build of the flavor is kept, so a
+# check of another branch (or one already running on it) is not pulled from under it.
+for old in $(ls -dt "$OXT_CACHE/kernel/$flavor"-* 2>/dev/null | grep -vxF "$out" | tail -n +2); do
+	rm -rf "$old"
 done
 mkdir -p "$out"
 km() { make -s -C "$src" O="$out" "${KMAKE_FLAGS[@]}" "$@"; }
