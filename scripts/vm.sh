@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Run a command as root in a fresh guest with oxtrace loaded.
 #
-#   scripts/vm.sh [--files DIR] [--timeout SEC] [--no-build] [--mem SIZE] [--hostroot] -- CMD...
+#   scripts/vm.sh [--files DIR] [--timeout SEC] [--no-build] [--mem SIZE] [--hostroot]
+#                 [--forward HOSTPORT:GUESTPORT]... -- CMD...
 #
 # The guest is QEMU with 4 vCPUs (TCG; KVM only if a short probe boot works),
 # booting the cached test kernel with an initramfs of busybox, oxtrace.ko, the
@@ -12,6 +13,9 @@
 #
 # --mem sets the guest memory (default 1G); --hostroot exports the host's root
 # filesystem read-only over 9p (mount tag "hostroot"), for make bench's bpftrace.
+# --forward gives the guest a network card (eth0, 10.0.2.15) on QEMU's user network,
+# restricted (the guest reaches nothing outside), and forwards 127.0.0.1:HOSTPORT on the
+# host to GUESTPORT in the guest; without it the guest has no network card at all.
 # KFLAVOR=bench boots the bench kernel and builds the module against it.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -21,6 +25,7 @@ timeout=${VM_TIMEOUT:-900}
 build=1
 mem=1G
 virtfs=()
+forwards=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--files) files=$2; shift 2 ;;
@@ -30,6 +35,11 @@ while [ $# -gt 0 ]; do
 	--hostroot)
 		virtfs=(-virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap)
 		shift
+		;;
+	--forward)
+		[[ $2 =~ ^[0-9]+:[0-9]+$ ]] || die "--forward takes HOSTPORT:GUESTPORT"
+		forwards+=",hostfwd=tcp:127.0.0.1:${2%%:*}-:${2##*:}"
+		shift 2
 		;;
 	--) shift; break ;;
 	*) break ;;
@@ -98,7 +108,11 @@ esac
 : >"$run/out.log"
 : >"$run/dmesg.log"
 say "booting guest ($accel, 4 vCPUs): $cmd"
-timeout -k 10 "$timeout" qemu-system-x86_64 "${accel_args[@]}" -smp 4 -m "$mem" "${virtfs[@]}" \
+net_args=(-nic none)
+if [ -n "$forwards" ]; then
+	net_args=(-netdev "user,id=n0,restrict=on$forwards" -device virtio-net-pci,netdev=n0)
+fi
+timeout -k 10 "$timeout" qemu-system-x86_64 "${accel_args[@]}" -smp 4 -m "$mem" "${virtfs[@]}" "${net_args[@]}" \
 	-kernel "$bzimage" -initrd "$run/initramfs.gz" \
 	-append "console=ttyS0 loglevel=6 panic=-1 log_buf_len=4M printk.devkmsg=on rdinit=/init" \
 	-display none -monitor none -no-reboot \
