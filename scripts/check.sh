@@ -82,6 +82,9 @@ if [ "$vm_rc" != 0 ]; then
 fi
 [ "$gp" -ge 10 ] || fail "guest ran only $gp tests"
 
+say "Prometheus scrapes the guest"
+step "prometheus end to end" "$OXT_ROOT/scripts/test-prometheus.sh"
+
 if [ ${#failures[@]} -gt 0 ]; then
 	echo "failed: ${failures[*]}" >&2
 fi
