@@ -58,6 +58,7 @@ build_tool() {
 	cp "$OXT_ROOT/target/x86_64-unknown-linux-gnu/release/oxt-loadtest" "$BUILD/selftests/"
 	# The tutorial's examples run in the guest (oxt-doctest), so it never goes stale.
 	cp "$OXT_ROOT/target/x86_64-unknown-linux-gnu/release/oxt-doctest" "$BUILD/selftests/"
+	cp "$OXT_ROOT/target/x86_64-unknown-linux-gnu/release/oxt-jsoncheck" "$BUILD/selftests/"
 	cp "$OXT_ROOT/Documentation/tutorial.rst" "$BUILD/selftests/"
 }
 
