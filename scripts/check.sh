@@ -58,7 +58,7 @@ done
 
 say "style"
 step "rustfmt" rustfmt --check --edition 2021 --config-path "$OXT_ROOT/.rustfmt.toml" \
-	rust/*.rs rust/tests/*.rs rust/tests/*/*.rs tools/oxtrace/src/*.rs tools/oxtrace/src/*/*.rs \
+	rust/*.rs rust/tests/*.rs rust/tests/*/*.rs tools/oxtrace/build.rs tools/oxtrace/src/*.rs tools/oxtrace/src/*/*.rs \
 	tools/oxtrace/tests/*.rs tools/oxtrace/tests/*/*.rs
 step "clippy" cargo clippy --workspace --all-targets --locked -- -D warnings
 step "logscan" "$OXT_ROOT/scripts/test-logscan.sh"
