@@ -6,6 +6,7 @@
 #   make vm CMD='...' [VM_FILES=dir]   run CMD as root in a fresh guest
 #   make bench   oxtrace vs bpftrace in the bench guest: build/bench/results.{md,json}
 #   make module | tool | selftests | kernel | clean
+#   make install [DESTDIR=] [PREFIX=/usr/local] [MODULE=0] | uninstall | man
 #
 # KDIR=/path builds against another Rust-enabled kernel tree (default: the
 # test kernel that scripts/kernel.sh builds and caches in ~/.cache/oxtrace).
@@ -13,7 +14,8 @@
 export KDIR
 SHELL := /bin/bash
 
-.PHONY: all run check vm module tool selftests kernel setup clean bench
+.PHONY: all run check vm module tool selftests kernel setup clean bench install uninstall \
+	man
 
 all: module tool selftests
 
@@ -35,6 +37,11 @@ check:
 # BENCH_ARGS: NAME=VALUE settings of scripts/guest/bench-run.sh (ROUNDS=5 ...).
 bench:
 	@scripts/bench.sh $(BENCH_ARGS)
+
+# Documentation/install.rst: the layout, and KDIR= for the kernel the module is for.
+export DESTDIR PREFIX MODULE
+install uninstall man:
+	@scripts/install.sh $@
 
 # CMD and VM_FILES reach the script through the environment: no quoting issues.
 override CMD := $(value CMD)
