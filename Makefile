@@ -7,6 +7,7 @@
 #   make bench   oxtrace vs bpftrace in the bench guest: build/bench/results.{md,json}
 #   make module | tool | selftests | kernel | clean
 #   make install [DESTDIR=] [PREFIX=/usr/local] [MODULE=0] | uninstall | man
+#   make dkms-install [KVER=$(uname -r)] | dkms-uninstall   the module through DKMS
 #
 # KDIR=/path builds against another Rust-enabled kernel tree (default: the
 # test kernel that scripts/kernel.sh builds and caches in ~/.cache/oxtrace).
@@ -15,7 +16,7 @@ export KDIR
 SHELL := /bin/bash
 
 .PHONY: all run check vm module tool selftests kernel setup clean bench install uninstall \
-	man
+	man dkms-install dkms-uninstall
 
 all: module tool selftests
 
@@ -39,9 +40,12 @@ bench:
 	@scripts/bench.sh $(BENCH_ARGS)
 
 # Documentation/install.rst: the layout, and KDIR= for the kernel the module is for.
-export DESTDIR PREFIX MODULE
+export DESTDIR PREFIX MODULE KVER
 install uninstall man:
 	@scripts/install.sh $@
+
+dkms-install dkms-uninstall:
+	@scripts/dkms.sh $(@:dkms-%=%)
 
 # CMD and VM_FILES reach the script through the environment: no quoting issues.
 override CMD := $(value CMD)
