@@ -64,6 +64,8 @@ step "logscan" "$OXT_ROOT/scripts/test-logscan.sh"
 
 say "module build (warnings are errors)"
 step "module build" "$OXT_ROOT/scripts/build.sh" module
+# dkms.conf must keep building: dkms build against the same kernel, in a throwaway tree.
+step "dkms build" "$OXT_ROOT/scripts/dkms.sh" check
 
 say "guest selftests"
 guest_log=$logdir/guest.log

@@ -74,10 +74,16 @@ bzimage=$KDIR/arch/x86/boot/bzImage
 [ -f "$bzimage" ] || die "no bzImage in $KDIR"
 
 # KVM only where a short probe boot really works (PVM here hangs a stock kernel).
+# The probe's result (line 1: kvm|tcg, line 2: why) is cached per kernel image.
 accel=${OXT_ACCEL:-auto}
+why=
 if [ "$accel" = auto ]; then
 	accel=tcg
-	if [ -w /dev/kvm ]; then
+	if [ ! -e /dev/kvm ]; then
+		why="no /dev/kvm (no KVM in this host's kernel, or a VM without nested virtualisation)"
+	elif [ ! -w /dev/kvm ]; then
+		why="/dev/kvm is not writable by $(id -un) (join the group that owns it: $(stat -c %G /dev/kvm))"
+	else
 		probe=$OXT_CACHE/kvm-probe-$(sha256sum "$bzimage" | cut -c1-12)
 		if [ ! -f "$probe" ]; then
 			say "probing KVM (once per kernel)"
@@ -88,16 +94,23 @@ if [ "$accel" = auto ]; then
 			(cd "$run/probe" && find . | cpio -o -H newc --quiet | gzip -1) >"$run/probe.gz"
 			if timeout 40 qemu-system-x86_64 -accel kvm -cpu host -smp 2 -m 512M \
 				-kernel "$bzimage" -initrd "$run/probe.gz" -append "console=ttyS0 panic=-1" \
-				-display none -monitor none -serial stdio -no-reboot </dev/null 2>/dev/null |
+				-display none -monitor none -serial stdio -no-reboot </dev/null 2>"$run/probe.err" |
 				grep -q OXTRACE-KVM-OK; then
 				echo kvm >"$probe"
 			else
-				echo tcg >"$probe"
+				err=$(grep -m1 . "$run/probe.err" || true)
+				printf 'tcg\nthe KVM probe boot failed (%s)\n' \
+					"${err:-the guest did not say OXTRACE-KVM-OK within 40 s}" >"$probe"
 			fi
 		fi
-		accel=$(cat "$probe")
+		accel=$(head -n 1 "$probe")
+		if [ "$accel" != kvm ]; then
+			why=$(sed -n 2p "$probe")
+			why="${why:-the KVM probe boot failed} ($(date -r "$probe" '+%F %T'), cached in $probe: delete it to probe again)"
+		fi
 	fi
 fi
+[ -z "$why" ] || say "not using KVM: $why; running under TCG (slower; OXT_ACCEL=kvm forces KVM)"
 case $accel in
 kvm) accel_args=(-accel kvm -cpu host) ;;
 tcg) accel_args=(-accel tcg,thread=multi -cpu max) ;;
