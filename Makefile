@@ -6,6 +6,8 @@
 #   make vm CMD='...' [VM_FILES=dir]   run CMD as root in a fresh guest
 #   make bench   oxtrace vs bpftrace in the bench guest: build/bench/results.{md,json}
 #   make module | tool | selftests | kernel | clean
+#   make install [DESTDIR=] [PREFIX=/usr/local] [MODULE=0] | uninstall | man
+#   make dkms-install [KVER=$(uname -r)] | dkms-uninstall   the module through DKMS
 #
 # KDIR=/path builds against another Rust-enabled kernel tree (default: the
 # test kernel that scripts/kernel.sh builds and caches in ~/.cache/oxtrace).
@@ -13,7 +15,8 @@
 export KDIR
 SHELL := /bin/bash
 
-.PHONY: all run check vm module tool selftests kernel setup clean bench
+.PHONY: all run check vm module tool selftests kernel setup clean bench install uninstall \
+	man dkms-install dkms-uninstall
 
 all: module tool selftests
 
@@ -35,6 +38,14 @@ check:
 # BENCH_ARGS: NAME=VALUE settings of scripts/guest/bench-run.sh (ROUNDS=5 ...).
 bench:
 	@scripts/bench.sh $(BENCH_ARGS)
+
+# Documentation/install.rst: the layout, and KDIR= for the kernel the module is for.
+export DESTDIR PREFIX MODULE KVER
+install uninstall man:
+	@scripts/install.sh $@
+
+dkms-install dkms-uninstall:
+	@scripts/dkms.sh $(@:dkms-%=%)
 
 # CMD and VM_FILES reach the script through the environment: no quoting issues.
 override CMD := $(value CMD)

@@ -56,13 +56,23 @@ build_module() {
 build_tool() {
 	say "building tools/oxtrace (static)"
 	# An explicit --target keeps crt-static off build scripts and proc macros.
+	# JSON messages on stdout name the build script's OUT_DIR, where tools/oxtrace/build.rs
+	# wrote the shell completions (make install takes them from build/completions).
 	(cd "$OXT_ROOT" && RUSTFLAGS="-C target-feature=+crt-static" \
-		cargo build --quiet --release --locked -p oxtrace --target x86_64-unknown-linux-gnu)
+		cargo build --quiet --release --locked -p oxtrace --target x86_64-unknown-linux-gnu \
+		--message-format=json-render-diagnostics) >"$BUILD/tool-build.json"
 	cp "$OXT_ROOT/target/x86_64-unknown-linux-gnu/release/oxtrace" "$BUILD/oxtrace"
+	local out
+	out=$(grep '"reason":"build-script-executed"' "$BUILD/tool-build.json" | grep -F '/tools/oxtrace#' |
+		grep -o '"out_dir":"[^"]*"' | cut -d'"' -f4 | tail -n 1)
+	[ -n "$out" ] && [ -d "$out/completions" ] || die "no completions from tools/oxtrace/build.rs"
+	rm -rf "$BUILD/completions"
+	cp -r "$out/completions" "$BUILD/completions"
 	mkdir -p "$BUILD/selftests"
 	cp "$OXT_ROOT/target/x86_64-unknown-linux-gnu/release/oxt-loadtest" "$BUILD/selftests/"
 	# The tutorial's examples run in the guest (oxt-doctest), so it never goes stale.
 	cp "$OXT_ROOT/target/x86_64-unknown-linux-gnu/release/oxt-doctest" "$BUILD/selftests/"
+	cp "$OXT_ROOT/target/x86_64-unknown-linux-gnu/release/oxt-jsoncheck" "$BUILD/selftests/"
 	cp "$OXT_ROOT/Documentation/tutorial.rst" "$BUILD/selftests/"
 }
 

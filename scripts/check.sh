@@ -64,6 +64,8 @@ step "logscan" "$OXT_ROOT/scripts/test-logscan.sh"
 
 say "module build (warnings, clippy's included, are errors)"
 step "module build" env OXT_CLIPPY=1 "$OXT_ROOT/scripts/build.sh" module
+# dkms.conf must keep building: dkms build against the same kernel, in a throwaway tree.
+step "dkms build" "$OXT_ROOT/scripts/dkms.sh" check
 
 say "guest selftests"
 guest_log=$logdir/guest.log
@@ -81,6 +83,9 @@ if [ "$vm_rc" != 0 ]; then
 	[ "$gf" != 0 ] && [ "$vm_rc" = 1 ] || fail "guest run (vm.sh exit $vm_rc)"
 fi
 [ "$gp" -ge 10 ] || fail "guest ran only $gp tests"
+
+say "Prometheus scrapes the guest"
+step "prometheus end to end" "$OXT_ROOT/scripts/test-prometheus.sh"
 
 if [ ${#failures[@]} -gt 0 ]; then
 	echo "failed: ${failures[*]}" >&2

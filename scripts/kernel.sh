@@ -31,6 +31,7 @@ key=$( {
 src=$OXT_CACHE/src/linux-$kver
 out=$OXT_CACHE/kernel/$flavor-$key
 if [ -f "$out/.oxtrace-done" ]; then
+	touch "$out" # most recently used: the pruning below keeps it
 	echo "$out"
 	exit 0
 fi
@@ -45,9 +46,10 @@ if [ ! -f "$src/.oxtrace-extracted" ]; then
 	mv "$src.tmp" "$src"
 fi
 
-# Only one build of a flavor is kept.
-for old in "$OXT_CACHE/kernel/$flavor"-*; do
-	[ "$old" = "$out" ] || rm -rf "$old"
+# Besides the new build, the most recently used other build of the flavor is kept, so a
+# check of another branch (or one already running on it) is not pulled from under it.
+for old in $(ls -dt "$OXT_CACHE/kernel/$flavor"-* 2>/dev/null | grep -vxF "$out" | tail -n +2); do
+	rm -rf "$old"
 done
 mkdir -p "$out"
 km() { make -s -C "$src" O="$out" "${KMAKE_FLAGS[@]}" "$@"; }
@@ -69,13 +71,32 @@ while IFS= read -r line; do
 done < <(cat "${fragments[@]}")
 [ $lost = 0 ] || die "kernel config incomplete"
 
-say "building $flavor kernel (first time only; ~8 minutes on 2 cores)"
+# progress START LOG: every 20 s, the elapsed time and the latest target of the build
+# log (kbuild's "  CC      kernel/fork.o" lines), so a long first build is not silent.
+progress() {
+	local t0=$1 log=$2 last n el
+	while sleep 20; do
+		last=$(tail -n 200 "$log" 2>/dev/null | grep -E '^  [A-Z][A-Z0-9_]* ' | tail -n 1 |
+			sed -e 's/^ *//' -e 's/  */ /g')
+		n=$(grep -cE '^  (CC|RUSTC[A-Z ]*|AS|LD)[ ]' "$log" 2>/dev/null || true)
+		el=$(($(date +%s) - t0))
+		say "kernel build $((el / 60))m$((el % 60))s, ${n:-0} objects: ${last:-starting}"
+	done
+}
+
+say "building $flavor kernel (first time only; ~8 minutes on 2 cores; log: $out/build.log)"
 start=$(date +%s)
+# stdout is the KDIR callers capture: the ticker (and its sleep) must not hold it open.
+progress "$start" "$out/build.log" >&2 &
+ticker=$!
+trap 'kill $ticker 2>/dev/null || true' EXIT
 # The default target also writes Module.symvers, which external modules need.
-km -j"$(nproc)" all >"$out/build.log" 2>&1 || {
+# Not km's -s: the progress lines come from kbuild's short "CC foo.o" log.
+make -C "$src" O="$out" "${KMAKE_FLAGS[@]}" -j"$(nproc)" all >"$out/build.log" 2>&1 || {
 	tail -n 40 "$out/build.log" >&2
 	die "kernel build failed (log: $out/build.log)"
 }
+kill $ticker 2>/dev/null || true
 touch "$out/.oxtrace-done"
 say "kernel built in $(($(date +%s) - start)) s"
 echo "$out"

@@ -11,7 +11,10 @@ BINDGEN_VERSION=${BINDGEN_VERSION:-0.69.5}
 
 APT_PKGS=(linux-source-6.12 clang libclang-dev lld llvm qemu-system-x86
 	busybox-static cpio flex bison bc libelf-dev libssl-dev kmod xz-utils
-	make gcc python3 rsync libipt-dev)
+	make gcc python3 rsync libipt-dev
+	prometheus curl
+	# rst2man for make install's man page; make check builds the module through dkms
+	python3-docutils dkms)
 RUST_PKGS=(rustc-web rust-web-src rust-web-clippy libstd-rust-web-dev libstd-rust-web-1.85)
 
 log() { echo "setup-toolchain: $*" >&2; }

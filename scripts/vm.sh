@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Run a command as root in a fresh guest with oxtrace loaded.
 #
-#   scripts/vm.sh [--files DIR] [--timeout SEC] [--no-build] [--mem SIZE] [--hostroot] -- CMD...
+#   scripts/vm.sh [--files DIR] [--timeout SEC] [--no-build] [--mem SIZE] [--hostroot]
+#                 [--forward HOSTPORT:GUESTPORT]... -- CMD...
 #
 # The guest is QEMU with 4 vCPUs (TCG; KVM only if a short probe boot works),
 # booting the cached test kernel with an initramfs of busybox, oxtrace.ko, the
@@ -12,6 +13,9 @@
 #
 # --mem sets the guest memory (default 1G); --hostroot exports the host's root
 # filesystem read-only over 9p (mount tag "hostroot"), for make bench's bpftrace.
+# --forward gives the guest a network card (eth0, 10.0.2.15) on QEMU's user network,
+# restricted (the guest reaches nothing outside), and forwards 127.0.0.1:HOSTPORT on the
+# host to GUESTPORT in the guest; without it the guest has no network card at all.
 # KFLAVOR=bench boots the bench kernel and builds the module against it.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -21,6 +25,7 @@ timeout=${VM_TIMEOUT:-900}
 build=1
 mem=1G
 virtfs=()
+forwards=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--files) files=$2; shift 2 ;;
@@ -30,6 +35,11 @@ while [ $# -gt 0 ]; do
 	--hostroot)
 		virtfs=(-virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap)
 		shift
+		;;
+	--forward)
+		[[ $2 =~ ^[0-9]+:[0-9]+$ ]] || die "--forward takes HOSTPORT:GUESTPORT"
+		forwards+=",hostfwd=tcp:127.0.0.1:${2%%:*}-:${2##*:}"
+		shift 2
 		;;
 	--) shift; break ;;
 	*) break ;;
@@ -64,10 +74,16 @@ bzimage=$KDIR/arch/x86/boot/bzImage
 [ -f "$bzimage" ] || die "no bzImage in $KDIR"
 
 # KVM only where a short probe boot really works (PVM here hangs a stock kernel).
+# The probe's result (line 1: kvm|tcg, line 2: why) is cached per kernel image.
 accel=${OXT_ACCEL:-auto}
+why=
 if [ "$accel" = auto ]; then
 	accel=tcg
-	if [ -w /dev/kvm ]; then
+	if [ ! -e /dev/kvm ]; then
+		why="no /dev/kvm (no KVM in this host's kernel, or a VM without nested virtualisation)"
+	elif [ ! -w /dev/kvm ]; then
+		why="/dev/kvm is not writable by $(id -un) (join the group that owns it: $(stat -c %G /dev/kvm))"
+	else
 		probe=$OXT_CACHE/kvm-probe-$(sha256sum "$bzimage" | cut -c1-12)
 		if [ ! -f "$probe" ]; then
 			say "probing KVM (once per kernel)"
@@ -78,16 +94,23 @@ if [ "$accel" = auto ]; then
 			(cd "$run/probe" && find . | cpio -o -H newc --quiet | gzip -1) >"$run/probe.gz"
 			if timeout 40 qemu-system-x86_64 -accel kvm -cpu host -smp 2 -m 512M \
 				-kernel "$bzimage" -initrd "$run/probe.gz" -append "console=ttyS0 panic=-1" \
-				-display none -monitor none -serial stdio -no-reboot </dev/null 2>/dev/null |
+				-display none -monitor none -serial stdio -no-reboot </dev/null 2>"$run/probe.err" |
 				grep -q OXTRACE-KVM-OK; then
 				echo kvm >"$probe"
 			else
-				echo tcg >"$probe"
+				err=$(grep -m1 . "$run/probe.err" || true)
+				printf 'tcg\nthe KVM probe boot failed (%s)\n' \
+					"${err:-the guest did not say OXTRACE-KVM-OK within 40 s}" >"$probe"
 			fi
 		fi
-		accel=$(cat "$probe")
+		accel=$(head -n 1 "$probe")
+		if [ "$accel" != kvm ]; then
+			why=$(sed -n 2p "$probe")
+			why="${why:-the KVM probe boot failed} ($(date -r "$probe" '+%F %T'), cached in $probe: delete it to probe again)"
+		fi
 	fi
 fi
+[ -z "$why" ] || say "not using KVM: $why; running under TCG (slower; OXT_ACCEL=kvm forces KVM)"
 case $accel in
 kvm) accel_args=(-accel kvm -cpu host) ;;
 tcg) accel_args=(-accel tcg,thread=multi -cpu max) ;;
@@ -98,7 +121,11 @@ esac
 : >"$run/out.log"
 : >"$run/dmesg.log"
 say "booting guest ($accel, 4 vCPUs): $cmd"
-timeout -k 10 "$timeout" qemu-system-x86_64 "${accel_args[@]}" -smp 4 -m "$mem" "${virtfs[@]}" \
+net_args=(-nic none)
+if [ -n "$forwards" ]; then
+	net_args=(-netdev "user,id=n0,restrict=on$forwards" -device virtio-net-pci,netdev=n0)
+fi
+timeout -k 10 "$timeout" qemu-system-x86_64 "${accel_args[@]}" -smp 4 -m "$mem" "${virtfs[@]}" "${net_args[@]}" \
 	-kernel "$bzimage" -initrd "$run/initramfs.gz" \
 	-append "console=ttyS0 loglevel=6 panic=-1 log_buf_len=4M printk.devkmsg=on rdinit=/init" \
 	-display none -monitor none -no-reboot \

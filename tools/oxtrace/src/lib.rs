@@ -9,6 +9,7 @@ pub mod device;
 pub mod dsl;
 pub mod dynstat;
 pub mod exporter;
+pub mod ipt;
 pub mod output;
 pub mod probes;
 pub mod pt;

@@ -2,65 +2,16 @@
 
 #![deny(clippy::undocumented_unsafe_blocks)]
 
+mod cli;
+
 use clap::Parser;
-use oxtrace::device::{self, Device};
+use cli::Cli;
+use oxtrace::device::Device;
 use oxtrace::dsl::{self, CompileOptions};
 use oxtrace::probes;
 use oxtrace::run::{self, Held, OutFmt, Run, Source, Target};
 use oxtrace_core::abi;
-use std::path::PathBuf;
 use std::process::ExitCode;
-
-#[derive(Parser)]
-#[command(
-    name = "oxtrace",
-    version,
-    about = "DTrace-class tracing for Linux",
-    after_help = "Examples:\n  oxtrace -e 'fbt::vfs_read:entry { @[execname] = count(); }'\n  \
-                  oxtrace -q -s latency.d -c 'ls -l /'\n  oxtrace -l 'vfs_*'"
-)]
-struct Cli {
-    /// The oxtrace device node.
-    #[arg(long, global = true, default_value = device::DEFAULT_PATH)]
-    device: PathBuf,
-    /// Machine-readable JSON (version, status).
-    #[arg(long, global = true)]
-    json: bool,
-    /// Run the D program given on the command line.
-    #[arg(short = 'e', value_name = "PROGRAM", conflicts_with = "script")]
-    program: Option<String>,
-    /// Run the D program in FILE.
-    #[arg(short = 's', value_name = "FILE")]
-    script: Option<PathBuf>,
-    /// List the probes (matching PATTERN: FUNC or provider:module:function:name globs).
-    #[arg(short = 'l', value_name = "PATTERN", num_args = 0..=1, default_missing_value = "")]
-    list: Option<String>,
-    /// Run CMD, enabling the probes before it starts; trace until it exits ($target = its pid).
-    #[arg(short = 'c', value_name = "CMD", conflicts_with = "pid")]
-    command: Option<String>,
-    /// Trace until process PID exits ($target = PID).
-    #[arg(short = 'p', value_name = "PID")]
-    pid: Option<u32>,
-    /// Set an option (bufsize=4m, switchrate=10hz, quiet, ...), like #pragma D option.
-    #[arg(short = 'x', value_name = "OPT[=VAL]")]
-    xopts: Vec<String>,
-    /// Print only what the program prints.
-    #[arg(short = 'q')]
-    quiet: bool,
-    /// At the end, print the counters of every probe and CPU.
-    #[arg(short = 'v')]
-    verbose: bool,
-    /// Serve the aggregations as OpenMetrics on http://ADDR/metrics while the program runs.
-    #[arg(long, value_name = "ADDR")]
-    listen: Option<String>,
-    /// Output format: text, json or openmetrics.
-    #[arg(short = 'o', value_name = "FORMAT", default_value = "text")]
-    output: String,
-    /// Arguments of the program ($1, $2, ...); without a program: `version` (the module's ABI
-    /// and features) or `status` (a new consumer's state).
-    #[arg(value_name = "ARG")]
-    args: Vec<String>,
-}
 
 fn features(bits: u64) -> Vec<&'static str> {
     let mut v = Vec::new();
@@ -290,6 +241,7 @@ mod tests {
     #[test]
     fn cli_is_consistent() {
         Cli::command().debug_assert();
+        assert_eq!(cli::DEFAULT_DEVICE, oxtrace::device::DEFAULT_PATH);
     }
 
     #[test]

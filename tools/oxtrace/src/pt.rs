@@ -84,6 +84,93 @@ struct DumpArgs {
     /// Print only the summaries, no packets.
     #[arg(long)]
     summary: bool,
+    /// Packet decoder: auto (Intel's libipt where it is installed, else oxtrace's own),
+    /// libipt or oxtrace.
+    #[arg(long, default_value = "auto")]
+    decoder: String,
+    /// Decode with both decoders and fail unless they agree packet for packet.
+    #[arg(long)]
+    check: bool,
+}
+
+/// Which packet decoder `pt dump` uses.
+pub enum DumpDecoder<'a> {
+    /// oxtrace's own ([`walk`], `oxtrace_core::topa`).
+    Own,
+    /// Intel's libipt, loaded at run time.
+    Libipt(&'a crate::ipt::Libipt),
+}
+
+/// Where a decode error was found.
+fn error_offset(e: &DecodeError) -> usize {
+    match *e {
+        DecodeError::NoSync => 0,
+        DecodeError::Truncated { offset }
+        | DecodeError::UnknownOpcode { offset, .. }
+        | DecodeError::UnknownExtOpcode { offset, .. }
+        | DecodeError::BadPtwSize { offset }
+        | DecodeError::BadPsb { offset } => offset,
+    }
+}
+
+impl DumpDecoder<'_> {
+    /// Decodes `data`: each packet or error (its offset) to `each`.
+    pub fn walk(
+        &self,
+        data: &[u8],
+        mut each: impl FnMut(Result<(usize, Packet), usize>),
+    ) -> Counts {
+        match self {
+            DumpDecoder::Own => walk(data, |ev| match ev {
+                Ok((at, p)) => each(Ok((at, *p))),
+                Err(e) => each(Err(error_offset(e))),
+            }),
+            DumpDecoder::Libipt(l) => l.walk(data, each),
+        }
+    }
+
+    /// The decoder's name in the dump's header.
+    pub fn name(&self) -> &'static str {
+        match self {
+            DumpDecoder::Own => "oxtrace",
+            DumpDecoder::Libipt(_) => "libipt",
+        }
+    }
+}
+
+/// A decoded packet at its offset, or a decode error's offset.
+type Event = Result<(usize, Packet), usize>;
+
+/// Every packet and error of `data` as one decoder sees it.
+fn events(d: &DumpDecoder, data: &[u8]) -> (Vec<Event>, Counts) {
+    let mut v = Vec::new();
+    let c = d.walk(data, |e| v.push(e));
+    (v, c)
+}
+
+/// Decodes every CPU's stream with both decoders; the first disagreement, if any.
+pub fn compare_decoders(f: &PtFile, libipt: &crate::ipt::Libipt) -> Result<usize, String> {
+    let mut packets = 0;
+    for c in &f.cpus {
+        let (ours, oc) = events(&DumpDecoder::Own, &c.data);
+        let (theirs, tc) = events(&DumpDecoder::Libipt(libipt), &c.data);
+        if let Some(i) = (0..ours.len().max(theirs.len())).find(|&i| ours.get(i) != theirs.get(i)) {
+            return Err(format!(
+                "cpu {}: event {i}: oxtrace decodes {:?}, libipt {:?}",
+                c.cpu,
+                ours.get(i),
+                theirs.get(i)
+            ));
+        }
+        if oc != tc {
+            return Err(format!(
+                "cpu {}: counts differ: oxtrace {oc:?}, libipt {tc:?}",
+                c.cpu
+            ));
+        }
+        packets += ours.len();
+    }
+    Ok(packets)
 }
 
 /// One CPU's stream in a trace file.
@@ -340,8 +427,13 @@ fn packet_text(p: &Packet) -> String {
     }
 }
 
-/// The text of `oxtrace pt dump`.
+/// The text of `oxtrace pt dump`, decoded with oxtrace's own decoder.
 pub fn dump_text(f: &PtFile, layout: bool, summary: bool) -> String {
+    dump_text_with(f, layout, summary, &DumpDecoder::Own)
+}
+
+/// The text of `oxtrace pt dump`, decoded with `dec`.
+pub fn dump_text_with(f: &PtFile, layout: bool, summary: bool, dec: &DumpDecoder) -> String {
     let mut o = String::new();
     let _ = writeln!(
         o,
@@ -352,17 +444,20 @@ pub fn dump_text(f: &PtFile, layout: bool, summary: bool) -> String {
         4096u64 << f.slice_order,
         f.cpus.len()
     );
+    if !matches!(dec, DumpDecoder::Own) {
+        let _ = writeln!(o, "decoder {}", dec.name());
+    }
     let slice_bytes = 4096u64 << f.slice_order;
     for c in &f.cpus {
         let mut lines = String::new();
-        let counts = walk(&c.data, |ev| match ev {
+        let counts = dec.walk(&c.data, |ev| match ev {
             Ok((at, p)) => {
                 if !summary && !matches!(p, Packet::Pad) {
-                    let _ = writeln!(lines, "  {at:08x}  {}", packet_text(p));
+                    let _ = writeln!(lines, "  {at:08x}  {}", packet_text(&p));
                 }
             }
-            Err(e) => {
-                let _ = writeln!(lines, "  error: {e:?} (resync at the next PSB)");
+            Err(at) => {
+                let _ = writeln!(lines, "  {at:08x}  error (resync at the next PSB)");
             }
         });
         let _ = writeln!(
@@ -536,7 +631,28 @@ pub fn main(args: Vec<String>) -> Res<i32> {
         PtCmd::Dump(a) => {
             let bytes = std::fs::read(&a.file).map_err(|e| format!("{}: {e}", a.file.display()))?;
             let f = PtFile::decode(&bytes).map_err(|e| format!("{}: {e}", a.file.display()))?;
-            print!("{}", dump_text(&f, a.layout, a.summary));
+            let libipt = crate::ipt::Libipt::open();
+            if a.check {
+                let Some(l) = libipt.as_ref() else {
+                    return Err(
+                        "--check needs Intel's libipt (libipt.so.2), which is not installed".into(),
+                    );
+                };
+                let n = compare_decoders(&f, l).map_err(|e| format!("decoders disagree: {e}"))?;
+                println!("oxtrace and libipt agree on {n} packets");
+                return Ok(0);
+            }
+            let dec = match (a.decoder.as_str(), libipt.as_ref()) {
+                ("auto", Some(l)) | ("libipt", Some(l)) => DumpDecoder::Libipt(l),
+                ("libipt", None) => {
+                    return Err("--decoder libipt: libipt.so.2 is not installed".into())
+                }
+                ("auto", None) | ("oxtrace", _) => DumpDecoder::Own,
+                (d, _) => {
+                    return Err(format!("unknown decoder '{d}': auto, libipt or oxtrace").into())
+                }
+            };
+            print!("{}", dump_text_with(&f, a.layout, a.summary, &dec));
             Ok(0)
         }
     }
@@ -561,6 +677,73 @@ mod tests {
         let n = encode_all(&ps, &mut b).unwrap();
         b.truncate(n);
         b
+    }
+
+    fn file_of(streams: Vec<Vec<u8>>) -> PtFile {
+        PtFile {
+            backend: abi::PT_BACKEND_SOFT,
+            mode: abi::PT_MODE_RING,
+            slice_order: 0,
+            capacity: 4096,
+            cpus: streams
+                .into_iter()
+                .enumerate()
+                .map(|(i, data)| CpuTrace {
+                    cpu: i as u32,
+                    flags: abi::PT_CPU_PRESENT,
+                    data,
+                    ..Default::default()
+                })
+                .collect(),
+        }
+    }
+
+    /// Intel's libipt (installed by scripts/setup-toolchain.sh) decodes what oxtrace writes
+    /// exactly as oxtrace's decoder does: whole streams, wrapped rings starting mid-packet,
+    /// stopped buffers ending mid-packet, 4- and 8-byte PTWs, OVF and PAD, and garbage that
+    /// forces a resync.
+    #[test]
+    fn libipt_agrees_with_the_own_decoder() {
+        let l = crate::ipt::Libipt::open().expect("libipt.so.2 (Debian libipt2) is not installed");
+        let whole = stream(&[1, 2, u64::MAX, 0x1234_5678_9abc]);
+        let mut mixed = vec![0u8; 256];
+        let ps = [
+            Packet::Psb,
+            Packet::Tsc { tsc: 0xabcdef },
+            Packet::PsbEnd,
+            Packet::Ptw {
+                payload: 7,
+                size: PtwSize::Four,
+                ip: true,
+            },
+            Packet::Pad,
+            Packet::Ovf,
+            Packet::Ptw {
+                payload: 9,
+                size: PtwSize::Eight,
+                ip: false,
+            },
+        ];
+        let n = encode_all(&ps, &mut mixed).unwrap();
+        mixed.truncate(n);
+        let mut wrapped = whole[20..].to_vec();
+        wrapped.extend_from_slice(&stream(&[40, 50]));
+        let stopped = whole[..whole.len() - 3].to_vec();
+        let mut garbage = stream(&[1]);
+        garbage.extend_from_slice(&[0xff, 0xfe, 0x13]);
+        garbage.extend_from_slice(&stream(&[2, 3]));
+        let f = file_of(vec![whole, mixed, wrapped, stopped, garbage, vec![0; 64]]);
+        let n = compare_decoders(&f, &l).unwrap_or_else(|e| panic!("{e}"));
+        assert!(n > 20, "{n} packets");
+        // And the dump reads the same through either.
+        let own = dump_text_with(&f, false, false, &DumpDecoder::Own);
+        let theirs = dump_text_with(&f, false, false, &DumpDecoder::Libipt(&l));
+        assert_eq!(own, theirs.replace("decoder libipt\n", ""));
+        assert!(
+            own.contains("error (resync"),
+            "the garbage must show: {own}"
+        );
+        assert!(own.contains("PTW 7 (0x7, 4 bytes, ip)"), "{own}");
     }
 
     #[test]

@@ -246,9 +246,17 @@ pub fn dictionary(prog: &Compiled) -> Result<Dictionary, RunError> {
             .keys
             .iter()
             .enumerate()
-            .map(|(i, k)| match k {
-                dsl::KeyKind::Int => KeyField::int(&format!("key{i}")),
-                dsl::KeyKind::Str => KeyField::string(&format!("key{i}")),
+            .map(|(i, k)| {
+                // The key's D expression names it in JSON and OpenMetrics output.
+                let name = a
+                    .key_names
+                    .get(i)
+                    .cloned()
+                    .unwrap_or_else(|| format!("key{i}"));
+                match k {
+                    dsl::KeyKind::Int => KeyField::int(&name),
+                    dsl::KeyKind::Str => KeyField::string(&name),
+                }
             })
             .collect();
         d.insert(AggDef {
@@ -450,10 +458,7 @@ impl<'a> Run<'a> {
         let mut s = String::new();
         match self.fmt {
             OutFmt::Text => self.aggs.print_unprinted(SortOrder::default(), &mut s),
-            OutFmt::Json => {
-                s = self.aggs.to_json(SortOrder::default());
-                s.push('\n');
-            }
+            OutFmt::Json => s = self.aggs.to_json(SortOrder::default()),
             OutFmt::OpenMetrics => s = self.aggs.to_openmetrics("oxtrace"),
         }
         self.out.write_all(s.as_bytes())?;
@@ -503,6 +508,22 @@ impl<'a> Run<'a> {
         }
         self.out.flush()?;
         Ok(())
+    }
+
+    /// The members every JSON record line starts with, without the closing brace.
+    fn json_head(&self, kind: RecordKind, cpu: u32, h: &buffer::Header) -> String {
+        let ty = match kind {
+            RecordKind::Printf => "printf",
+            RecordKind::Exit => "exit",
+            _ => "trace",
+        };
+        let mut o = format!(
+            "{{\"type\":\"{ty}\",\"cpu\":{cpu},\"id\":{},\"probe\":",
+            h.probe
+        );
+        crate::agg::json_str(&mut o, self.probe_name(h.probe).1.as_bytes());
+        o.push_str(&format!(",\"timestamp\":{}", h.timestamp));
+        o
     }
 
     fn probe_name(&self, id: u32) -> (&str, &str) {
@@ -567,20 +588,19 @@ impl<'a> Run<'a> {
                 };
                 match self.fmt {
                     OutFmt::Json => {
-                        let t = String::from_utf8_lossy(&text);
-                        writeln!(
-                            self.out,
-                            "{{\"cpu\":{cpu},\"id\":{},\"probe\":{},\"timestamp\":{},\"{}\":{}}}",
-                            h.probe,
-                            json_str(self.probe_name(h.probe).1),
-                            h.timestamp,
-                            if kind == RecordKind::Printf {
-                                "printf"
-                            } else {
-                                "trace"
-                            },
-                            json_str(&t)
-                        )?;
+                        let mut o = self.json_head(kind, cpu, h);
+                        if kind == RecordKind::Printf {
+                            o.push_str(",\"text\":");
+                            crate::agg::json_str(&mut o, &text);
+                        } else {
+                            o.push_str(",\"value\":");
+                            match items.first() {
+                                Some(it) => json_item(&mut o, it),
+                                None => o.push_str("null"),
+                            }
+                        }
+                        o.push('}');
+                        writeln!(self.out, "{o}")?;
                     }
                     OutFmt::OpenMetrics => {}
                     OutFmt::Text => {
@@ -600,6 +620,10 @@ impl<'a> Run<'a> {
                     _ => 0,
                 };
                 self.exit.get_or_insert(code);
+                if self.fmt == OutFmt::Json {
+                    let o = self.json_head(kind, cpu, h);
+                    writeln!(self.out, "{o},\"status\":{code}}}")?;
+                }
                 if !self.quiet && first && self.fmt == OutFmt::Text {
                     self.prefix(cpu, h.probe)?;
                     writeln!(self.out)?;
@@ -621,8 +645,15 @@ impl<'a> Run<'a> {
                     None => self.aggs.printa(h.id, SortOrder::default(), &mut s),
                 };
                 r.map_err(|e| RunError(e.to_string()))?;
-                if self.fmt == OutFmt::Text {
-                    self.out.write_all(s.as_bytes())?;
+                match self.fmt {
+                    OutFmt::Text => self.out.write_all(s.as_bytes())?,
+                    OutFmt::Json => {
+                        // The data printa shows, as the aggregation's JSON line.
+                        let mut o = String::new();
+                        self.aggs.agg_json(h.id, SortOrder::default(), &mut o);
+                        self.out.write_all(o.as_bytes())?;
+                    }
+                    OutFmt::OpenMetrics => {}
                 }
             }
             RecordKind::Clear
@@ -723,6 +754,17 @@ impl<'a> Run<'a> {
             );
         }
         Ok(())
+    }
+}
+
+/// A traced value as JSON: an integer as a number (signed or not by its D type), a string
+/// as a string.
+fn json_item(o: &mut String, it: &Item<'_>) {
+    match it {
+        Item::Str(s) => crate::agg::json_str(o, s),
+        Item::Int(..) => o.push_str(&String::from_utf8_lossy(&dsl::format::format_trace_item(
+            it,
+        ))),
     }
 }
 

@@ -235,14 +235,33 @@ fn json_output() {
     assert_eq!(
         t.to_json(SortOrder::default()),
         concat!(
-            r#"{"aggregations":[{"name":"calls","id":1,"function":"count","normal":1,"keys":["execname"],"#,
-            r#""entries":[{"keys":["sshd"],"value":1},{"keys":["bash"],"value":2}]},"#,
-            r#"{"name":"lat","id":2,"function":"lquantize","normal":1,"keys":[],"entries":[{"keys":[],"#,
+            r#"{"type":"aggregation","name":"calls","id":1,"function":"count","normal":1,"#,
+            r#""keys":["execname"],"entries":[{"key":{"execname":"sshd"},"value":1},"#,
+            r#"{"key":{"execname":"bash"},"value":2}]}"#,
+            "\n",
+            r#"{"type":"aggregation","name":"lat","id":2,"function":"lquantize","normal":1,"#,
+            r#""keys":[],"entries":[{"key":{},"#,
             r#""buckets":[{"min":null,"max":-1,"count":0},{"min":0,"max":4,"count":1},"#,
-            r#"{"min":5,"max":9,"count":1},{"min":10,"max":null,"count":0}]}]}]}"#,
+            r#"{"min":5,"max":9,"count":1},{"min":10,"max":null,"count":0}]}]}"#,
             "\n"
         )
     );
+}
+
+#[test]
+fn json_key_names_are_unique() {
+    let t = table(
+        vec![def(
+            1,
+            "a",
+            AggFunc::Count,
+            vec![KeyField::int("arg0"), KeyField::int("arg0")],
+        )],
+        &[],
+    );
+    assert!(t
+        .to_json(SortOrder::default())
+        .contains(r#""keys":["arg0","arg0#2"]"#));
 }
 
 #[test]

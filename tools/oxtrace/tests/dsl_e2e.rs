@@ -445,3 +445,10 @@ fn ptwrite_writes_values_in_firing_order() {
     )
     .is_err());
 }
+
+#[test]
+fn aggregation_keys_are_named_by_their_expression() {
+    let c = c("fbt::f:entry { @[execname, arg0   &  0xff] = count(); @n = count(); }");
+    assert_eq!(c.aggs[0].key_names, vec!["execname", "arg0 & 0xff"]);
+    assert!(c.aggs[1].key_names.is_empty());
+}

@@ -63,7 +63,8 @@ fn examples(text: &str) -> Vec<Example> {
         let t = l.trim_start();
         let literal = t.starts_with(".. code-block::") || (t == "::" || t.ends_with(" ::"));
         let console = t == ".. code-block:: console";
-        if !console && !(literal && matches!(directive, Directive::File(_))) {
+        let file = literal && matches!(directive, Directive::File(_));
+        if !(console || file) {
             if !l.is_empty() && !l.starts_with("..") {
                 directive = Directive::None;
             }

@@ -253,6 +253,7 @@ pub fn compile_items(
             name: a.name.clone(),
             func: a.func,
             keys: a.keys.clone().unwrap_or_default(),
+            key_names: a.key_names.clone(),
             params: a.params,
         })
         .collect();
@@ -285,6 +286,7 @@ fn declare_stmt(t: &mut Tables, s: &Stmt) {
                     func: AggKind::Count,
                     params: [0; 4],
                     keys: None,
+                    key_names: Vec::new(),
                     first: *name_span,
                     defined: false,
                 });

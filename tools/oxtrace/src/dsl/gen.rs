@@ -22,6 +22,8 @@ pub(super) struct Agg {
     pub(super) func: AggKind,
     pub(super) params: [i64; 4],
     pub(super) keys: Option<Vec<KeyKind>>,
+    /// The D text of each key expression at its first use (`execname`), for output.
+    pub(super) key_names: Vec<String>,
     pub(super) first: Span,
     /// Whether an update was compiled (else only declared by the pre-pass).
     pub(super) defined: bool,
@@ -1215,7 +1217,17 @@ impl<'a> Gen<'a> {
         }
         let kinds: Vec<KeyKind> = kr.iter().map(|(_, t)| t.key_kind()).collect();
         match &self.t.aggs[id as usize].keys {
-            None => self.t.aggs[id as usize].keys = Some(kinds),
+            None => {
+                self.t.aggs[id as usize].keys = Some(kinds);
+                self.t.aggs[id as usize].key_names = keys
+                    .iter()
+                    .map(|k| {
+                        let end = (k.span.start + k.span.len).min(self.src.len());
+                        let text = self.src.get(k.span.start..end).unwrap_or("");
+                        text.split_whitespace().collect::<Vec<_>>().join(" ")
+                    })
+                    .collect();
+            }
             Some(want) if *want != kinds => {
                 return self.err(
                     name_span,

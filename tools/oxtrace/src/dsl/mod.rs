@@ -66,6 +66,8 @@ pub struct AggInfo {
     pub func: AggKind,
     /// Key layout.
     pub keys: Vec<KeyKind>,
+    /// The D text of each key expression (`execname`, `arg0 & 0xff`), for output.
+    pub key_names: Vec<String>,
     /// Parameters (lquantize, llquantize).
     pub params: [i64; 4],
 }

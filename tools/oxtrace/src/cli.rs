@@ -1,0 +1,65 @@
+// The command line of `oxtrace`. Self-contained (clap and std only, no inner attributes):
+// build.rs `include!`s this file to generate the shell completions at build time.
+
+use clap::{Parser, ValueHint};
+use std::path::PathBuf;
+
+/// `device::DEFAULT_PATH`, spelled out because build.rs cannot see the crate (a test checks
+/// they agree).
+pub const DEFAULT_DEVICE: &str = "/dev/oxtrace";
+
+#[derive(Parser)]
+#[command(
+    name = "oxtrace",
+    version,
+    about = "DTrace-class tracing for Linux",
+    after_help = "Examples:\n  oxtrace -e 'fbt::vfs_read:entry { @[execname] = count(); }'\n  \
+                  oxtrace -q -s latency.d -c 'ls -l /'\n  oxtrace -l 'vfs_*'"
+)]
+pub struct Cli {
+    /// The oxtrace device node.
+    #[arg(long, global = true, default_value = DEFAULT_DEVICE, value_hint = ValueHint::FilePath)]
+    pub device: PathBuf,
+    /// Machine-readable JSON (version, status).
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// Run the D program given on the command line.
+    #[arg(short = 'e', value_name = "PROGRAM", conflicts_with = "script")]
+    pub program: Option<String>,
+    /// Run the D program in FILE.
+    #[arg(short = 's', value_name = "FILE", value_hint = ValueHint::FilePath)]
+    pub script: Option<PathBuf>,
+    /// List the probes (matching PATTERN: FUNC or provider:module:function:name globs).
+    #[arg(short = 'l', value_name = "PATTERN", num_args = 0..=1, default_missing_value = "")]
+    pub list: Option<String>,
+    /// Run CMD, enabling the probes before it starts; trace until it exits ($target = its pid).
+    #[arg(short = 'c', value_name = "CMD", conflicts_with = "pid", value_hint = ValueHint::CommandString)]
+    pub command: Option<String>,
+    /// Trace until process PID exits ($target = PID).
+    #[arg(short = 'p', value_name = "PID")]
+    pub pid: Option<u32>,
+    /// Set an option (bufsize=4m, switchrate=10hz, quiet, ...), like #pragma D option.
+    #[arg(short = 'x', value_name = "OPT[=VAL]")]
+    pub xopts: Vec<String>,
+    /// Print only what the program prints.
+    #[arg(short = 'q')]
+    pub quiet: bool,
+    /// At the end, print the counters of every probe and CPU.
+    #[arg(short = 'v')]
+    pub verbose: bool,
+    /// Serve the aggregations as OpenMetrics on http://ADDR/metrics while the program runs.
+    #[arg(long, value_name = "ADDR")]
+    pub listen: Option<String>,
+    /// Output format: text, json or openmetrics.
+    #[arg(
+        short = 'o',
+        value_name = "FORMAT",
+        default_value = "text",
+        value_parser = ["text", "json", "openmetrics"]
+    )]
+    pub output: String,
+    /// Arguments of the program ($1, $2, ...); without a program: `version` (the module's ABI
+    /// and features) or `status` (a new consumer's state).
+    #[arg(value_name = "ARG")]
+    pub args: Vec<String>,
+}
