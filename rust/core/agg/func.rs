@@ -177,16 +177,40 @@ impl AggFunc {
         }
     }
 
-    /// Number of 64-bit words of the value component.
+    /// Number of 64-bit words of the value component: a histogram's buckets are followed by
+    /// one word holding the sum of the values it counted (OpenMetrics' `_sum`, which the
+    /// buckets alone cannot give).
     pub fn value_words(&self) -> usize {
         match self {
             Self::Count | Self::Sum | Self::Min | Self::Max => 1,
             Self::Avg => 2,
             Self::Stddev => 4,
+            Self::Quantize | Self::Lquantize(_) | Self::Llquantize(_) => self.nbuckets() + 1,
+        }
+    }
+
+    /// Number of buckets of a histogram; 0 for the scalar functions.
+    pub fn nbuckets(&self) -> usize {
+        match self {
             Self::Quantize => QUANTIZE_BUCKETS,
             Self::Lquantize(p) => p.buckets(),
             Self::Llquantize(p) => p.buckets(),
+            _ => 0,
         }
+    }
+
+    /// The buckets of a histogram value `v` (without its sum word); empty for a scalar.
+    pub fn buckets_of<'v>(&self, v: &'v [u64]) -> &'v [u64] {
+        v.get(..self.nbuckets()).unwrap_or(&[])
+    }
+
+    /// The sum of the values a histogram counted (each `value × incr`, wrapping like
+    /// DTrace's 64-bit arithmetic); `None` for a scalar or a bad value length.
+    pub fn hist_sum(&self, v: &[u64]) -> Option<i64> {
+        if !self.is_histogram() || v.len() != self.value_words() {
+            return None;
+        }
+        v.last().map(|s| *s as i64)
     }
 
     /// Whether the value is a histogram (quantize family).
@@ -242,17 +266,18 @@ impl AggFunc {
                 let a = value.unsigned_abs() as u128;
                 add128(v, a * a);
             }
-            Self::Quantize => {
-                let b = quantize_bucket(value);
+            Self::Quantize | Self::Lquantize(_) | Self::Llquantize(_) => {
+                let b = match self {
+                    Self::Quantize => quantize_bucket(value),
+                    Self::Lquantize(p) => p.bucket(value),
+                    Self::Llquantize(p) => p.bucket(value),
+                    _ => 0,
+                };
+                // PANIC: `v` has `nbuckets() + 1` words (checked above) and every bucket
+                // function returns an index below `nbuckets()`; the sum is the last word.
                 v[b] = v[b].wrapping_add(incr as u64);
-            }
-            Self::Lquantize(p) => {
-                let b = p.bucket(value);
-                v[b] = v[b].wrapping_add(incr as u64);
-            }
-            Self::Llquantize(p) => {
-                let b = p.bucket(value);
-                v[b] = v[b].wrapping_add(incr as u64);
+                let last = v.len() - 1;
+                v[last] = v[last].wrapping_add(x.wrapping_mul(incr as u64));
             }
         }
         Ok(())
@@ -310,7 +335,7 @@ impl AggFunc {
     /// The inclusive value range of histogram bucket `b` (`None` = unbounded side), for
     /// JSON and OpenMetrics output; `None` for scalar functions or a bad index.
     pub fn bucket_range(&self, b: usize) -> Option<(Option<i64>, Option<i64>)> {
-        if b >= self.value_words() {
+        if b >= self.nbuckets() {
             return None;
         }
         match self {

@@ -344,7 +344,7 @@ fn serialize_is_resumable_and_reports_needed() {
     );
     let mut small = [0u8; 40];
     assert_eq!(b.serialize(0, &mut small, &mut cur), Ok(32));
-    let rec = RECORD_HEADER_BYTES + 8 * (2 + QUANTIZE_BUCKETS);
+    let rec = RECORD_HEADER_BYTES + 8 * (2 + AggFunc::Quantize.value_words());
     assert_eq!(
         b.serialize(0, &mut small, &mut cur),
         Err(SnapshotError::OutputTooSmall { needed: rec })

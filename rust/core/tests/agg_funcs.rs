@@ -224,7 +224,12 @@ proptest! {
                     _ => unreachable!(),
                 };
                 r[b] = r[b].wrapping_add(*inc as u64);
+                // The last word sums value × increment (OpenMetrics' `_sum`).
+                let last = r.len() - 1;
+                r[last] = r[last].wrapping_add((*x as u64).wrapping_mul(*inc as u64));
             }
+            prop_assert_eq!(f.hist_sum(&v), Some(r[r.len() - 1] as i64));
+            prop_assert_eq!(f.buckets_of(&v).len(), f.nbuckets());
             prop_assert_eq!(v, r);
         }
     }

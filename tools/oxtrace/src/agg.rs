@@ -519,6 +519,7 @@ fn sort_val(func: &AggFunc, v: &[u64]) -> SortVal {
     if let Some(s) = func.scalar(v, 1) {
         return SortVal::Scalar(s);
     }
+    let v = func.buckets_of(v);
     let mut total: i128 = 0;
     let mut zero: i64 = 0;
     let mut add = |weight: i64, count: u64| {

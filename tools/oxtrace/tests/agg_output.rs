@@ -240,7 +240,7 @@ fn json_output() {
             r#"{"key":{"execname":"bash"},"value":2}]}"#,
             "\n",
             r#"{"type":"aggregation","name":"lat","id":2,"function":"lquantize","normal":1,"#,
-            r#""keys":[],"entries":[{"key":{},"#,
+            r#""keys":[],"entries":[{"key":{},"count":2,"sum":10,"#,
             r#""buckets":[{"min":null,"max":-1,"count":0},{"min":0,"max":4,"count":1},"#,
             r#"{"min":5,"max":9,"count":1},{"min":10,"max":null,"count":0}]}]}"#,
             "\n"
@@ -275,10 +275,11 @@ fn openmetrics_output() {
          oxtrace_calls_total{execname=\"sshd\"} 1\n\
          # TYPE oxtrace_lat histogram\n\
          # HELP oxtrace_lat oxtrace aggregation @lat = lquantize()\n\
-         oxtrace_lat_bucket{le=\"-1\"} 0\n\
          oxtrace_lat_bucket{le=\"4\"} 1\n\
          oxtrace_lat_bucket{le=\"9\"} 2\n\
          oxtrace_lat_bucket{le=\"+Inf\"} 2\n\
+         oxtrace_lat_count 2\n\
+         oxtrace_lat_sum 10\n\
          # EOF\n"
     );
 }
@@ -307,17 +308,30 @@ fn openmetrics_labels_and_quantize() {
         t.to_openmetrics("oxt"),
         "# TYPE oxt_h histogram\n\
          # HELP oxt_h oxtrace aggregation @h = quantize()\n\
-         oxt_h_bucket{key0=\"a\\\"b\\\\c\",pid=\"-3\",le=\"-1\"} 0\n\
          oxt_h_bucket{key0=\"a\\\"b\\\\c\",pid=\"-3\",le=\"0\"} 1\n\
          oxt_h_bucket{key0=\"a\\\"b\\\\c\",pid=\"-3\",le=\"1\"} 2\n\
          oxt_h_bucket{key0=\"a\\\"b\\\\c\",pid=\"-3\",le=\"3\"} 4\n\
          oxt_h_bucket{key0=\"a\\\"b\\\\c\",pid=\"-3\",le=\"7\"} 4\n\
          oxt_h_bucket{key0=\"a\\\"b\\\\c\",pid=\"-3\",le=\"+Inf\"} 4\n\
+         oxt_h_count{key0=\"a\\\"b\\\\c\",pid=\"-3\"} 4\n\
+         oxt_h_sum{key0=\"a\\\"b\\\\c\",pid=\"-3\"} 6\n\
          # TYPE oxt_agg gauge\n\
          # HELP oxt_agg oxtrace aggregation @ = max()\n\
          oxt_agg 0\n\
          # EOF\n"
     );
+}
+
+/// A histogram that counted a negative value shows a negative bound and, as OpenMetrics
+/// requires, no `_sum`; its `_count` is still there.
+#[test]
+fn openmetrics_negative_histogram_has_no_sum() {
+    let ups = vals(1, vec![], &[-5, 3]);
+    let t = table(vec![def(1, "h", AggFunc::Quantize, vec![])], &ups);
+    let om = t.to_openmetrics("oxt");
+    assert!(om.contains("oxt_h_bucket{le=\"-4\"} 1\n"), "{om}");
+    assert!(om.contains("oxt_h_count 2\n"), "{om}");
+    assert!(!om.contains("_sum"), "{om}");
 }
 
 #[test]

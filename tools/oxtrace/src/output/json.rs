@@ -68,7 +68,10 @@ impl AggTable {
             if let Some(v) = def.func.scalar(e.values, normal) {
                 let _ = write!(o, ",\"value\":{v}");
             } else {
-                o.push_str(",\"buckets\":[");
+                let buckets = def.func.buckets_of(e.values);
+                let count = buckets.iter().fold(0i64, |a, c| a.wrapping_add(*c as i64));
+                let sum = def.func.hist_sum(e.values).unwrap_or(0);
+                let _ = write!(o, ",\"count\":{count},\"sum\":{sum},\"buckets\":[");
                 let (first, last) = print_range(&def.func, e.values);
                 for b in first..=last {
                     if b > first {
@@ -80,7 +83,7 @@ impl AggTable {
                         "{{\"min\":{},\"max\":{},\"count\":{}}}",
                         opt_json(lo),
                         opt_json(hi),
-                        e.values[b] as i64 / normal as i64
+                        buckets[b] as i64 / normal as i64
                     );
                 }
                 o.push(']');

@@ -60,12 +60,21 @@ impl AggTable {
                     continue;
                 }
                 let sep = if lab.is_empty() { "" } else { "," };
+                let buckets = def.func.buckets_of(e.values);
                 let (first, last) = print_range(&def.func, e.values);
-                let mut cum: i64 = e.values[..first].iter().map(|c| *c as i64).sum();
+                let mut cum: i64 = buckets[..first].iter().map(|c| *c as i64).sum();
+                // OpenMetrics wants a histogram's sum to behave as a counter: with a bucket
+                // of negative bound shown it has no `_sum`. A negative-bound bucket whose
+                // cumulative count is still 0 says nothing and is left out.
+                let mut negative = false;
                 for b in first..=last {
-                    cum = cum.wrapping_add(e.values[b] as i64);
+                    cum = cum.wrapping_add(buckets[b] as i64);
                     match def.func.bucket_range(b) {
                         Some((_, Some(hi))) => {
+                            if hi < 0 && cum == 0 {
+                                continue;
+                            }
+                            negative |= hi < 0;
                             let _ = writeln!(
                                 o,
                                 "{name}_bucket{{{lab}{sep}le=\"{hi}\"}} {}",
@@ -75,12 +84,21 @@ impl AggTable {
                         _ => break,
                     }
                 }
-                let total: i64 = e.values.iter().fold(0i64, |a, c| a.wrapping_add(*c as i64));
+                let total: i64 = buckets.iter().fold(0i64, |a, c| a.wrapping_add(*c as i64));
                 let _ = writeln!(
                     o,
                     "{name}_bucket{{{lab}{sep}le=\"+Inf\"}} {}",
                     total / normal as i64
                 );
+                let braces = if lab.is_empty() {
+                    String::new()
+                } else {
+                    format!("{{{lab}}}")
+                };
+                let _ = writeln!(o, "{name}_count{braces} {}", total / normal as i64);
+                if let (false, Some(sum)) = (negative, def.func.hist_sum(e.values)) {
+                    let _ = writeln!(o, "{name}_sum{braces} {}", sum / normal as i64);
+                }
             }
         }
         o.push_str("# EOF\n");

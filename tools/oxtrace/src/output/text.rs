@@ -53,7 +53,8 @@ fn render_value(func: &AggFunc, values: &[u64], normal: u64, out: &mut String) {
 /// The buckets DTrace shows: from one before the first non-empty bucket to one after the
 /// last, clamped; around the first buckets (quantize: around zero) when all are empty.
 pub fn print_range(func: &AggFunc, data: &[u64]) -> (usize, usize) {
-    let n = data.len();
+    let data = func.buckets_of(data);
+    let n = data.len().max(1);
     match data.iter().position(|c| *c != 0) {
         None => match func {
             AggFunc::Quantize => (QUANTIZE_ZERO - 1, QUANTIZE_ZERO + 1),
@@ -73,6 +74,7 @@ pub fn render_histogram(func: &AggFunc, data: &[u64], normal: u64, out: &mut Str
     if data.len() != func.value_words() || !func.is_histogram() {
         return;
     }
+    let data = func.buckets_of(data);
     let (first, last) = print_range(func, data);
     let mut total: u128 = 0;
     let (mut pos, mut neg) = (false, false);
