@@ -4,7 +4,8 @@
 
 use crate::abi;
 use crate::glue::consumer::Consumer;
-use crate::glue::session::{AggTaken, AttachReq, LoadFail, MAX_ATTACH};
+use crate::glue::session::{AggTaken, AttachReq, LoadFail};
+use crate::limits::{MAX_ATTACH, MAX_NAMES, MAX_PROBE_NAME};
 use crate::program;
 use crate::sys::cpu;
 use crate::sys::miscdev::FileOps;
@@ -40,9 +41,6 @@ plain_abi!(
     abi::PtRead,
     abi::PtLayout
 );
-
-/// Longest names buffer LOAD accepts.
-const MAX_NAMES: usize = 4 << 20;
 
 /// The device's file operations.
 pub(crate) struct Device;
@@ -346,7 +344,7 @@ fn attach_name<'a>(names: &'a [u8], e: &abi::Attach) -> Option<&'a CStr> {
     }
     let rest = names.get(e.name as usize..)?;
     let len = rest.iter().position(|&b| b == 0)?;
-    if len == 0 || len >= abi::PROBE_FUNC_LEN {
+    if len == 0 || len > MAX_PROBE_NAME {
         return None;
     }
     CStr::from_bytes_with_nul(&rest[..=len]).ok()

@@ -25,7 +25,6 @@ use kernel::prelude::*;
 use kernel::str::CStr;
 use kernel::sync::Arc;
 
-pub(crate) use crate::limits::MAX_ATTACH;
 
 /// One attached probe: a kprobe, a kretprobe, a tick, BEGIN or END.
 pub(crate) struct ProbeSlot {
