@@ -82,6 +82,7 @@ if [ "$vm_rc" != 0 ]; then
 	[ "$gf" != 0 ] && [ "$vm_rc" = 1 ] || fail "guest run (vm.sh exit $vm_rc)"
 fi
 [ "$gp" -ge 10 ] || fail "guest ran only $gp tests"
+step "vm fail-fast" "$OXT_ROOT/scripts/test-failfast.sh"
 
 if [ ${#failures[@]} -gt 0 ]; then
 	echo "failed: ${failures[*]}" >&2
