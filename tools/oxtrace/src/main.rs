@@ -45,7 +45,8 @@ struct Cli {
     /// Print only what the program prints.
     #[arg(short = 'q')]
     quiet: bool,
-    /// At the end, print the counters of every probe and CPU.
+    /// Say on stderr when the probes are enabled ("oxtrace: N probes enabled"); at the end,
+    /// print the counters of every probe and CPU.
     #[arg(short = 'v')]
     verbose: bool,
     /// Serve the aggregations as OpenMetrics on http://ADDR/metrics while the program runs.
