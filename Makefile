@@ -5,6 +5,7 @@
 #   make check   host tests + style + module build + guest selftests: "N passed, N failed"
 #   make vm CMD='...' [VM_FILES=dir]   run CMD as root in a fresh guest
 #   make bench   oxtrace vs bpftrace in the bench guest: build/bench/results.{md,json}
+#   make stress  the adversarial selftests at length, with their operation counts
 #   make module | tool | selftests | kernel | clean
 #
 # KDIR=/path builds against another Rust-enabled kernel tree (default: the
@@ -13,7 +14,7 @@
 export KDIR
 SHELL := /bin/bash
 
-.PHONY: all run check vm module tool selftests kernel setup clean bench
+.PHONY: all run check vm module tool selftests kernel setup clean bench stress
 
 all: module tool selftests
 
@@ -31,6 +32,10 @@ run:
 
 check:
 	@scripts/check.sh
+
+# Hours under TCG at worst; the timeout is a hang guard.
+stress:
+	@scripts/vm.sh --timeout 14400 -- /selftests/stress.sh
 
 # BENCH_ARGS: NAME=VALUE settings of scripts/guest/bench-run.sh (ROUNDS=5 ...).
 bench:
