@@ -5,6 +5,7 @@
 #   make check   host tests + style + module build + guest selftests: "N passed, N failed"
 #   make vm CMD='...' [VM_FILES=dir]   run CMD as root in a fresh guest
 #   make bench   oxtrace vs bpftrace in the bench guest: build/bench/results.{md,json}
+#   make stress  the adversarial selftests at length, with their operation counts
 #   make module | tool | selftests | kernel | clean
 #   make install [DESTDIR=] [PREFIX=/usr/local] [MODULE=0] | uninstall | man
 #   make dkms-install [KVER=$(uname -r)] | dkms-uninstall   the module through DKMS
@@ -15,8 +16,8 @@
 export KDIR
 SHELL := /bin/bash
 
-.PHONY: all run check vm module tool selftests kernel setup clean bench install uninstall \
-	man dkms-install dkms-uninstall
+.PHONY: all run check vm module tool selftests kernel setup clean bench stress install \
+	uninstall man dkms-install dkms-uninstall
 
 all: module tool selftests
 
@@ -34,6 +35,10 @@ run:
 
 check:
 	@scripts/check.sh
+
+# Hours under TCG at worst; the timeout is a hang guard.
+stress:
+	@scripts/vm.sh --timeout 14400 -- /selftests/stress.sh
 
 # BENCH_ARGS: NAME=VALUE settings of scripts/guest/bench-run.sh (ROUNDS=5 ...).
 bench:

@@ -83,6 +83,7 @@ if [ "$vm_rc" != 0 ]; then
 	[ "$gf" != 0 ] && [ "$vm_rc" = 1 ] || fail "guest run (vm.sh exit $vm_rc)"
 fi
 [ "$gp" -ge 10 ] || fail "guest ran only $gp tests"
+step "vm fail-fast" "$OXT_ROOT/scripts/test-failfast.sh"
 
 say "Prometheus scrapes the guest"
 step "prometheus end to end" "$OXT_ROOT/scripts/test-prometheus.sh"

@@ -14,28 +14,61 @@ cat >"$dir/clean" <<'LOG'
 LOG
 "$scan" "$dir/clean" >/dev/null || { echo "clean log flagged"; bad=1; }
 
-while IFS= read -r line; do
+# F: fatal (scripts/vm.sh stops the guest at once), -: a failure found after the run.
+while read -r kind line; do
 	printf '[    1.000000] boot ok\n[    3.000000] %s\n' "$line" >"$dir/splat"
 	if "$scan" "$dir/splat" >/dev/null; then
 		echo "not flagged: $line"
 		bad=1
 	fi
+	fatal=-
+	"$scan" --fatal "$dir/splat" >/dev/null || fatal=F
+	if [ "$fatal" != "$kind" ]; then
+		echo "fatal should be $kind, is $fatal: $line"
+		bad=1
+	fi
 done <<'SPLATS'
-BUG: sleeping function called from invalid context at kernel/locking/mutex.c:585
-BUG: kernel NULL pointer dereference, address: 0000000000000000
-BUG: KASAN: slab-use-after-free in oxt_fop_ioctl+0x1c/0x30 [oxtrace]
-WARNING: CPU: 1 PID: 80 at rust/kernel/alloc/kbox.rs:100 oxtrace_init+0x10/0x20 [oxtrace]
-WARNING: possible circular locking dependency detected
-WARNING: possible recursive locking detected
-INFO: trying to register non-static key.
-watchdog: BUG: soft lockup - CPU#2 stuck for 22s! [device_test:91]
-NMI watchdog: Watchdog detected hard LOCKUP on cpu 3
-rcu: INFO: rcu_preempt detected stalls on CPUs/tasks:
-INFO: task insmod:77 blocked for more than 120 seconds.
-Oops: general protection fault, probably for non-canonical address 0xdead000000000100: 0000 [#1] PREEMPT SMP
-Kernel panic - not syncing: Fatal exception
-rust_kernel: panicked at rust/oxtrace_main.rs:10:5:
-kernel BUG at mm/slub.c:123!
-Call Trace:
+F BUG: sleeping function called from invalid context at kernel/locking/mutex.c:585
+F BUG: kernel NULL pointer dereference, address: 0000000000000000
+F BUG: KASAN: slab-use-after-free in oxt_fop_ioctl+0x1c/0x30 [oxtrace]
+- WARNING: CPU: 1 PID: 80 at rust/kernel/alloc/kbox.rs:100 oxtrace_init+0x10/0x20 [oxtrace]
+- WARNING: possible circular locking dependency detected
+- WARNING: possible recursive locking detected
+- INFO: trying to register non-static key.
+F watchdog: BUG: soft lockup - CPU#2 stuck for 22s! [device_test:91]
+F NMI watchdog: Watchdog detected hard LOCKUP on cpu 3
+F rcu: INFO: rcu_preempt detected stalls on CPUs/tasks:
+F INFO: task insmod:77 blocked for more than 120 seconds.
+F Oops: general protection fault, probably for non-canonical address 0xdead000000000100: 0000 [#1] PREEMPT SMP
+F Kernel panic - not syncing: Fatal exception
+F rust_kernel: panicked at rust/oxtrace_main.rs:10:5:
+F kernel BUG at mm/slub.c:123!
+- Call Trace:
 SPLATS
+
+# --follow: returns at the first fatal line while the process lives (the guest's
+# QEMU in vm.sh), and 0 once the process has ended without one.  The holder's
+# lifetime only bounds a broken follower; nothing here waits for time to pass.
+cp "$dir/clean" "$dir/live"
+echo "[    3.000000] WARNING: CPU: 1 PID: 42 at kernel/fake.c:1 x+0x0/0x10" >>"$dir/live"
+sleep 600 &
+holder=$!
+"$scan" --follow $holder "$dir/live" &
+follower=$!
+kill $holder
+wait $holder 2>/dev/null
+wait $follower || { echo "--follow flagged a log without a fatal line"; bad=1; }
+
+sleep 600 &
+holder=$!
+cp "$dir/clean" "$dir/live"
+"$scan" --follow $holder "$dir/live" &
+follower=$!
+echo "[    4.000000] watchdog: BUG: soft lockup - CPU#2 stuck for 22s! [sh:91]" >>"$dir/live"
+if wait $follower; then
+	echo "--follow missed a fatal line"
+	bad=1
+fi
+kill $holder
+wait $holder 2>/dev/null
 exit $bad

@@ -9,7 +9,8 @@
 # tool (/usr/bin/oxtrace), the selftests (/selftests) and DIR (/extra).  CMD's
 # output is streamed; the exit status is CMD's.  The kernel log is scanned
 # afterwards and any splat fails the run (exit 120), as does a timeout (121) or
-# a guest that died before CMD finished (122).
+# a guest that died before CMD finished (122).  A fatal splat (Oops, BUG, panic,
+# lockup, RCU stall, hung task) on the console stops the guest at once: 120.
 #
 # --mem sets the guest memory (default 1G); --hostroot exports the host's root
 # filesystem read-only over 9p (mount tag "hostroot"), for make bench's bpftrace.
@@ -136,15 +137,41 @@ qemu=$!
 tail -n +1 -s 0.2 -f --pid=$qemu "$run/out.log" 2>/dev/null |
 	sed -u -e 's/\r$//' -e '/^OXTRACE-EXIT=/d' &
 streamer=$!
+# Fail fast: a guest that oopsed or locked up may hang until the timeout.
+rm -f "$run/fatal"
+(
+	"$OXT_ROOT/scripts/logscan.sh" --follow $qemu "$run/console.log" && exit 0
+	: >"$run/fatal"
+	# Let the rest of the report reach the console: until it is quiet for 2 s (at most 30 s).
+	prev=-1 quiet=0
+	for _ in $(seq 150); do
+		kill -0 $qemu 2>/dev/null || exit 0
+		size=$(stat -c %s "$run/console.log")
+		if [ "$size" = "$prev" ]; then quiet=$((quiet + 1)); else quiet=0; fi
+		[ $quiet -lt 10 ] || break
+		prev=$size
+		sleep 0.2
+	done
+	kill $qemu 2>/dev/null
+	exit 0
+) &
+watcher=$!
 set +e
 wait $qemu
 qrc=$?
 wait $streamer
+wait $watcher
 set -e
 
 rc=$(tr -d '\r' <"$run/out.log" | sed -n 's/^OXTRACE-EXIT=//p' | tail -n 1)
 status=0
-if [ "$qrc" = 124 ] || [ "$qrc" = 137 ]; then
+if [ -f "$run/fatal" ] || ! "$OXT_ROOT/scripts/logscan.sh" --fatal "$run/console.log" >/dev/null; then
+	what="fatal kernel error on the guest console"
+	[ ! -f "$run/fatal" ] || what="$what: guest stopped"
+	echo "vm: $what (console: $run/console.log)" >&2
+	tail -n 40 "$run/console.log" | tr -d '\r' >&2
+	status=120
+elif [ "$qrc" = 124 ] || [ "$qrc" = 137 ]; then
 	echo "vm: guest timed out after ${timeout}s (console: $run/console.log)" >&2
 	tail -n 30 "$run/console.log" | tr -d '\r' >&2
 	status=121

@@ -208,9 +208,13 @@ if [ $have_bt = 1 ] && [ -n "$PROFILE" ] && chroot $H /usr/bin/perf --version >/
 			rmmod oxtrace && insmod /extra/oxtrace-prof.ko; then
 			label=oxtrace-irqs-on
 		fi
-		oxtrace -q -x aggrate=60s -x switchrate=60s -e "$(ox_prog "$p")" >/dev/null 2>&1 &
+		oxtrace -q -v -x aggrate=60s -x switchrate=60s -e "$(ox_prog "$p")" >/dev/null 2>/tmp/ox.err &
 		ox=$!
-		sleep 3
+		t=0
+		while ! grep -q 'probes enabled' /tmp/ox.err && kill -0 $ox 2>/dev/null && [ $t -lt 3000 ]; do
+			sleep 0.1
+			t=$((t + 1))
+		done
 		prof $label "$p"
 		kill -INT $ox
 		wait $ox

@@ -73,14 +73,20 @@ expect "clear() empties an aggregation" "0" "$out"
 
 # The exporter: scrape /metrics while the program runs.
 ifconfig lo 127.0.0.1 up 2>/dev/null
-oxtrace -q --listen 127.0.0.1:9910 -x aggrate=100ms \
+oxtrace -q -v --listen 127.0.0.1:9910 -x aggrate=100ms \
 	-e 'fbt::ksys_read:entry /execname == "oxt_workload"/ { @reads = count(); @size = quantize(arg2); }' \
 	>/dev/null 2>/tmp/err &
 p=$!
-sleep 3
+wait_for /tmp/err 'probes enabled' $p
 ./oxt_workload read 4 2000
-sleep 1
-wget -q -O /tmp/metrics http://127.0.0.1:9910/metrics
+# Scrape until a snapshot has all of the workload's reads (or the hang guard).
+i=0
+while [ $i -lt 3000 ] && kill -0 $p 2>/dev/null; do
+	wget -q -O /tmp/metrics http://127.0.0.1:9910/metrics
+	grep -q '^oxtrace_reads_total 8000$\|^oxtrace_reads 8000$' /tmp/metrics && break
+	i=$((i + 1))
+	sleep 0.1
+done
 kill -INT $p
 wait $p
 if grep -q '^oxtrace_reads_total 8000$\|^oxtrace_reads 8000$' /tmp/metrics &&

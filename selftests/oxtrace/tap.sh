@@ -43,6 +43,32 @@ run() {
 	err=$(cat /tmp/err)
 }
 
+# wait_for FILE REGEX [PID]: until FILE has a line matching REGEX.  Fails at once if
+# PID has exited, and after 300 s: a guard against a hang, not a guess at how long
+# anything takes (a saturated host may need much longer than an idle one).
+wait_for() {
+	_w=0
+	while ! grep -q "$2" "$1" 2>/dev/null; do
+		if [ -n "${3:-}" ] && ! kill -0 "$3" 2>/dev/null; then
+			grep -q "$2" "$1" 2>/dev/null
+			return
+		fi
+		_w=$((_w + 1))
+		[ $_w -le 3000 ] || return 1
+		sleep 0.1
+	done
+}
+
+# wait_exit PID: until PID has exited (up to 300 s, the same hang guard); fails if it has not.
+wait_exit() {
+	_w=0
+	while kill -0 "$1" 2>/dev/null; do
+		_w=$((_w + 1))
+		[ $_w -le 3000 ] || return 1
+		sleep 0.1
+	done
+}
+
 # tap_exit: the status of the whole script.
 tap_exit() {
 	exit $((fails > 0))

@@ -88,19 +88,18 @@ timeout 60 oxtrace -o json -e 'BEGIN { printf("x%d\n", 1); exit(0); }' >/tmp/out
 if grep -q '"printf":"x1\\n"' /tmp/out; then ok "-o json"; else nok "-o json" "$(cat /tmp/out)"; fi
 
 # Consumers killed or interrupted while their probes fire on every CPU.
-./oxt_workload spin 4 20 &
+./oxt_workload spin 4 3600 &   # until killed below
 wl=$!
 bad=""
 for i in 1 2 3 4; do
-	oxtrace -q -e 'fbt::ksys_read:entry { @[cpu] = count(); self->t = timestamp; }
+	oxtrace -q -v -e 'fbt::ksys_read:entry { @[cpu] = count(); self->t = timestamp; }
 		fbt::ksys_read:return /self->t/ { @l = quantize(timestamp - self->t); self->t = 0; }' \
-		>/dev/null 2>&1 &
+		>/dev/null 2>/tmp/kill.err &
 	p=$!
-	sleep 2
+	# Killed while its probes fire: the workload spins on every CPU once they are enabled.
+	wait_for /tmp/kill.err 'probes enabled' $p || bad="$bad consumer $i did not start: $(cat /tmp/kill.err);"
 	if [ $((i % 2)) = 0 ]; then kill -INT $p; else kill -KILL $p; fi
-	t=0
-	while kill -0 $p 2>/dev/null && [ $t -lt 30 ]; do sleep 1; t=$((t + 1)); done
-	if kill -0 $p 2>/dev/null; then
+	if ! wait_exit $p; then
 		bad="$bad consumer $i did not stop;"
 		kill -KILL $p
 	fi

@@ -44,7 +44,8 @@ pub struct Cli {
     /// Print only what the program prints.
     #[arg(short = 'q')]
     pub quiet: bool,
-    /// At the end, print the counters of every probe and CPU.
+    /// Say on stderr when the probes are enabled ("oxtrace: N probes enabled"); at the end,
+    /// print the counters of every probe and CPU.
     #[arg(short = 'v')]
     pub verbose: bool,
     /// Serve the aggregations as OpenMetrics on http://ADDR/metrics while the program runs.

@@ -396,6 +396,10 @@ impl<'a> Run<'a> {
     /// is left. Returns the exit status.
     pub fn run(mut self, target: &mut Target, verbose: bool) -> Result<i32, RunError> {
         self.dev.go()?;
+        if verbose {
+            // Scripts wait for this line: the probes fire from here on.
+            eprintln!("oxtrace: {} probes enabled", self.names.len());
+        }
         if let Some(c) = target.child.as_mut() {
             c.release();
         }

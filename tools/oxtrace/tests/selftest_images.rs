@@ -49,6 +49,21 @@ fn programs() -> Vec<(&'static str, String)> {
                  fbt::__x64_sys_lseek:return /self->ts/ {{ self->ts = 0; }}\n"
             ),
         ),
+        // Lifecycle races, the ioctl fuzzer and CPU hotplug: every read(2) of the system
+        // fires, with thread-local and associative variables, aggregations and records.
+        (
+            "race",
+            "#pragma D option bufsize=16k\n\
+             #pragma D option aggsize=16k\n\
+             #pragma D option dynvarsize=64k\n\
+             fbt::ksys_read:entry { self->ts = timestamp; a[tid] = cpu; @n[cpu] = count(); trace(tid); }\n\
+             fbt::ksys_read:return /self->ts/ {\n\
+             \t@lat = quantize(timestamp - self->ts);\n\
+             \tself->ts = 0;\n\
+             \ta[tid] = 0;\n\
+             }\n"
+                .to_string(),
+        ),
     ]
 }
 

@@ -8,6 +8,13 @@ use std::collections::HashMap;
 /// Macro variables: `$1`.. `$n`, `$target`, `$pid`... by name.
 pub type Macros = HashMap<String, String>;
 
+/// How deep an expression may be.  Each parenthesis, unary operator, cast, `?:` branch,
+/// assignment, argument or key list and subscript adds a level, and so does each operator
+/// of a chain like `a + b + c`, whose tree is as deep as the chain is long.  Parser, code
+/// generator and the drop of the tree recurse over it; the bound keeps them far from the
+/// end of the stack.
+pub const MAX_DEPTH: usize = 256;
+
 /// The parser state.
 pub struct Parser<'a> {
     toks: Vec<Token>,
@@ -16,6 +23,7 @@ pub struct Parser<'a> {
     input: &'a str,
     macros: &'a Macros,
     in_pred: bool,
+    depth: usize,
 }
 
 type PResult<T> = Result<T, CompileError>;
@@ -75,7 +83,29 @@ impl<'a> Parser<'a> {
             input,
             macros,
             in_pred: false,
+            depth: 0,
         }
+    }
+
+    /// One level deeper; past `MAX_DEPTH` an error at the current token.
+    fn enter(&mut self) -> PResult<()> {
+        self.depth += 1;
+        if self.depth <= MAX_DEPTH {
+            return Ok(());
+        }
+        let sp = self.peek().span;
+        self.err(
+            sp,
+            format!("expression nested more than {MAX_DEPTH} levels deep"),
+        )
+    }
+
+    /// Parse `f` one level deeper.
+    fn nested<T>(&mut self, f: impl FnOnce(&mut Self) -> PResult<T>) -> PResult<T> {
+        self.enter()?;
+        let r = f(self);
+        self.depth -= 1;
+        r
     }
 
     fn err<T>(&self, span: Span, msg: impl Into<String>) -> PResult<T> {
@@ -302,6 +332,10 @@ impl<'a> Parser<'a> {
 
     /// Comma-separated expressions up to (and consuming) `close`.
     fn expr_list(&mut self, close: &str) -> PResult<Vec<Expr>> {
+        self.nested(|p| p.expr_list_inner(close))
+    }
+
+    fn expr_list_inner(&mut self, close: &str) -> PResult<Vec<Expr>> {
         let mut v = Vec::new();
         if self.eat(close) {
             return Ok(v);
@@ -344,7 +378,7 @@ impl<'a> Parser<'a> {
             );
         }
         let _ = opspan;
-        let rhs = self.assign()?;
+        let rhs = self.nested(Self::assign)?;
         let span = lhs.span.to(rhs.span);
         Ok(Expr {
             kind: ExprKind::Assign(op, Box::new(lhs), Box::new(rhs)),
@@ -357,9 +391,9 @@ impl<'a> Parser<'a> {
         if !self.eat("?") {
             return Ok(c);
         }
-        let a = self.assign()?;
+        let a = self.nested(Self::assign)?;
         self.expect(":")?;
-        let b = self.ternary()?;
+        let b = self.nested(Self::ternary)?;
         let span = c.span.to(b.span);
         Ok(Expr {
             kind: ExprKind::Ternary(Box::new(c), Box::new(a), Box::new(b)),
@@ -404,10 +438,13 @@ impl<'a> Parser<'a> {
 
     fn binary(&mut self, min: u8) -> PResult<Expr> {
         let mut lhs = self.unary()?;
+        // A chain is parsed in a loop but its tree is as deep as the chain is long.
+        let base = self.depth;
         while let Some((op, prec)) = self.binop() {
             if prec <= min {
                 break;
             }
+            self.enter()?;
             self.bump();
             let rhs = self.binary(prec)?;
             let span = lhs.span.to(rhs.span);
@@ -416,6 +453,7 @@ impl<'a> Parser<'a> {
                 span,
             };
         }
+        self.depth = base;
         Ok(lhs)
     }
 
@@ -434,6 +472,7 @@ impl<'a> Parser<'a> {
             self.bump();
         }
         let end = self.peek().span;
+        let base = self.depth;
         let w: Vec<&str> = words.iter().map(|s| s.as_str()).collect();
         let int = |size, signed| TypeName::Int { size, signed };
         let mut ty = match w.as_slice() {
@@ -466,9 +505,12 @@ impl<'a> Parser<'a> {
             ["void"] => TypeName::Void,
             _ => return self.err(start.to(end), format!("unknown type '{}'", w.join(" "))),
         };
-        while self.eat("*") {
+        while self.is("*") {
+            self.enter()?;
+            self.bump();
             ty = TypeName::Ptr(Box::new(ty));
         }
+        self.depth = base;
         Ok(ty)
     }
 
@@ -484,7 +526,7 @@ impl<'a> Parser<'a> {
         };
         if let Some(op) = op {
             self.bump();
-            let e = self.unary()?;
+            let e = self.nested(Self::unary)?;
             let span = t.span.to(e.span);
             return Ok(Expr {
                 kind: ExprKind::Unary(op, Box::new(e)),
@@ -493,7 +535,7 @@ impl<'a> Parser<'a> {
         }
         if let Tok::Punct(p @ ("++" | "--")) = t.tok {
             self.bump();
-            let e = self.unary()?;
+            let e = self.nested(Self::unary)?;
             if !is_lvalue(&e) {
                 return self.err(
                     e.span,
@@ -514,7 +556,7 @@ impl<'a> Parser<'a> {
             self.bump();
             let ty = self.type_name()?;
             self.expect(")")?;
-            let e = self.unary()?;
+            let e = self.nested(Self::unary)?;
             let span = t.span.to(e.span);
             return Ok(Expr {
                 kind: ExprKind::Cast(ty, Box::new(e)),
@@ -525,6 +567,13 @@ impl<'a> Parser<'a> {
     }
 
     fn postfix(&mut self) -> PResult<Expr> {
+        let base = self.depth;
+        let r = self.postfix_chain();
+        self.depth = base;
+        r
+    }
+
+    fn postfix_chain(&mut self) -> PResult<Expr> {
         let mut e = self.primary()?;
         loop {
             let t = self.peek().clone();
@@ -551,7 +600,8 @@ impl<'a> Parser<'a> {
                     let name = match &e.kind {
                         ExprKind::Ident(n) => n.clone(),
                         _ => {
-                            // p[i] on a pointer is *(p + i).
+                            // p[i] on a pointer is *(p + i), a level deeper each time.
+                            self.enter()?;
                             self.bump();
                             let idx = self.expr()?;
                             let close = self.expect("]")?;
@@ -655,7 +705,7 @@ impl<'a> Parser<'a> {
             }
             Tok::Ident(name) => ExprKind::Ident(name),
             Tok::Punct("(") => {
-                let e = self.expr()?;
+                let e = self.nested(Self::expr)?;
                 let close = self.expect(")")?;
                 return Ok(Expr {
                     kind: e.kind,
