@@ -25,7 +25,6 @@ use kernel::prelude::*;
 use kernel::str::CStr;
 use kernel::sync::Arc;
 
-
 /// One attached probe: a kprobe, a kretprobe, a tick, BEGIN or END.
 pub(crate) struct ProbeSlot {
     /// Enabled probe id (`id`): index in [`Session::slots`], numbered as
