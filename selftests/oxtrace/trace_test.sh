@@ -85,7 +85,7 @@ else
 fi
 
 timeout 60 oxtrace -o json -e 'BEGIN { printf("x%d\n", 1); exit(0); }' >/tmp/out 2>/dev/null
-if grep -q '"printf":"x1\\n"' /tmp/out; then ok "-o json"; else nok "-o json" "$(cat /tmp/out)"; fi
+if grep -q '"type":"printf",.*"text":"x1\\n"}$' /tmp/out; then ok "-o json"; else nok "-o json" "$(cat /tmp/out)"; fi
 
 # Consumers killed or interrupted while their probes fire on every CPU.
 ./oxt_workload spin 4 3600 &   # until killed below
