@@ -73,7 +73,7 @@ impl AggTable {
                 let sum = def.func.hist_sum(e.values).unwrap_or(0);
                 let _ = write!(o, ",\"count\":{count},\"sum\":{sum},\"buckets\":[");
                 let (first, last) = print_range(&def.func, e.values);
-                for b in first..=last {
+                for (b, n) in buckets.iter().enumerate().take(last + 1).skip(first) {
                     if b > first {
                         o.push(',');
                     }
@@ -83,7 +83,7 @@ impl AggTable {
                         "{{\"min\":{},\"max\":{},\"count\":{}}}",
                         opt_json(lo),
                         opt_json(hi),
-                        buckets[b] as i64 / normal as i64
+                        *n as i64 / normal as i64
                     );
                 }
                 o.push(']');

@@ -67,8 +67,8 @@ impl AggTable {
                 // of negative bound shown it has no `_sum`. A negative-bound bucket whose
                 // cumulative count is still 0 says nothing and is left out.
                 let mut negative = false;
-                for b in first..=last {
-                    cum = cum.wrapping_add(buckets[b] as i64);
+                for (b, n) in buckets.iter().enumerate().take(last + 1).skip(first) {
+                    cum = cum.wrapping_add(*n as i64);
                     match def.func.bucket_range(b) {
                         Some((_, Some(hi))) => {
                             if hi < 0 && cum == 0 {
