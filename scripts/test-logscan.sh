@@ -2,7 +2,11 @@
 # The log scanner must flag every kind of splat and pass a clean boot log.
 set -uo pipefail
 scan=$(dirname "$0")/logscan.sh
-dir=$(mktemp -d)
+# Under the tree's build/, not /tmp: another job's clean-up of /tmp must not pull the
+# logs from under the follower.
+build=$(cd "$(dirname "$0")/.." && pwd)/build
+mkdir -p "$build"
+dir=$(mktemp -d "$build/logscan.XXXXXX")
 trap 'rm -rf "$dir"' EXIT
 bad=0
 
