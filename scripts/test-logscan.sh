@@ -7,8 +7,11 @@ scan=$(dirname "$0")/logscan.sh
 build=$(cd "$(dirname "$0")/.." && pwd)/build
 mkdir -p "$build"
 dir=$(mktemp -d "$build/logscan.XXXXXX")
-trap 'rm -rf "$dir"' EXIT
+# Only this shell cleans up: a background subshell killed before it execs its command
+# (the holders below) runs the inherited EXIT trap, which removed $dir under the next step.
+trap '[ "$BASHPID" = '"$$"' ] && rm -rf "$dir"' EXIT
 bad=0
+bg() { "$@" & }
 
 cat >"$dir/clean" <<'LOG'
 [    0.000000] Linux version 6.12.117 (root@host) #1 SMP PREEMPT
@@ -55,18 +58,18 @@ SPLATS
 # lifetime only bounds a broken follower; nothing here waits for time to pass.
 cp "$dir/clean" "$dir/live"
 echo "[    3.000000] WARNING: CPU: 1 PID: 42 at kernel/fake.c:1 x+0x0/0x10" >>"$dir/live"
-sleep 600 &
+bg sleep 600
 holder=$!
-"$scan" --follow $holder "$dir/live" &
+bg "$scan" --follow $holder "$dir/live"
 follower=$!
 kill $holder
 wait $holder 2>/dev/null
 wait $follower || { echo "--follow flagged a log without a fatal line"; bad=1; }
 
-sleep 600 &
+bg sleep 600
 holder=$!
 cp "$dir/clean" "$dir/live"
-"$scan" --follow $holder "$dir/live" &
+bg "$scan" --follow $holder "$dir/live"
 follower=$!
 echo "[    4.000000] watchdog: BUG: soft lockup - CPU#2 stuck for 22s! [sh:91]" >>"$dir/live"
 if wait $follower; then
