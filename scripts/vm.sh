@@ -14,6 +14,7 @@
 # --mem sets the guest memory (default 1G); --hostroot exports the host's root
 # filesystem read-only over 9p (mount tag "hostroot"), for make bench's bpftrace.
 # KFLAVOR=bench boots the bench kernel and builds the module against it.
+# OXT_TCG_THREAD=single|multi and OXT_TCG_CPU=MODEL choose how TCG runs the guest.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -89,16 +90,20 @@ if [ "$accel" = auto ]; then
 		accel=$(cat "$probe")
 	fi
 fi
+# TCG's threading and CPU model, overridable to compare (see Documentation/testing.rst).
+tcg_thread=${OXT_TCG_THREAD:-multi}
+tcg_cpu=${OXT_TCG_CPU:-max}
+case $tcg_thread in single | multi) ;; *) die "OXT_TCG_THREAD must be single or multi" ;; esac
 case $accel in
 kvm) accel_args=(-accel kvm -cpu host) ;;
-tcg) accel_args=(-accel tcg,thread=multi -cpu max) ;;
+tcg) accel_args=(-accel "tcg,thread=$tcg_thread" -cpu "$tcg_cpu") ;;
 *) die "OXT_ACCEL must be auto, kvm or tcg" ;;
 esac
 
 : >"$run/console.log"
 : >"$run/out.log"
 : >"$run/dmesg.log"
-say "booting guest ($accel, 4 vCPUs): $cmd"
+say "booting guest (${accel_args[*]}, 4 vCPUs): $cmd"
 timeout -k 10 "$timeout" qemu-system-x86_64 "${accel_args[@]}" -smp 4 -m "$mem" "${virtfs[@]}" \
 	-kernel "$bzimage" -initrd "$run/initramfs.gz" \
 	-append "console=ttyS0 loglevel=6 panic=-1 log_buf_len=4M printk.devkmsg=on rdinit=/init" \
