@@ -4,13 +4,14 @@
 #   scripts/vm.sh [--files DIR] [--timeout SEC] [--no-build] [--mem SIZE] [--hostroot]
 #                 [--forward HOSTPORT:GUESTPORT]... -- CMD...
 #
-# The guest is QEMU with 4 vCPUs (TCG; KVM only if a short probe boot works),
-# booting the cached test kernel with an initramfs of busybox, oxtrace.ko, the
-# tool (/usr/bin/oxtrace), the selftests (/selftests) and DIR (/extra).  CMD's
-# output is streamed; the exit status is CMD's.  The kernel log is scanned
-# afterwards and any splat fails the run (exit 120), as does a timeout (121) or
-# a guest that died before CMD finished (122).  A fatal splat (Oops, BUG, panic,
-# lockup, RCU stall, hung task) on the console stops the guest at once: 120.
+# The guest is QEMU with 4 vCPUs (single-threaded TCG; KVM only if a short
+# probe boot works), booting the cached test kernel with an initramfs of
+# busybox, oxtrace.ko, the tool (/usr/bin/oxtrace), the selftests (/selftests)
+# and DIR (/extra).  CMD's output is streamed; the exit status is CMD's.  The
+# kernel log is scanned afterwards and any splat fails the run (exit 120), as
+# does a timeout (121) or a guest that died before CMD finished (122).  A fatal
+# splat (Oops, BUG, panic, lockup, RCU stall, hung task) on the console stops
+# the guest at once: 120.
 #
 # --mem sets the guest memory (default 1G); --hostroot exports the host's root
 # filesystem read-only over 9p (mount tag "hostroot"), for make bench's bpftrace.
@@ -18,6 +19,8 @@
 # restricted (the guest reaches nothing outside), and forwards 127.0.0.1:HOSTPORT on the
 # host to GUESTPORT in the guest; without it the guest has no network card at all.
 # KFLAVOR=bench boots the bench kernel and builds the module against it.
+# OXT_TCG_THREAD=single|multi (default single) and OXT_TCG_CPU=MODEL (default max)
+# choose how TCG runs the guest.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -112,16 +115,24 @@ if [ "$accel" = auto ]; then
 	fi
 fi
 [ -z "$why" ] || say "not using KVM: $why; running under TCG (slower; OXT_ACCEL=kvm forces KVM)"
+# Single-threaded TCG: QEMU 7.2's multi-threaded TCG can keep running a stale
+# translation of code the guest rewrote, which breaks the kernel's text_poke_bp
+# (guest panics arming kprobes on hot functions; Documentation/testing.rst).
+# Measured cost on a 2-CPU host shared with other jobs: none, the full guest
+# suite took 92-101 s single vs 99-121 s multi (multi gains only with idle CPUs).
+tcg_thread=${OXT_TCG_THREAD:-single}
+tcg_cpu=${OXT_TCG_CPU:-max}
+case $tcg_thread in single | multi) ;; *) die "OXT_TCG_THREAD must be single or multi" ;; esac
 case $accel in
 kvm) accel_args=(-accel kvm -cpu host) ;;
-tcg) accel_args=(-accel tcg,thread=multi -cpu max) ;;
+tcg) accel_args=(-accel "tcg,thread=$tcg_thread" -cpu "$tcg_cpu") ;;
 *) die "OXT_ACCEL must be auto, kvm or tcg" ;;
 esac
 
 : >"$run/console.log"
 : >"$run/out.log"
 : >"$run/dmesg.log"
-say "booting guest ($accel, 4 vCPUs): $cmd"
+say "booting guest (${accel_args[*]}, 4 vCPUs): $cmd"
 net_args=(-nic none)
 if [ -n "$forwards" ]; then
 	net_args=(-netdev "user,id=n0,restrict=on$forwards" -device virtio-net-pci,netdev=n0)
