@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <grp.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -263,6 +264,74 @@ TEST(no_capability_eperm)
 	/* either one is enough */
 	EXPECT_EQ(0, open_without(admin, 1));
 	EXPECT_EQ(0, open_without(perfmon, 1));
+}
+
+/* Bits of what a child saw, for its exit status. */
+#define PRIV_STATUS_FAIL	0x01
+#define PRIV_LOAD_OK		0x02
+#define PRIV_GO_OK		0x04
+#define PRIV_PTCFG_OK		0x08
+#define PRIV_PTSTART_OK		0x10
+#define PRIV_SETUP_FAIL		0x40
+
+/* 0 if `ret` failed with EPERM, else `bit`. */
+static int eperm_or(int ret, int bit)
+{
+	return ret == -1 && errno == EPERM ? 0 : bit;
+}
+
+/* The ioctls that load or start, each expected to fail with EPERM. */
+static int loads_and_starts_refused(int fd)
+{
+	struct oxt_load l = { .size = sizeof(l) };
+	struct oxt_pt_config c = { .size = sizeof(c) };
+	int r = 0;
+
+	r |= eperm_or(ioctl(fd, OXT_IOC_LOAD, &l), PRIV_LOAD_OK);
+	r |= eperm_or(ioctl(fd, OXT_IOC_GO), PRIV_GO_OK);
+	r |= eperm_or(ioctl(fd, OXT_IOC_PT_CONFIG, &c), PRIV_PTCFG_OK);
+	r |= eperm_or(ioctl(fd, OXT_IOC_PT_START), PRIV_PTSTART_OK);
+	return r;
+}
+
+/*
+ * An fd opened with privilege and inherited across a privilege drop (both
+ * capabilities gone, uid and gid 65534) can still be read, but can't load or
+ * start anything: each such ioctl checks the caller, not the opener.
+ */
+TEST(inherited_fd_needs_privilege)
+{
+	int both[] = { CAP_SYS_ADMIN, CAP_PERFMON };
+	struct oxt_status s;
+	int status;
+	int fd = oxt_open();
+
+	ASSERT_LE(0, fd);
+	/* the opener itself gets the ordinary answer: no program to start */
+	EXPECT_EQ(-1, ioctl(fd, OXT_IOC_GO));
+	EXPECT_EQ(ENOENT, errno);
+	pid_t pid = fork();
+
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		struct oxt_status c;
+		int r = 0;
+
+		if (drop_caps(both, 2) || setgroups(0, NULL) || setresgid(65534, 65534, 65534) ||
+		    setresuid(65534, 65534, 65534))
+			_exit(PRIV_SETUP_FAIL);
+		if (oxt_status(fd, &c) || c.state != OXT_STATE_IDLE)
+			r |= PRIV_STATUS_FAIL;
+		r |= loads_and_starts_refused(fd);
+		_exit(r);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+	/* nothing happened to the consumer */
+	ASSERT_EQ(0, oxt_status(fd, &s));
+	EXPECT_EQ(OXT_STATE_IDLE, s.state);
+	close(fd);
 }
 
 TEST(rmmod_while_open_fails)
