@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <grp.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
@@ -332,6 +333,100 @@ TEST(inherited_fd_needs_privilege)
 	ASSERT_EQ(0, oxt_status(fd, &s));
 	EXPECT_EQ(OXT_STATE_IDLE, s.state);
 	close(fd);
+}
+
+/* Bits of the node test's child. */
+#define NODE_OPEN_FAIL		0x01
+#define NODE_VERSION_FAIL	0x02
+#define NODE_NOCAP_NOT_EPERM	0x04
+#define NODE_NOGROUP_NOT_EACCES	0x08
+
+/* An arbitrary group standing for the udev rule's "oxtrace". */
+#define NODE_GID		4242
+
+/* Sets the effective and permitted capabilities to `caps` only. */
+static int set_caps(const int *caps, int n)
+{
+	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct data[2] = {};
+
+	for (int i = 0; i < n; i++) {
+		data[caps[i] / 32].effective |= 1U << (caps[i] % 32);
+		data[caps[i] / 32].permitted |= 1U << (caps[i] % 32);
+	}
+	return syscall(SYS_capset, &hdr, data);
+}
+
+/*
+ * A non-root user with CAP_PERFMON, in the node's group, opens the node once it
+ * is 0660 and group-owned as scripts/udev/60-oxtrace.rules makes it (no udev in
+ * the guest: the test applies the rule's result itself). The group alone is
+ * not enough (EPERM), nor CAP_PERFMON outside the group (EACCES).
+ */
+TEST(perfmon_user_in_node_group)
+{
+	int perfmon[] = { CAP_PERFMON };
+	gid_t grp = NODE_GID;
+	struct stat st;
+	int status;
+
+	ASSERT_EQ(0, chown(OXT_DEV, 0, NODE_GID));
+	ASSERT_EQ(0, chmod(OXT_DEV, 0660));
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		struct oxt_version v;
+		int r = 0, fd;
+
+		/* keep the permitted set across setuid, then narrow it to CAP_PERFMON */
+		if (prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) || setgroups(1, &grp) ||
+		    setresgid(65534, 65534, 65534) || setresuid(65534, 65534, 65534) ||
+		    set_caps(perfmon, 1))
+			_exit(PRIV_SETUP_FAIL);
+		fd = oxt_open();
+		if (fd < 0)
+			r |= NODE_OPEN_FAIL;
+		else if (oxt_version(fd, &v))
+			r |= NODE_VERSION_FAIL;
+		if (fd >= 0)
+			close(fd);
+		/* in the group, without the capability */
+		if (set_caps(NULL, 0))
+			_exit(PRIV_SETUP_FAIL);
+		fd = oxt_open();
+		if (fd >= 0 || errno != EPERM)
+			r |= NODE_NOCAP_NOT_EPERM;
+		_exit(r);
+	}
+	/* restore the kernel's node before any assertion can end the test */
+	if (pid > 0)
+		waitpid(pid, &status, 0);
+	pid_t pid2 = fork();
+	int status2 = 0;
+
+	if (pid2 == 0) {
+		int fd;
+
+		if (prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) || setgroups(0, NULL) ||
+		    setresgid(65534, 65534, 65534) || setresuid(65534, 65534, 65534) ||
+		    set_caps(perfmon, 1))
+			_exit(PRIV_SETUP_FAIL);
+		fd = oxt_open();
+		_exit(fd < 0 && errno == EACCES ? 0 : NODE_NOGROUP_NOT_EACCES);
+	}
+	if (pid2 > 0)
+		waitpid(pid2, &status2, 0);
+	EXPECT_EQ(0, chown(OXT_DEV, 0, 0));
+	EXPECT_EQ(0, chmod(OXT_DEV, 0600));
+	ASSERT_LE(0, pid);
+	ASSERT_LE(0, pid2);
+	ASSERT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+	ASSERT_TRUE(WIFEXITED(status2));
+	EXPECT_EQ(0, WEXITSTATUS(status2));
+	ASSERT_EQ(0, stat(OXT_DEV, &st));
+	EXPECT_EQ(0600, st.st_mode & 07777);
+	EXPECT_EQ(0, st.st_gid);
 }
 
 TEST(rmmod_while_open_fails)
