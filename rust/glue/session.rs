@@ -145,6 +145,7 @@ impl From<Refusal> for LoadFail {
             err: match r.errno {
                 diag::Errno::Inval => EINVAL,
                 diag::Errno::NoEnt => ENOENT,
+                diag::Errno::TooBig => E2BIG,
             },
             kind: r.kind,
             index: r.index,
