@@ -98,6 +98,9 @@ MODULE_PARM_DESC(mem_budget_pct, "RAM percentage all consumers' LOADs may hold t
 static unsigned int consumer_mem_pct = 12;
 module_param(consumer_mem_pct, uint, 0644);
 MODULE_PARM_DESC(consumer_mem_pct, "RAM percentage one consumer's LOAD may hold (default 12)");
+static unsigned int max_consumers = 1024;
+module_param(max_consumers, uint, 0644);
+MODULE_PARM_DESC(max_consumers, "Most consumers open at once; open() beyond gets EBUSY (default 1024)");
 
 static u64 oxt_ram_pct(unsigned int pct)
 {
@@ -112,6 +115,11 @@ u64 oxt_mem_budget(void)
 u64 oxt_consumer_mem_cap(void)
 {
 	return oxt_ram_pct(READ_ONCE(consumer_mem_pct));
+}
+
+unsigned int oxt_max_consumers(void)
+{
+	return READ_ONCE(max_consumers);
 }
 
 bool oxt_perfmon_capable(void)

@@ -52,7 +52,8 @@ impl FileOps for Device {
         if !cpu::perfmon_capable() {
             return Err(EPERM);
         }
-        KBox::pin_init(Consumer::new(), GFP_KERNEL)
+        Consumer::reserve()?;
+        KBox::pin_init(Consumer::new(), GFP_KERNEL).inspect_err(|_| Consumer::unreserve())
     }
 
     fn ioctl(consumer: Pin<&Consumer>, cmd: u32, arg: usize) -> Result<i32> {

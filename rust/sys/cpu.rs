@@ -24,6 +24,12 @@ pub(crate) fn consumer_mem_cap() -> u64 {
     unsafe { shim::oxt_consumer_mem_cap() }
 }
 
+/// Most consumers open at once (module parameter `max_consumers`).
+pub(crate) fn max_consumers() -> u32 {
+    // SAFETY: reads a module parameter.
+    unsafe { shim::oxt_max_consumers() }
+}
+
 /// Highest possible CPU id + 1: the length of every per-CPU array.
 pub(crate) fn nr_cpu_ids() -> u32 {
     // SAFETY: reads a constant-after-boot variable.

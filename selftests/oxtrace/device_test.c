@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <grp.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -427,6 +428,72 @@ TEST(perfmon_user_in_node_group)
 	ASSERT_EQ(0, stat(OXT_DEV, &st));
 	EXPECT_EQ(0600, st.st_mode & 07777);
 	EXPECT_EQ(0, st.st_gid);
+}
+
+#define MAX_CONSUMERS_PARAM "/sys/module/oxtrace/parameters/max_consumers"
+
+static int write_param(const char *path, const char *val)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	int ret;
+
+	if (fd < 0)
+		return -1;
+	ret = write(fd, val, strlen(val)) == (ssize_t)strlen(val) ? 0 : -1;
+	close(fd);
+	return ret;
+}
+
+/* Opens consumers until the module refuses one; returns how many, closed again. */
+static int open_until_refused(int *fds, int max, int *err)
+{
+	int n = 0;
+
+	*err = 0;
+	while (n < max) {
+		int fd = oxt_open();
+
+		if (fd < 0) {
+			*err = errno;
+			break;
+		}
+		fds[n++] = fd;
+	}
+	for (int i = 0; i < n; i++)
+		close(fds[i]);
+	return n;
+}
+
+/*
+ * Consumers are bounded by max_consumers (default 1024): the next open gets
+ * EBUSY, which RLIMIT_NOFILE's EMFILE can't be mistaken for; a close makes room.
+ */
+TEST(consumers_bounded_ebusy)
+{
+	struct rlimit rl = { .rlim_cur = 4096, .rlim_max = 4096 };
+	static int fds[1200];
+	char buf[32] = "";
+	int err, n, fd;
+
+	ASSERT_EQ(0, setrlimit(RLIMIT_NOFILE, &rl));
+	fd = open(MAX_CONSUMERS_PARAM, O_RDONLY | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	ASSERT_LT(0, read(fd, buf, sizeof(buf) - 1));
+	close(fd);
+	EXPECT_EQ(1024, atoi(buf));
+	n = open_until_refused(fds, 1200, &err);
+	EXPECT_EQ(1024, n);
+	EXPECT_EQ(EBUSY, err);
+	/* all closed again: there is room */
+	fd = oxt_open();
+	ASSERT_LE(0, fd);
+	close(fd);
+	/* the bound applies at once when lowered at run time */
+	ASSERT_EQ(0, write_param(MAX_CONSUMERS_PARAM, "4"));
+	n = open_until_refused(fds, 1200, &err);
+	EXPECT_EQ(0, write_param(MAX_CONSUMERS_PARAM, "1024"));
+	EXPECT_EQ(4, n);
+	EXPECT_EQ(EBUSY, err);
 }
 
 TEST(rmmod_while_open_fails)
