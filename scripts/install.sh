@@ -16,6 +16,7 @@
 #   PREFIX/include/linux/oxtrace.h                   the UAPI header
 #   PREFIX/share/doc/oxtrace/html/                   Documentation/, if sphinx-build exists
 #   DESTDIR/lib/modules/KVER/updates/oxtrace.ko      through the kernel's modules_install
+#   DESTDIR/etc/udev/rules.d/60-oxtrace.rules        the node's group (udev reads no PREFIX)
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -38,6 +39,8 @@ files=(
 	"include/linux/oxtrace.h include/uapi/linux/oxtrace.h"
 )
 docdir=share/doc/oxtrace
+# udev only reads /etc and /lib (/usr/lib): the rule goes there whatever PREFIX is.
+udevrule=$DESTDIR/etc/udev/rules.d/60-oxtrace.rules
 
 kdir() {
 	if [ -z "${KDIR:-}" ]; then
@@ -90,6 +93,11 @@ do_install() {
 		install -D -m "$mode" "$OXT_ROOT/$src" "$root/$dst"
 		echo "  INSTALL $root/$dst"
 	done
+	install -D -m 0644 "$OXT_ROOT/scripts/udev/60-oxtrace.rules" "$udevrule"
+	echo "  INSTALL $udevrule"
+	if ! getent group oxtrace >/dev/null; then
+		say "group 'oxtrace' does not exist: create it (groupadd --system oxtrace) and add the users"
+	fi
 	if build_html; then
 		rm -rf "${root:?}/$docdir"
 		mkdir -p "$root/$docdir"
@@ -122,6 +130,11 @@ do_uninstall() {
 		fi
 		[ -z "$DESTDIR" ] || prune "$(dirname "$root/$dst")" "$DESTDIR"
 	done
+	if [ -e "$udevrule" ]; then
+		rm -f "$udevrule"
+		echo "  REMOVE  $udevrule"
+		[ -z "$DESTDIR" ] || prune "$(dirname "$udevrule")" "$DESTDIR"
+	fi
 	if [ -d "$root/$docdir" ]; then
 		rm -rf "${root:?}/$docdir"
 		echo "  REMOVE  $root/$docdir/"

@@ -88,6 +88,40 @@ void oxt_file_set_private(struct file *file, void *data)
 	file->private_data = data;
 }
 
+/*
+ * Memory and consumer bounds, tunable at load or in /sys/module/oxtrace/parameters.
+ * Rust reads them through the functions below (6.12's Rust has no module_param).
+ */
+static unsigned int mem_budget_pct = 25;
+module_param(mem_budget_pct, uint, 0644);
+MODULE_PARM_DESC(mem_budget_pct, "RAM percentage all consumers' LOADs may hold together (default 25)");
+static unsigned int consumer_mem_pct = 12;
+module_param(consumer_mem_pct, uint, 0644);
+MODULE_PARM_DESC(consumer_mem_pct, "RAM percentage one consumer's LOAD may hold (default 12)");
+static unsigned int max_consumers = 1024;
+module_param(max_consumers, uint, 0644);
+MODULE_PARM_DESC(max_consumers, "Most consumers open at once; open() beyond gets EBUSY (default 1024)");
+
+static u64 oxt_ram_pct(unsigned int pct)
+{
+	return div_u64((u64)totalram_pages() * PAGE_SIZE * min(pct, 100U), 100);
+}
+
+u64 oxt_mem_budget(void)
+{
+	return oxt_ram_pct(READ_ONCE(mem_budget_pct));
+}
+
+u64 oxt_consumer_mem_cap(void)
+{
+	return oxt_ram_pct(READ_ONCE(consumer_mem_pct));
+}
+
+unsigned int oxt_max_consumers(void)
+{
+	return READ_ONCE(max_consumers);
+}
+
 bool oxt_perfmon_capable(void)
 {
 	return perfmon_capable();

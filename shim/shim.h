@@ -24,6 +24,9 @@ void *oxt_file_private(const struct file *file);
 void oxt_file_set_private(struct file *file, void *data);
 
 bool oxt_perfmon_capable(void);
+u64 oxt_mem_budget(void);
+u64 oxt_consumer_mem_cap(void);
+unsigned int oxt_max_consumers(void);
 bool oxt_cpu_has_intel_pt(void);
 u64 oxt_ktime_get_ns(void);
 u64 oxt_mono_fast_ns(void);

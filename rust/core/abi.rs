@@ -44,6 +44,10 @@ pub const LOADERR_VERIFY: u32 = 2;
 pub const LOADERR_ATTACH: u32 = 3;
 /// [`Load::err_kind`]: probe description `err_index` attaches nowhere.
 pub const LOADERR_PROBE: u32 = 4;
+/// [`Load::err_kind`]: over the memory budget (`E2BIG`); `err_code` the largest part
+/// (`limits::MEM_*`), `err_index` the CPUs, `err_part` 0 per consumer or 1 all consumers,
+/// `err_insn` the KiB needed, `err_arg` the KiB the budget leaves.
+pub const LOADERR_MEMORY: u32 = 5;
 
 /// [`ProbeInfo::flags`]: a return probe.
 pub const PROBE_RETURN: u32 = 1 << 0;

@@ -20,6 +20,8 @@ pub enum Errno {
     Inval,
     /// `ENOENT`: a probe description enables nothing.
     NoEnt,
+    /// `E2BIG`: the program's memory is over the budget.
+    TooBig,
 }
 
 /// Why LOAD refused a program: the errno and what `struct oxt_load` carries back. Every
@@ -114,6 +116,20 @@ impl Refusal {
         Self {
             index: desc,
             ..Self::new(abi::LOADERR_PROBE, Errno::NoEnt)
+        }
+    }
+
+    /// The program's memory `need` is over a budget that leaves `avail` bytes: the one
+    /// consumer's (`global` false) or what all consumers share.
+    pub fn memory(need: &crate::limits::LoadMemory, avail: u64, global: bool) -> Self {
+        let kib = |b: u64| (b.div_ceil(1024)).min(u32::MAX as u64) as u32;
+        Self {
+            index: need.ncpus,
+            part: global as u32,
+            insn: kib(need.total()),
+            code: need.largest(),
+            arg: (avail / 1024).min(u32::MAX as u64) as u32,
+            ..Self::new(abi::LOADERR_MEMORY, Errno::TooBig)
         }
     }
 

@@ -55,6 +55,86 @@ pub const MAX_NAMES: usize = 4 << 20;
 // Attach names fit in MAX_NAMES whenever the count and each length are within limits.
 const _: () = assert!(MAX_ATTACH * (MAX_PROBE_NAME + 1) <= MAX_NAMES);
 
+/// [`LoadMemory::largest`]: the principal buffers.
+pub const MEM_PBUF: u32 = 1;
+/// [`LoadMemory::largest`]: the aggregation buffers.
+pub const MEM_AGG: u32 = 2;
+/// [`LoadMemory::largest`]: the dynamic variable memory.
+pub const MEM_DYNVAR: u32 = 3;
+/// [`LoadMemory::largest`]: the per-CPU scratch.
+pub const MEM_SCRATCH: u32 = 4;
+/// [`LoadMemory::largest`]: the image.
+pub const MEM_IMAGE: u32 = 5;
+
+/// What a LOAD allocates, in bytes by part, checked against the memory budget before any of
+/// it is allocated.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LoadMemory {
+    /// CPUs the per-CPU parts are allocated for.
+    pub ncpus: u32,
+    /// Principal buffers: `bufsize` × CPUs × 2 halves.
+    pub pbuf: u64,
+    /// Aggregation buffers: `aggsize` × CPUs × 2 halves, 0 without aggregations.
+    pub agg: u64,
+    /// Dynamic variable memory: `dynvarsize`, 0 without dynamic variables.
+    pub dynvar: u64,
+    /// Scratch: the largest clause's × CPUs.
+    pub scratch: u64,
+    /// The image itself.
+    pub image: u64,
+}
+
+impl LoadMemory {
+    /// The memory of a program with half sizes `pbuf_half` and `agg_half` (0: none), `dynvar`
+    /// bytes of dynamic memory, `scratch` bytes per CPU and an `image` of that many bytes.
+    pub fn new(
+        ncpus: u32,
+        pbuf_half: u64,
+        agg_half: u64,
+        dynvar: u64,
+        scratch: u64,
+        image: u64,
+    ) -> Self {
+        let per_cpu = |b: u64| b.saturating_mul(ncpus as u64);
+        Self {
+            ncpus,
+            pbuf: per_cpu(pbuf_half).saturating_mul(2),
+            agg: per_cpu(agg_half).saturating_mul(2),
+            dynvar,
+            scratch: per_cpu(scratch),
+            image,
+        }
+    }
+
+    fn parts(&self) -> [(u32, u64); 5] {
+        [
+            (MEM_PBUF, self.pbuf),
+            (MEM_AGG, self.agg),
+            (MEM_DYNVAR, self.dynvar),
+            (MEM_SCRATCH, self.scratch),
+            (MEM_IMAGE, self.image),
+        ]
+    }
+
+    /// All parts together.
+    pub fn total(&self) -> u64 {
+        self.parts()
+            .iter()
+            .fold(0u64, |t, &(_, b)| t.saturating_add(b))
+    }
+
+    /// The largest part, a `MEM_*` code: the one a refusal names.
+    pub fn largest(&self) -> u32 {
+        let mut best = (MEM_PBUF, 0);
+        for (code, b) in self.parts() {
+            if b > best.1 {
+                best = (code, b);
+            }
+        }
+        best.0
+    }
+}
+
 /// The inclusive range of valid values of option `key`.
 pub const fn option_range(key: OptKey) -> (u64, u64) {
     match key {

@@ -104,10 +104,35 @@ pub(crate) struct Consumer {
 }
 
 impl Consumer {
-    /// A new, idle consumer.
+    /// Counts a consumer about to be made, or `EBUSY` if `max_consumers` are open. The
+    /// consumer's drop gives the place back; [`Self::unreserve`] does if it is never made.
+    pub(crate) fn reserve() -> Result {
+        let max = u64::from(cpu::max_consumers());
+        let mut cur = NCONSUMERS.load(Ordering::Relaxed);
+        loop {
+            if cur >= max {
+                return Err(EBUSY);
+            }
+            match NCONSUMERS.compare_exchange_weak(
+                cur,
+                cur + 1,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return Ok(()),
+                Err(now) => cur = now,
+            }
+        }
+    }
+
+    /// Gives back a [`Self::reserve`] whose consumer was not made.
+    pub(crate) fn unreserve() {
+        NCONSUMERS.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    /// A new, idle consumer, after a [`Self::reserve`].
     pub(crate) fn new() -> impl PinInit<Self, Error> {
         LIVE.fetch_add(1, Ordering::Relaxed);
-        NCONSUMERS.fetch_add(1, Ordering::Relaxed);
         try_pin_init!(Self {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             opened_ns: cpu::ktime_ns(),

@@ -52,11 +52,21 @@ impl FileOps for Device {
         if !cpu::perfmon_capable() {
             return Err(EPERM);
         }
-        KBox::pin_init(Consumer::new(), GFP_KERNEL)
+        Consumer::reserve()?;
+        KBox::pin_init(Consumer::new(), GFP_KERNEL).inspect_err(|_| Consumer::unreserve())
     }
 
     fn ioctl(consumer: Pin<&Consumer>, cmd: u32, arg: usize) -> Result<i32> {
         consumer.count_ioctl();
+        // What loads code or starts tracing checks the caller again: an fd passed on or
+        // inherited across a privilege drop must not carry the opener's capability.
+        if matches!(
+            cmd,
+            abi::IOC_LOAD | abi::IOC_GO | abi::IOC_PT_CONFIG | abi::IOC_PT_START
+        ) && !cpu::perfmon_capable()
+        {
+            return Err(EPERM);
+        }
         match cmd {
             abi::IOC_VERSION => {
                 let (mut v, out) = read_arg::<abi::Version>(arg)?;

@@ -148,6 +148,13 @@ pub(crate) struct DynVars {
 }
 
 impl DynVars {
+    /// Bytes [`Self::new`] allocates for `image`: 0 without dynamic variables.
+    pub(crate) fn bytes(image: &Image<'_>) -> u64 {
+        let opts = image.options();
+        let vars = (0..image.var_count() as u32).filter_map(|id| image.var(id));
+        dynvar::program_chunk_bytes(vars, opts.strsize as usize).map_or(0, |_| opts.dynvarsize)
+    }
+
     /// The dynamic memory of `image` (option `dynvarsize`, chunks sized by the largest
     /// variable, US 7,302,542 ¶32), or `None` if the program has no thread-local or associative
     /// variable.
@@ -173,7 +180,7 @@ impl DynVars {
         )
         .map_err(layout_errno)?;
         let r = layout.regions();
-        let mut mem = VVec::from_elem(0u8, r.size, GFP_KERNEL)?;
+        let mut mem = VVec::from_elem(0u8, r.size, crate::sys::gfp_big())?;
         let base = mem.as_mut_ptr();
         // vmalloc memory is page aligned; check rather than assume.
         if base as usize % r.align.max(1) != 0 {

@@ -62,6 +62,11 @@ impl OwnedImage {
         &self.clauses
     }
 
+    /// Bytes of the image.
+    pub(crate) fn len(&self) -> usize {
+        self._buf.len()
+    }
+
     /// Scratch bytes one firing may need (locals, records, strings).
     pub(crate) fn scratch(&self) -> usize {
         self.scratch

@@ -3,6 +3,7 @@
 //! Kernel objects and policy: the device, its consumers, their sessions (loaded programs),
 //! dynamic memory and Intel PT. Everything here reaches the kernel through [`crate::sys`].
 
+pub(crate) mod budget;
 pub(crate) mod consumer;
 pub(crate) mod device;
 pub(crate) mod dynmem;

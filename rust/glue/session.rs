@@ -10,9 +10,11 @@
 use crate::abi;
 use crate::agg::{self, AggBuffer};
 use crate::diag::{self, Refusal};
+use crate::glue::budget::MemCharge;
 use crate::glue::dynmem::DynVars;
 use crate::glue::image::OwnedImage;
 use crate::glue::pt::Pt;
+use crate::limits::LoadMemory;
 use crate::probe;
 use crate::program::ProbeKind;
 use crate::sys::cpu;
@@ -106,6 +108,8 @@ pub(crate) struct Session {
     pub(super) dynvars: Option<DynVars>,
     /// The consumer's Intel PT buffers, written by `ptwrite()`.
     pub(super) pt: Option<Arc<Pt>>,
+    /// The memory budget this session holds, released with it.
+    _charge: MemCharge,
 }
 
 /// Why a LOAD failed, for `struct oxt_load`.
@@ -145,6 +149,7 @@ impl From<Refusal> for LoadFail {
             err: match r.errno {
                 diag::Errno::Inval => EINVAL,
                 diag::Errno::NoEnt => ENOENT,
+                diag::Errno::TooBig => E2BIG,
             },
             kind: r.kind,
             index: r.index,
@@ -213,12 +218,25 @@ impl Session {
         // Image::parse held bufsize and aggsize to limits::option_range.
         let opts = image.options();
         let ncpus = cpu::nr_cpu_ids();
+        let agg_words = if agg_funcs.is_empty() {
+            0
+        } else {
+            (opts.aggsize as usize / 8).max(AggBuffer::MIN_BYTES / 8)
+        };
+        // Everything big is charged before any of it is allocated.
+        let charge = MemCharge::take(&LoadMemory::new(
+            ncpus,
+            opts.bufsize,
+            agg_words as u64 * 8,
+            DynVars::bytes(&image),
+            scratch as u64,
+            prog.len() as u64,
+        ))?;
         let (pbuf_mem, pbuf_sw) = HalvesMem::new(ncpus, opts.bufsize as usize, 0u8)?;
-        let (mut agg_mem, agg_sw) = if agg_funcs.is_empty() {
+        let (mut agg_mem, agg_sw) = if agg_words == 0 {
             (None, None)
         } else {
-            let words = (opts.aggsize as usize / 8).max(AggBuffer::MIN_BYTES / 8);
-            let (m, sw) = HalvesMem::new(ncpus, words, 0u64)?;
+            let (m, sw) = HalvesMem::new(ncpus, agg_words, 0u64)?;
             (Some(m), Some(sw))
         };
         if let Some(m) = agg_mem.as_mut() {
@@ -226,7 +244,7 @@ impl Session {
         }
         let cpus = PerCpu::new(|c| {
             Ok(CpuState {
-                scratch: VVec::from_elem(0u8, scratch, GFP_KERNEL)?,
+                scratch: VVec::from_elem(0u8, scratch, crate::sys::gfp_big())?,
                 pbuf: pbuf_mem.halves(c).ok_or(EINVAL)?,
                 pbuf_off: 0,
                 pbuf_drops: 0,
@@ -302,6 +320,7 @@ impl Session {
                 exit_status: AtomicI64::new(0),
                 dynvars,
                 pt,
+                _charge: charge,
             },
             GFP_KERNEL,
         )?;

@@ -12,6 +12,24 @@ pub(crate) fn perfmon_capable() -> bool {
     unsafe { shim::oxt_perfmon_capable() }
 }
 
+/// Bytes all consumers' LOADs may hold together (module parameter `mem_budget_pct`).
+pub(crate) fn mem_budget() -> u64 {
+    // SAFETY: reads a module parameter and `totalram_pages()`.
+    unsafe { shim::oxt_mem_budget() }
+}
+
+/// Bytes one consumer's LOAD may hold (module parameter `consumer_mem_pct`).
+pub(crate) fn consumer_mem_cap() -> u64 {
+    // SAFETY: reads a module parameter and `totalram_pages()`.
+    unsafe { shim::oxt_consumer_mem_cap() }
+}
+
+/// Most consumers open at once (module parameter `max_consumers`).
+pub(crate) fn max_consumers() -> u32 {
+    // SAFETY: reads a module parameter.
+    unsafe { shim::oxt_max_consumers() }
+}
+
 /// Highest possible CPU id + 1: the length of every per-CPU array.
 pub(crate) fn nr_cpu_ids() -> u32 {
     // SAFETY: reads a constant-after-boot variable.

@@ -17,3 +17,13 @@ pub(crate) mod shim;
 pub(crate) mod switchbuf;
 pub(crate) mod task;
 pub(crate) mod xcall;
+
+use kernel::alloc::flags::{__GFP_NOWARN, GFP_KERNEL_ACCOUNT};
+use kernel::alloc::Flags;
+
+/// Flags of the large allocations a LOAD makes (buffers, dynamic memory, scratch): charged
+/// to the caller's memory cgroup, and failing with `ENOMEM` without a warning in the log.
+// TODO: add __GFP_RETRY_MAYFAIL when kernel::alloc::flags has it (not in 6.12).
+pub(crate) fn gfp_big() -> Flags {
+    GFP_KERNEL_ACCOUNT | __GFP_NOWARN
+}

@@ -64,6 +64,9 @@ extern "C" {
     pub(crate) fn oxt_file_private(file: *const File) -> *mut c_void;
     pub(crate) fn oxt_file_set_private(file: *mut File, data: *mut c_void);
     pub(crate) fn oxt_perfmon_capable() -> bool;
+    pub(crate) fn oxt_mem_budget() -> u64;
+    pub(crate) fn oxt_consumer_mem_cap() -> u64;
+    pub(crate) fn oxt_max_consumers() -> c_uint;
     pub(crate) fn oxt_cpu_has_intel_pt() -> bool;
     pub(crate) fn oxt_ktime_get_ns() -> u64;
     pub(crate) fn oxt_mono_fast_ns() -> u64;

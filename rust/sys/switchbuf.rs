@@ -69,8 +69,8 @@ impl<T: Copy> HalvesMem<T> {
         let mut ptrs = KVec::with_capacity(ncpus as usize, GFP_KERNEL)?;
         for _ in 0..ncpus {
             let mut h = [
-                VVec::from_elem(fill, len, GFP_KERNEL)?,
-                VVec::from_elem(fill, len, GFP_KERNEL)?,
+                VVec::from_elem(fill, len, super::gfp_big())?,
+                VVec::from_elem(fill, len, super::gfp_big())?,
             ];
             ptrs.push([h[0].as_mut_ptr(), h[1].as_mut_ptr()], GFP_KERNEL)?;
             mem.push(h, GFP_KERNEL)?;

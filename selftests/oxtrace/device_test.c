@@ -7,7 +7,10 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <grp.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
@@ -263,6 +266,234 @@ TEST(no_capability_eperm)
 	/* either one is enough */
 	EXPECT_EQ(0, open_without(admin, 1));
 	EXPECT_EQ(0, open_without(perfmon, 1));
+}
+
+/* Bits of what a child saw, for its exit status. */
+#define PRIV_STATUS_FAIL	0x01
+#define PRIV_LOAD_OK		0x02
+#define PRIV_GO_OK		0x04
+#define PRIV_PTCFG_OK		0x08
+#define PRIV_PTSTART_OK		0x10
+#define PRIV_SETUP_FAIL		0x40
+
+/* 0 if `ret` failed with EPERM, else `bit`. */
+static int eperm_or(int ret, int bit)
+{
+	return ret == -1 && errno == EPERM ? 0 : bit;
+}
+
+/* The ioctls that load or start, each expected to fail with EPERM. */
+static int loads_and_starts_refused(int fd)
+{
+	struct oxt_load l = { .size = sizeof(l) };
+	struct oxt_pt_config c = { .size = sizeof(c) };
+	int r = 0;
+
+	r |= eperm_or(ioctl(fd, OXT_IOC_LOAD, &l), PRIV_LOAD_OK);
+	r |= eperm_or(ioctl(fd, OXT_IOC_GO), PRIV_GO_OK);
+	r |= eperm_or(ioctl(fd, OXT_IOC_PT_CONFIG, &c), PRIV_PTCFG_OK);
+	r |= eperm_or(ioctl(fd, OXT_IOC_PT_START), PRIV_PTSTART_OK);
+	return r;
+}
+
+/*
+ * An fd opened with privilege and inherited across a privilege drop (both
+ * capabilities gone, uid and gid 65534) can still be read, but can't load or
+ * start anything: each such ioctl checks the caller, not the opener.
+ */
+TEST(inherited_fd_needs_privilege)
+{
+	int both[] = { CAP_SYS_ADMIN, CAP_PERFMON };
+	struct oxt_status s;
+	int status;
+	int fd = oxt_open();
+
+	ASSERT_LE(0, fd);
+	/* the opener itself gets the ordinary answer: no program to start */
+	EXPECT_EQ(-1, ioctl(fd, OXT_IOC_GO));
+	EXPECT_EQ(ENOENT, errno);
+	pid_t pid = fork();
+
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		struct oxt_status c;
+		int r = 0;
+
+		if (drop_caps(both, 2) || setgroups(0, NULL) || setresgid(65534, 65534, 65534) ||
+		    setresuid(65534, 65534, 65534))
+			_exit(PRIV_SETUP_FAIL);
+		if (oxt_status(fd, &c) || c.state != OXT_STATE_IDLE)
+			r |= PRIV_STATUS_FAIL;
+		r |= loads_and_starts_refused(fd);
+		_exit(r);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+	/* nothing happened to the consumer */
+	ASSERT_EQ(0, oxt_status(fd, &s));
+	EXPECT_EQ(OXT_STATE_IDLE, s.state);
+	close(fd);
+}
+
+/* Bits of the node test's child. */
+#define NODE_OPEN_FAIL		0x01
+#define NODE_VERSION_FAIL	0x02
+#define NODE_NOCAP_NOT_EPERM	0x04
+#define NODE_NOGROUP_NOT_EACCES	0x08
+
+/* An arbitrary group standing for the udev rule's "oxtrace". */
+#define NODE_GID		4242
+
+/* Sets the effective and permitted capabilities to `caps` only. */
+static int set_caps(const int *caps, int n)
+{
+	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct data[2] = {};
+
+	for (int i = 0; i < n; i++) {
+		data[caps[i] / 32].effective |= 1U << (caps[i] % 32);
+		data[caps[i] / 32].permitted |= 1U << (caps[i] % 32);
+	}
+	return syscall(SYS_capset, &hdr, data);
+}
+
+/*
+ * A non-root user with CAP_PERFMON, in the node's group, opens the node once it
+ * is 0660 and group-owned as scripts/udev/60-oxtrace.rules makes it (no udev in
+ * the guest: the test applies the rule's result itself). The group alone is
+ * not enough (EPERM), nor CAP_PERFMON outside the group (EACCES).
+ */
+TEST(perfmon_user_in_node_group)
+{
+	int perfmon[] = { CAP_PERFMON };
+	gid_t grp = NODE_GID;
+	struct stat st;
+	int status;
+
+	ASSERT_EQ(0, chown(OXT_DEV, 0, NODE_GID));
+	ASSERT_EQ(0, chmod(OXT_DEV, 0660));
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		struct oxt_version v;
+		int r = 0, fd;
+
+		/* keep the permitted set across setuid, then narrow it to CAP_PERFMON */
+		if (prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) || setgroups(1, &grp) ||
+		    setresgid(65534, 65534, 65534) || setresuid(65534, 65534, 65534) ||
+		    set_caps(perfmon, 1))
+			_exit(PRIV_SETUP_FAIL);
+		fd = oxt_open();
+		if (fd < 0)
+			r |= NODE_OPEN_FAIL;
+		else if (oxt_version(fd, &v))
+			r |= NODE_VERSION_FAIL;
+		if (fd >= 0)
+			close(fd);
+		/* in the group, without the capability */
+		if (set_caps(NULL, 0))
+			_exit(PRIV_SETUP_FAIL);
+		fd = oxt_open();
+		if (fd >= 0 || errno != EPERM)
+			r |= NODE_NOCAP_NOT_EPERM;
+		_exit(r);
+	}
+	/* restore the kernel's node before any assertion can end the test */
+	if (pid > 0)
+		waitpid(pid, &status, 0);
+	pid_t pid2 = fork();
+	int status2 = 0;
+
+	if (pid2 == 0) {
+		int fd;
+
+		if (prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) || setgroups(0, NULL) ||
+		    setresgid(65534, 65534, 65534) || setresuid(65534, 65534, 65534) ||
+		    set_caps(perfmon, 1))
+			_exit(PRIV_SETUP_FAIL);
+		fd = oxt_open();
+		_exit(fd < 0 && errno == EACCES ? 0 : NODE_NOGROUP_NOT_EACCES);
+	}
+	if (pid2 > 0)
+		waitpid(pid2, &status2, 0);
+	EXPECT_EQ(0, chown(OXT_DEV, 0, 0));
+	EXPECT_EQ(0, chmod(OXT_DEV, 0600));
+	ASSERT_LE(0, pid);
+	ASSERT_LE(0, pid2);
+	ASSERT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+	ASSERT_TRUE(WIFEXITED(status2));
+	EXPECT_EQ(0, WEXITSTATUS(status2));
+	ASSERT_EQ(0, stat(OXT_DEV, &st));
+	EXPECT_EQ(0600, st.st_mode & 07777);
+	EXPECT_EQ(0, st.st_gid);
+}
+
+#define MAX_CONSUMERS_PARAM "/sys/module/oxtrace/parameters/max_consumers"
+
+static int write_param(const char *path, const char *val)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	int ret;
+
+	if (fd < 0)
+		return -1;
+	ret = write(fd, val, strlen(val)) == (ssize_t)strlen(val) ? 0 : -1;
+	close(fd);
+	return ret;
+}
+
+/* Opens consumers until the module refuses one; returns how many, closed again. */
+static int open_until_refused(int *fds, int max, int *err)
+{
+	int n = 0;
+
+	*err = 0;
+	while (n < max) {
+		int fd = oxt_open();
+
+		if (fd < 0) {
+			*err = errno;
+			break;
+		}
+		fds[n++] = fd;
+	}
+	for (int i = 0; i < n; i++)
+		close(fds[i]);
+	return n;
+}
+
+/*
+ * Consumers are bounded by max_consumers (default 1024): the next open gets
+ * EBUSY, which RLIMIT_NOFILE's EMFILE can't be mistaken for; a close makes room.
+ */
+TEST(consumers_bounded_ebusy)
+{
+	struct rlimit rl = { .rlim_cur = 4096, .rlim_max = 4096 };
+	static int fds[1200];
+	char buf[32] = "";
+	int err, n, fd;
+
+	ASSERT_EQ(0, setrlimit(RLIMIT_NOFILE, &rl));
+	fd = open(MAX_CONSUMERS_PARAM, O_RDONLY | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	ASSERT_LT(0, read(fd, buf, sizeof(buf) - 1));
+	close(fd);
+	EXPECT_EQ(1024, atoi(buf));
+	n = open_until_refused(fds, 1200, &err);
+	EXPECT_EQ(1024, n);
+	EXPECT_EQ(EBUSY, err);
+	/* all closed again: there is room */
+	fd = oxt_open();
+	ASSERT_LE(0, fd);
+	close(fd);
+	/* the bound applies at once when lowered at run time */
+	ASSERT_EQ(0, write_param(MAX_CONSUMERS_PARAM, "4"));
+	n = open_until_refused(fds, 1200, &err);
+	EXPECT_EQ(0, write_param(MAX_CONSUMERS_PARAM, "1024"));
+	EXPECT_EQ(4, n);
+	EXPECT_EQ(EBUSY, err);
 }
 
 TEST(rmmod_while_open_fails)

@@ -54,6 +54,7 @@ static bool clean_errno(int e)
 
 struct hammer {
 	int fd;
+	int cpus;
 	volatile int stop;
 	struct rng r;
 	__u64 calls, ok, unexpected;
@@ -119,10 +120,9 @@ static int hammer_one(struct hammer *h, int cpus)
 static void *hammer_thread(void *arg)
 {
 	struct hammer *h = arg;
-	int cpus = sysconf(_SC_NPROCESSORS_CONF);
 
 	while (!h->stop)
-		if (hammer_one(h, cpus) == -EBADF)
+		if (hammer_one(h, h->cpus) == -EBADF)
 			break;
 	return NULL;
 }
@@ -159,6 +159,9 @@ TEST(close_races_ioctls_while_firing)
 		ASSERT_EQ(0, ioctl(fd, OXT_IOC_GO));
 		for (int t = 0; t < 3; t++) {
 			h[t].fd = fd;
+			/* not sysconf() in the thread: it opens a directory, which may take
+			 * the number of the fd just closed while another thread still uses it */
+			h[t].cpus = sysconf(_SC_NPROCESSORS_CONF);
 			h[t].stop = 0;
 			h[t].r.s = rnd(&r) | 1;
 			ASSERT_EQ(0, pthread_create(&h[t].th, NULL, hammer_thread, &h[t]));
@@ -247,6 +250,7 @@ TEST(sigkill_while_firing)
 			if (when && write(ready[1], "g", 1) != 1)
 				_exit(1);
 			h->fd = fd;
+			h->cpus = sysconf(_SC_NPROCESSORS_CONF);
 			h->r.s = hseed;
 			hammer_thread(h);
 			_exit(0);

@@ -4,7 +4,7 @@
 cd "$(dirname "$0")" || exit 1
 . ./tap.sh
 echo "TAP version 13"
-echo "1..8"
+echo "1..10"
 check "version talks to the module" sh -c 'oxtrace version | grep -qE "^ABI +1\.[0-9]+ \(tool 1\.[0-9]+\)"'
 check "version --json" sh -c 'oxtrace version --json | grep -q "\"abi\":\"1\."'
 check "status shows an idle consumer" sh -c 'oxtrace status | grep -q "^state *idle"'
@@ -22,4 +22,15 @@ check "missing function: LOAD refusal names the probe" sh -c \
 	'! oxtrace -e "fbt::oxt_no_such_function:entry { }" 2>/tmp/err &&
 	grep -q "failed to enable probe fbt::oxt_no_such_function:entry at function oxt_no_such_function: " /tmp/err &&
 	! grep -q "os error" /tmp/err || { cat /tmp/err; false; }'
+# LOAD's memory is checked against the budget before anything is allocated:
+# no OOM kill, no allocation-failure warning (the runner also scans the log).
+nosplat='! dmesg | grep -qE "page allocation failure|vmalloc error|invoked oom-killer"'
+check "bufsize=64m aggsize=64m: over the memory budget, in words" sh -c \
+	'! oxtrace -x bufsize=64m -x aggsize=64m -e "BEGIN { @ = count(); exit(0); }" 2>/tmp/err &&
+	grep -q "bufsize 64m × [0-9]* CPUs × 2 halves = [0-9]*m (.* in all) exceeds oxtrace.s memory budget per consumer of [0-9]*m (module parameter consumer_mem_pct)" /tmp/err &&
+	! grep -q "os error" /tmp/err && '"$nosplat"' || { cat /tmp/err; false; }'
+check "dynvarsize=1g: over the memory budget, in words" sh -c \
+	'! oxtrace -x dynvarsize=1g -e "BEGIN { a[1] = 1; exit(0); }" 2>/tmp/err &&
+	grep -q "dynvarsize 1g (.* in all) exceeds oxtrace.s memory budget" /tmp/err &&
+	! grep -q "os error" /tmp/err && '"$nosplat"' || { cat /tmp/err; false; }'
 tap_exit

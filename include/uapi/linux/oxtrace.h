@@ -99,6 +99,13 @@ struct oxt_attach {
 #define OXT_LOADERR_VERIFY	2	/* bytecode: err_index = clause, err_part, err_insn, err_code */
 #define OXT_LOADERR_ATTACH	3	/* attach entry err_index: the errno says why */
 #define OXT_LOADERR_PROBE	4	/* probe description err_index attaches nowhere */
+/*
+ * Over the memory budget (E2BIG): err_code = largest part (1 principal buffers,
+ * 2 aggregation buffers, 3 dynamic variables, 4 scratch, 5 image), err_index =
+ * CPUs, err_part = 0 per-consumer or 1 global budget, err_insn = KiB needed,
+ * err_arg = KiB the budget leaves.
+ */
+#define OXT_LOADERR_MEMORY	5
 
 struct oxt_load {
 	__u32 size;		/* in: sizeof(struct oxt_load) */

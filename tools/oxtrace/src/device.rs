@@ -50,6 +50,10 @@ impl fmt::Display for DeviceError {
                 )
             }
             Some(libc::ENOTTY) => write!(f, " (module and tool ABI differ: rebuild both)"),
+            Some(libc::EBUSY) if self.what == "open" => write!(
+                f,
+                " (as many consumers are open as the module allows: module parameter max_consumers)"
+            ),
             _ => Ok(()),
         }
     }

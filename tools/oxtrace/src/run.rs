@@ -141,6 +141,48 @@ pub struct Source<'a> {
 
 /// Words for a failed LOAD: every refusal names the probe, clause, aggregation or option
 /// and why, in `diag`'s words; never a bare errno.
+/// A byte count as the options write it, in whole MiB (rounded down) when not exact.
+fn mem_text(n: u64) -> String {
+    if n >= 1 << 20 && !n.is_multiple_of(1 << 20) {
+        format!("{}m", n >> 20)
+    } else {
+        size_text(n)
+    }
+}
+
+/// The words of `LOADERR_MEMORY`: the largest part, with its formula, and the budget.
+fn memory_words(prog: &Compiled, l: &abi::Load) -> String {
+    let ncpus = u64::from(l.err_index);
+    let halves = |what: &str, size: u64| {
+        format!(
+            "{what} {} × {ncpus} CPUs × 2 halves = {}",
+            size_text(size),
+            mem_text(size.saturating_mul(ncpus).saturating_mul(2))
+        )
+    };
+    let need = u64::from(l.err_insn) << 10;
+    let part = match l.err_code {
+        limits::MEM_PBUF => halves("bufsize", prog.options.bufsize),
+        limits::MEM_AGG => halves("aggsize", prog.options.aggsize),
+        limits::MEM_DYNVAR => format!("dynvarsize {}", size_text(prog.options.dynvarsize)),
+        limits::MEM_SCRATCH => format!("its scratch memory × {ncpus} CPUs"),
+        _ => format!("its image of {} bytes", prog.image.len()),
+    };
+    let budget = mem_text(u64::from(l.err_arg) << 10);
+    let (whose, param) = if l.err_part == 0 {
+        ("oxtrace's memory budget per consumer", "consumer_mem_pct")
+    } else {
+        (
+            "what other consumers leave of oxtrace's memory budget",
+            "mem_budget_pct",
+        )
+    };
+    format!(
+        "failed to load program: {part} ({} in all) exceeds {whose} of {budget} (module parameter {param}): lower the sizes",
+        mem_text(need)
+    )
+}
+
 pub fn load_error(
     prog: &Compiled,
     src: &Source<'_>,
@@ -181,6 +223,7 @@ pub fn load_error(
             };
             format!("failed to enable probe {desc} at function {func}: {why}")
         }
+        abi::LOADERR_MEMORY => memory_words(prog, l),
         abi::LOADERR_PROBE => format!(
             "probe description {} does not match any probes",
             prog.probes
