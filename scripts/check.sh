@@ -69,7 +69,7 @@ step "dkms build" "$OXT_ROOT/scripts/dkms.sh" check
 
 say "guest selftests"
 guest_log=$logdir/guest.log
-"$OXT_ROOT/scripts/vm.sh" --timeout "${CHECK_TIMEOUT:-1200}" -- /selftests/run_tests.sh 2>&1 | tee "$guest_log"
+"$OXT_ROOT/scripts/vm.sh" --timeout "${CHECK_TIMEOUT:-3600}" -- /selftests/run_tests.sh 2>&1 | tee "$guest_log"
 vm_rc=${PIPESTATUS[0]}
 gp=$(grep -cE '^ok [0-9]+ ' "$guest_log")
 gs=$(grep -cE '^ok [0-9]+ .*# *SKIP' "$guest_log")
