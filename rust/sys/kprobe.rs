@@ -164,10 +164,10 @@ impl<H: Handler> ProbeSet<H> {
     /// `slot`.
     pub(crate) fn add_tick(&mut self, period_ns: u64, slot: u32) -> Result {
         self.ticks.reserve(1, GFP_KERNEL)?;
+        let (ops, cookie) = (&Vtable::<H>::OPS, self.cookie());
         // SAFETY: plain allocation and initialisation of an hrtimer; `OPS` and the cookie as
         // in `add_kprobe`.
-        let raw =
-            unsafe { shim::oxt_tick_alloc(&Vtable::<H>::OPS, self.cookie(), slot, period_ns) };
+        let raw = unsafe { shim::oxt_tick_alloc(ops, cookie, slot, period_ns) };
         let t = NonNull::new(raw).ok_or(ENOMEM)?;
         // INVARIANT: initialised, not started.
         self.ticks.push(t, GFP_KERNEL)?;
