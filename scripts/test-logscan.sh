@@ -58,7 +58,7 @@ SPLATS
 # lifetime only bounds a broken follower; nothing here waits for time to pass.
 cp "$dir/clean" "$dir/live"
 echo "[    3.000000] WARNING: CPU: 1 PID: 42 at kernel/fake.c:1 x+0x0/0x10" >>"$dir/live"
-bg sleep 600
+bg tail -f /dev/null
 holder=$!
 bg "$scan" --follow $holder "$dir/live"
 follower=$!
@@ -66,7 +66,7 @@ kill $holder
 wait $holder 2>/dev/null
 wait $follower || { echo "--follow flagged a log without a fatal line"; bad=1; }
 
-bg sleep 600
+bg tail -f /dev/null
 holder=$!
 cp "$dir/clean" "$dir/live"
 bg "$scan" --follow $holder "$dir/live"
