@@ -14,8 +14,7 @@
 #include <stdlib.h>
 #include <sys/prctl.h>
 
-#include "oxt_test.h"
-#include "dynvar_images.h"
+#include "oxt_adv.h"	/* oxt_test.h, dynvar_images.h and adv_load() */
 #include "kselftest_harness.h"
 
 /* The harness's 30 s per test is a time budget; this is only a hang guard. */
@@ -80,34 +79,6 @@ static int workload(void)
 	pthread_barrier_destroy(&start);
 	close(fd);
 	return errors;
-}
-
-/* LOAD a program of dynvar_images.h; returns 0 or -errno. */
-static int load(int fd, const struct dyn_prog *p)
-{
-	struct oxt_attach att[8];
-	char names[8 * 64];
-	size_t off = 0;
-	struct oxt_load l;
-
-	if (p->nattach > 8)
-		return -E2BIG;
-	for (unsigned int i = 0; i < p->nattach; i++) {
-		size_t n = strlen(p->attach[i].func) + 1;
-
-		att[i] = (struct oxt_attach){ .probe = p->attach[i].probe, .name = off };
-		memcpy(names + off, p->attach[i].func, n);
-		off += n;
-	}
-	memset(&l, 0, sizeof(l));
-	l.size = sizeof(l);
-	l.image = (unsigned long)p->image;
-	l.image_len = p->image_len;
-	l.attach = (unsigned long)att;
-	l.names = (unsigned long)names;
-	l.nattach = p->nattach;
-	l.names_len = off;
-	return ioctl(fd, OXT_IOC_LOAD, &l) ? -errno : 0;
 }
 
 struct dyn {
@@ -193,7 +164,7 @@ TEST(latency_every_return_matched_once)
 	int fd = oxt_open();
 
 	ASSERT_LE(0, fd);
-	ASSERT_EQ(0, load(fd, &dyn_prog_latency));
+	ASSERT_EQ(0, adv_load(fd, &dyn_prog_latency));
 	ASSERT_EQ(0, dynstat(fd, &d));
 	EXPECT_EQ(OXT_DYN_PRESENT, d.st.flags);
 	ASSERT_EQ(0, ioctl(fd, OXT_IOC_GO));
@@ -240,7 +211,7 @@ TEST(tiny_memory_drops_when_empty)
 	int fd = oxt_open();
 
 	ASSERT_LE(0, fd);
-	ASSERT_EQ(0, load(fd, &dyn_prog_fill));
+	ASSERT_EQ(0, adv_load(fd, &dyn_prog_fill));
 	ASSERT_EQ(0, ioctl(fd, OXT_IOC_GO));
 	ASSERT_EQ(0, workload());
 	ASSERT_EQ(0, ioctl(fd, OXT_IOC_STOP));
@@ -280,7 +251,7 @@ TEST(tiny_memory_drops_when_dirty)
 	int fd = oxt_open();
 
 	ASSERT_LE(0, fd);
-	ASSERT_EQ(0, load(fd, &dyn_prog_dirty));
+	ASSERT_EQ(0, adv_load(fd, &dyn_prog_dirty));
 	ASSERT_EQ(0, ioctl(fd, OXT_IOC_GO));
 	ASSERT_EQ(0, workload());
 	ASSERT_EQ(0, ioctl(fd, OXT_IOC_STOP));
@@ -315,7 +286,7 @@ TEST(release_audits_every_chunk)
 	/* released while ACTIVE: probes unregistered, cleaner stopped, then audited */
 	fd2 = oxt_open();
 	ASSERT_LE(0, fd2);
-	ASSERT_EQ(0, load(fd2, &dyn_prog_latency));
+	ASSERT_EQ(0, adv_load(fd2, &dyn_prog_latency));
 	ASSERT_EQ(0, ioctl(fd2, OXT_IOC_GO));
 	ASSERT_EQ(0, workload());
 	close(fd2);
