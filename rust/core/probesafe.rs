@@ -143,6 +143,9 @@ pub const RULES: &[(Pat, Why)] = &[
     (Prefix("rcu_read_"), Why::Rcu),
     (Prefix("__rcu_read_"), Why::Rcu),
     (Exact("rcu_is_watching"), Why::Rcu),
+    // rethook_recycle frees through call_rcu once its rethook is being unregistered.
+    (Prefix("call_rcu"), Why::Rcu),
+    (Prefix("__call_rcu"), Why::Rcu),
     (Prefix("rcu_lockdep_"), Why::Rcu),
     (Exact("debug_lockdep_rcu_enabled"), Why::Rcu),
     (Prefix("rcu_preempt_deferred_qs"), Why::Rcu),
@@ -222,11 +225,13 @@ pub const RULES: &[(Pat, Why)] = &[
     (Prefix("oxt_"), Why::Oxtrace),
 ];
 
-/// Why `name` may not be probed, or `None` if it may.
+/// Why `name` may not be probed, or `None` if it may. A compiler-made copy
+/// (`name.constprop.0`, `name.isra.0`) is judged by its function's name.
 pub fn refusal(name: &str) -> Option<Why> {
+    let base = name.split('.').next().unwrap_or(name);
     RULES
         .iter()
-        .find(|(p, _)| p.matches(name))
+        .find(|(p, _)| p.matches(base))
         .map(|&(_, why)| why)
 }
 
@@ -258,6 +263,8 @@ mod tests {
             "default_do_nmi",
             "copy_from_kernel_nofault",
             "oxt_kprobe_pre",
+            "call_rcu",
+            "map_id_up.isra.0",
         ] {
             assert!(refusal(f).is_some(), "{f} should be refused");
         }
