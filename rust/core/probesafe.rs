@@ -181,11 +181,13 @@ pub const RULES: &[(Pat, Why)] = &[
     (Prefix("irq_enter"), Why::IrqPreempt),
     (Prefix("irq_exit"), Why::IrqPreempt),
     (Prefix("__irq_exit"), Why::IrqPreempt),
+    (Exact("handle_softirqs"), Why::IrqPreempt),
     // arch/x86/entry/, kernel/entry/, arch/x86/kernel/nmi.c, traps.c: the paths an
     // interrupt, exception or NMI takes before it can run a probe handler.
     (Prefix("exc_"), Why::Entry),
     (Prefix("asm_"), Why::Entry),
     (Prefix("irqentry_"), Why::Entry),
+    (Prefix("raw_irqentry_"), Why::Entry),
     (Contains("nmi"), Why::Entry),
     (Prefix("do_int3"), Why::Entry),
     (Prefix("do_debug"), Why::Entry),
@@ -214,6 +216,7 @@ pub const RULES: &[(Pat, Why)] = &[
     (Prefix("ktime_get_mono_fast"), Why::ActionPath),
     (Prefix("ktime_get_real_fast"), Why::ActionPath),
     (Exact("hrtimer_forward"), Why::ActionPath),
+    (Exact("ktime_get"), Why::ActionPath),
     (Exact("search_exception_tables"), Why::ActionPath),
     (Exact("search_kernel_exception_table"), Why::ActionPath),
     (Exact("search_module_extables"), Why::ActionPath),
@@ -221,6 +224,10 @@ pub const RULES: &[(Pat, Why)] = &[
     (Exact("kernelmode_fixup_or_oops"), Why::ActionPath),
     (Exact("do_kern_addr_fault"), Why::ActionPath),
     (Exact("page_fault_oops"), Why::ActionPath),
+    (Exact("spurious_kernel_fault"), Why::ActionPath),
+    (Exact("bad_area_nosemaphore"), Why::ActionPath),
+    (Exact("__bad_area_nosemaphore"), Why::ActionPath),
+    (Exact("pt_regs_offset"), Why::ActionPath),
     // oxtrace's shim (its C functions are ftrace-traceable, as module code is).
     (Prefix("oxt_"), Why::Oxtrace),
 ];
