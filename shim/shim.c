@@ -16,7 +16,9 @@
 #include <linux/percpu.h>
 #include <linux/rcupdate.h>
 #include <linux/sched.h>
+#include <linux/sched/task_stack.h>
 #include <linux/slab.h>
+#include <linux/sort.h>
 #include <linux/smp.h>
 #include <linux/string.h>
 #include <linux/uaccess.h>
@@ -29,6 +31,8 @@
 #include <asm/io.h>
 #include <asm/msr.h>
 #include <asm/processor.h>
+#include <asm/current.h>
+#include <asm/page.h>
 #include <uapi/linux/oxtrace.h>
 
 #include "shim.h"
@@ -254,12 +258,37 @@ struct oxt_probe {
 #define oxt_probe_irq_restore(flags) local_irq_restore(flags)
 #endif
 
+/*
+ * Stack an action may need below the point where a probe fires: the fire path
+ * (scripts/stackcheck.py keeps it under 1 KiB), the kernel functions it calls,
+ * and a page fault taken by a nofault read on the same stack.
+ */
+#define OXT_STACK_MIN 4096
+
+/*
+ * Bytes left below the stack pointer on the task or hard-IRQ stack this runs
+ * on; 0 on any other stack (an exception or NMI stack: too small to guess).
+ */
+static unsigned long oxt_stack_left(void)
+{
+	unsigned long sp = current_stack_pointer;
+	unsigned long lo = (unsigned long)task_stack_page(current);
+
+	if (sp - lo < THREAD_SIZE)
+		return sp - lo;
+	lo = (unsigned long)this_cpu_read(pcpu_hot.hardirq_stack_ptr) + 8 - IRQ_STACK_SIZE;
+	if (sp - lo < IRQ_STACK_SIZE)
+		return sp - lo;
+	return 0;
+}
+
 static void oxt_probe_run(struct oxt_probe *p, struct pt_regs *regs)
 {
 	unsigned long flags;
 
 	oxt_probe_irq_save(flags);
-	if (oxt_guard_enter())
+	/* A hit too deep in its stack is skipped like a recursive one: counted. */
+	if (oxt_guard_enter() && oxt_stack_left() >= OXT_STACK_MIN)
 		p->ops->fire(p->cookie, p->slot, regs, p->is_return);
 	else
 		p->ops->recursion(p->cookie, p->slot);
@@ -277,6 +306,29 @@ static int oxt_kretprobe_ret(struct kretprobe_instance *ri, struct pt_regs *regs
 {
 	oxt_probe_run(container_of(get_kretprobe(ri), struct oxt_probe, krp), regs);
 	return 0;
+}
+
+/*
+ * At the entry of a return-probed function: don't hook its return when the
+ * stack is nearly used up.  rethook runs kernel code after the return handler
+ * (rethook_recycle), outside any guard; if that code reaches a return-probed
+ * function, each return starts another, a nest bounded only by the instances
+ * (max(16, 4 x CPUs)).  Refusing the hook below OXT_STACK_MIN bounds the nest
+ * by the stack instead, whatever the instance count; the skipped return is
+ * counted as recursion.  (rust/core/probesafe.rs refuses the functions known
+ * to nest this way in the first place.)
+ */
+static int oxt_kretprobe_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
+{
+	struct oxt_probe *p = container_of(get_kretprobe(ri), struct oxt_probe, krp);
+	unsigned long flags;
+
+	if (oxt_stack_left() >= OXT_STACK_MIN)
+		return 0;
+	local_irq_save(flags);
+	p->ops->recursion(p->cookie, p->slot);
+	local_irq_restore(flags);
+	return 1;
 }
 
 struct oxt_probe *oxt_probe_alloc(const char *symbol, bool is_return,
@@ -299,6 +351,7 @@ struct oxt_probe *oxt_probe_alloc(const char *symbol, bool is_return,
 	p->krp.kp.flags = KPROBE_FLAG_DISABLED;
 	if (is_return) {
 		p->krp.handler = oxt_kretprobe_ret;
+		p->krp.entry_handler = oxt_kretprobe_entry;
 		/* enough instances for every CPU to be a few calls deep */
 		p->krp.maxactive = max_t(int, 16, 4 * num_possible_cpus());
 	} else {
