@@ -70,6 +70,18 @@ int oxt_probe_register(struct oxt_probe *p);
 int oxt_probe_enable(struct oxt_probe *p);
 int oxt_probe_disable(struct oxt_probe *p);
 void oxt_probes_unregister(struct oxt_probe **probes, unsigned int n);
+/*
+ * The entry probes among probes[0..n) that sit on ftrace locations, enabled
+ * and disabled together in one ftrace update (oxt_probe_enable/disable then
+ * leave them alone).  NULL if there are none or memory is short: the probes
+ * then stay enabled one by one.  Free only after oxt_fset_disable or with
+ * every probe still registered (free disables first).
+ */
+struct oxt_fset;
+struct oxt_fset *oxt_fset_alloc(struct oxt_probe **probes, unsigned int n);
+int oxt_fset_enable(struct oxt_fset *s);
+void oxt_fset_disable(struct oxt_fset *s);
+void oxt_fset_free(struct oxt_fset *s);
 void oxt_probe_free(struct oxt_probe *p);
 unsigned long oxt_probe_missed(const struct oxt_probe *p);
 unsigned long oxt_regs_arg(struct pt_regs *regs, unsigned int n);

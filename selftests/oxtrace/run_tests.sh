@@ -7,7 +7,8 @@ cd "$(dirname "$0")" || exit 1
 rc=0
 for t in ./device_test ./dynvar_test ./tool_test.sh ./trace_test.sh ./agg_test.sh ./json_test.sh \
 	./oxt-loadtest ./pt_abi_test ./pt_test.sh "./oxt-doctest tutorial.rst" \
-	"./ioctl_fuzz -T threads_shared_private_swap_fork" ./lifecycle_test ./probesafe_test.sh; do
+	"./ioctl_fuzz -T threads_shared_private_swap_fork" ./lifecycle_test ./probesafe_test.sh \
+	./attach_test.sh; do
 	echo "# selftest: $t"
 	$t || rc=1
 done

@@ -65,6 +65,9 @@ impl From<io::Error> for RunError {
     }
 }
 
+/// Above this many probes LOAD reports its progress on stderr.
+const ATTACH_PROGRESS: usize = 100;
+
 /// The attach table of a program: function names for its fbt descriptions.
 pub struct AttachTable {
     /// Entries for LOAD.
@@ -385,9 +388,22 @@ impl<'a> Run<'a> {
             Vec::new()
         };
         let table = attach_table(prog, &functions)?;
+        // Registering many probes takes a while under emulation: say what is going on.
+        let progress = table.entries.len() > ATTACH_PROGRESS && !prog.quiet && fmt == OutFmt::Text;
+        let t0 = Instant::now();
+        if progress {
+            eprintln!("oxtrace: attaching {} probes ...", table.entries.len());
+        }
         let loaded = dev
             .load(&prog.image, &table.entries, &table.names)
             .map_err(|b| RunError(load_error(prog, &src, &table, &b.0, &b.1)))?;
+        if progress {
+            eprintln!(
+                "oxtrace: attached {} probes in {} ms",
+                loaded.nprobes,
+                t0.elapsed().as_millis()
+            );
+        }
         let infos = dev.probes()?;
         let mut per_desc = vec![0usize; prog.probes.len()];
         let names = infos
