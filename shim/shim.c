@@ -749,7 +749,9 @@ void oxt_synchronize_rcu(void)
 
 struct page *oxt_pages_alloc(unsigned int order)
 {
-	return alloc_pages(GFP_KERNEL | __GFP_ZERO | __GFP_NOWARN, order);
+	/* charged to the caller's memory cgroup; fails rather than invoke the OOM killer */
+	return alloc_pages(GFP_KERNEL_ACCOUNT | __GFP_ZERO | __GFP_NOWARN | __GFP_RETRY_MAYFAIL,
+			   order);
 }
 
 void oxt_pages_free(struct page *page, unsigned int order)

@@ -131,7 +131,8 @@ void oxt_run_as_action(void (*fn)(void *info), void *info);
  * tables, the fault-safe RTIT MSR accessors and CPUID.
  */
 struct page;
-/* 2^order zeroed pages, or NULL; never warns on failure. */
+/* 2^order zeroed pages charged to the caller's cgroup, or NULL; never warns
+ * on failure, never OOM-kills (__GFP_RETRY_MAYFAIL). */
 struct page *oxt_pages_alloc(unsigned int order);
 void oxt_pages_free(struct page *page, unsigned int order);
 void *oxt_page_address(struct page *page);
