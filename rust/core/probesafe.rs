@@ -125,6 +125,9 @@ pub const RULES: &[(Pat, Why)] = &[
     (Contains("fprobe"), Why::Kprobes),
     (Prefix("objpool_"), Why::Kprobes),
     (Exact("kprobes_inc_nmissed_count"), Why::Kprobes),
+    // Several kprobes on one address run through these (kernel/kprobes.c).
+    (Exact("aggr_pre_handler"), Why::Kprobes),
+    (Exact("aggr_post_handler"), Why::Kprobes),
     // kernel/trace/ftrace.c, fgraph.c, arch/x86/kernel/ftrace.c, alternative.c: arming a
     // kprobe-on-ftrace rewrites call sites with text_poke_bp.
     (Prefix("ftrace"), Why::Ftrace),
