@@ -101,7 +101,11 @@ fn status(cli: &Cli) -> Res<i32> {
 /// `-l [PATTERN]`: the probes, like `dtrace -l`.
 fn list(pattern: &str) -> Res<i32> {
     let (functions, _) = probes::functions()?;
-    let fields: Vec<&str> = pattern.split(':').collect();
+    let mut fields: Vec<&str> = pattern.split(':').collect();
+    // bpftrace's `tracepoint:SUBSYS:EVENT` is `tracepoint:SUBSYS::EVENT` here.
+    if fields.len() == 3 && fields[0] == "tracepoint" {
+        fields.insert(2, "");
+    }
     // FUNC alone, or provider:module:function:name with missing fields on the left.
     let want = |prov: &str, module: &str, func: &str, name: &str| -> bool {
         let parts = [prov, module, func, name];
@@ -127,8 +131,21 @@ fn list(pattern: &str) -> Res<i32> {
     };
     row("dtrace", "", "", "BEGIN");
     row("dtrace", "", "", "END");
-    for t in ["tick-1s", "tick-1000hz"] {
+    for t in [
+        "tick-1s",
+        "tick-1000hz",
+        "profile-97",
+        "profile-997",
+        "profile-1ms",
+    ] {
         row("profile", "", "", t);
+    }
+    for sc in oxtrace::syscalls::list() {
+        row("syscall", "vmlinux", sc.name, "entry");
+        row("syscall", "vmlinux", sc.name, "return");
+    }
+    for (s, e) in oxtrace::tracepoints::events() {
+        row("tracepoint", &s, "", &e);
     }
     for f in &functions {
         row("fbt", "kernel", f, "entry");

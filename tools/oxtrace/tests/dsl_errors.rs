@@ -73,10 +73,10 @@ fn syntax_error_missing_semicolon_between_statements() {
 #[test]
 fn unknown_provider() {
     check(
-        "syscall::read:entry { }",
+        "sycall::read:entry { }",
         "1:1",
-        "unknown provider 'syscall' (supported: fbt, kprobe, kretprobe, BEGIN, END, tick-N)",
-        "^^^^^^^^^^^^^^^^^^^",
+        "unknown provider 'sycall' (did you mean 'syscall'?) (supported: fbt, syscall, profile, tracepoint, sdt, kprobe, kretprobe, interval, BEGIN, END, tick-N, profile-N)",
+        "^^^^^^^^^^^^^^^^^^",
     );
 }
 
