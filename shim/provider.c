@@ -17,6 +17,7 @@
 #include <linux/smp.h>
 #include <linux/string.h>
 #include <linux/tracepoint.h>
+#include <linux/uaccess.h>
 #include <asm/irq_regs.h>
 #include <asm/syscall.h>
 
@@ -400,6 +401,14 @@ void oxt_tpev_free(struct oxt_tpev *t)
 	/* hits that started before the release ran inside a tracepoint: RCU */
 	tracepoint_synchronize_unregister();
 	kfree(t);
+}
+
+long oxt_read_user_nofault(void *dst, unsigned long src, size_t len)
+{
+	/* a kernel thread has no user memory (the copy checks the rest) */
+	if (!current->mm)
+		return -EFAULT;
+	return copy_from_user_nofault(dst, (const void __user *)src, len);
 }
 
 void oxt_provider_exit(void)

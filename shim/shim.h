@@ -189,6 +189,9 @@ void oxt_tpev_free(struct oxt_tpev *t);
 /* The record of the tracepoint event this CPU is handling, or 0. */
 unsigned long oxt_tp_record(void);
 
+/* 0, or -EFAULT when user memory [src, src + len) of current can't be read. */
+long oxt_read_user_nofault(void *dst, unsigned long src, size_t len);
+
 /* Module exit: releases what the providers set up for the module's lifetime. */
 void oxt_provider_exit(void);
 

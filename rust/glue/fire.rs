@@ -231,6 +231,10 @@ impl Env for KernelEnv<'_> {
         task::read_kernel(addr, out)
     }
 
+    fn read_user(&mut self, addr: u64, out: &mut [u8]) -> bool {
+        task::read_user(addr, out)
+    }
+
     fn global_load(&mut self, id: u32) -> u64 {
         self.s
             .globals

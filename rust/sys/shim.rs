@@ -191,4 +191,5 @@ extern "C" {
     pub(crate) fn oxt_tpev_disable(t: *mut Tpev);
     pub(crate) fn oxt_tpev_free(t: *mut Tpev);
     pub(crate) fn oxt_tp_record() -> c_ulong;
+    pub(crate) fn oxt_read_user_nofault(dst: *mut c_void, src: c_ulong, len: usize) -> c_long;
 }

@@ -373,9 +373,9 @@ fn action_in_expression() {
 #[test]
 fn user_memory_reads_are_rejected() {
     check(
-        "BEGIN { trace(copyinstr(arg0)); }",
+        "BEGIN { trace(copyin(arg0, 4)); }",
         "1:15",
-        "copyinstr(): user-memory reads are not supported",
+        "copyin(): user-memory reads are not supported",
         "              ^^^^^^^^^^^^^^^",
     );
 }

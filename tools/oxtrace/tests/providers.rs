@@ -166,6 +166,40 @@ fn unknown_calls_and_providers_name_what_exists() {
     assert!(e.contains("module 'vmlinux', not 'ext4'"), "{e}");
 }
 
+#[test]
+fn copyinstr_reads_user_memory_only() {
+    let p =
+        c(r#"syscall::openat:entry { printf("%s|%s\n", copyinstr(arg1), copyinstr(arg1, 4)); }"#);
+    let mut s = Sim::default();
+    // A page each: the VM reads strings in chunks up to the page's end, as the kernel does.
+    let page = |s: &[u8]| {
+        let mut v = s.to_vec();
+        v.resize(0x1000, 0);
+        v
+    };
+    s.user_mem.push((0x7000, page(b"/dev/null")));
+    // The same address in kernel memory is not what copyinstr reads.
+    s.mem.push((0x7000, page(b"kernel")));
+    let f = |a1| Firing {
+        kind: ProbeKind::SyscallEntry,
+        func: "openat".into(),
+        args: [0, a1, 0, 0, 0, 0],
+        ..Firing::default()
+    };
+    s.fire(&p, &f(0x7000));
+    assert!(s.faults.is_empty(), "{:?}", s.faults);
+    assert_eq!(s.printf_output(&p), "/dev/null|/dev\n");
+    // An unreadable address is a runtime error of the clause, at that address.
+    s.fire(&p, &f(0x9000));
+    assert_eq!(s.faults.len(), 1);
+    assert_eq!(
+        s.faults[0].1.kind,
+        oxtrace_core::action::FaultKind::BadAddr(0x9000)
+    );
+    assert!(err("BEGIN { trace(copyinstr(0, 0)); }").contains("size must be a constant from 1"));
+    assert!(err("BEGIN { trace(copyinstr(\"x\")); }").contains("requires an address"));
+}
+
 const FORK_FORMAT: &str = "name: sched_process_fork
 ID: 301
 format:

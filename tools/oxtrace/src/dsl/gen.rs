@@ -876,6 +876,42 @@ impl<'a> Gen<'a> {
                 self.release(b);
                 Ok((rd, Ty::Str))
             }
+            "copyinstr" => {
+                if args.is_empty() || args.len() > 2 {
+                    return self.err(span, "copyinstr() takes an address and an optional size");
+                }
+                let max = match args.get(1) {
+                    None => 0,
+                    Some(e) => match const_eval(e) {
+                        Some(v)
+                            if (1..=i64::from(oxtrace_core::limits::MAX_STRSIZE)).contains(&v) =>
+                        {
+                            v as u32
+                        }
+                        _ => {
+                            return self.err(
+                                e.span,
+                                format!(
+                                    "copyinstr()'s size must be a constant from 1 to {}",
+                                    oxtrace_core::limits::MAX_STRSIZE
+                                ),
+                            )
+                        }
+                    },
+                };
+                let (r, ty) = self.expr(&args[0])?;
+                if !ty.is_scalar() {
+                    return self.err(
+                        args[0].span,
+                        format!("copyinstr() requires an address, not {}", ty.name()),
+                    );
+                }
+                let rd = self.reg(span)?;
+                let imm = oxtrace_core::action::KSTR_USER | (max << 1);
+                self.emit(Op::Kstr, rd, r, 0, imm);
+                self.release(r);
+                Ok((rd, Ty::Str))
+            }
             "args->" => {
                 let Some(ExprKind::Str(field)) = args.first().map(|a| &a.kind) else {
                     return self.err(span, "args-> needs a field name");
@@ -908,7 +944,7 @@ impl<'a> Gen<'a> {
                         ty
                     }
                     FieldKind::CharArray | FieldKind::DataLoc => {
-                        if kind == FieldKind::DataLoc {
+                        let max = if kind == FieldKind::DataLoc {
                             // The word holds the string's offset (low 16 bits) and length.
                             self.emit(Op::Lduw, rd, base, 0, off);
                             let mask = self.reg(span)?;
@@ -916,11 +952,14 @@ impl<'a> Gen<'a> {
                             self.emit(Op::And, rd, rd, mask, 0);
                             self.release(mask);
                             self.emit(Op::Add, rd, rd, base, 0);
+                            0
                         } else {
                             self.load_const(rd, u64::from(off));
                             self.emit(Op::Add, rd, rd, base, 0);
-                        }
-                        self.emit(Op::Kstr, rd, rd, 0, 0);
+                            size.min(oxtrace_core::limits::MAX_STRSIZE)
+                        };
+                        // A kernel string of at most the array's bytes.
+                        self.emit(Op::Kstr, rd, rd, 0, max << 1);
                         Ty::Str
                     }
                     FieldKind::Other => unreachable!("tracepoint_field refuses other fields"),
@@ -928,7 +967,7 @@ impl<'a> Gen<'a> {
                 self.release(base);
                 Ok((rd, ty))
             }
-            "copyin" | "copyinstr" | "copyinto" => self.err(
+            "copyin" | "copyinto" => self.err(
                 span,
                 format!("{name}(): user-memory reads are not supported"),
             ),

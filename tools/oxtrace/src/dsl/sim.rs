@@ -121,6 +121,8 @@ pub struct Sim {
     pub faults: Vec<(usize, Fault)>,
     /// Readable kernel memory.
     pub mem: Vec<(u64, Vec<u8>)>,
+    /// Readable user memory of the firing's process (`copyinstr`).
+    pub user_mem: Vec<(u64, Vec<u8>)>,
     /// `ptwrite()` values in order: (clause, value).
     pub ptwrites: Vec<(usize, u64)>,
     /// The kernel's probeable functions, which fbt globs expand to; empty: only the
@@ -177,6 +179,10 @@ impl Env for FiringEnv<'_> {
 
     fn read_kernel(&mut self, addr: u64, out: &mut [u8]) -> bool {
         read_in(&self.sim.mem, addr, out)
+    }
+
+    fn read_user(&mut self, addr: u64, out: &mut [u8]) -> bool {
+        read_in(&self.sim.user_mem, addr, out)
     }
 
     fn global_load(&mut self, id: u32) -> u64 {
