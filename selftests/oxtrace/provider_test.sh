@@ -7,7 +7,7 @@ cd "$(dirname "$0")" || exit 1
 W="./oxt_workload read 4 2000"
 
 echo "TAP version 13"
-echo "1..21"
+echo "1..22"
 
 run 'syscall::read:entry /pid == $target/ { @n = count(); @s = sum(arg2); }
      END { printa("%@d\n", @n); printa("%@d\n", @s); }' -c "$W"
@@ -104,6 +104,11 @@ np=$(oxtrace -l -P syscall | grep -c ' syscall ')
 nn=$(oxtrace -l -n 'syscall:::entry' | grep -c ' entry$')
 if [ "$np" -gt 600 ] && [ "$np" = $((2 * nn)) ]; then ok "-l -P syscall and -l -n"; else
 	nok "-l -P syscall and -l -n" "P: $np n: $nn"; fi
+
+timeout 120 oxtrace -e 'syscall:::entry { } BEGIN { exit(0); }' >/dev/null 2>/tmp/err
+got=$(grep -c "description 'syscall:::entry' matched" /tmp/err)
+m=$(sed -n "s/.*'syscall:::entry' matched \([0-9]*\) probes/\1/p" /tmp/err)
+expect "syscall:::entry: one hook, every call, one line" "1 $nn" "$got $m"
 
 run 'syscall::opne:entry { }'
 if [ $rc = 1 ] && echo "$err" | grep -q "unknown system call 'opne' (did you mean 'open'"; then

@@ -409,9 +409,18 @@ impl<'a> Run<'a> {
             .collect();
         let quiet = prog.quiet;
         if !quiet && fmt == OutFmt::Text {
+            // A description the compiler expanded (syscall:::entry: one per call) is one
+            // line: consecutive descriptions of the same text are added up.
+            let mut lines: Vec<(&str, usize)> = Vec::new();
             for (spec, n) in prog.probes.iter().zip(&per_desc) {
-                let s = if *n == 1 { "" } else { "s" };
-                eprintln!("oxtrace: description '{}' matched {n} probe{s}", spec.text);
+                match lines.last_mut() {
+                    Some((t, m)) if *t == spec.text => *m += n,
+                    _ => lines.push((&spec.text, *n)),
+                }
+            }
+            for (text, n) in lines {
+                let s = if n == 1 { "" } else { "s" };
+                eprintln!("oxtrace: description '{text}' matched {n} probe{s}");
             }
             if loaded.nskipped > 0 {
                 eprintln!(
