@@ -203,6 +203,17 @@ pub fn arg_source(kind: ProbeKind, b: Builtin) -> Option<ArgSource> {
     })
 }
 
+/// `errno` on a probe of `kind` whose return value is `retval`: on a system call's return,
+/// the error a failed call returns as `-errno` (`-4095..=-1`, the kernel's `IS_ERR_VALUE`
+/// range), else 0; 0 on every other probe. For the `errno` built-in.
+pub fn errno(kind: ProbeKind, retval: u64) -> u64 {
+    let r = retval as i64;
+    match kind {
+        ProbeKind::SyscallReturn if (-4095..0).contains(&r) => r.unsigned_abs(),
+        _ => 0,
+    }
+}
+
 /// Whether descriptions of `kind` are attached through LOAD's attach list (one probe per
 /// function the tool expanded them to) rather than one probe per description.
 pub fn by_attach_list(kind: ProbeKind) -> bool {
@@ -339,6 +350,16 @@ mod tests {
         assert_eq!(name_of(p, 1_000_000), "profile-1ms");
         assert_eq!(name_of(p, hz_period(100)), "profile-10ms");
         assert_eq!(name_of(ProbeKind::Tick, hz_period(997)), "tick-1003009ns");
+    }
+
+    #[test]
+    fn errno_of_failed_system_calls() {
+        let r = ProbeKind::SyscallReturn;
+        assert_eq!(errno(r, (-2i64) as u64), 2);
+        assert_eq!(errno(r, (-4095i64) as u64), 4095);
+        assert_eq!(errno(r, (-4096i64) as u64), 0);
+        assert_eq!(errno(r, 5), 0);
+        assert_eq!(errno(ProbeKind::FbtReturn, (-2i64) as u64), 0);
     }
 
     #[test]
