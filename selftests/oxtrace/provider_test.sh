@@ -7,7 +7,7 @@ cd "$(dirname "$0")" || exit 1
 W="./oxt_workload read 4 2000"
 
 echo "TAP version 13"
-echo "1..22"
+echo "1..23"
 
 run 'syscall::read:entry /pid == $target/ { @n = count(); @s = sum(arg2); }
      END { printa("%@d\n", @n); printa("%@d\n", @s); }' -c "$W"
@@ -68,6 +68,25 @@ run 'tracepoint:sched:sched_process_fork /pid == $target/ {
        printa("%s %s:%s:%s %@d\n", @); }' -c "./oxt_workload fork 2 50"
 # 2 threads (clone makes them through the same path) and 2 x 50 children.
 expect "tracepoint with arguments by name" "102 102 102 oxt_workload tracepoint:sched:sched_process_fork 102" "$(echo $out)"
+
+# profile-997 on CPUs that come and go while the probes are enabled.
+C=/sys/devices/system/cpu
+echo 0 >$C/cpu3/online
+tail -f /dev/null &
+anchor=$!
+timeout 120 oxtrace -q -v -e 'profile-997 /cpu == 3/ { printf("cpu3\n"); exit(0); }' -p $anchor \
+	>/tmp/out 2>/tmp/err &
+p=$!
+wait_for /tmp/err 'probes enabled' $p
+# A CPU going down and up while the timers run, then the one that was offline at GO.
+echo 0 >$C/cpu2/online
+echo 1 >$C/cpu2/online
+echo 1 >$C/cpu3/online
+wait $p
+rc=$?
+kill $anchor
+wait $anchor 2>/dev/null
+expect "profile timers follow CPU hotplug" "cpu3 rc=0" "$(head -1 /tmp/out) rc=$rc"
 
 got=$(oxtrace -l 'tracepoint:sched:sched_process_fo*' | awk 'NR > 1 { print $2, $3, $4 }')
 expect "-l lists tracepoints" "tracepoint sched sched_process_fork" "$got"
