@@ -18,6 +18,8 @@
 #include <linux/string.h>
 #include <linux/tracepoint.h>
 #include <linux/uaccess.h>
+#include <linux/workqueue.h>
+#include <linux/bitmap.h>
 #include <asm/irq_regs.h>
 #include <asm/syscall.h>
 
@@ -158,7 +160,7 @@ struct oxt_profile {
 	struct oxt_profile_cpu __percpu *cpus;
 };
 
-static DEFINE_MUTEX(oxt_profile_lock);
+static DEFINE_MUTEX(oxt_state_lock);
 /* The dynamic cpuhp state of profile timers, set up at first use; 0 if none. */
 static int oxt_profile_state;
 
@@ -208,7 +210,7 @@ static int oxt_profile_state_get(void)
 {
 	int ret = 0;
 
-	mutex_lock(&oxt_profile_lock);
+	mutex_lock(&oxt_state_lock);
 	if (!oxt_profile_state) {
 		ret = cpuhp_setup_state_multi(CPUHP_AP_ONLINE_DYN, "oxtrace/profile:online",
 					      oxt_profile_online, oxt_profile_offline);
@@ -217,7 +219,7 @@ static int oxt_profile_state_get(void)
 			ret = 0;
 		}
 	}
-	mutex_unlock(&oxt_profile_lock);
+	mutex_unlock(&oxt_state_lock);
 	return ret;
 }
 
@@ -301,14 +303,29 @@ unsigned long oxt_regs_user_pc(struct pt_regs *regs)
 /* Tracepoint events, through perf's tracepoint PMU, which builds the record. */
 
 struct oxt_tpev {
+	struct hlist_node node;		/* in the cpuhp state's instances */
+	/*
+	 * Reopens counters after CPU hotplug.  perf drops a CPU's events when
+	 * the CPU goes down, and opening or releasing a tracepoint event takes
+	 * perf's event_mutex, which must not nest in the hotplug callbacks: they
+	 * only mark the CPU stale and queue this.
+	 */
+	struct work_struct reopen;
+	struct mutex lock;		/* ev[] and enabled */
 	const struct oxt_probe_ops *ops;
 	void *cookie;
 	unsigned int slot;
+	u64 id;
+	bool enabled;
+	bool added;			/* node is in the cpuhp state */
+	unsigned long *stale;		/* CPUs whose counter predates a hotplug */
 	unsigned int nr;		/* entries of ev */
-	struct perf_event *ev[];	/* by CPU; NULL for CPUs offline at allocation */
+	struct perf_event *ev[];	/* by CPU; NULL: none */
 };
 
 static DEFINE_PER_CPU(unsigned long, oxt_tp_rec);
+/* The dynamic cpuhp state of tracepoint events, set up at first use; 0 if none. */
+static int oxt_tpev_state;
 
 static void oxt_tpev_overflow(struct perf_event *event, struct perf_sample_data *data,
 			      struct pt_regs *regs)
@@ -335,41 +352,118 @@ unsigned long oxt_tp_record(void)
 	return this_cpu_read(oxt_tp_rec);
 }
 
-struct oxt_tpev *oxt_tpev_alloc(const struct oxt_probe_ops *ops, void *cookie,
-				unsigned int slot, u64 id)
+static struct perf_event *oxt_tpev_create(struct oxt_tpev *t, unsigned int cpu)
 {
 	struct perf_event_attr attr = {
 		.type = PERF_TYPE_TRACEPOINT,
 		.size = sizeof(attr),
-		.config = id,
+		.config = t->id,
 		.sample_period = 1,
 		.sample_type = PERF_SAMPLE_RAW,
 		.disabled = 1,
 	};
-	struct oxt_tpev *t;
-	int cpu;
 
+	return perf_event_create_kernel_counter(&attr, cpu, NULL, oxt_tpev_overflow, t);
+}
+
+/* Releases stale counters and opens one on every online CPU that has none. */
+static void oxt_tpev_reopen(struct work_struct *work)
+{
+	struct oxt_tpev *t = container_of(work, struct oxt_tpev, reopen);
+	unsigned int cpu;
+
+	mutex_lock(&t->lock);
+	for (cpu = 0; cpu < t->nr; cpu++) {
+		if (test_and_clear_bit(cpu, t->stale) && t->ev[cpu]) {
+			perf_event_release_kernel(t->ev[cpu]);
+			t->ev[cpu] = NULL;
+		}
+		/* a CPU going down meanwhile marks it stale again and requeues */
+		if (!t->ev[cpu] && cpu_online(cpu)) {
+			struct perf_event *ev = oxt_tpev_create(t, cpu);
+
+			if (IS_ERR(ev))
+				continue;
+			t->ev[cpu] = ev;
+			if (t->enabled)
+				perf_event_enable(ev);
+		}
+	}
+	mutex_unlock(&t->lock);
+}
+
+/* cpuhp callbacks, on the CPU coming up or going down: mark it, reopen later. */
+static int oxt_tpev_hotplug(unsigned int cpu, struct hlist_node *node)
+{
+	struct oxt_tpev *t = hlist_entry(node, struct oxt_tpev, node);
+
+	set_bit(cpu, t->stale);
+	schedule_work(&t->reopen);
+	return 0;
+}
+
+static int oxt_tpev_state_get(void)
+{
+	int ret = 0;
+
+	mutex_lock(&oxt_state_lock);
+	if (!oxt_tpev_state) {
+		ret = cpuhp_setup_state_multi(CPUHP_AP_ONLINE_DYN, "oxtrace/tracepoint:online",
+					      oxt_tpev_hotplug, oxt_tpev_hotplug);
+		if (ret > 0) {
+			oxt_tpev_state = ret;
+			ret = 0;
+		}
+	}
+	mutex_unlock(&oxt_state_lock);
+	return ret;
+}
+
+struct oxt_tpev *oxt_tpev_alloc(const struct oxt_probe_ops *ops, void *cookie,
+				unsigned int slot, u64 id)
+{
+	struct oxt_tpev *t;
+	int cpu, ret;
+
+	ret = oxt_tpev_state_get();
+	if (ret)
+		return ERR_PTR(ret);
 	t = kzalloc(struct_size(t, ev, nr_cpu_ids), GFP_KERNEL);
 	if (!t)
 		return ERR_PTR(-ENOMEM);
+	t->stale = bitmap_zalloc(nr_cpu_ids, GFP_KERNEL);
+	if (!t->stale) {
+		kfree(t);
+		return ERR_PTR(-ENOMEM);
+	}
+	INIT_WORK(&t->reopen, oxt_tpev_reopen);
+	mutex_init(&t->lock);
 	t->ops = ops;
 	t->cookie = cookie;
 	t->slot = slot;
+	t->id = id;
 	t->nr = nr_cpu_ids;
 	/*
-	 * Not under cpus_read_lock(): enabling the event's static key takes it.  A
-	 * CPU that goes offline meanwhile fails the LOAD.
+	 * Not under cpus_read_lock(): the first event registers perf's probe on
+	 * the tracepoint, whose static key takes it.
 	 */
 	for_each_online_cpu(cpu) {
-		struct perf_event *ev;
+		struct perf_event *ev = oxt_tpev_create(t, cpu);
 
-		ev = perf_event_create_kernel_counter(&attr, cpu, NULL, oxt_tpev_overflow, t);
 		if (IS_ERR(ev)) {
 			oxt_tpev_free(t);
 			return ERR_CAST(ev);
 		}
 		t->ev[cpu] = ev;
 	}
+	ret = cpuhp_state_add_instance_nocalls(oxt_tpev_state, &t->node);
+	if (ret) {
+		oxt_tpev_free(t);
+		return ERR_PTR(ret);
+	}
+	t->added = true;
+	/* a CPU that came up before the instance was added */
+	schedule_work(&t->reopen);
 	return t;
 }
 
@@ -377,29 +471,41 @@ void oxt_tpev_enable(struct oxt_tpev *t)
 {
 	unsigned int cpu;
 
+	mutex_lock(&t->lock);
+	t->enabled = true;
 	for (cpu = 0; cpu < t->nr; cpu++)
 		if (t->ev[cpu])
 			perf_event_enable(t->ev[cpu]);
+	mutex_unlock(&t->lock);
 }
 
 void oxt_tpev_disable(struct oxt_tpev *t)
 {
 	unsigned int cpu;
 
+	mutex_lock(&t->lock);
+	t->enabled = false;
 	for (cpu = 0; cpu < t->nr; cpu++)
 		if (t->ev[cpu])
 			perf_event_disable(t->ev[cpu]);
+	mutex_unlock(&t->lock);
 }
 
 void oxt_tpev_free(struct oxt_tpev *t)
 {
 	unsigned int cpu;
 
+	/* no callback queues the work after this, and the work is not running */
+	if (t->added)
+		cpuhp_state_remove_instance_nocalls(oxt_tpev_state, &t->node);
+	cancel_work_sync(&t->reopen);
 	for (cpu = 0; cpu < t->nr; cpu++)
 		if (t->ev[cpu])
 			perf_event_release_kernel(t->ev[cpu]);
 	/* hits that started before the release ran inside a tracepoint: RCU */
 	tracepoint_synchronize_unregister();
+	mutex_destroy(&t->lock);
+	bitmap_free(t->stale);
 	kfree(t);
 }
 
@@ -413,7 +519,9 @@ long oxt_read_user_nofault(void *dst, unsigned long src, size_t len)
 
 void oxt_provider_exit(void)
 {
-	/* every consumer, and so every profile instance, is gone */
+	/* every consumer, and so every instance, is gone */
 	if (oxt_profile_state)
 		cpuhp_remove_multi_state(oxt_profile_state);
+	if (oxt_tpev_state)
+		cpuhp_remove_multi_state(oxt_tpev_state);
 }

@@ -7,7 +7,7 @@ cd "$(dirname "$0")" || exit 1
 W="./oxt_workload read 4 2000"
 
 echo "TAP version 13"
-echo "1..23"
+echo "1..24"
 
 run 'syscall::read:entry /pid == $target/ { @n = count(); @s = sum(arg2); }
      END { printa("%@d\n", @n); printa("%@d\n", @s); }' -c "$W"
@@ -69,8 +69,20 @@ run 'tracepoint:sched:sched_process_fork /pid == $target/ {
 # 2 threads (clone makes them through the same path) and 2 x 50 children.
 expect "tracepoint with arguments by name" "102 102 102 oxt_workload tracepoint:sched:sched_process_fork 102" "$(echo $out)"
 
-# profile-997 on CPUs that come and go while the probes are enabled.
+# CPU hotplug: CPU 3 offline at LOAD comes online while tracing, and CPU 2 goes down and
+# comes back. The module reopens a CPU's counter in a work item after hotplug, so the
+# workload forks (on every CPU, pinned) until the program has seen forks on both.
 C=/sys/devices/system/cpu
+echo 0 >$C/cpu3/online
+run 'tracepoint:sched:sched_process_fork /execname == "oxt_workload" && tid != pid && cpu == 2/ { c2 = 1; }
+     tracepoint:sched:sched_process_fork /execname == "oxt_workload" && tid != pid && cpu == 3/ { c3 = 1; }
+     tracepoint:sched:sched_process_fork /c2 && c3/ { printf("both\n"); exit(0); }' \
+	-c "sh -c 'echo 1 >$C/cpu3/online; echo 0 >$C/cpu2/online; echo 1 >$C/cpu2/online; while :; do ./oxt_workload fork 4 1; done'"
+echo 1 >$C/cpu2/online
+echo 1 >$C/cpu3/online
+expect "tracepoint events follow CPU hotplug" "both rc=0" "$(echo "$out" | head -1) rc=$rc"
+
+# profile-997 on CPUs that come and go while the probes are enabled.
 echo 0 >$C/cpu3/online
 tail -f /dev/null &
 anchor=$!
