@@ -27,8 +27,8 @@ static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
 /// A loaded program, as a consumer holds it.
 struct Program {
-    /// The syscall hooks and profile timers that call the session: declared (so dropped)
-    /// before `probes`, which owns the session.
+    /// The syscall hooks, profile timers and tracepoint counters that call the session:
+    /// declared (so dropped) before `probes`, which owns the session.
     providers: Providers<Session>,
     /// The session and the probes that call it.
     probes: ProbeSet<Session>,

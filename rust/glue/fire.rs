@@ -4,7 +4,8 @@
 //!
 //! Like the "probe context" group of illumos `dtrace.c`, this file is the one room for code
 //! that runs when a probe fires: [`fire`] (called through the session's [`Handler`] by
-//! `sys::kprobe` for kprobes, kretprobes and ticks), BEGIN and END ([`Session::fire_special`], run through `sys::xcall::as_action`), the
+//! `sys::kprobe` for kprobes, kretprobes and ticks, by `sys::provider` for profile and
+//! tracepoint probes, and by `glue::provider` for system calls), BEGIN and END ([`Session::fire_special`], run through `sys::xcall::as_action`), the
 //! recursion counter, and [`KernelEnv`], what the interpreter sees of the kernel.
 //!
 //! The rules of probe context, which everything here and everything it calls keeps:

@@ -29,7 +29,8 @@ use kernel::prelude::*;
 use kernel::str::CStr;
 use kernel::sync::Arc;
 
-/// One attached probe: a kprobe, a kretprobe, a tick, BEGIN or END.
+/// One attached probe: a kprobe, a kretprobe, a tick, BEGIN or END, a system call's entry
+/// or return, a profile or a tracepoint probe.
 pub(crate) struct ProbeSlot {
     /// Enabled probe id (`id`): index in [`Session::slots`], numbered as
     /// [`probe::other_probe_id`] says.
@@ -180,7 +181,8 @@ pub(crate) struct AttachReq<'a> {
 
 /// The result of a LOAD.
 pub(crate) struct Loaded {
-    /// The syscall hooks and profile timers that call the session; dropped before `probes`.
+    /// The syscall hooks, profile timers and tracepoint counters that call the session;
+    /// dropped before `probes`.
     pub(crate) providers: Providers<Session>,
     /// The session and the probes that call it.
     pub(crate) probes: ProbeSet<Session>,
