@@ -81,7 +81,12 @@ def parse(ko):
             cur.frame += int(s.group(1), 16)
             cur.in_prologue = False
             continue
-        if re.search(r"\bsub\s+%\w+,%rsp", insn) or re.search(r"\band\s+\$.*,%rsp", insn):
+        al = re.search(r"\band\s+\$0x([0-9a-f]+),%rsp", insn)
+        if al:
+            # Realignment: at most the alignment less 8 bytes of padding.
+            cur.frame += (1 << 64) - int(al.group(1), 16) - 8
+            continue
+        if re.search(r"\bsub\s+%\w+,%rsp", insn):
             cur.dynamic = True
         if op in ("call", "callq"):
             target = insn.split(None, 1)[1] if " " in insn else ""
