@@ -340,6 +340,8 @@ pub struct Run<'a> {
     /// Where `--listen` publishes the aggregations after every snapshot.
     metrics: Option<Metrics>,
     out: io::BufWriter<io::Stdout>,
+    /// Time of the LOAD ioctl (image check and attaching every probe), µs.
+    load_us: u128,
 }
 
 impl<'a> Run<'a> {
@@ -362,9 +364,11 @@ impl<'a> Run<'a> {
             Vec::new()
         };
         let table = attach_table(prog, &functions)?;
+        let t_load = Instant::now();
         let loaded = dev
             .load(&prog.image, &table.entries, &table.names)
             .map_err(|b| RunError(load_error(prog, &src, &table, &b.0, &b.1)))?;
+        let load_us = t_load.elapsed().as_micros();
         let infos = dev.probes()?;
         let mut per_desc = vec![0usize; prog.probes.len()];
         let names = infos
@@ -426,6 +430,7 @@ impl<'a> Run<'a> {
                 .then(DropTracker::default),
             metrics: None,
             out: io::BufWriter::new(io::stdout()),
+            load_us,
         })
     }
 
@@ -440,6 +445,12 @@ impl<'a> Run<'a> {
     pub fn run(mut self, target: &mut Target, verbose: bool) -> Result<i32, RunError> {
         self.dev.go()?;
         if verbose {
+            // make bench reads this: what attaching the probes cost.
+            eprintln!(
+                "oxtrace: load attached {} probes in {} us",
+                self.names.len(),
+                self.load_us
+            );
             // Scripts wait for this line: the probes fire from here on.
             eprintln!("oxtrace: {} probes enabled", self.names.len());
         }
@@ -772,11 +783,12 @@ impl<'a> Run<'a> {
             let (e, di, r, sz) = d.drops();
             let frees: u64 = d.cpus.iter().map(|c| c.frees).sum();
             eprintln!(
-                "oxtrace: dynvars allocs {} frees {} drops {} (empty {e} dirty {di} rinsing {r} size {sz}) cleaner runs {} period {} ns chunks {} high water {}",
+                "oxtrace: dynvars allocs {} frees {} drops {} (empty {e} dirty {di} rinsing {r} size {sz}) cleaner runs {} passes {} period {} ns chunks {} high water {}",
                 d.allocs(),
                 frees,
                 e + di + r + sz,
                 d.st.cleaner_runs,
+                d.st.passes,
                 d.st.cleanrate_ns,
                 d.st.nchunks,
                 d.st.high_water
