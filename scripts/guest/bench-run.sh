@@ -3,15 +3,16 @@
 # in the bench guest).  Prints one line per measurement, parsed on the host:
 #
 #   RES round=R pair=P tool=none|oxtrace|bpftrace wl=W ns=N
-#   KEYS ...  DYN ...  CLEAN ...  NOTE ...
+#   KEYS ...  ATTACH ...  DYN ...  CLEAN ...  NOTE ...
 #
 # bpftrace runs from the host's root filesystem (9p, read-only) in a chroot.
 # Settings come as arguments NAME=VALUE: ROUNDS, N1 (calls, 1 thread), N4 (calls
 # per thread, 4 threads), NL (calls of the latency workload), LSIZE (its read size),
-# KEYS (distinct keys), PAIRS (which pairs), PROFILE (pairs to profile with the
+# KEYS (distinct keys), ATTACH (probes of the attach timing; 0: none), PAIRS
+# (which pairs), PROFILE (pairs to profile with the
 # host's perf: cpu-clock samples on the workload's CPU, where the time goes).
-ROUNDS=5 N1=200000 N4=100000 NL=20000 LSIZE=16384 KEYS=100000
-PAIRS="empty count hist sum trace"
+ROUNDS=5 N1=200000 N4=100000 NL=20000 LSIZE=16384 KEYS=100000 ATTACH=1000
+PAIRS="empty count hist sum trace ten"
 PROFILE="empty count hist"
 # VARIANT: pairs also run with /extra/oxtrace-o2.ko (a second build with
 # KRUSTFLAGS=-Copt-level=2, the same code as shipped), swapped in for the run.
@@ -64,6 +65,8 @@ ox_prog() {
 	trace) echo 'fbt::ksys_read:entry { trace(pid); }' ;;
 	hist) echo 'fbt::ksys_read:entry { self->ts = timestamp; }
 fbt::ksys_read:return /self->ts/ { @ = quantize(timestamp - self->ts); self->ts = 0; }' ;;
+	# Ten clauses on one probe: what each further clause costs a firing.
+	ten) for i in 0 1 2 3 4 5 6 7 8 9; do echo "fbt::ksys_read:entry { @c$i = count(); }"; done ;;
 	esac
 }
 
@@ -75,6 +78,7 @@ bt_prog() {
 	trace) echo 'kprobe:ksys_read { printf("%d\n", pid); }' ;;
 	hist) echo 'kprobe:ksys_read { @start[tid] = nsecs; }
 kretprobe:ksys_read /@start[tid]/ { @ = hist(nsecs - @start[tid]); delete(@start[tid]); }' ;;
+	ten) for i in 0 1 2 3 4 5 6 7 8 9; do echo "kprobe:ksys_read { @c$i = count(); }"; done ;;
 	esac
 }
 
@@ -167,6 +171,26 @@ for r in 1 2 3; do
 	grep -E 'aggregation drops|records dropped|^oxtrace: [0-9]+ errors' /tmp/ox.err | head -n 2 | sed 's/^/NOTE keys: /'
 done
 
+# Attaching: LOAD of one clause on ATTACH functions (every k-th probeable kernel
+# function, so the set spreads over the kernel), timed by the tool around the ioctl.
+if [ "$ATTACH" -gt 0 ]; then
+	ff=/sys/kernel/tracing/available_filter_functions
+	[ -r $ff ] || ff=$H/sys/kernel/tracing/available_filter_functions
+	bl=$H/sys/kernel/debug/kprobes/blacklist
+	[ -r $bl ] && awk '{ print $2 }' $bl | sort -u >/tmp/bl || : >/tmp/bl
+	grep -v -e '\[' -e '^_' -e '\.' $ff | sort -u | grep -vxF -f /tmp/bl >/tmp/funcs
+	nf=$(wc -l </tmp/funcs)
+	step=$((nf / (ATTACH + ATTACH / 10)))
+	[ "$step" -ge 1 ] || step=1
+	awk -v s="$step" -v n="$ATTACH" 'NR % s == 0 && c < n { printf "%sfbt::%s:entry", (c ? ",\n" : ""), $1; c++ }
+		END { print " /0/ { }" }' /tmp/funcs >/tmp/attach.d
+	for r in 1 2 3; do
+		oxtrace -q -v -s /tmp/attach.d -c true >/dev/null 2>/tmp/ox.err
+		echo "ATTACH round=$r $(sed -n 's/^oxtrace: load attached \([0-9]*\) probes in \([0-9]*\) us/probes=\1 us=\2/p' /tmp/ox.err)"
+		grep -q 'load attached' /tmp/ox.err || echo "NOTE attach: $(head -c 300 /tmp/ox.err)"
+	done
+fi
+
 # Dynamic variables: alloc/free throughput on 4 CPUs, and drops against cleanrate
 # with a small dynamic memory.
 DYNP='fbt::ksys_read:entry { self->ts = timestamp; }
@@ -175,7 +199,7 @@ dyn() {
 	# shellcheck disable=SC2086
 	oxtrace -q -v $2 -e "$DYNP" -c "$B read 4 $N4 1" >/tmp/ox.out 2>/tmp/ox.err
 	el=$(sed -n 's/.*elapsed_ns=\([0-9]*\).*/\1/p' /tmp/ox.out)
-	st=$(sed -n 's/^oxtrace: dynvars allocs \([0-9]*\) frees \([0-9]*\) drops \([0-9]*\).*period \([0-9]*\) ns.*/allocs=\1 frees=\2 drops=\3 period_ns=\4/p' /tmp/ox.err)
+	st=$(sed -n 's/^oxtrace: dynvars allocs \([0-9]*\) frees \([0-9]*\) drops \([0-9]*\).*cleaner runs \([0-9]*\) passes \([0-9]*\) period \([0-9]*\) ns chunks \([0-9]*\).*/allocs=\1 frees=\2 drops=\3 runs=\4 passes=\5 period_ns=\6 chunks=\7/p' /tmp/ox.err)
 	echo "$1 $3 elapsed_ns=$el $st"
 }
 for r in 1 2 3; do
