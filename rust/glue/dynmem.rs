@@ -271,14 +271,21 @@ impl DynVars {
     /// store was dropped (counted by state and variable in the memory). Probe context.
     pub(crate) fn store(&self, cpu: u32, var: u32, keys: &[Key<'_>], value: u64) -> bool {
         let mut buf = [Key::Int(0); MAX_KEYS];
-        match self.mem.tuple(var, keys, &mut buf) {
-            Some(n) => self
-                .mem
-                .dstate
-                .store(cpu as usize, var, &buf[..n], value)
-                .is_ok(),
-            None => false,
+        let Some(n) = self.mem.tuple(var, keys, &mut buf) else {
+            return false;
+        };
+        // PANIC: `tuple` returns at most `MAX_KEYS`, the length of `buf`.
+        let ok = self
+            .mem
+            .dstate
+            .store(cpu as usize, var, &buf[..n], value)
+            .is_ok();
+        if self.mem.dstate.wants_clean(cpu as usize) {
+            // Free chunks run short on this CPU: the cleaner runs now, not at its next
+            // period (Documentation/dynvar.rst, "On-demand cleaning").
+            self.cleaner.kick();
         }
+        ok
     }
 
     /// Fills `OXT_IOC_DYNSTAT`; per-CPU counters go to `cpus`, per-variable drops to `vars`.
