@@ -474,6 +474,18 @@ void oxt_run_as_action(void (*fn)(void *info), void *info)
 	local_irq_restore(flags);
 }
 
+/*
+ * The cleaner's on-demand passes (Documentation/dynvar.rst, "On-demand cleaning"), both
+ * on by default; off, the cleaner is the periodic normal-priority thread alone. Tests use
+ * cleaner_kick=N to see a cleaner that never runs; make bench measures both.
+ */
+static bool cleaner_kick = true;
+module_param(cleaner_kick, bool, 0644);
+MODULE_PARM_DESC(cleaner_kick, "Wake the dynamic-variable cleaner when a CPU runs short of chunks (default Y)");
+static bool cleaner_fifo = true;
+module_param(cleaner_fifo, bool, 0644);
+MODULE_PARM_DESC(cleaner_fifo, "Run a cleaner started from now on at SCHED_FIFO low priority (default Y)");
+
 struct oxt_periodic {
 	void (*fn)(void *info);
 	void *info;
@@ -501,7 +513,7 @@ void oxt_periodic_kick(struct oxt_periodic *p)
 {
 	/* a plain read first: CPUs below their low-water mark call this at every
 	 * allocation until the pass they asked for starts */
-	if (READ_ONCE(p->kicked) || xchg(&p->kicked, 1))
+	if (!READ_ONCE(cleaner_kick) || READ_ONCE(p->kicked) || xchg(&p->kicked, 1))
 		return;
 	irq_work_queue(&p->kick);
 }
@@ -516,7 +528,8 @@ static int oxt_periodic_thread(void *arg)
 	 * the allocations it makes meanwhile are dropped, so the pass must not wait for
 	 * the traced threads' time slices.
 	 */
-	sched_set_fifo_low(current);
+	if (READ_ONCE(cleaner_fifo))
+		sched_set_fifo_low(current);
 	while (!kthread_should_stop()) {
 		set_current_state(TASK_INTERRUPTIBLE);
 		/* kthread_stop() and kicks wake us: re-check after setting the state */
