@@ -161,9 +161,10 @@ while [ $r -le "$ROUNDS" ]; do
 done
 
 # Snapshot + merge of KEYS distinct keys at the end of the run (aggrate long
-# enough that the final snapshot takes them all at once).
+# enough that the final snapshot takes them all at once; aggsize 16m × 4 CPUs × 2
+# halves stays within the default memory budget of a 2 GiB guest).
 for r in 1 2 3; do
-	oxtrace -q -v -x aggsize=32m -x aggrate=60s \
+	oxtrace -q -v -x aggsize=16m -x aggrate=60s \
 		-e 'fbt::ksys_read:entry /pid == $target/ { @[arg2] = count(); }' \
 		-c "$B keys $KEYS" >/dev/null 2>/tmp/ox.err
 	echo "KEYS round=$r $(sed -n 's/^oxtrace: final aggregation snapshot+merge \([0-9]*\) us, \([0-9]*\) keys/us=\1 keys=\2/p' /tmp/ox.err)"
@@ -174,11 +175,19 @@ done
 # Attaching: LOAD of one clause on ATTACH functions (every k-th probeable kernel
 # function, so the set spreads over the kernel), timed by the tool around the ioctl.
 if [ "$ATTACH" -gt 0 ]; then
-	ff=/sys/kernel/tracing/available_filter_functions
-	[ -r $ff ] || ff=$H/sys/kernel/tracing/available_filter_functions
-	bl=$H/sys/kernel/debug/kprobes/blacklist
-	[ -r $bl ] && awk '{ print $2 }' $bl | sort -u >/tmp/bl || : >/tmp/bl
-	grep -v -e '\[' -e '^_' -e '\.' $ff | sort -u | grep -vxF -f /tmp/bl >/tmp/funcs
+	for ff in /sys/kernel/tracing/available_filter_functions \
+		/sys/kernel/debug/tracing/available_filter_functions \
+		$H/sys/kernel/tracing/available_filter_functions; do
+		[ -s $ff ] && break
+	done
+	grep -v -e '\[' -e '^_' -e '\.' $ff | sort -u >/tmp/funcs
+	for bl in /sys/kernel/debug/kprobes/blacklist $H/sys/kernel/debug/kprobes/blacklist; do
+		[ -s $bl ] || continue
+		# (busybox grep -v -f with an empty file drops every line: only with a list)
+		awk '{ print $2 }' $bl | sort -u >/tmp/bl
+		grep -vxF -f /tmp/bl /tmp/funcs >/tmp/funcs2 && mv /tmp/funcs2 /tmp/funcs
+		break
+	done
 	nf=$(wc -l </tmp/funcs)
 	step=$((nf / (ATTACH + ATTACH / 10)))
 	[ "$step" -ge 1 ] || step=1
