@@ -167,7 +167,7 @@ for r in 1 2 3; do
 	oxtrace -q -v -x aggsize=16m -x aggrate=60s \
 		-e 'fbt::ksys_read:entry /pid == $target/ { @[arg2] = count(); }' \
 		-c "$B keys $KEYS" >/dev/null 2>/tmp/ox.err
-	echo "KEYS round=$r $(sed -n 's/^oxtrace: final aggregation snapshot+merge \([0-9]*\) us, \([0-9]*\) keys/us=\1 keys=\2/p' /tmp/ox.err)"
+	echo "KEYS round=$r $(sed -n 's/^oxtrace: final aggregation snapshot+merge \([0-9]*\) us (ioctls \([0-9]*\) us), \([0-9]*\) keys/us=\1 ioctl_us=\2 keys=\3/p' /tmp/ox.err)"
 	grep -q 'snapshot+merge' /tmp/ox.err || echo "NOTE keys: $(head -c 300 /tmp/ox.err)"
 	grep -E 'aggregation drops|records dropped|^oxtrace: [0-9]+ errors' /tmp/ox.err | head -n 2 | sed 's/^/NOTE keys: /'
 done
@@ -175,6 +175,9 @@ done
 # Attaching: LOAD of one clause on ATTACH functions (every k-th probeable kernel
 # function, so the set spreads over the kernel), timed by the tool around the ioctl.
 if [ "$ATTACH" -gt 0 ]; then
+	# the initramfs root has no tracefs mounted unless something did before
+	[ -s /sys/kernel/tracing/available_filter_functions ] ||
+		mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null
 	for ff in /sys/kernel/tracing/available_filter_functions \
 		/sys/kernel/debug/tracing/available_filter_functions \
 		$H/sys/kernel/tracing/available_filter_functions; do

@@ -342,6 +342,8 @@ pub struct Run<'a> {
     out: io::BufWriter<io::Stdout>,
     /// Time of the LOAD ioctl (image check and attaching every probe), µs.
     load_us: u128,
+    /// Time spent in AGGSNAP ioctls since it was last zeroed, µs.
+    snap_us: u128,
 }
 
 impl<'a> Run<'a> {
@@ -431,6 +433,7 @@ impl<'a> Run<'a> {
             metrics: None,
             out: io::BufWriter::new(io::stdout()),
             load_us,
+            snap_us: 0,
         })
     }
 
@@ -502,12 +505,15 @@ impl<'a> Run<'a> {
         self.dev.stop()?;
         self.drain()?;
         let t0 = Instant::now();
+        self.snap_us = 0;
         self.snap_aggs()?;
         if verbose {
-            // make bench reads this: the end-of-run snapshot of every CPU plus the merge.
+            // make bench reads this: the end-of-run snapshot of every CPU plus the merge,
+            // and of that the AGGSNAP ioctls (the kernel's part).
             eprintln!(
-                "oxtrace: final aggregation snapshot+merge {} us, {} keys",
+                "oxtrace: final aggregation snapshot+merge {} us (ioctls {} us), {} keys",
                 t0.elapsed().as_micros(),
+                self.snap_us,
                 (0..self.prog.aggs.len() as u32)
                     .map(|i| self.aggs.len(i))
                     .sum::<usize>()
@@ -741,7 +747,9 @@ impl<'a> Run<'a> {
             return Ok(());
         }
         for cpu in 0..self.ncpus {
+            let t = Instant::now();
             let s = self.dev.aggsnap(cpu, &mut self.aggbuf)?;
+            self.snap_us += t.elapsed().as_micros();
             if s.drops > 0 {
                 eprintln!("oxtrace: {} aggregation drops on CPU {cpu}", s.drops);
             }
