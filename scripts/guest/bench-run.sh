@@ -176,16 +176,20 @@ done
 # function, so the set spreads over the kernel), timed by the tool around the ioctl.
 if [ "$ATTACH" -gt 0 ]; then
 	# the initramfs root has no tracefs mounted unless something did before
-	[ -s /sys/kernel/tracing/available_filter_functions ] ||
+	# (tracefs and debugfs files have size 0: test for a first line, not with -s)
+	has() { [ -n "$(head -n 1 "$1" 2>/dev/null)" ]; }
+	has /sys/kernel/tracing/available_filter_functions ||
 		mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null
+	has /sys/kernel/debug/kprobes/blacklist ||
+		mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
 	for ff in /sys/kernel/tracing/available_filter_functions \
 		/sys/kernel/debug/tracing/available_filter_functions \
 		$H/sys/kernel/tracing/available_filter_functions; do
-		[ -s $ff ] && break
+		has $ff && break
 	done
 	grep -v -e '\[' -e '^_' -e '\.' $ff | sort -u >/tmp/funcs
 	for bl in /sys/kernel/debug/kprobes/blacklist $H/sys/kernel/debug/kprobes/blacklist; do
-		[ -s $bl ] || continue
+		has $bl || continue
 		# (busybox grep -v -f with an empty file drops every line: only with a list)
 		awk '{ print $2 }' $bl | sort -u >/tmp/bl
 		grep -vxF -f /tmp/bl /tmp/funcs >/tmp/funcs2 && mv /tmp/funcs2 /tmp/funcs
@@ -194,8 +198,21 @@ if [ "$ATTACH" -gt 0 ]; then
 	nf=$(wc -l </tmp/funcs)
 	step=$((nf / (ATTACH + ATTACH / 10)))
 	[ "$step" -ge 1 ] || step=1
-	awk -v s="$step" -v n="$ATTACH" 'NR % s == 0 && c < n { printf "%sfbt::%s:entry", (c ? ",\n" : ""), $1; c++ }
-		END { print " /0/ { }" }' /tmp/funcs >/tmp/attach.d
+	awk -v s="$step" 'NR % s == 0' /tmp/funcs >/tmp/picked
+	# A function the kernel refuses (NOKPROBE_SYMBOL outside the blacklist file, the
+	# module's own refusals) fails the whole LOAD: drop it and try again.
+	t=0
+	while :; do
+		awk -v n="$ATTACH" 'c < n { printf "%sfbt::%s:entry", (c ? ",\n" : ""), $1; c++ }
+			END { print " /0/ { }" }' /tmp/picked >/tmp/attach.d
+		oxtrace -q -v -s /tmp/attach.d -c true >/dev/null 2>/tmp/ox.err && break
+		bad=$(sed -n 's/.*failed to enable probe fbt::\([^:]*\):entry.*/\1/p' /tmp/ox.err | head -n 1)
+		t=$((t + 1))
+		[ -n "$bad" ] && [ $t -lt 50 ] || break
+		grep -vxF "$bad" /tmp/picked >/tmp/picked2
+		mv /tmp/picked2 /tmp/picked
+	done
+	echo "NOTE attach: $(grep -c fbt /tmp/attach.d) of $nf functions of $ff, every ${step}th, $t refused"
 	for r in 1 2 3; do
 		oxtrace -q -v -s /tmp/attach.d -c true >/dev/null 2>/tmp/ox.err
 		echo "ATTACH round=$r $(sed -n 's/^oxtrace: load attached \([0-9]*\) probes in \([0-9]*\) us/probes=\1 us=\2/p' /tmp/ox.err)"
