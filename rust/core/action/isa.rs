@@ -151,10 +151,13 @@ pub enum Op {
     Strjoin = 69,
     /// Write `r1` to this CPU's Intel PT stream as a PTWRITE packet (software backend).
     Ptwrite = 70,
+    /// Fault with an index-out-of-bounds error unless `r1 < imm` (unsigned): the run-time
+    /// bounds check of a D array subscript.
+    Chkb = 71,
 }
 
 /// Number of opcodes; every byte value at or above it is invalid.
-pub const NOPS: u8 = 71;
+pub const NOPS: u8 = 72;
 
 impl Op {
     /// Decode an opcode byte.
@@ -232,6 +235,7 @@ impl Op {
             Exit,
             Strjoin,
             Ptwrite,
+            Chkb,
         ];
         ALL.get(b as usize).copied()
     }
@@ -311,6 +315,7 @@ impl Op {
             Exit => "exit",
             Strjoin => "strjoin",
             Ptwrite => "ptwrite",
+            Chkb => "chkb",
         }
     }
 }

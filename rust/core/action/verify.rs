@@ -174,6 +174,7 @@ fn shape(op: Op) -> Shape {
     match op {
         Nop | Flusht | Trace => sh(false, false, false, I::Zero),
         Ret | Exit | Ptwrite => sh(false, true, false, I::Zero),
+        Chkb => sh(false, true, false, I::Any),
         Mov | Not | Neg | Lnot => sh(true, true, false, I::Zero),
         Ldi => sh(true, false, false, I::Any),
         Setx => sh(true, false, false, I::Int),

@@ -38,6 +38,8 @@ pub enum FaultKind {
     BadAddr(u64),
     /// A register used as a string does not reference a valid string.
     BadString,
+    /// An array subscript out of the array's bounds (the index).
+    BadIndex(u64),
     /// More than [`MAX_TUPLE`] values pushed on the tuple stack.
     TupleOverflow,
     /// The tuple does not match the variable's or aggregation's key layout.
@@ -484,6 +486,11 @@ impl<'s> Vm<'s> {
                 Ptwrite => {
                     if !env.ptwrite(a) {
                         self.losses.ptwrites += 1;
+                    }
+                }
+                Chkb => {
+                    if a >= u64::from(imm) {
+                        return Err(f(FaultKind::BadIndex(a)));
                     }
                 }
             }
