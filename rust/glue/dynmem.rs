@@ -67,6 +67,8 @@ pub(crate) struct DynMem {
     scopes: KVec<Scope>,
     cleanrate_ns: u64,
     bytes: u64,
+    /// Value bytes of a string-valued variable (`strsize` in whole words).
+    str_bytes: usize,
     /// Set at GO by `reset`: the memory holds lists from then on.
     started: AtomicBool,
     /// Result of the audit made at STOP: `u32::MAX` none yet, 0 passed, else the error code.
@@ -220,6 +222,7 @@ impl DynVars {
                 scopes,
                 cleanrate_ns: clamp_cleanrate(opts.cleanrate),
                 bytes: r.size as u64,
+                str_bytes: dynvar::string_value_bytes(opts.strsize as usize),
                 started: AtomicBool::new(false),
                 audit_error: AtomicU32::new(u32::MAX),
                 audit: Default::default(),
@@ -276,6 +279,30 @@ impl DynVars {
                 .mem
                 .dstate
                 .store(cpu as usize, var, &buf[..n], value)
+                .is_ok(),
+            None => false,
+        }
+    }
+
+    /// Copies string-valued variable `var` at `keys` into `out`; its length, 0 if it does
+    /// not exist. Probe context.
+    pub(crate) fn load_str(&self, var: u32, keys: &[Key<'_>], out: &mut [u8]) -> usize {
+        let mut buf = [Key::Int(0); MAX_KEYS];
+        match self.mem.tuple(var, keys, &mut buf) {
+            Some(n) => self.mem.dstate.load_bytes(&buf[..n], out).unwrap_or(0),
+            None => 0,
+        }
+    }
+
+    /// Stores string `s` into string-valued variable `var` at `keys` on `cpu` (the empty
+    /// string deletes); false when the store was dropped. Probe context.
+    pub(crate) fn store_str(&self, cpu: u32, var: u32, keys: &[Key<'_>], s: &[u8]) -> bool {
+        let mut buf = [Key::Int(0); MAX_KEYS];
+        match self.mem.tuple(var, keys, &mut buf) {
+            Some(n) => self
+                .mem
+                .dstate
+                .store_bytes(cpu as usize, var, &buf[..n], s, self.mem.str_bytes)
                 .is_ok(),
             None => false,
         }

@@ -255,6 +255,21 @@ impl Env for KernelEnv<'_> {
             .is_some_and(|d| d.store(self.cpu, var, keys, value))
     }
 
+    fn dynvar_load_str(&mut self, var: u32, keys: &[Key<'_>], out: &mut [u8]) -> usize {
+        self.s
+            .dynvars
+            .as_ref()
+            .map_or(0, |d| d.load_str(var, keys, out))
+    }
+
+    // A dropped store is counted like an integer one.
+    fn dynvar_store_str(&mut self, var: u32, keys: &[Key<'_>], s: &[u8]) -> bool {
+        self.s
+            .dynvars
+            .as_ref()
+            .is_some_and(|d| d.store_str(self.cpu, var, keys, s))
+    }
+
     fn agg_update(&mut self, id: u32, keys: &[Key<'_>], args: &[u64; AGG_NARGS]) -> bool {
         let (Some(h), Some(func)) = (self.agg.as_deref_mut(), self.s.agg_funcs.get(id as usize))
         else {

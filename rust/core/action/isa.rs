@@ -570,7 +570,13 @@ pub struct VarInfo {
     pub scope: Scope,
     /// Key layout (empty for globals and thread-locals).
     pub keys: KeyLayout,
+    /// Whether the value is a string of up to `strsize` bytes (associative arrays only)
+    /// rather than a 64-bit integer.
+    pub string: bool,
 }
+
+/// Flag in the scope word of a variable dictionary entry: the value is a string.
+pub const VAR_STRING: u32 = 1 << 8;
 
 /// The tables a program refers to, as the verifier and the interpreter see them.
 ///

@@ -330,7 +330,9 @@ pub fn verify<'a, D: Dict + ?Sized>(
             ImmKind::Type if imm >= 8 => return Err(err(i, Reason::BadType(imm))),
             ImmKind::Type => {}
         }
-        if s.alloc {
+        // A load of a string-valued variable copies it into a new slot.
+        let string_load = op == Op::Ldgaa && dict.var(imm).is_some_and(|v| v.string);
+        if s.alloc || string_load {
             allocs += 1;
             if scratch_size(nlocals, strsize, allocs) > scratch_limit {
                 return Err(err(i, Reason::ScratchTooLarge));

@@ -147,16 +147,6 @@ fn this_used_before_assignment() {
 }
 
 #[test]
-fn thread_local_string_value() {
-    check(
-        "BEGIN { self->s = execname; }",
-        "1:19",
-        "string values are only supported in clause-local (this->) variables",
-        "                  ^^^^^^^^",
-    );
-}
-
-#[test]
 fn aggregation_function_changes() {
     check(
         "BEGIN {\n\t@a = count();\n\t@a = sum(1);\n}",

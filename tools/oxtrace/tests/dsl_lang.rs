@@ -354,3 +354,45 @@ fn operator_errors() {
         "[D_OP_WRITE] operator requires a writable variable: timestamp is not one",
     );
 }
+
+#[test]
+fn strings_in_every_storage_class() {
+    let src = "string g; self string t; string a[int]; int n[string];\n\
+        BEGIN { g = \"global\"; self->t = execname; this->l = \"local\"; a[1] = strjoin(g, \"!\");\n\
+        n[\"k\"] = 3; n[g]++; b[execname, 2] = \"two\"; self->u = g;\n\
+        printf(\"%s %s %s %s %d \", g, self->t, this->l, a[1], n[\"k\"]);\n\
+        printf(\"%d %s %s [%s]\\n\", n[\"global\"], b[\"test\", 2], self->u, a[2]);\n\
+        printf(\"%d %d %d\\n\", g == \"global\", g < \"h\", self->t != execname);\n\
+        printf(\"%s\\n\", g == \"x\" ? \"yes\" : a[1]); @c[g, self->t] = count(); }";
+    let p = c(src);
+    let mut s = Sim::default();
+    s.fire(&p, &Firing::default());
+    assert!(s.faults.is_empty(), "{:?}", s.faults);
+    assert_eq!(
+        s.printf_output(&p),
+        "global test local global! 3 1 two global []\n1 1 0\nglobal!\n"
+    );
+}
+
+#[test]
+fn string_variables_are_truncated_to_strsize() {
+    assert_eq!(
+        run("#pragma D option strsize=5\nBEGIN { s = \"abc\"; s = strjoin(s, \"defgh\"); self->t = s; printf(\"%s %s %d\\n\", s, self->t, strlen(s)); }"),
+        "abcde abcde 5\n"
+    );
+}
+
+#[test]
+fn string_types_learned_from_a_later_clause() {
+    let p = c("END { printf(\"[%s]\\n\", name); } BEGIN { name = execname; }");
+    let mut s = Sim::default();
+    s.fire(&p, &Firing::default());
+    s.fire(
+        &p,
+        &Firing {
+            kind: ProbeKind::End,
+            ..Firing::default()
+        },
+    );
+    assert_eq!(s.printf_output(&p), "[test]\n");
+}

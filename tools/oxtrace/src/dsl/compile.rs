@@ -173,6 +173,7 @@ pub fn compile_items(
                 name,
                 scope: v.scope,
                 keys: KeyLayout::new(1, 0),
+                string: false,
             });
             continue;
         }
@@ -184,6 +185,7 @@ pub fn compile_items(
             } else {
                 KeyLayout::NONE
             },
+            string: v.string,
         });
     }
     let names: Vec<String> = t.aggs.iter().map(|a| a.name.clone()).collect();
@@ -276,66 +278,99 @@ fn gen_clauses(
     let mut probes = Vec::new();
     let mut clause_descs = Vec::new();
     let mut code = Vec::new();
+    // After an error the other clauses are still compiled: what they teach about variable
+    // types may make the error go away in the next pass.
+    let mut first_err = None;
     for cl in clauses {
-        let first = probes.len();
-        for p in &cl.probes {
-            let specs = probe_spec(&p.text).map_err(|m| CompileError::at(src, input, p.span, m))?;
-            probes.extend(specs);
+        if let Err(e) = gen_clause(
+            t,
+            cl,
+            src,
+            input,
+            c,
+            &mut probes,
+            &mut clause_descs,
+            &mut code,
+        ) {
+            first_err.get_or_insert(e);
         }
-        let pred_start = code.len() as u32;
-        let pred_len = match &cl.pred {
-            Some(e) => {
-                let mut g = Gen::new(t, src, input);
-                let (r, ty) = g.expr(e)?;
-                if !ty.is_scalar() {
-                    return g.err(
-                        e.span,
-                        format!(
-                            "[D_PRED_SCALAR] predicate result must be of scalar type, not {}",
-                            ty.name()
-                        ),
-                    );
-                }
-                g.emit(Op::Ret, 0, r, 0, 0);
-                let n = g.code.len();
-                code.extend(g.code);
-                n as u32
-            }
-            None => 0,
-        };
-        let act_start = code.len() as u32;
-        let mut g = Gen::new(t, src, input);
-        if cl.body.iter().all(|s| matches!(s, Stmt::Decl(_))) {
-            // DTrace's default action: record that the probe fired.
-            g.emit(Op::Trace, 0, 0, 0, 0);
-        }
-        for s in &cl.body {
-            g.stmt(s)?;
-        }
-        g.emit(Op::Ret, 0, 0, 0, 0);
-        if g.code.len() > act::MAX_INSNS {
-            return g.err(
-                cl.span,
-                format!(
-                    "clause too long: {} instructions (at most {})",
-                    g.code.len(),
-                    act::MAX_INSNS
-                ),
-            );
-        }
-        let act_len = g.code.len() as u32;
-        code.extend(g.code);
-        clause_descs.push(prog::ClauseDesc {
-            probe_first: first as u32,
-            probe_count: (probes.len() - first) as u32,
-            pred_start: if pred_len == 0 { 0 } else { pred_start },
-            pred_len,
-            act_start,
-            act_len,
-        });
-        c.clause_spans.push((cl.span, first..probes.len()));
+    }
+    if let Some(e) = first_err {
+        return Err(e);
     }
     Ok((probes, clause_descs, code))
+}
+
+/// Generate one clause, appending to the program's probes, clauses and code.
+#[allow(clippy::too_many_arguments)]
+fn gen_clause(
+    t: &mut Tables,
+    cl: &Clause,
+    src: &str,
+    input: &str,
+    c: &mut Compiled,
+    probes: &mut Vec<ProbeSpec>,
+    clause_descs: &mut Vec<prog::ClauseDesc>,
+    code: &mut Vec<u64>,
+) -> GResult<()> {
+    let first = probes.len();
+    for p in &cl.probes {
+        let specs = probe_spec(&p.text).map_err(|m| CompileError::at(src, input, p.span, m))?;
+        probes.extend(specs);
+    }
+    let pred_start = code.len() as u32;
+    let pred_len = match &cl.pred {
+        Some(e) => {
+            let mut g = Gen::new(t, src, input);
+            let (r, ty) = g.expr(e)?;
+            if !ty.is_scalar() {
+                return g.err(
+                    e.span,
+                    format!(
+                        "[D_PRED_SCALAR] predicate result must be of scalar type, not {}",
+                        ty.name()
+                    ),
+                );
+            }
+            g.emit(Op::Ret, 0, r, 0, 0);
+            let n = g.code.len();
+            code.extend(g.code);
+            n as u32
+        }
+        None => 0,
+    };
+    let act_start = code.len() as u32;
+    let mut g = Gen::new(t, src, input);
+    if cl.body.iter().all(|s| matches!(s, Stmt::Decl(_))) {
+        // DTrace's default action: record that the probe fired.
+        g.emit(Op::Trace, 0, 0, 0, 0);
+    }
+    for s in &cl.body {
+        g.stmt(s)?;
+    }
+    g.emit(Op::Ret, 0, 0, 0, 0);
+    if g.code.len() > act::MAX_INSNS {
+        return g.err(
+            cl.span,
+            format!(
+                "clause too long: {} instructions (at most {})",
+                g.code.len(),
+                act::MAX_INSNS
+            ),
+        );
+    }
+    let act_len = g.code.len() as u32;
+    code.extend(g.code);
+    clause_descs.push(prog::ClauseDesc {
+        probe_first: first as u32,
+        probe_count: (probes.len() - first) as u32,
+        pred_start: if pred_len == 0 { 0 } else { pred_start },
+        pred_len,
+        act_start,
+        act_len,
+    });
+    c.clause_spans.push((cl.span, first..probes.len()));
+    Ok(())
 }
 
 /// Call `f` on every statement, into `if` branches.
@@ -474,6 +509,7 @@ fn assoc_var(t: &mut Tables, name: &str) -> u32 {
         name: name.to_string(),
         scope: Scope::Assoc,
         keys: None,
+        string: false,
     });
     t.var_idx.insert(key, i);
     i
@@ -711,6 +747,7 @@ fn declare(t: &mut Tables, scope: Scope, name: &str) {
             name: name.to_string(),
             scope,
             keys: None,
+            string: false,
         });
         t.var_idx.insert(key, i);
     }

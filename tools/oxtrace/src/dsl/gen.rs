@@ -15,6 +15,8 @@ pub(super) struct Var {
     pub(super) name: String,
     pub(super) scope: Scope,
     pub(super) keys: Option<Vec<KeyKind>>,
+    /// Whether the value is a string (associative arrays only).
+    pub(super) string: bool,
 }
 
 #[derive(Clone)]
@@ -179,6 +181,7 @@ impl<'a> Gen<'a> {
             name: name.to_string(),
             scope,
             keys: None,
+            string: false,
         });
         self.t.var_idx.insert(key, i);
         i
@@ -983,7 +986,11 @@ impl<'a> Gen<'a> {
                         I64
                     }
                 };
-                if keys.is_empty() {
+                // A string global or thread-local lives in the dynamic memory like an array
+                // element (the kernel keeps no string space for scalars): `s` is `s[0]`,
+                // `self->s` is keyed by the thread.
+                let string_scalar = keys.is_empty() && ty == Ty::Str && class != DeclClass::Local;
+                if keys.is_empty() && !string_scalar {
                     let p = match class {
                         DeclClass::Global => {
                             if self
@@ -1011,6 +1018,7 @@ impl<'a> Gen<'a> {
                     _ => name.clone(),
                 };
                 if class == DeclClass::Global
+                    && !string_scalar
                     && self
                         .t
                         .var_idx
@@ -1022,10 +1030,15 @@ impl<'a> Gen<'a> {
                     );
                 }
                 let id = self.var(Scope::Assoc, &vname);
+                self.t.vars[id as usize].string = ty == Ty::Str;
                 let mut regs = Vec::new();
                 if class == DeclClass::Thread {
                     let r = self.reg(span)?;
                     self.emit(Op::Ldb, r, 0, 0, act::Builtin::Tid as u32);
+                    regs.push((r, I32));
+                } else if string_scalar {
+                    let r = self.reg(span)?;
+                    self.emit(Op::Ldi, r, 0, 0, 0);
                     regs.push((r, I32));
                 }
                 for k in &keys {
@@ -1429,12 +1442,6 @@ impl<'a> Gen<'a> {
         } else {
             self.fix_type(&l, &tv, rhs.span, lit0)?
         };
-        if let (Place::Global(_) | Place::Thread(_) | Place::Assoc { .. }, Ty::Str) = (&p, &ty) {
-            return self.err(
-                rhs.span,
-                "string values are only supported in clause-local (this->) variables",
-            );
-        }
         self.normalize(rv, &ty);
         self.store_place(&p, rv, span)?;
         self.release_place(&p);

@@ -113,6 +113,8 @@ pub struct Sim {
     pub globals: HashMap<u32, u64>,
     /// Dynamic variables.
     pub dynvars: HashMap<(u32, Vec<OwnedKey>), u64>,
+    /// String-valued dynamic variables.
+    pub dynstrs: HashMap<(u32, Vec<OwnedKey>), Vec<u8>>,
     /// Aggregation updates in order: (aggregation, keys, [value, weight]).
     pub agg_updates: Vec<(u32, Vec<OwnedKey>, [u64; AGG_NARGS])>,
     /// Records.
@@ -205,6 +207,22 @@ impl Env for FiringEnv<'_> {
             self.sim.dynvars.remove(&(var, own(keys)));
         } else {
             self.sim.dynvars.insert((var, own(keys)), value);
+        }
+        true
+    }
+
+    fn dynvar_load_str(&mut self, var: u32, keys: &[Key<'_>], out: &mut [u8]) -> usize {
+        match self.sim.dynstrs.get(&(var, own(keys))) {
+            Some(s) => probe::copy(out, s),
+            None => 0,
+        }
+    }
+
+    fn dynvar_store_str(&mut self, var: u32, keys: &[Key<'_>], s: &[u8]) -> bool {
+        if s.is_empty() {
+            self.sim.dynstrs.remove(&(var, own(keys)));
+        } else {
+            self.sim.dynstrs.insert((var, own(keys)), s.to_vec());
         }
         true
     }
