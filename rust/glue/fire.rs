@@ -199,6 +199,8 @@ impl Env for KernelEnv<'_> {
             // The enabled probe id: the slot's index (`probe::other_probe_id`).
             Builtin::Id => self.slot.id as u64,
             Builtin::Curthread => task::current_addr(),
+            // No system-call provider yet: no probe has a system call's error.
+            Builtin::Errno => 0,
             _ => 0,
         }
     }

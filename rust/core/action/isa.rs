@@ -417,10 +417,20 @@ pub enum Builtin {
     Probefunc = 20,
     /// Name of the probe (`entry`, `return`, ...): a string.
     Probename = 21,
+    /// Seventh probe argument (on x86-64 fbt entry, the first one on the stack).
+    Arg6 = 22,
+    /// Eighth probe argument.
+    Arg7 = 23,
+    /// Ninth probe argument.
+    Arg8 = 24,
+    /// Tenth probe argument.
+    Arg9 = 25,
+    /// The error of the current system call (0 outside system-call probes).
+    Errno = 26,
 }
 
 /// Number of built-ins.
-pub const NBUILTINS: u32 = 22;
+pub const NBUILTINS: u32 = 27;
 
 impl Builtin {
     /// Decode a built-in number.
@@ -449,13 +459,18 @@ impl Builtin {
             Probemod,
             Probefunc,
             Probename,
+            Arg6,
+            Arg7,
+            Arg8,
+            Arg9,
+            Errno,
         ];
         ALL.get(v as usize).copied()
     }
 
     /// Whether the built-in is a string (read with [`Op::Ldbs`]).
     pub fn is_string(self) -> bool {
-        (self as u32) >= Builtin::Execname as u32
+        (Builtin::Execname as u32..=Builtin::Probename as u32).contains(&(self as u32))
     }
 }
 

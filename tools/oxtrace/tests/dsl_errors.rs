@@ -129,10 +129,10 @@ fn unknown_variable() {
 #[test]
 fn unavailable_argument() {
     check(
-        "BEGIN { trace(arg9); }",
+        "BEGIN { trace(arg10); }",
         "1:15",
-        "[D_IDENT_UNDEF] arg9 is not available (arg0..arg5 are)",
-        "              ^^^^",
+        "[D_IDENT_UNDEF] arg10 is not available (arg0..arg9 are)",
+        "              ^^^^^",
     );
 }
 
@@ -329,7 +329,7 @@ fn macro_argument_errors() {
     check(
         "BEGIN { trace($1); }",
         "1:15",
-        "macro argument $1 is not defined",
+        "[D_MACRO_UNDEF] macro argument $1 is not defined",
         "              ^^",
     );
     let o = CompileOptions::with_args("t.d", &["abc".into()]);

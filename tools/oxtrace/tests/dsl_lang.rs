@@ -396,3 +396,40 @@ fn string_types_learned_from_a_later_clause() {
     );
     assert_eq!(s.printf_output(&p), "[test]\n");
 }
+
+#[test]
+fn stack_arguments_errno_and_process_macros() {
+    let p = c(
+        "fbt::f:entry { printf(\"%d %d %d %d %d\\n\", arg5, arg6, arg9, errno, sizeof(arg7)); }",
+    );
+    let mut s = Sim::default();
+    s.fire(
+        &p,
+        &Firing {
+            kind: ProbeKind::FbtEntry,
+            func: "f".into(),
+            args: [0, 0, 0, 0, 0, 5],
+            stack_args: [6, 7, 8, 9],
+            ..Firing::default()
+        },
+    );
+    assert_eq!(s.printf_output(&p), "5 6 9 0 8\n");
+    let o = CompileOptions::with_args("t.d", &["x".into()]).with_process_macros();
+    assert_eq!(o.macros["pid"], std::process::id().to_string());
+    let p = compile(
+        "BEGIN { printf(\"%d %d %s\\n\", $pid, $ppid, $$1); }",
+        "t.d",
+        &o,
+    )
+    .unwrap();
+    let mut s = Sim::default();
+    s.fire(&p, &Firing::default());
+    assert_eq!(
+        s.printf_output(&p),
+        format!(
+            "{} {} x\n",
+            std::process::id(),
+            std::os::unix::process::parent_id()
+        )
+    );
+}

@@ -245,7 +245,7 @@ impl<'a> Gen<'a> {
                 if name.starts_with("arg") && name[3..].parse::<u32>().is_ok() {
                     return self.err(
                         e.span,
-                        format!("[D_IDENT_UNDEF] {name} is not available (arg0..arg5 are)"),
+                        format!("[D_IDENT_UNDEF] {name} is not available (arg0..arg9 are)"),
                     );
                 }
                 self.rvalue(e)

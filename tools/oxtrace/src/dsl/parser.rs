@@ -1112,7 +1112,10 @@ impl<'a> Parser<'a> {
                 let v = match self.macros.get(&name) {
                     Some(v) => v.clone(),
                     None => {
-                        return self.err(span, format!("macro argument ${name} is not defined"))
+                        return self.err(
+                            span,
+                            format!("[D_MACRO_UNDEF] macro argument ${name} is not defined"),
+                        )
                     }
                 };
                 if string {

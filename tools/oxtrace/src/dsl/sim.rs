@@ -72,6 +72,8 @@ pub struct Firing {
     pub period_ns: u64,
     /// arg0..arg5.
     pub args: [u64; 6],
+    /// arg6..arg9 (on the stack at an x86-64 function entry).
+    pub stack_args: [u64; 4],
     /// Return value (return probes).
     pub retval: u64,
     /// Process id.
@@ -95,6 +97,7 @@ impl Default for Firing {
             func: String::new(),
             period_ns: 0,
             args: [0; 6],
+            stack_args: [0; 4],
             retval: 0,
             pid: 1000,
             tid: 1000,
@@ -144,7 +147,13 @@ impl Env for FiringEnv<'_> {
         let f = self.f;
         if let Some(src) = probe::arg_source(f.kind, b) {
             return match src {
-                ArgSource::Arg(n) => f.args.get(n as usize).copied().unwrap_or(0),
+                ArgSource::Arg(n) => f
+                    .args
+                    .iter()
+                    .chain(&f.stack_args)
+                    .nth(n as usize)
+                    .copied()
+                    .unwrap_or(0),
                 ArgSource::Retval => f.retval,
                 ArgSource::Zero => 0,
             };
