@@ -433,3 +433,29 @@ fn stack_arguments_errno_and_process_macros() {
         )
     );
 }
+
+#[test]
+fn deep_or_huge_declarations_are_errors_not_crashes() {
+    let stars = "*".repeat(50_000);
+    let e = err(&format!("int {stars}p;\nBEGIN {{ }}"));
+    assert!(e.msg.contains("nested more than"), "{e}");
+    let ifs = "if (1) ".repeat(50_000);
+    let e = err(&format!("BEGIN {{ {ifs} x = 1; }}"));
+    assert!(e.msg.contains("nested more than"), "{e}");
+    let mut nested = String::new();
+    for i in 0..50_000 {
+        nested.push_str(&format!("struct s{i} {{ "));
+    }
+    let e = err(&format!("{nested}\nBEGIN {{ }}"));
+    assert!(e.msg.contains("nested more than"), "{e}");
+    bad(
+        "int a[100000000];\nBEGIN { }",
+        "1:6",
+        "[D_DECL_ARRBIG] array dimension 100000000 is too big (at most 16777216)",
+    );
+    bad(
+        "struct s { int a[16777216]; int b[16777216][256]; };\nBEGIN { }",
+        "1:33",
+        "[D_DECL_ARRBIG] struct s is too big (more than 4294967296 bytes)",
+    );
+}

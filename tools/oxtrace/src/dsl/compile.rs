@@ -402,9 +402,19 @@ fn taken(t: &Tables, name: &str) -> bool {
         || super::types::ACTIONS.contains(&name)
 }
 
+/// Largest struct, union or array type (bytes): keeps every size and offset far from
+/// overflowing.
+const MAX_TYPE_SIZE: u64 = 1 << 32;
+
 fn declare_var(t: &mut Tables, d: &Decl) -> DResult {
     let ty = resolve_type(&t.env, &d.ty).map_err(|m| (d.span, m))?;
     let what = class_text(d.class, &d.name);
+    if t.env.size(&ty, t.strsize as u64) > MAX_TYPE_SIZE {
+        return Err((
+            d.span,
+            format!("[D_DECL_ARRBIG] {what} is too big (more than {MAX_TYPE_SIZE} bytes)"),
+        ));
+    }
     if ty == Ty::Void {
         return Err((
             d.span,
@@ -577,7 +587,17 @@ fn declare_sou(
         let a = t.env.align(&ty);
         let sz = t.env.size(&ty, t.strsize as u64);
         let off = if union { 0 } else { size.div_ceil(a) * a };
-        size = if union { size.max(sz) } else { off + sz };
+        size = if union {
+            size.max(sz)
+        } else {
+            off.saturating_add(sz)
+        };
+        if size > MAX_TYPE_SIZE {
+            return Err((
+                m.span,
+                format!("[D_DECL_ARRBIG] {kw} {name} is too big (more than {MAX_TYPE_SIZE} bytes)"),
+            ));
+        }
         align = align.max(a);
         out.push(Member {
             name: m.name.clone(),

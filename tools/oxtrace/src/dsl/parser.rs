@@ -15,6 +15,10 @@ pub type Macros = HashMap<String, String>;
 /// end of the stack.
 pub const MAX_DEPTH: usize = 256;
 
+/// Most elements of one array dimension (the run-time bounds check compares with a 32-bit
+/// bound).
+pub const MAX_ARRAY: u64 = 1 << 24;
+
 /// The parser state.
 pub struct Parser<'a> {
     toks: Vec<Token>,
@@ -419,7 +423,7 @@ impl<'a> Parser<'a> {
         }
         let mut v = Vec::new();
         if matches!(&self.peek().tok, Tok::Ident(w) if w == "if") {
-            v.push(self.if_stmt()?);
+            v.push(self.nested(Self::if_stmt)?);
             return Ok(v);
         }
         if self.eat(";") {
@@ -515,9 +519,13 @@ impl<'a> Parser<'a> {
     /// key types.
     fn declarator(&mut self, class: DeclClass, base: &TypeName) -> PResult<Decl> {
         let mut ty = base.clone();
-        while self.eat("*") {
+        let depth = self.depth;
+        while self.is("*") {
+            self.enter()?;
+            self.bump();
             ty = TypeName::Ptr(Box::new(ty));
         }
+        self.depth = depth;
         let (name, span) = self.ident()?;
         let mut keys = None;
         let mut dims = Vec::new();
@@ -533,11 +541,7 @@ impl<'a> Parser<'a> {
             if self.is_type_start(0) && dims.is_empty() && keys.is_none() {
                 let mut ks = Vec::new();
                 loop {
-                    let (k, _) = self.type_spec(false)?;
-                    let mut k = k;
-                    while self.eat("*") {
-                        k = TypeName::Ptr(Box::new(k));
-                    }
+                    let k = self.type_name()?;
                     ks.push(k);
                     if self.eat("]") {
                         break;
@@ -559,7 +563,13 @@ impl<'a> Parser<'a> {
         }
         for (e, sp) in dims.into_iter().rev() {
             let n = match super::gen::const_eval(&e) {
-                Some(n) if n > 0 => n as u64,
+                Some(n) if n > 0 && n <= MAX_ARRAY as i64 => n as u64,
+                Some(n) if n > 0 => {
+                    return self.err(
+                        sp,
+                        format!("[D_DECL_ARRBIG] array dimension {n} is too big (at most {MAX_ARRAY})"),
+                    )
+                }
                 Some(_) => {
                     return self.err(sp, "[D_DECL_ARRBIG] array dimension must be positive")
                 }
@@ -651,7 +661,7 @@ impl<'a> Parser<'a> {
                     if self.eat("}") {
                         break;
                     }
-                    let (mbase, mdefs) = self.type_spec(true)?;
+                    let (mbase, mdefs) = self.nested(|p| p.type_spec(true))?;
                     defs.extend(mdefs);
                     loop {
                         let (ty, mname, span) = self.declarator_parts(&mbase)?;
