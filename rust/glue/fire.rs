@@ -201,6 +201,12 @@ impl Env for KernelEnv<'_> {
             Builtin::Curthread => task::current_addr(),
             // No system-call provider yet: no probe has a system call's error.
             Builtin::Errno => 0,
+            Builtin::Caller => match self.slot.kind {
+                ProbeKind::FbtEntry => self.regs.caller(false),
+                ProbeKind::FbtReturn => self.regs.caller(true),
+                _ => 0,
+            },
+            Builtin::Vtimestamp => task::vtime(),
             _ => 0,
         }
     }

@@ -39,6 +39,12 @@ impl Regs {
         // SAFETY: as in `arg`.
         unsafe { shim::oxt_regs_retval(self.0) as u64 }
     }
+
+    /// The probed function's return address (`caller`); 0 without registers.
+    pub(crate) fn caller(&self, is_return: bool) -> u64 {
+        // SAFETY: as in `arg`; the shim reads the stack within its bounds.
+        unsafe { shim::oxt_regs_caller(self.0, is_return) as u64 }
+    }
 }
 
 /// What a probe hit runs; implemented by the owner of the probes (a loaded program).

@@ -7,7 +7,7 @@ cd "$(dirname "$0")" || exit 1
 W="./oxt_workload read 4 2000"
 
 echo "TAP version 13"
-echo "1..10"
+echo "1..12"
 
 run 'int x; uint8_t c; short s; unsigned long long u;
      BEGIN { x = 5; x++; c = 255; c++; s = 40000; u = -1; u /= 2;
@@ -84,5 +84,17 @@ if [ $rc = 1 ] && echo "$err" | grep -q -- '-e:2:15' && echo "$err" | grep -q 'D
 else
 	nok "constant division by zero is a compile error" "rc=$rc" "$err"
 fi
+
+# __x64_sys_read tail-calls ksys_read, so the return address is in do_syscall_64.
+run 'fbt::ksys_read:entry /pid == $target/ { @c[caller] = count(); } END { printa("%016x %@d\n", @c); }' -c "$W"
+got=$(echo "$out" | while read -r a c; do
+	sort /proc/kallsyms | awk -v a="$a" -v c="$c" '$1 <= a { s = $3 } END { print s, c }'
+done)
+expect "caller is the probed function's return address" "do_syscall_64 8000" "$got"
+
+run 'fbt::ksys_read:entry /pid == $target/ { self->v = vtimestamp; }
+     fbt::ksys_read:return /self->v/ { @back = sum(vtimestamp < self->v); @n = count(); self->v = 0; }
+     END { printa("%@d ", @back); printa("%@d\n", @n); }' -c "$W"
+expect "vtimestamp never goes back within a thread" "0 8000" "$out"
 
 tap_exit

@@ -427,10 +427,14 @@ pub enum Builtin {
     Arg9 = 25,
     /// The error of the current system call (0 outside system-call probes).
     Errno = 26,
+    /// The probed function's return address (0 where the probe has no function).
+    Caller = 27,
+    /// Nanoseconds the current thread has run on a CPU.
+    Vtimestamp = 28,
 }
 
 /// Number of built-ins.
-pub const NBUILTINS: u32 = 27;
+pub const NBUILTINS: u32 = 29;
 
 impl Builtin {
     /// Decode a built-in number.
@@ -464,6 +468,8 @@ impl Builtin {
             Arg8,
             Arg9,
             Errno,
+            Caller,
+            Vtimestamp,
         ];
         ALL.get(v as usize).copied()
     }

@@ -163,6 +163,8 @@ impl Env for FiringEnv<'_> {
             Builtin::Tid => f.tid,
             Builtin::Cpu => f.cpu,
             Builtin::Timestamp => f.timestamp,
+            // The simulated thread has run since the clock started.
+            Builtin::Vtimestamp => f.timestamp,
             Builtin::Walltimestamp => 1_700_000_000_000_000_000 + f.timestamp,
             Builtin::Uid => f.uid,
             Builtin::Id => self.probe_id.into(),

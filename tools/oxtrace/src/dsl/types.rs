@@ -229,6 +229,8 @@ pub(super) fn builtin(name: &str) -> Option<(Builtin, Ty)> {
         "arg8" => (Arg8, I64),
         "arg9" => (Arg9, I64),
         "errno" => (Errno, I32),
+        "caller" => (Caller, U64),
+        "vtimestamp" => (Vtimestamp, U64),
         "retval" => (Retval, I64),
         "uid" => (Uid, U32),
         "gid" => (Gid, U32),
