@@ -459,3 +459,34 @@ fn deep_or_huge_declarations_are_errors_not_crashes() {
         "[D_DECL_ARRBIG] struct s is too big (more than 4294967296 bytes)",
     );
 }
+
+#[test]
+fn address_of_kernel_memory() {
+    let p = c("struct s { int a; long b; short arr[3]; };\n\
+        fbt::f:entry { p = (struct s *)arg0; q = &p->arr[1]; printf(\"%d %d %d\\n\", (long)&p->b - arg0, (long)q - arg0, *q); }");
+    let mut s = Sim::default();
+    let mut mem = vec![0u8; 24];
+    mem[18..20].copy_from_slice(&33i16.to_le_bytes());
+    s.mem.push((0x2000, mem));
+    s.fire(
+        &p,
+        &Firing {
+            kind: ProbeKind::FbtEntry,
+            func: "f".into(),
+            args: [0x2000, 0, 0, 0, 0, 0],
+            ..Firing::default()
+        },
+    );
+    assert!(s.faults.is_empty(), "{:?}", s.faults);
+    assert_eq!(s.printf_output(&p), "8 18 33\n");
+    bad(
+        "BEGIN { x = 1; y = &x; }",
+        "1:20",
+        "[D_ADDROF_VAR] cannot take the address of a D variable: only of kernel memory",
+    );
+    bad(
+        "BEGIN { y = &(1 + 2); }",
+        "1:13",
+        "[D_ADDROF_LVAL] unary & requires an lvalue as its operand",
+    );
+}

@@ -41,6 +41,8 @@ pub enum UnOp {
     BitNot,
     /// `*` (kernel-memory load).
     Deref,
+    /// `&` (address of a location in kernel memory).
+    AddrOf,
 }
 
 /// Binary operators.

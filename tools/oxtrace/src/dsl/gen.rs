@@ -295,6 +295,21 @@ impl<'a> Gen<'a> {
                 Ok((r, U64))
             }
             ExprKind::Unary(UnOp::Deref, _) => self.rvalue(e),
+            ExprKind::Unary(UnOp::AddrOf, a) => {
+                if !self.is_storage(a) {
+                    return self.err(
+                        e.span,
+                        "[D_ADDROF_LVAL] unary & requires an lvalue as its operand",
+                    );
+                }
+                match self.loc(a)? {
+                    Loc::Mem { addr, ty } => Ok((addr, Ty::Ptr(Box::new(ty)))),
+                    _ => self.err(
+                        e.span,
+                        "[D_ADDROF_VAR] cannot take the address of a D variable: only of kernel memory",
+                    ),
+                }
+            }
             ExprKind::Unary(op, a) => self.unary(*op, a, e.span),
             ExprKind::Binary(op, a, b) => self.binary(*op, a, b, e.span),
             ExprKind::Ternary(c, a, b) => {
@@ -415,7 +430,9 @@ impl<'a> Gen<'a> {
                 self.emit(Op::Lnot, r, r, 0, 0);
                 Ok((r, I32))
             }
-            UnOp::Deref => self.err(span, "internal error: dereference outside rvalue"),
+            UnOp::Deref | UnOp::AddrOf => {
+                self.err(span, "internal error: dereference outside rvalue")
+            }
         }
     }
 

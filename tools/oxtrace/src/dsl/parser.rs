@@ -980,6 +980,7 @@ impl<'a> Parser<'a> {
             Tok::Punct("!") => Some(UnOp::Not),
             Tok::Punct("~") => Some(UnOp::BitNot),
             Tok::Punct("*") => Some(UnOp::Deref),
+            Tok::Punct("&") => Some(UnOp::AddrOf),
             _ => None,
         };
         if let Some(op) = op {
