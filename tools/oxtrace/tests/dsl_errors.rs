@@ -35,7 +35,7 @@ fn syntax_error_missing_operand() {
     check(
         "BEGIN { x = 1 +; }",
         "1:16",
-        "syntax error: expected an expression, found ';'",
+        "[D_SYNTAX] syntax error: expected an expression, found ';'",
         "               ^",
     );
 }
@@ -45,7 +45,7 @@ fn syntax_error_in_predicate() {
     check(
         "fbt::vfs_read:entry\n/pid == /\n{ trace(pid); }",
         "2:9",
-        "syntax error: expected an expression, found '/'",
+        "[D_SYNTAX] syntax error: expected an expression, found '/'",
         "        ^",
     );
 }
@@ -55,7 +55,7 @@ fn syntax_error_missing_semicolon_at_end_of_input() {
     check(
         "BEGIN { exit(0) ",
         "1:17",
-        "syntax error: expected ';', found end of input",
+        "[D_SYNTAX] syntax error: expected ';', found end of input",
         "                ^",
     );
 }
@@ -65,7 +65,7 @@ fn syntax_error_missing_semicolon_between_statements() {
     check(
         "BEGIN { trace(1) trace(2); }",
         "1:18",
-        "syntax error: expected ';', found 'trace'",
+        "[D_SYNTAX] syntax error: expected ';', found 'trace'",
         "                 ^^^^^",
     );
 }
@@ -95,7 +95,7 @@ fn whitespace_inside_probe_description() {
     check(
         "fbt:: f:entry { }",
         "1:6",
-        "syntax error: whitespace inside a probe description",
+        "[D_SYNTAX] syntax error: whitespace inside a probe description",
         "     ^",
     );
 }
@@ -151,7 +151,7 @@ fn aggregation_function_changes() {
     check(
         "BEGIN {\n\t@a = count();\n\t@a = sum(1);\n}",
         "3:7",
-        "@a is used with count() at 2:7; it cannot change function or parameters",
+        "[D_AGG_REDEF] @a is used with count() at 2:7; it cannot change function or parameters",
         "\t     ^^^",
     );
 }
@@ -191,7 +191,7 @@ fn unknown_aggregating_function() {
     check(
         "BEGIN { @a = median(1); }",
         "1:14",
-        "unknown aggregating function 'median'",
+        "[D_AGG_FUNC] unknown aggregating function 'median'",
         "             ^^^^^^",
     );
 }
@@ -277,7 +277,7 @@ fn unterminated_string_and_comment() {
     check(
         "BEGIN { trace(\"abc); }",
         "1:15",
-        "unterminated string literal",
+        "[D_STR_NL] unterminated string literal",
         "              ^^^^^^^^",
     );
     check(

@@ -1624,7 +1624,10 @@ impl<'a> Gen<'a> {
             if args.len() != n {
                 g.err(
                     span,
-                    format!("{name}() takes {n} argument(s), {} given", args.len()),
+                    format!(
+                        "[D_PROTO_LEN] {name}() takes {n} argument(s), {} given",
+                        args.len()
+                    ),
                 )
             } else {
                 Ok(())
@@ -1684,7 +1687,7 @@ impl<'a> Gen<'a> {
                 span,
                 format!("{name}() is an aggregating function: use it as @name[keys] = {name}(...)"),
             ),
-            _ => self.err(span, format!("unknown function '{name}'")),
+            _ => self.err(span, format!("[D_FUNC_UNDEF] unknown function '{name}'")),
         }
     }
 
@@ -1963,7 +1966,7 @@ impl<'a> Gen<'a> {
             None => {
                 return self.err(
                     call.func_span,
-                    format!("unknown aggregating function '{}'", call.func),
+                    format!("[D_AGG_FUNC] unknown aggregating function '{}'", call.func),
                 )
             }
         };
@@ -2036,7 +2039,7 @@ impl<'a> Gen<'a> {
             return self.err(
                 cspan,
                 format!(
-                    "@{name} is used with {}() at {}:{}; it cannot change function or parameters",
+                    "[D_AGG_REDEF] @{name} is used with {}() at {}:{}; it cannot change function or parameters",
                     afunc.name(),
                     first.line,
                     first.col

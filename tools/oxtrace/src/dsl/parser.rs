@@ -205,7 +205,7 @@ impl<'a> Parser<'a> {
             self.err(
                 t.span,
                 format!(
-                    "syntax error: expected '{p}', found {}",
+                    "[D_SYNTAX] syntax error: expected '{p}', found {}",
                     Self::describe(&t.tok)
                 ),
             )
@@ -220,7 +220,7 @@ impl<'a> Parser<'a> {
                 self.err(
                     sp,
                     format!(
-                        "syntax error: expected a name, found {}",
+                        "[D_SYNTAX] syntax error: expected a name, found {}",
                         Self::describe(&t)
                     ),
                 )
@@ -266,7 +266,7 @@ impl<'a> Parser<'a> {
             if !text.is_empty() && t.span.start != end {
                 return self.err(
                     Span::new(end, t.span.start),
-                    "syntax error: whitespace inside a probe description",
+                    "[D_SYNTAX] syntax error: whitespace inside a probe description",
                 );
             }
             match &t.tok {
@@ -280,7 +280,7 @@ impl<'a> Parser<'a> {
                     return self.err(
                         t.span,
                         format!(
-                            "syntax error: {} in a probe description",
+                            "[D_SYNTAX] syntax error: {} in a probe description",
                             Self::describe(&t.tok)
                         ),
                     )
@@ -295,7 +295,7 @@ impl<'a> Parser<'a> {
             return self.err(
                 t.span,
                 format!(
-                    "syntax error: expected a probe description, found {}",
+                    "[D_SYNTAX] syntax error: expected a probe description, found {}",
                     Self::describe(&t.tok)
                 ),
             );
@@ -334,7 +334,10 @@ impl<'a> Parser<'a> {
             }
             if matches!(self.peek().tok, Tok::Eof) {
                 let sp = self.peek().span;
-                return self.err(sp, "syntax error: expected '}' to close the clause");
+                return self.err(
+                    sp,
+                    "[D_SYNTAX] syntax error: expected '}' to close the clause",
+                );
             }
             self.stmt_into(&mut body)?;
         }
@@ -394,7 +397,10 @@ impl<'a> Parser<'a> {
             }
             if matches!(self.peek().tok, Tok::Eof) {
                 let sp = self.peek().span;
-                return self.err(sp, "syntax error: expected '}' to close the block");
+                return self.err(
+                    sp,
+                    "[D_SYNTAX] syntax error: expected '}' to close the block",
+                );
             }
             self.stmt_into(&mut body)?;
         }
@@ -474,7 +480,7 @@ impl<'a> Parser<'a> {
                 if !matches!(ty, TypeName::Array(..)) && self.is("[") {
                     return self.err(
                         span,
-                        "syntax error: a typedef cannot be an associative array",
+                        "[D_SYNTAX] syntax error: a typedef cannot be an associative array",
                     );
                 }
                 self.typedefs.insert(name.clone());
@@ -556,7 +562,7 @@ impl<'a> Parser<'a> {
             if keys.is_some() {
                 return self.err(
                     e.span,
-                    "syntax error: an associative array has no dimension",
+                    "[D_SYNTAX] syntax error: an associative array has no dimension",
                 );
             }
             dims.push((e, open.to(close)));
@@ -628,7 +634,10 @@ impl<'a> Parser<'a> {
         if self.is("{") {
             let open = self.bump().span;
             if !defs_ok {
-                return self.err(open, format!("syntax error: a {kw} cannot be defined here"));
+                return self.err(
+                    open,
+                    format!("[D_SYNTAX] syntax error: a {kw} cannot be defined here"),
+                );
             }
             if kw == "enum" {
                 let mut items = Vec::new();
@@ -654,7 +663,10 @@ impl<'a> Parser<'a> {
                 });
             } else {
                 if name.is_empty() {
-                    return self.err(nspan, format!("syntax error: a {kw} needs a tag"));
+                    return self.err(
+                        nspan,
+                        format!("[D_SYNTAX] syntax error: a {kw} needs a tag"),
+                    );
                 }
                 let mut members = Vec::new();
                 loop {
@@ -685,7 +697,7 @@ impl<'a> Parser<'a> {
             }
         } else if name.is_empty() {
             let sp = self.peek().span;
-            return self.err(sp, format!("syntax error: expected a {kw} tag"));
+            return self.err(sp, format!("[D_SYNTAX] syntax error: expected a {kw} tag"));
         }
         let ty = if kw == "enum" {
             TypeName::Enum(name)
@@ -957,7 +969,7 @@ impl<'a> Parser<'a> {
                 return self.err(
                     t.span,
                     format!(
-                        "syntax error: expected a type, found {}",
+                        "[D_SYNTAX] syntax error: expected a type, found {}",
                         Self::describe(&t.tok)
                     ),
                 );
@@ -1108,7 +1120,10 @@ impl<'a> Parser<'a> {
         let kind = match t.tok {
             Tok::Int(s) => match parse_int(&s) {
                 Some((v, u)) => ExprKind::Int(v, u),
-                None => return self.err(span, format!("invalid integer constant '{s}'")),
+                None => {
+                    let m = format!("[D_INT_OFLOW] invalid integer constant '{s}'");
+                    return self.err(span, m);
+                }
             },
             Tok::Char(c) => ExprKind::Int(c as i8 as i64 as u64, false),
             Tok::Str(mut s) => {
@@ -1149,7 +1164,10 @@ impl<'a> Parser<'a> {
             Tok::Ident(name) if name == "this" || name == "self" => {
                 if !self.eat("->") {
                     let sp = self.peek().span;
-                    return self.err(sp, format!("syntax error: expected '->' after '{name}'"));
+                    return self.err(
+                        sp,
+                        format!("[D_SYNTAX] syntax error: expected '->' after '{name}'"),
+                    );
                 }
                 let (field, fspan) = self.ident()?;
                 let span = span.to(fspan);
@@ -1203,7 +1221,7 @@ impl<'a> Parser<'a> {
                 return self.err(
                     span,
                     format!(
-                        "syntax error: expected an expression, found {}",
+                        "[D_SYNTAX] syntax error: expected an expression, found {}",
                         Self::describe(&tok)
                     ),
                 )
