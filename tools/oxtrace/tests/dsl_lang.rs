@@ -341,7 +341,7 @@ fn operator_errors() {
     bad(
         "BEGIN { x = 1; x[1] = 2; }",
         "1:16",
-        "[D_ARR_BADREF] 'x' is a scalar elsewhere, an array here",
+        "[D_ARR_BADREF] x is a scalar at 1:9, an array here",
     );
     bad(
         "BEGIN { trace(undefined_thing); }",
@@ -488,5 +488,19 @@ fn address_of_kernel_memory() {
         "BEGIN { y = &(1 + 2); }",
         "1:13",
         "[D_ADDROF_LVAL] unary & requires an lvalue as its operand",
+    );
+}
+
+#[test]
+fn a_variable_is_a_scalar_or_an_array() {
+    bad(
+        "BEGIN { self->a = 1; }\nEND { self->a[1] = 2; }",
+        "2:7",
+        "[D_ARR_BADREF] self->a is a scalar at 1:9, an array here",
+    );
+    bad(
+        "BEGIN { self->a[\"k\"] = 1; trace(self->a); }",
+        "1:33",
+        "[D_ARR_BADREF] self->a is an array at 1:9, a scalar here",
     );
 }

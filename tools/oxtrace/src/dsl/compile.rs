@@ -69,6 +69,7 @@ pub fn compile_items(
         inlines: HashMap::new(),
         assigned: HashSet::new(),
         assumed: false,
+        shapes: HashMap::new(),
     };
     t.str_idx.insert(vec![], 0);
     let clauses: Vec<&Clause> = items

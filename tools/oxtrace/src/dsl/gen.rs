@@ -63,6 +63,9 @@ pub(super) struct Tables {
     pub(super) assigned: HashSet<(DeclClass, String)>,
     /// Set when a variable is read before its type is known (a later pass may know it).
     pub(super) assumed: bool,
+    /// Whether each variable (class, path) is used with keys (an associative array) or
+    /// without, and where it was first: one variable cannot be both.
+    pub(super) shapes: HashMap<(DeclClass, String), (bool, Span)>,
     /// Whether to check what the kernel's limits refuse (see `compile_unchecked`).
     pub(super) checked: bool,
 }
@@ -1003,6 +1006,31 @@ impl<'a> Gen<'a> {
                         I64
                     }
                 };
+                let assoc = keys.iter().any(|k| matches!(k, KeyPart::Key(..)));
+                match self.t.shapes.get(&(class, name.clone())) {
+                    Some(&(was, at)) if was != assoc => {
+                        let first = CompileError::at(self.src, self.input, at, "");
+                        let what = if was { "an array" } else { "a scalar" };
+                        let now = if assoc { "an array" } else { "a scalar" };
+                        return self.err(
+                            span,
+                            format!(
+                                "[D_ARR_BADREF] {} is {what} at {}:{}, {now} here",
+                                match class {
+                                    DeclClass::Global => name.clone(),
+                                    DeclClass::Thread => format!("self->{name}"),
+                                    DeclClass::Local => format!("this->{name}"),
+                                },
+                                first.line,
+                                first.col
+                            ),
+                        );
+                    }
+                    Some(_) => {}
+                    None => {
+                        self.t.shapes.insert((class, name.clone()), (assoc, span));
+                    }
+                }
                 // A string global or thread-local lives in the dynamic memory like an array
                 // element (the kernel keeps no string space for scalars): `s` is `s[0]`,
                 // `self->s` is keyed by the thread.
