@@ -504,3 +504,13 @@ fn a_variable_is_a_scalar_or_an_array() {
         "[D_ARR_BADREF] self->a is an array at 1:9, a scalar here",
     );
 }
+
+#[test]
+fn structs_with_strings_and_struct_valued_arrays() {
+    let src = "struct proc { string name; int n; };\n\
+        struct proc g; struct proc a[string]; self struct proc t;\n\
+        BEGIN { g.name = execname; g.n = 2; a[\"x\"] = g; a[\"x\"].n++; self->t = a[\"x\"];\n\
+        this->p = self->t; printf(\"%s %d %s %d %s %d %d\\n\", g.name, g.n, a[\"x\"].name, a[\"x\"].n, \
+        this->p.name, this->p.n, sizeof(struct proc)); }";
+    assert_eq!(run(src), "test 2 test 3 test 3 260\n");
+}
