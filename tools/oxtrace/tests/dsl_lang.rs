@@ -514,3 +514,17 @@ fn structs_with_strings_and_struct_valued_arrays() {
         this->p.name, this->p.n, sizeof(struct proc)); }";
     assert_eq!(run(src), "test 2 test 3 test 3 260\n");
 }
+
+#[test]
+fn interpreter_line_is_skipped() {
+    assert_eq!(
+        run("#!/usr/sbin/dtrace -qs\n#pragma D option quiet\nBEGIN { printf(\"ok\\n\"); }"),
+        "ok\n"
+    );
+    // Elsewhere `#!` is still an error.
+    bad(
+        "BEGIN { }\n#!x\n",
+        "2:2",
+        "unsupported preprocessor directive '#!x' (only #pragma D option is)",
+    );
+}
