@@ -528,3 +528,11 @@ fn interpreter_line_is_skipped() {
         "unsupported preprocessor directive '#!x' (only #pragma D option is)",
     );
 }
+
+#[test]
+fn comma_operator() {
+    assert_eq!(
+        run("BEGIN { x = (y = 3, y + 1); z = 1, w = 2; printf(\"%d %d %d %d\\n\", x, y, z, w); }"),
+        "4 3 1 2\n"
+    );
+}

@@ -147,6 +147,8 @@ pub enum ExprKind {
     SizeofExpr(Box<Expr>),
     /// `offsetof(type, member)`.
     Offsetof(TypeName, String),
+    /// `a, b`: `a` for its effects, then `b`.
+    Comma(Box<Expr>, Box<Expr>),
 }
 
 /// The right-hand side of an aggregation statement.

@@ -835,6 +835,10 @@ fn declare_expr(t: &mut Tables, e: &Expr) {
         ExprKind::Member(a, _) | ExprKind::Arrow(a, _) | ExprKind::SizeofExpr(a) => {
             declare_expr(t, a)
         }
+        ExprKind::Comma(a, b) => {
+            declare_expr(t, a);
+            declare_expr(t, b);
+        }
         ExprKind::Unary(_, a) | ExprKind::Cast(_, a) => declare_expr(t, a),
         ExprKind::Binary(_, a, b) => {
             declare_expr(t, a);

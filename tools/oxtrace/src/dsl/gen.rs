@@ -350,6 +350,11 @@ impl<'a> Gen<'a> {
             }
             ExprKind::Assign(op, lhs, rhs) => self.assign(*op, lhs, rhs, e.span),
             ExprKind::IncDec { pre, inc, target } => self.incdec(*pre, *inc, target, e.span),
+            ExprKind::Comma(a, b) => {
+                let (ra, _) = self.expr(a)?;
+                self.release(ra);
+                self.expr(b)
+            }
             ExprKind::Cast(tn, a) => {
                 let to = self.resolve(tn, e.span)?;
                 let (r, from) = self.expr(a)?;

@@ -753,9 +753,22 @@ impl<'a> Parser<'a> {
         }
     }
 
-    /// An expression (no comma operator in this subset).
+    /// An expression: assignments separated by the comma operator.
     pub fn expr(&mut self) -> PResult<Expr> {
-        self.assign()
+        let mut e = self.assign()?;
+        let base = self.depth;
+        while self.is(",") {
+            self.enter()?;
+            self.bump();
+            let rhs = self.assign()?;
+            let span = e.span.to(rhs.span);
+            e = Expr {
+                kind: ExprKind::Comma(Box::new(e), Box::new(rhs)),
+                span,
+            };
+        }
+        self.depth = base;
+        Ok(e)
     }
 
     fn assign(&mut self) -> PResult<Expr> {
