@@ -536,3 +536,15 @@ fn comma_operator() {
         "4 3 1 2\n"
     );
 }
+
+#[test]
+fn multi_dimensional_arrays() {
+    let src = "int m[2][3]; this int l[2][2];\n\
+        BEGIN { i = 1; j = 2; m[i][j] = 5; m[0][1] = 7; m[i][j]++; this->l[1][0] = 4;\n\
+        printf(\"%d %d %d %d %d %d\\n\", m[1][2], m[0][1], m[1][1], this->l[1][0], sizeof(m), sizeof(m[0])); }";
+    assert_eq!(run(src), "6 7 0 4 24 12\n");
+    let p = c("int m[2][3]; BEGIN { i = 3; m[0][i] = 1; }");
+    let mut s = Sim::default();
+    s.fire(&p, &Firing::default());
+    assert_eq!(s.faults[0].1.kind, FaultKind::BadIndex(3));
+}
