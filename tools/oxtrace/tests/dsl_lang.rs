@@ -548,3 +548,55 @@ fn multi_dimensional_arrays() {
     s.fire(&p, &Firing::default());
     assert_eq!(s.faults[0].1.kind, FaultKind::BadIndex(3));
 }
+
+#[test]
+fn bit_fields() {
+    let src =
+        "struct f { unsigned int a : 3; int b : 4; unsigned char c; unsigned int d : 30; };\n\
+        struct f g; this struct f l;\n\
+        BEGIN { g.a = 9; g.b = 7; g.b++; g.d = 5; this->l = g; this->l.a--;\n\
+        printf(\"%d %d %d %d %d\\n\", g.a, g.b, g.d, this->l.a, sizeof(struct f)); }";
+    assert_eq!(run(src), "1 -8 5 0 8\n");
+    // In kernel memory: a = 5 (bits 0-2), b = -3 (bits 3-6), c at byte 1, d at 4.
+    let p = c(
+        "struct f { unsigned int a : 3; int b : 4; unsigned char c; unsigned int d : 30; };\n\
+        fbt::f:entry { p = (struct f *)arg0; printf(\"%d %d %d %d\\n\", p->a, p->b, p->c, p->d); }",
+    );
+    let mut s = Sim::default();
+    let mut mem = vec![0u8; 8];
+    let w: u32 = 5 | ((-3i32 as u32 & 0xf) << 3) | (200 << 8);
+    mem[0..4].copy_from_slice(&w.to_le_bytes());
+    mem[4..8].copy_from_slice(&0x2000_0001u32.to_le_bytes());
+    s.mem.push((0x3000, mem));
+    s.fire(
+        &p,
+        &Firing {
+            kind: ProbeKind::FbtEntry,
+            func: "f".into(),
+            args: [0x3000, 0, 0, 0, 0, 0],
+            ..Firing::default()
+        },
+    );
+    assert!(s.faults.is_empty(), "{:?}", s.faults);
+    assert_eq!(s.printf_output(&p), "5 -3 200 536870913\n");
+    bad(
+        "struct f { int a : 33; };\nBEGIN { }",
+        "1:20",
+        "[D_DECL_BFSIZE] bit-field a is wider than its type",
+    );
+    bad(
+        "struct f { string s : 3; };\nBEGIN { }",
+        "1:19",
+        "[D_DECL_BFTYPE] bit-field s must be of an integer type",
+    );
+    bad(
+        "struct f { int a : 3; };\nBEGIN { x = offsetof(struct f, a); }",
+        "2:13",
+        "[D_OFFSETOF_BITFIELD] cannot take offsetof of bit-field a",
+    );
+    bad(
+        "struct f { int a : 3; };\nstruct f g;\nBEGIN { x = sizeof(g.a); }",
+        "3:13",
+        "[D_SIZEOF_BITFIELD] cannot apply sizeof to a bit-field",
+    );
+}

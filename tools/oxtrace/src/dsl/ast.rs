@@ -197,6 +197,8 @@ pub struct MemberDecl {
     pub name: String,
     /// Where the name is.
     pub span: Span,
+    /// Width of a bit-field (`int a : 3`).
+    pub bits: Option<Expr>,
 }
 
 /// A statement of a clause body.

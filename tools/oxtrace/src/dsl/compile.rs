@@ -70,6 +70,7 @@ pub fn compile_items(
         assigned: HashSet::new(),
         assumed: false,
         shapes: HashMap::new(),
+        bitfields: HashMap::new(),
     };
     t.str_idx.insert(vec![], 0);
     let clauses: Vec<&Clause> = items
@@ -555,8 +556,69 @@ fn declare_sou(
     };
     let mut out: Vec<Member> = Vec::new();
     let (mut size, mut align) = (0u64, 1u64);
+    // Bits used of the struct so far, for bit-fields (C's x86-64 layout: a bit-field goes in
+    // the storage unit of its type where it starts, or the next one if it would straddle).
+    let mut bitpos = 0u64;
     for m in members {
         let ty = resolve_type(&t.env, &m.ty).map_err(|e| (m.span, e))?;
+        if let Some(w) = &m.bits {
+            let unit = match ty {
+                Ty::Int { size, .. } => size as u64 * 8,
+                _ => {
+                    return Err((
+                        m.span,
+                        format!(
+                            "[D_DECL_BFTYPE] bit-field {} must be of an integer type",
+                            m.name
+                        ),
+                    ))
+                }
+            };
+            let width = match const_eval_env(t, w) {
+                Some(v) if v >= 0 && (v as u64) <= unit => v as u64,
+                Some(_) => {
+                    return Err((
+                        w.span,
+                        format!(
+                            "[D_DECL_BFSIZE] bit-field {} is wider than its type",
+                            m.name
+                        ),
+                    ))
+                }
+                None => {
+                    return Err((
+                        w.span,
+                        format!(
+                            "[D_DECL_BFCONST] bit-field {} needs a constant width",
+                            m.name
+                        ),
+                    ))
+                }
+            };
+            if union {
+                bitpos = 0;
+            }
+            if width == 0 || bitpos / unit != (bitpos + width - 1) / unit {
+                bitpos = bitpos.div_ceil(unit) * unit;
+            }
+            if width > 0 {
+                let off = bitpos / unit * (unit / 8);
+                out.push(Member {
+                    name: m.name.clone(),
+                    ty: ty.clone(),
+                    off,
+                    bits: Some(((bitpos % unit) as u8, width as u8)),
+                });
+            }
+            bitpos += width;
+            let end = bitpos.div_ceil(8);
+            size = if union { size.max(end) } else { end };
+            align = align.max(unit / 8);
+            continue;
+        }
+        if !union {
+            size = size.max(bitpos.div_ceil(8));
+        }
         let mut inner = &ty;
         while let Ty::Array(e, _) = inner {
             inner = e;
@@ -604,7 +666,11 @@ fn declare_sou(
             name: m.name.clone(),
             ty,
             off,
+            bits: None,
         });
+        if !union {
+            bitpos = size * 8;
+        }
     }
     let def = &mut t.env.sous[idx];
     def.members = out;

@@ -66,6 +66,8 @@ pub(super) struct Tables {
     /// Whether each variable (class, path) is used with keys (an associative array) or
     /// without, and where it was first: one variable cannot be both.
     pub(super) shapes: HashMap<(DeclClass, String), (bool, Span)>,
+    /// Bit-field members of variables (class, path): width and signedness.
+    pub(super) bitfields: HashMap<(DeclClass, String), (u8, bool)>,
     /// Whether to check what the kernel's limits refuse (see `compile_unchecked`).
     pub(super) checked: bool,
 }
@@ -267,6 +269,25 @@ impl<'a> Gen<'a> {
                 Ok((r, U64))
             }
             ExprKind::SizeofExpr(a) => {
+                if matches!(a.kind, ExprKind::Member(..) | ExprKind::Arrow(..)) {
+                    let mark = self.code.len();
+                    let free = self.free.clone();
+                    let bits = match self.loc(a)? {
+                        Loc::MemBits { .. } => true,
+                        Loc::Var { class, name, .. } => {
+                            self.t.bitfields.contains_key(&(class, name))
+                        }
+                        _ => false,
+                    };
+                    self.code.truncate(mark);
+                    self.free = free;
+                    if bits {
+                        return self.err(
+                            e.span,
+                            "[D_SIZEOF_BITFIELD] cannot apply sizeof to a bit-field",
+                        );
+                    }
+                }
                 let ty = self.type_of(a)?;
                 let n = self.sizeof(&ty, e.span)?;
                 let r = self.reg(e.span)?;
@@ -285,6 +306,12 @@ impl<'a> Gen<'a> {
                     );
                 }
                 let off = match self.t.env.member(&ty, m) {
+                    Some(mm) if mm.bits.is_some() => {
+                        return self.err(
+                            e.span,
+                            format!("[D_OFFSETOF_BITFIELD] cannot take offsetof of bit-field {m}"),
+                        )
+                    }
                     Some(mm) => mm.off,
                     None => {
                         return self.err(
@@ -307,6 +334,10 @@ impl<'a> Gen<'a> {
                 }
                 match self.loc(a)? {
                     Loc::Mem { addr, ty } => Ok((addr, Ty::Ptr(Box::new(ty)))),
+                    Loc::MemBits { .. } => self.err(
+                        e.span,
+                        "[D_ADDROF_BITFIELD] cannot take the address of a bit-field",
+                    ),
                     _ => self.err(
                         e.span,
                         "[D_ADDROF_VAR] cannot take the address of a D variable: only of kernel memory",
@@ -850,7 +881,9 @@ impl<'a> Gen<'a> {
                         self.scale_add(addr, ri, size, span)?;
                         Ok(Loc::Mem { addr, ty: *elem })
                     }
-                    Loc::Val { .. } => self.err(span, "internal error: array value"),
+                    Loc::Val { .. } | Loc::MemBits { .. } => {
+                        self.err(span, "internal error: array value")
+                    }
                 }
             }
             Ty::Ptr(p) => {
@@ -957,21 +990,36 @@ impl<'a> Gen<'a> {
         match base {
             Loc::Var {
                 class, name, keys, ..
-            } => Ok(Loc::Var {
-                class,
-                name: format!("{name}.{m}"),
-                keys,
-                ty: Some(mem.ty),
-                span,
-            }),
-            Loc::Mem { addr, .. } => {
+            } => {
+                let path = format!("{name}.{m}");
+                if let Some((_, w)) = mem.bits {
+                    let signed = mem.ty.signed();
+                    self.t.bitfields.insert((class, path.clone()), (w, signed));
+                }
+                Ok(Loc::Var {
+                    class,
+                    name: path,
+                    keys,
+                    ty: Some(mem.ty),
+                    span,
+                })
+            }
+            Loc::Mem { addr, .. } | Loc::MemBits { addr, .. } => {
                 if mem.off != 0 {
                     let r = self.reg(span)?;
                     self.load_const(r, mem.off);
                     self.emit(Op::Add, addr, addr, r, 0);
                     self.release(r);
                 }
-                Ok(Loc::Mem { addr, ty: mem.ty })
+                Ok(match mem.bits {
+                    Some((shift, width)) => Loc::MemBits {
+                        addr,
+                        ty: mem.ty,
+                        shift,
+                        width,
+                    },
+                    None => Loc::Mem { addr, ty: mem.ty },
+                })
             }
             Loc::Val { .. } => self.err(span, "internal error: member of a value"),
         }
@@ -981,6 +1029,20 @@ impl<'a> Gen<'a> {
     fn place(&mut self, l: Loc<'_>, read: bool) -> GResult<(Place, Ty)> {
         match l {
             Loc::Mem { addr, ty } => Ok((Place::Mem(addr), ty)),
+            Loc::MemBits {
+                addr,
+                ty,
+                shift,
+                width,
+            } => Ok((
+                Place::Bits {
+                    inner: Box::new(Place::Mem(addr)),
+                    shift,
+                    width,
+                    signed: ty.signed(),
+                },
+                ty,
+            )),
             Loc::Val { reg, ty } => Ok((Place::Val(reg), ty)),
             Loc::Var {
                 class,
@@ -1039,6 +1101,26 @@ impl<'a> Gen<'a> {
                 // A string global or thread-local lives in the dynamic memory like an array
                 // element (the kernel keeps no string space for scalars): `s` is `s[0]`,
                 // `self->s` is keyed by the thread.
+                if let Some(&(width, signed)) = self.t.bitfields.get(&(class, name.clone())) {
+                    let l = Loc::Var {
+                        class,
+                        name: name.clone(),
+                        keys,
+                        ty: Some(ty.clone()),
+                        span,
+                    };
+                    self.t.bitfields.remove(&(class, name.clone()));
+                    let r = self.place(l, read);
+                    self.t.bitfields.insert((class, name), (width, signed));
+                    let (inner, ty) = r?;
+                    let p = Place::Bits {
+                        inner: Box::new(inner),
+                        shift: 0,
+                        width,
+                        signed,
+                    };
+                    return Ok((p, ty));
+                }
                 let string_scalar = keys.is_empty() && ty == Ty::Str && class != DeclClass::Local;
                 if keys.is_empty() && !string_scalar {
                     let p = match class {
@@ -1260,8 +1342,22 @@ impl<'a> Gen<'a> {
                 );
             }
         }
+        if let Place::Bits {
+            inner,
+            shift,
+            width,
+            signed,
+        } = p
+        {
+            let rd = self.load_place(inner, ty, span)?;
+            if let Place::Mem(_) = **inner {
+                self.extract_bits(rd, *shift, *width, *signed, span)?;
+            }
+            return Ok(rd);
+        }
         let rd = self.reg(span)?;
         match p {
+            Place::Bits { .. } => {}
             Place::Global(id) => {
                 self.emit(Op::Ldgs, rd, 0, 0, *id);
             }
@@ -1335,6 +1431,17 @@ impl<'a> Gen<'a> {
     /// Store register `rv` (already of the place's type) into a place.
     fn store_place(&mut self, p: &Place, rv: u8, span: Span) -> GResult<()> {
         match p {
+            Place::Bits {
+                inner,
+                width,
+                signed,
+                ..
+            } => {
+                if !matches!(**inner, Place::Mem(_)) {
+                    self.extract_bits(rv, 0, *width, *signed, span)?;
+                }
+                return self.store_place(inner, rv, span);
+            }
             Place::Global(id) => {
                 self.emit(Op::Stgs, 0, rv, 0, *id);
             }
@@ -1383,8 +1490,30 @@ impl<'a> Gen<'a> {
             }
             Place::LocalArr { idx, .. } => self.release(*idx),
             Place::Mem(r) | Place::Val(r) => self.release(*r),
+            Place::Bits { inner, .. } => self.release_place(inner),
             _ => {}
         }
+    }
+
+    /// Narrow `r` to the `width` bits at `shift` (sign-extended when `signed`).
+    fn extract_bits(
+        &mut self,
+        r: u8,
+        shift: u8,
+        width: u8,
+        signed: bool,
+        span: Span,
+    ) -> GResult<()> {
+        if width >= 64 {
+            return Ok(());
+        }
+        let t = self.reg(span)?;
+        self.load_const(t, 64 - shift as u64 - width as u64);
+        self.emit(Op::Sll, r, r, t, 0);
+        self.load_const(t, 64 - width as u64);
+        self.emit(if signed { Op::Sra } else { Op::Srl }, r, r, t, 0);
+        self.release(t);
+        Ok(())
     }
 
     /// Read a location into a register.
@@ -1509,62 +1638,16 @@ impl<'a> Gen<'a> {
             );
         };
         let leaves = sou_leaves(&self.t.env, ty);
-        for (path, _off, lty) in leaves {
-            // Read the source member (a variable path, or memory at an offset).
-            let src = self.loc(rhs)?;
-            let (sp, _) = match src {
-                Loc::Var {
-                    class, name, keys, ..
-                } => (
-                    Loc::Var {
-                        class,
-                        name: format!("{name}{path}"),
-                        keys,
-                        ty: Some(lty.clone()),
-                        span,
-                    },
-                    (),
-                ),
-                Loc::Mem { addr, .. } => {
-                    let r = self.reg(span)?;
-                    self.load_const(r, _off);
-                    self.emit(Op::Add, addr, addr, r, 0);
-                    self.release(r);
-                    (
-                        Loc::Mem {
-                            addr,
-                            ty: lty.clone(),
-                        },
-                        (),
-                    )
-                }
-                Loc::Val { .. } => return self.err(span, "internal error: struct value"),
-            };
-            let (rv, _) = match sp {
-                Loc::Var { .. } => {
-                    let (p, t) = self.place(sp, false)?;
-                    let r = self.load_place(&p, &t, span)?;
-                    self.release_place(&p);
-                    (r, t)
-                }
-                m => self.load_loc(m, span)?,
-            };
-            let Loc::Var {
-                class,
-                ref name,
-                ref keys,
-                ..
-            } = l
-            else {
-                unreachable!()
-            };
-            let dst = Loc::Var {
-                class,
-                name: format!("{name}{path}"),
-                keys: keys.clone(),
-                ty: Some(lty.clone()),
-                span,
-            };
+        for (path, _off, _lty) in leaves {
+            // Each member of the source (a variable path, or memory at its offset) into the
+            // same member of the destination.
+            let mut src = self.loc(rhs)?;
+            let mut dst = l.clone_shallow();
+            for seg in path.split('.').skip(1) {
+                src = self.member(src, seg, span)?;
+                dst = self.member(dst, seg, span)?;
+            }
+            let (rv, _) = self.load_loc(src, span)?;
             let (p, t) = self.place(dst, false)?;
             self.normalize(rv, &t);
             self.store_place(&p, rv, span)?;
@@ -2248,6 +2331,13 @@ pub(super) enum Loc<'e> {
     },
     /// Kernel memory at the address in a register.
     Mem { addr: u8, ty: Ty },
+    /// A bit-field in kernel memory: the storage unit (of type `ty`) at `addr`.
+    MemBits {
+        addr: u8,
+        ty: Ty,
+        shift: u8,
+        width: u8,
+    },
     /// A value in a register (the base of `p[i]` when `p` is not a variable).
     Val { reg: u8, ty: Ty },
 }
@@ -2256,14 +2346,14 @@ impl<'e> Loc<'e> {
     fn ty(&self) -> &Ty {
         match self {
             Loc::Var { ty, .. } => ty.as_ref().unwrap_or(&I64_TY),
-            Loc::Mem { ty, .. } | Loc::Val { ty, .. } => ty,
+            Loc::Mem { ty, .. } | Loc::MemBits { ty, .. } | Loc::Val { ty, .. } => ty,
         }
     }
 
     fn ty_opt(&self) -> Option<Ty> {
         match self {
             Loc::Var { ty, .. } => ty.clone(),
-            Loc::Mem { ty, .. } | Loc::Val { ty, .. } => Some(ty.clone()),
+            Loc::Mem { ty, .. } | Loc::MemBits { ty, .. } | Loc::Val { ty, .. } => Some(ty.clone()),
         }
     }
 
@@ -2290,6 +2380,17 @@ impl<'e> Loc<'e> {
                 reg: *reg,
                 ty: ty.clone(),
             },
+            Loc::MemBits {
+                addr,
+                ty,
+                shift,
+                width,
+            } => Loc::MemBits {
+                addr: *addr,
+                ty: ty.clone(),
+                shift: *shift,
+                width: *width,
+            },
         }
     }
 }
@@ -2299,10 +2400,24 @@ pub(super) enum Place {
     Global(u32),
     Thread(u32),
     Local(u32),
-    Assoc { id: u32, keys: Vec<(u8, Ty)> },
-    LocalArr { slots: Vec<u32>, idx: u8 },
+    Assoc {
+        id: u32,
+        keys: Vec<(u8, Ty)>,
+    },
+    LocalArr {
+        slots: Vec<u32>,
+        idx: u8,
+    },
     Mem(u8),
     Val(u8),
+    /// A bit-field: in memory, `width` bits at `shift` of the unit; in a variable, a value
+    /// kept narrowed to `width` bits.
+    Bits {
+        inner: Box<Place>,
+        shift: u8,
+        width: u8,
+        signed: bool,
+    },
 }
 
 /// Whether `e` names storage (a variable, member, element or dereference).

@@ -677,10 +677,16 @@ impl<'a> Parser<'a> {
                     defs.extend(mdefs);
                     loop {
                         let (ty, mname, span) = self.declarator_parts(&mbase)?;
+                        let bits = if self.eat(":") {
+                            Some(self.ternary()?)
+                        } else {
+                            None
+                        };
                         members.push(MemberDecl {
                             ty,
                             name: mname,
                             span,
+                            bits,
                         });
                         if !self.eat(",") {
                             break;

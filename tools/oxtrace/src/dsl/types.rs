@@ -34,8 +34,10 @@ pub struct Member {
     pub name: String,
     /// Type.
     pub ty: Ty,
-    /// Byte offset.
+    /// Byte offset (of the storage unit of a bit-field).
     pub off: u64,
+    /// A bit-field's shift in its storage unit (the member's type) and width.
+    pub bits: Option<(u8, u8)>,
 }
 
 /// A struct or union declared in the program.
