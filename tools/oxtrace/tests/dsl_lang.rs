@@ -600,3 +600,26 @@ fn bit_fields() {
         "[D_SIZEOF_BITFIELD] cannot apply sizeof to a bit-field",
     );
 }
+
+#[test]
+fn char_arrays_in_memory_are_strings() {
+    let p = c("struct task { int pid; char comm[8]; };\n\
+        fbt::f:entry { t = (struct task *)arg0; printf(\"%s %d %d %c\\n\", t->comm, t->comm == \"bash\", strlen(t->comm), t->comm[1]);\n\
+        self->name = t->comm; @[t->comm] = count(); }");
+    let mut s = Sim::default();
+    // A string is read up to its NUL or the end of its page.
+    let mut mem = vec![0u8; 4096];
+    mem[4..8].copy_from_slice(b"bash");
+    s.mem.push((0x4000, mem));
+    s.fire(
+        &p,
+        &Firing {
+            kind: ProbeKind::FbtEntry,
+            func: "f".into(),
+            args: [0x4000, 0, 0, 0, 0, 0],
+            ..Firing::default()
+        },
+    );
+    assert!(s.faults.is_empty(), "{:?}", s.faults);
+    assert_eq!(s.printf_output(&p), "bash 1 4 a\n");
+}

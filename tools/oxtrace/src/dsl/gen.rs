@@ -1407,6 +1407,11 @@ impl<'a> Gen<'a> {
                     } => Op::Ldsw,
                     Ty::Int { size: 4, .. } => Op::Lduw,
                     Ty::Int { .. } | Ty::Ptr(_) => Op::Ldx,
+                    Ty::Array(e, _) if matches!(**e, Ty::Int { size: 1, .. }) => {
+                        // A char array in memory is a string, as in D.
+                        self.emit(Op::Kstr, rd, *addr, 0, 0);
+                        return Ok(rd);
+                    }
                     Ty::Array(..) => {
                         // An array in memory reads as the address of its first element.
                         self.emit(Op::Mov, rd, *addr, 0, 0);
@@ -1522,6 +1527,7 @@ impl<'a> Gen<'a> {
         let r = self.load_place(&p, &ty, span)?;
         self.release_place(&p);
         let ty = match ty {
+            Ty::Array(elem, _) if matches!(*elem, Ty::Int { size: 1, .. }) => Ty::Str,
             Ty::Array(elem, _) => Ty::Ptr(elem),
             t => t,
         };
