@@ -7,7 +7,7 @@ cd "$(dirname "$0")" || exit 1
 W="./oxt_workload read 4 2000"
 
 echo "TAP version 13"
-echo "1..12"
+echo "1..13"
 
 run 'int x; uint8_t c; short s; unsigned long long u;
      BEGIN { x = 5; x++; c = 255; c++; s = 40000; u = -1; u /= 2;
@@ -96,5 +96,12 @@ run 'fbt::ksys_read:entry /pid == $target/ { self->v = vtimestamp; }
      fbt::ksys_read:return /self->v/ { @back = sum(vtimestamp < self->v); @n = count(); self->v = 0; }
      END { printa("%@d ", @back); printa("%@d\n", @n); }' -c "$W"
 expect "vtimestamp never goes back within a thread" "0 8000" "$out"
+
+# linux_banner is "Linux version ...": 'L' is 0x4c, 'i' 0x69.
+banner=$(awk '$3 == "linux_banner" { print $1; exit }' /proc/kallsyms)
+run "#pragma D option strsize=13
+     struct banner { unsigned char lo : 4, hi : 4; char i; char text[20]; };
+     BEGIN { b = (struct banner *)0x$banner; printf(\"%d %d %c %s|\\n\", b->lo, b->hi, b->i, b->text); exit(0); }"
+expect "bit-fields and char arrays read from kernel memory" "12 4 i nux version 6|" "$out"
 
 tap_exit
