@@ -623,3 +623,11 @@ fn char_arrays_in_memory_are_strings() {
     assert!(s.faults.is_empty(), "{:?}", s.faults);
     assert_eq!(s.printf_output(&p), "bash 1 4 a\n");
 }
+
+#[test]
+fn unassigned_this_string_is_empty() {
+    assert_eq!(
+        run("BEGIN { this->s = \"a\"; } BEGIN { printf(\"[%s] %d\\n\", this->s, this->s == \"\"); }"),
+        "[] 1\n"
+    );
+}

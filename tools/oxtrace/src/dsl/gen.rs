@@ -1430,6 +1430,12 @@ impl<'a> Gen<'a> {
                 self.emit(Op::Mov, rd, *r, 0, 0);
             }
         }
+        if ty == &Ty::Str && matches!(p, Place::Local(_) | Place::LocalArr { .. }) {
+            // A clause-local string not assigned in this clause is "", not a bad reference.
+            let j = self.emit(Op::Bnz, 0, rd, 0, 0);
+            self.emit(Op::Sets, rd, 0, 0, 0);
+            self.patch(j);
+        }
         Ok(rd)
     }
 
