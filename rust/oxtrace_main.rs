@@ -54,6 +54,7 @@ impl kernel::Module for Oxtrace {
 
 impl Drop for Oxtrace {
     fn drop(&mut self) {
+        sys::provider::module_exit();
         pr_info!("oxtrace unloaded\n");
     }
 }

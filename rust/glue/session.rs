@@ -13,6 +13,7 @@ use crate::diag::{self, Refusal};
 use crate::glue::budget::MemCharge;
 use crate::glue::dynmem::DynVars;
 use crate::glue::image::OwnedImage;
+use crate::glue::provider::SyscallSlots;
 use crate::glue::pt::Pt;
 use crate::limits::LoadMemory;
 use crate::probe;
@@ -20,6 +21,7 @@ use crate::program::ProbeKind;
 use crate::sys::cpu;
 use crate::sys::kprobe::ProbeSet;
 use crate::sys::percpu::{ActionCtx, PerCpu};
+use crate::sys::provider::Providers;
 use crate::sys::switchbuf::{Halves, HalvesMem, Switcher};
 use crate::sys::xcall;
 use core::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
@@ -27,7 +29,8 @@ use kernel::prelude::*;
 use kernel::str::CStr;
 use kernel::sync::Arc;
 
-/// One attached probe: a kprobe, a kretprobe, a tick, BEGIN or END.
+/// One attached probe: a kprobe, a kretprobe, a tick, BEGIN or END, a system call's entry
+/// or return, a profile or a tracepoint probe.
 pub(crate) struct ProbeSlot {
     /// Enabled probe id (`id`): index in [`Session::slots`], numbered as
     /// [`probe::other_probe_id`] says.
@@ -108,6 +111,8 @@ pub(crate) struct Session {
     pub(super) dynvars: Option<DynVars>,
     /// The consumer's Intel PT buffers, written by `ptwrite()`.
     pub(super) pt: Option<Arc<Pt>>,
+    /// The slots of each system call number (syscall provider).
+    pub(super) syscalls: SyscallSlots,
     /// The memory budget this session holds, released with it.
     _charge: MemCharge,
 }
@@ -176,6 +181,9 @@ pub(crate) struct AttachReq<'a> {
 
 /// The result of a LOAD.
 pub(crate) struct Loaded {
+    /// The syscall hooks, profile timers and tracepoint counters that call the session;
+    /// dropped before `probes`.
+    pub(crate) providers: Providers<Session>,
     /// The session and the probes that call it.
     pub(crate) probes: ProbeSet<Session>,
     pub(crate) drain: Drain,
@@ -296,10 +304,15 @@ impl Session {
         for d in 0..ndesc as u32 {
             let p = image.probe(d as usize).ok_or(EINVAL)?;
             if !probe::by_attach_list(p.kind) {
-                // Its id is `probe::other_probe_id(&image, attach.len(), d)`.
-                slots.push(slot(slots.len(), d, p.kind, b""), GFP_KERNEL)?;
+                // Its id is `probe::other_probe_id(&image, attach.len(), d)`; a syscall
+                // probe's function is the call's name.
+                let func = image.probe_func(d as usize).unwrap_or_default();
+                slots.push(slot(slots.len(), d, p.kind, func), GFP_KERNEL)?;
             }
         }
+        let syscalls = SyscallSlots::new(&slots, |sl| {
+            image.probe(sl.desc as usize).map_or(0, |p| p.arg)
+        })?;
         let nlocals = image.nlocals();
         let s = KBox::new(
             Session {
@@ -320,12 +333,16 @@ impl Session {
                 exit_status: AtomicI64::new(0),
                 dynvars,
                 pt,
+                syscalls,
                 _charge: charge,
             },
             GFP_KERNEL,
         )?;
 
         let mut probes = ProbeSet::new(s);
+        // SAFETY: the handler is boxed in `probes`, which the consumer drops after
+        // `providers` (`Loaded` says so and the consumer's `Program` keeps that order).
+        let mut providers = unsafe { Providers::new(probes.handler()) };
         let mut nskipped = 0u32;
         let mut attached = KVec::from_elem(false, ndesc, GFP_KERNEL)?;
         for (i, a) in attach.iter().enumerate() {
@@ -349,6 +366,23 @@ impl Session {
             if sl.kind == ProbeKind::Tick {
                 let period = probes.handler().prog.image().probe(desc).ok_or(EINVAL)?.arg;
                 probes.add_tick(period, i as u32)?;
+            } else if sl.kind == ProbeKind::Profile {
+                let period = probes.handler().prog.image().probe(desc).ok_or(EINVAL)?.arg;
+                providers.add_profile(period, i as u32)?;
+            } else if sl.kind == ProbeKind::Tracepoint {
+                let id = probes.handler().prog.image().probe(desc).ok_or(EINVAL)?.arg;
+                if let Err(e) = providers.add_tracepoint(id, i as u32) {
+                    return Err(LoadFail {
+                        kind: abi::LOADERR_PROBE,
+                        index: desc as u32,
+                        ..LoadFail::plain(e)
+                    });
+                }
+            }
+        }
+        for ret in [false, true] {
+            if probes.handler().syscalls.any(ret) {
+                providers.add_syscalls(ret)?;
             }
         }
         if let Some(d) = attached.iter().position(|&a| !a) {
@@ -366,6 +400,7 @@ impl Session {
             bounce: KVVec::from_elem(0u8, 64 << 10, GFP_KERNEL)?,
         };
         Ok(Loaded {
+            providers,
             probes,
             drain,
             nprobes,

@@ -14,3 +14,5 @@ pub mod output;
 pub mod probes;
 pub mod pt;
 pub mod run;
+pub mod syscalls;
+pub mod tracepoints;

@@ -320,6 +320,7 @@ fn gen_clause(
         let specs = probe_spec(&p.text).map_err(|m| CompileError::at(src, input, p.span, m))?;
         probes.extend(specs);
     }
+    super::probe_spec::set_clause_probes(&probes[first..]);
     let pred_start = code.len() as u32;
     let pred_len = match &cl.pred {
         Some(e) => {

@@ -126,6 +126,8 @@ pub struct Sim {
     pub faults: Vec<(usize, Fault)>,
     /// Readable kernel memory.
     pub mem: Vec<(u64, Vec<u8>)>,
+    /// Readable user memory of the firing's process (`copyinstr`).
+    pub user_mem: Vec<(u64, Vec<u8>)>,
     /// `ptwrite()` values in order: (clause, value).
     pub ptwrites: Vec<(usize, u64)>,
     /// The kernel's probeable functions, which fbt globs expand to; empty: only the
@@ -156,6 +158,11 @@ impl Env for FiringEnv<'_> {
                     .unwrap_or(0),
                 ArgSource::Retval => f.retval,
                 ArgSource::Zero => 0,
+                // The firing's arguments stand for the call's and the sampled PCs.
+                ArgSource::SyscallArg(n) => f.args.get(n as usize).copied().unwrap_or(0),
+                ArgSource::KernelPc => f.args[0],
+                ArgSource::UserPc => f.args[1],
+                ArgSource::Record => f.args[0],
             };
         }
         match b {
@@ -165,6 +172,7 @@ impl Env for FiringEnv<'_> {
             Builtin::Timestamp => f.timestamp,
             // The simulated thread has run since the clock started.
             Builtin::Vtimestamp => f.timestamp,
+            Builtin::Errno => probe::errno(f.kind, self.builtin(Builtin::Retval)),
             Builtin::Walltimestamp => 1_700_000_000_000_000_000 + f.timestamp,
             Builtin::Uid => f.uid,
             Builtin::Id => self.probe_id.into(),
@@ -176,25 +184,19 @@ impl Env for FiringEnv<'_> {
         let f = self.f;
         match b {
             Builtin::Execname => probe::copy(out, f.execname.as_bytes()),
-            Builtin::Probeprov => probe::copy(out, probe::provider(f.kind)),
-            Builtin::Probemod => probe::copy(out, probe::module(f.kind)),
-            Builtin::Probefunc => probe::copy(out, f.func.as_bytes()),
-            Builtin::Probename => probe::name(f.kind, self.period_ns, out),
+            Builtin::Probeprov | Builtin::Probemod | Builtin::Probefunc | Builtin::Probename => {
+                probe::describe(f.kind, f.func.as_bytes(), self.period_ns, b, out).unwrap_or(0)
+            }
             _ => 0,
         }
     }
 
     fn read_kernel(&mut self, addr: u64, out: &mut [u8]) -> bool {
-        for (base, bytes) in &self.sim.mem {
-            if addr >= *base {
-                let o = (addr - base) as usize;
-                if let Some(src) = o.checked_add(out.len()).and_then(|e| bytes.get(o..e)) {
-                    out.copy_from_slice(src);
-                    return true;
-                }
-            }
-        }
-        false
+        read_in(&self.sim.mem, addr, out)
+    }
+
+    fn read_user(&mut self, addr: u64, out: &mut [u8]) -> bool {
+        read_in(&self.sim.user_mem, addr, out)
     }
 
     fn global_load(&mut self, id: u32) -> u64 {
@@ -316,7 +318,13 @@ impl Sim {
         let mut probes: Vec<(u32, usize)> = Vec::new();
         for (pi, p) in descs {
             if p.kind != f.kind
-                || (p.kind == ProbeKind::Tick && f.period_ns != 0 && p.arg != f.period_ns)
+                || (matches!(p.kind, ProbeKind::Tick | ProbeKind::Profile)
+                    && f.period_ns != 0
+                    && p.arg != f.period_ns)
+                || (matches!(
+                    p.kind,
+                    ProbeKind::SyscallEntry | ProbeKind::SyscallReturn | ProbeKind::Tracepoint
+                ) && img.probe_func(pi) != Some(f.func.as_bytes()))
             {
                 continue;
             }
@@ -355,4 +363,18 @@ impl Sim {
         }
         String::from_utf8_lossy(&out).into_owned()
     }
+}
+
+/// Reads `out.len()` bytes at `addr` from one of the regions of `mem`.
+fn read_in(mem: &[(u64, Vec<u8>)], addr: u64, out: &mut [u8]) -> bool {
+    for (base, bytes) in mem {
+        if addr >= *base {
+            let o = (addr - base) as usize;
+            if let Some(src) = o.checked_add(out.len()).and_then(|e| bytes.get(o..e)) {
+                out.copy_from_slice(src);
+                return true;
+            }
+        }
+    }
+    false
 }
