@@ -516,20 +516,6 @@ fn structs_with_strings_and_struct_valued_arrays() {
 }
 
 #[test]
-fn interpreter_line_is_skipped() {
-    assert_eq!(
-        run("#!/usr/sbin/dtrace -qs\n#pragma D option quiet\nBEGIN { printf(\"ok\\n\"); }"),
-        "ok\n"
-    );
-    // Elsewhere `#!` is still an error.
-    bad(
-        "BEGIN { }\n#!x\n",
-        "2:2",
-        "unsupported preprocessor directive '#!x' (only #pragma D option is)",
-    );
-}
-
-#[test]
 fn comma_operator() {
     assert_eq!(
         run("BEGIN { x = (y = 3, y + 1); z = 1, w = 2; printf(\"%d %d %d %d\\n\", x, y, z, w); }"),

@@ -53,10 +53,6 @@ pub type LexError = (Span, String);
 pub fn lex(src: &str) -> Result<Vec<Token>, LexError> {
     let b = src.as_bytes();
     let mut i = 0;
-    // An interpreter line (`#!/usr/sbin/dtrace -s`) is not D: skip it, as dtrace does.
-    if src.starts_with("#!") {
-        i = src.find('\n').unwrap_or(src.len());
-    }
     let mut out = Vec::new();
     let mut line_start = true;
     while i < b.len() {
