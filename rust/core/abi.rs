@@ -12,7 +12,7 @@ pub const DEVICE_NAME: &str = "oxtrace";
 /// ABI major version: a new major breaks old tools.
 pub const ABI_MAJOR: u32 = 1;
 /// ABI minor version: a new minor only adds.
-pub const ABI_MINOR: u32 = 4;
+pub const ABI_MINOR: u32 = 5;
 
 /// The CPU has Intel PT with ToPA output.
 pub const FEAT_INTEL_PT: u64 = 1 << 0;
@@ -48,6 +48,9 @@ pub const LOADERR_PROBE: u32 = 4;
 /// (`limits::MEM_*`), `err_index` the CPUs, `err_part` 0 per consumer or 1 all consumers,
 /// `err_insn` the KiB needed, `err_arg` the KiB the budget leaves.
 pub const LOADERR_MEMORY: u32 = 5;
+/// [`Load::err_kind`]: attach entry `err_index` names a function that is unsafe to probe
+/// (`EPERM`); `err_code` is the reason, `probesafe::Why`.
+pub const LOADERR_UNSAFE: u32 = 6;
 
 /// [`ProbeInfo::flags`]: a return probe.
 pub const PROBE_RETURN: u32 = 1 << 0;

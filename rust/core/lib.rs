@@ -24,5 +24,6 @@ pub mod diag;
 pub mod dynvar;
 pub mod limits;
 pub mod probe;
+pub mod probesafe;
 pub mod program;
 pub mod topa;
