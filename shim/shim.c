@@ -193,6 +193,34 @@ u32 oxt_current_ppid(void)
 	return ppid;
 }
 
+/*
+ * Whether current's process is @pid or descends from it (D's progenyof()).  The walk up
+ * real_parent ends at the idle task (its own parent) and is bounded by OXT_PROGENY_MAX
+ * steps so that probe context stays short whatever the tree.
+ */
+#define OXT_PROGENY_MAX 1024
+bool oxt_current_progenyof(u32 pid)
+{
+	struct task_struct *t, *p;
+	bool found = false;
+	int i;
+
+	rcu_read_lock();
+	t = current;
+	for (i = 0; i < OXT_PROGENY_MAX; i++) {
+		if (task_tgid_nr(t) == pid) {
+			found = true;
+			break;
+		}
+		p = rcu_dereference(t->real_parent);
+		if (!p || p == t)
+			break;
+		t = p;
+	}
+	rcu_read_unlock();
+	return found;
+}
+
 unsigned long oxt_current_task(void)
 {
 	return (unsigned long)current;

@@ -347,6 +347,7 @@ pub fn reason_code(r: &Reason) -> (u32, u32) {
         NoReturn => (20, 0),
         ScratchTooLarge => (21, 0),
         BadTables => (22, 0),
+        BadImmRegister(r) => (23, r),
     }
 }
 
@@ -388,6 +389,7 @@ impl fmt::Display for ReasonMsg {
                 crate::limits::MAX_SCRATCH
             ),
             22 => write!(f, "tables inconsistent"),
+            23 => write!(f, "invalid register r{a} in the immediate"),
             c => write!(f, "verifier reason {c} ({a})"),
         }
     }
@@ -403,6 +405,7 @@ pub fn fault_code(k: &FaultKind) -> (u32, u64) {
         FaultKind::KeyMismatch => (5, 0),
         FaultKind::ScratchExhausted => (6, 0),
         FaultKind::Invalid => (7, 0),
+        FaultKind::IllegalOp => (8, 0),
     }
 }
 
@@ -424,6 +427,7 @@ impl fmt::Display for FaultMsg {
             5 => write!(f, "key does not match the variable's layout"),
             6 => write!(f, "out of scratch space"),
             7 => write!(f, "invalid instruction"),
+            8 => write!(f, "illegal operation"),
             c => write!(f, "fault {c}"),
         }
     }

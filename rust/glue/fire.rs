@@ -294,4 +294,9 @@ impl Env for KernelEnv<'_> {
             None => false,
         }
     }
+
+    fn progenyof(&mut self, pid: u64) -> bool {
+        // A pid beyond 32 bits names no process.
+        u32::try_from(pid).is_ok_and(task::progenyof)
+    }
 }

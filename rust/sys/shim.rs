@@ -80,6 +80,7 @@ extern "C" {
     pub(crate) fn oxt_current_uid() -> u32;
     pub(crate) fn oxt_current_gid() -> u32;
     pub(crate) fn oxt_current_ppid() -> u32;
+    pub(crate) fn oxt_current_progenyof(pid: u32) -> bool;
     pub(crate) fn oxt_current_task() -> c_ulong;
     pub(crate) fn oxt_current_comm(buf: *mut u8, len: usize) -> usize;
     pub(crate) fn oxt_read_nofault(dst: *mut c_void, src: c_ulong, len: usize) -> c_long;

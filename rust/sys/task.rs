@@ -37,6 +37,13 @@ pub(crate) fn ppid() -> u32 {
     unsafe { shim::oxt_current_ppid() }
 }
 
+/// Whether the current process is `pid` or one of its descendants.
+pub(crate) fn progenyof(pid: u32) -> bool {
+    // SAFETY: the shim walks `real_parent` from `current` under RCU, a bounded number of
+    // steps.
+    unsafe { shim::oxt_current_progenyof(pid) }
+}
+
 /// Address of the current task (`curthread`).
 pub(crate) fn current_addr() -> u64 {
     // SAFETY: reads `current`.

@@ -151,10 +151,50 @@ pub enum Op {
     Strjoin = 69,
     /// Write `r1` to this CPU's Intel PT stream as a PTWRITE packet (software backend).
     Ptwrite = 70,
+    /// `rd = substr(r1, r2, r_imm)`: a new scratch string, `r_imm` the length register
+    /// (the compiler passes a length of `i32::MAX` for the two-argument form).
+    Substr = 71,
+    /// `rd = strstr(r1, r2)`: a new scratch string from the first occurrence of `r2` in `r1`, or
+    /// 0 (NULL).
+    Strstr = 72,
+    /// `rd = strchr(r1, r2)`: a new scratch string from the first character `r2` in `r1`, or 0.
+    Strchr = 73,
+    /// `rd = strrchr(r1, r2)`: as `strchr` from the last occurrence.
+    Strrchr = 74,
+    /// `rd = index(r1, r2, r_imm)`: offset of `r2` in `r1` at or after `r_imm`, or -1.
+    Index = 75,
+    /// `rd = rindex(r1, r2, r_imm)`: offset of the last `r2` in `r1` at or before `r_imm`, or -1.
+    Rindex = 76,
+    /// `rd = strtok(r1, r2)`: the next token of `r1` (0: of the clause's last `strtok` string)
+    /// cut at the delimiters `r2`, as a new scratch string, or 0 when none is left.
+    Strtok = 77,
+    /// `rd = lltostr(r1, r2)`: `r1` in base `r2` as a new scratch string; faults on a bad base.
+    Lltostr = 78,
+    /// `rd = strtoll(r1, r2)`: the integer string `r1` in base `r2`; faults on a bad base.
+    Strtoll = 79,
+    /// `rd = toupper(r1)`: a new scratch string.
+    Toupper = 80,
+    /// `rd = tolower(r1)`: a new scratch string.
+    Tolower = 81,
+    /// `rd = basename(r1)`: a new scratch string.
+    Basename = 82,
+    /// `rd = dirname(r1)`: a new scratch string.
+    Dirname = 83,
+    /// `rd = cleanpath(r1)`: a new scratch string.
+    Cleanpath = 84,
+    /// `rd = inet_ntop(r1, r2)`: the address of family `r1` (`AF_INET`, `AF_INET6`) in kernel
+    /// memory at `r2`, as a new scratch string; faults on another family or a bad address.
+    InetNtop = 85,
+    /// `rd = r1` in network byte order, `imm` bits (16, 32 or 64) wide: `hton*`/`ntoh*`.
+    Hton = 86,
+    /// `rd = rand()`: a weak pseudo-random non-negative `int`.
+    Rand = 87,
+    /// `rd = progenyof(r1)`: 1 when the current process is `r1` or one of its descendants.
+    Progenyof = 88,
 }
 
 /// Number of opcodes; every byte value at or above it is invalid.
-pub const NOPS: u8 = 71;
+pub const NOPS: u8 = 89;
 
 impl Op {
     /// Decode an opcode byte.
@@ -232,6 +272,24 @@ impl Op {
             Exit,
             Strjoin,
             Ptwrite,
+            Substr,
+            Strstr,
+            Strchr,
+            Strrchr,
+            Index,
+            Rindex,
+            Strtok,
+            Lltostr,
+            Strtoll,
+            Toupper,
+            Tolower,
+            Basename,
+            Dirname,
+            Cleanpath,
+            InetNtop,
+            Hton,
+            Rand,
+            Progenyof,
         ];
         ALL.get(b as usize).copied()
     }
@@ -311,6 +369,24 @@ impl Op {
             Exit => "exit",
             Strjoin => "strjoin",
             Ptwrite => "ptwrite",
+            Substr => "substr",
+            Strstr => "strstr",
+            Strchr => "strchr",
+            Strrchr => "strrchr",
+            Index => "index",
+            Rindex => "rindex",
+            Strtok => "strtok",
+            Lltostr => "lltostr",
+            Strtoll => "strtoll",
+            Toupper => "toupper",
+            Tolower => "tolower",
+            Basename => "basename",
+            Dirname => "dirname",
+            Cleanpath => "cleanpath",
+            InetNtop => "inet_ntop",
+            Hton => "hton",
+            Rand => "rand",
+            Progenyof => "progenyof",
         }
     }
 }

@@ -62,6 +62,7 @@ pub const fn scratch_size(nlocals: u32, strsize: u32, slots: u32) -> usize {
 
 mod isa;
 mod record;
+pub mod subr;
 mod verify;
 mod vm;
 

@@ -27,6 +27,8 @@ pub trait Env {
     /// Write `value` to this CPU's Intel PT stream (a PTW packet); false when it was lost
     /// (no PT stream configured or started, or the stream stopped or full).
     fn ptwrite(&mut self, value: u64) -> bool;
+    /// Whether the current process is `pid` or one of its descendants (`progenyof()`).
+    fn progenyof(&mut self, pid: u64) -> bool;
 }
 
 /// Kind of a runtime fault.
@@ -47,6 +49,9 @@ pub enum FaultKind {
     /// An instruction or table reference is not valid (never happens on verified code run
     /// with the tables it was verified against).
     Invalid,
+    /// A subroutine argument out of its domain (`lltostr()` base, `inet_ntop()` family):
+    /// DTrace's "illegal operation".
+    IllegalOp,
 }
 
 /// A runtime fault: the clause is aborted.
@@ -93,6 +98,11 @@ pub struct Vm<'s> {
     nlocals: u32,
     strsize: u32,
     next_slot: usize,
+    /// Where `strtok(NULL, ...)` goes on: a string reference into the clause's last
+    /// `strtok()` string, or 0.
+    strtok: u64,
+    /// `rand()` calls so far, mixed into the seed so that calls in one firing differ.
+    rand_n: u64,
     /// Losses counted since the VM was created (the caller may reset them).
     pub losses: Losses,
 }
@@ -125,6 +135,8 @@ impl<'s> Vm<'s> {
             nlocals,
             strsize,
             next_slot: base,
+            strtok: 0,
+            rand_n: 0,
             losses: Losses::default(),
         })
     }
@@ -140,6 +152,8 @@ impl<'s> Vm<'s> {
             *b = 0;
         }
         self.next_slot = self.slots_start();
+        // The string it pointed into lived in a slot just freed.
+        self.strtok = 0;
     }
 
     /// Value of clause-local `idx` (for tests and the glue).
@@ -176,6 +190,147 @@ impl<'s> Vm<'s> {
         }
         self.next_slot = off + sz;
         Some(off)
+    }
+
+    /// Allocates a string slot and fills it with `f(strtab, scratch before the slot, out)`,
+    /// `out` being the slot's `strsize` bytes; returns the new string's reference, or 0 (a
+    /// NULL string) when `f` returns `None`.
+    fn new_str<F>(&mut self, strtab: &[u8], f: F) -> Result<u64, FaultKind>
+    where
+        F: FnOnce(&[u8], &[u8], &mut [u8]) -> Result<Option<usize>, FaultKind>,
+    {
+        let off = self.alloc_slot().ok_or(FaultKind::ScratchExhausted)?;
+        let ss = self.strsize as usize;
+        // PANIC: `alloc_slot` checked that `off + ss + 1` fits the scratch.
+        let (before, slot_area) = self.scratch.split_at_mut(off);
+        let slot = &mut slot_area[..ss + 1];
+        match f(strtab, before, &mut slot[..ss])? {
+            Some(len) => {
+                // PANIC: `f` writes into `slot[..ss]`, so `len <= ss`; `min` keeps it so.
+                slot[len.min(ss)] = 0;
+                Ok(str_ref(STR_SPACE_SCRATCH, off as u32))
+            }
+            None => {
+                slot[0] = 0;
+                Ok(0)
+            }
+        }
+    }
+
+    /// Runs a subroutine opcode (`Substr` ..= `Progenyof` but `Hton`); returns the value of `rd`.
+    fn subr<D: Dict + ?Sized, E: Env + ?Sized>(
+        &mut self,
+        op: Op,
+        a: u64,
+        b: u64,
+        c: u64,
+        dict: &D,
+        env: &mut E,
+    ) -> Result<u64, FaultKind> {
+        use Op::*;
+        let ss = self.strsize as usize;
+        let strtab = dict.strtab();
+        // Resolves a string register within `sc`, the scratch before the new slot.
+        fn get<'b>(t: &'b [u8], sc: &'b [u8], ss: usize, r: u64) -> Result<&'b [u8], FaultKind> {
+            resolve_str(t, sc, ss, r).ok_or(FaultKind::BadString)
+        }
+        Ok(match op {
+            Substr => self.new_str(strtab, |t, sc, out| {
+                let s = get(t, sc, ss, a)?;
+                Ok(Some(subr::substr(s, b as i64, Some(c as i64), out)))
+            })?,
+            Strstr => self.new_str(strtab, |t, sc, out| {
+                let s = get(t, sc, ss, a)?;
+                let sub = get(t, sc, ss, b)?;
+                Ok(subr::strstr(s, sub).map(|p| subr::copy(&s[p..], out)))
+            })?,
+            Strchr | Strrchr => self.new_str(strtab, |t, sc, out| {
+                let s = get(t, sc, ss, a)?;
+                // Searching for NUL finds the terminator: the empty string at the end.
+                if b as u8 == 0 {
+                    return Ok(Some(0));
+                }
+                let at = subr::strchr(s, b as u8, op == Strrchr);
+                Ok(at.map(|p| subr::copy(&s[p..], out)))
+            })?,
+            Index | Rindex => {
+                let s = get(strtab, self.scratch, ss, a)?;
+                let sub = get(strtab, self.scratch, ss, b)?;
+                if op == Index {
+                    subr::index(s, sub, c as i64) as u64
+                } else {
+                    subr::rindex(s, sub, c as i64) as u64
+                }
+            }
+            Strtok => {
+                let cur = if a == 0 { self.strtok } else { a };
+                if cur == 0 {
+                    // Like DTrace: no string to go on with gives NULL.
+                    return self.new_str(strtab, |_, _, _| Ok(None));
+                }
+                let mut next = 0u64;
+                let r = self.new_str(strtab, |t, sc, out| {
+                    let s = get(t, sc, ss, cur)?;
+                    let d = get(t, sc, ss, b)?;
+                    Ok(subr::strtok(s, d).map(|(start, end)| {
+                        // The offset is the low 32 bits; `end <= strsize` keeps it in range.
+                        next = (cur & !0xffff_ffff) | (cur as u32).wrapping_add(end as u32) as u64;
+                        subr::copy(&s[start..end], out)
+                    }))
+                })?;
+                self.strtok = next;
+                r
+            }
+            Lltostr => self.new_str(strtab, |_, _, out| {
+                subr::lltostr(a as i64, b as i64, out)
+                    .map(Some)
+                    .ok_or(FaultKind::IllegalOp)
+            })?,
+            Strtoll => {
+                let s = get(strtab, self.scratch, ss, a)?;
+                subr::strtoll(s, b as i64).ok_or(FaultKind::IllegalOp)? as u64
+            }
+            Toupper | Tolower | Basename | Dirname | Cleanpath => {
+                self.new_str(strtab, |t, sc, out| {
+                    let s = get(t, sc, ss, a)?;
+                    Ok(Some(match op {
+                        Toupper => subr::change_case(s, true, out),
+                        Tolower => subr::change_case(s, false, out),
+                        Basename => subr::basename(s, out),
+                        Dirname => subr::dirname(s, out),
+                        _ => subr::cleanpath(s, out),
+                    }))
+                })?
+            }
+            InetNtop => {
+                let mut addr = [0u8; 16];
+                let n = match a {
+                    subr::AF_INET => 4,
+                    subr::AF_INET6 => 16,
+                    _ => return Err(FaultKind::IllegalOp),
+                };
+                // PANIC: `n` is 4 or 16, within `addr`.
+                if !env.read_kernel(b, &mut addr[..n]) {
+                    return Err(FaultKind::BadAddr(b));
+                }
+                self.new_str(strtab, |_, _, out| {
+                    Ok(Some(if n == 4 {
+                        subr::inet_ntoa(&[addr[0], addr[1], addr[2], addr[3]], out)
+                    } else {
+                        subr::inet_ntoa6(&addr, out)
+                    }))
+                })?
+            }
+            Rand => {
+                self.rand_n = self.rand_n.wrapping_add(1);
+                let seed = env.builtin(Builtin::Timestamp)
+                    ^ env.builtin(Builtin::Cpu).rotate_left(48)
+                    ^ self.rand_n.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+                subr::rand_from(seed)
+            }
+            Progenyof => env.progenyof(a) as u64,
+            _ => return Err(FaultKind::Invalid),
+        })
     }
 
     /// Run a verified program with `dict` (the tables it was verified against) and `env`.
@@ -485,6 +640,22 @@ impl<'s> Vm<'s> {
                     if !env.ptwrite(a) {
                         self.losses.ptwrites += 1;
                     }
+                }
+                Hton => {
+                    out = Some(match imm {
+                        16 => (a as u16).to_be() as u64,
+                        32 => (a as u32).to_be() as u64,
+                        64 => a.to_be(),
+                        _ => return Err(f(FaultKind::Invalid)),
+                    })
+                }
+                Substr | Strstr | Strchr | Strrchr | Index | Rindex | Strtok | Lltostr
+                | Strtoll | Toupper | Tolower | Basename | Dirname | Cleanpath | InetNtop
+                | Rand | Progenyof => {
+                    // The third register of `Substr`, `Index` and `Rindex` (the verifier
+                    // checked `imm < NREGS`); the others don't read `c`.
+                    let c = self.regs.get(imm as usize).copied().unwrap_or(0);
+                    out = Some(self.subr(op, a, b, c, dict, env).map_err(f)?);
                 }
             }
             if let Some(v) = out {

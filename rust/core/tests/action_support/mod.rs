@@ -245,6 +245,13 @@ impl Env for TEnv {
         self.ptw.push(value);
         true
     }
+    fn progenyof(&mut self, pid: u64) -> bool {
+        // The process, its parent and init.
+        [Builtin::Pid, Builtin::Ppid]
+            .iter()
+            .any(|&b| self.builtin(b) == pid)
+            || pid == 1
+    }
 }
 
 pub fn code_bytes(words: &[u64]) -> Vec<u8> {
