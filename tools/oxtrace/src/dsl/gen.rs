@@ -10,6 +10,9 @@ use oxtrace_core::action::{self as act, insn, Op, Scope};
 use oxtrace_core::agg::{check_params, AggKind};
 use std::collections::HashMap;
 
+#[path = "subr.rs"]
+mod subr;
+
 pub(super) struct Var {
     pub(super) name: String,
     pub(super) scope: Scope,
@@ -875,6 +878,7 @@ impl<'a> Gen<'a> {
                 self.release(b);
                 Ok((rd, Ty::Str))
             }
+            n if subr::is_subr(n) => self.subr_call(n, args, span),
             "copyin" | "copyinstr" | "copyinto" => self.err(
                 span,
                 format!("{name}(): user-memory reads are not supported"),

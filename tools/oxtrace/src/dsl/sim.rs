@@ -86,6 +86,8 @@ pub struct Firing {
     pub uid: u64,
     /// Process name.
     pub execname: String,
+    /// The process's ancestors, parent first (`progenyof()`).
+    pub ancestors: Vec<u64>,
 }
 
 impl Default for Firing {
@@ -102,6 +104,7 @@ impl Default for Firing {
             timestamp: 1_000_000,
             uid: 0,
             execname: "test".into(),
+            ancestors: vec![1],
         }
     }
 }
@@ -233,6 +236,10 @@ impl Env for FiringEnv<'_> {
     fn ptwrite(&mut self, value: u64) -> bool {
         self.sim.ptwrites.push((self.clause, value));
         true
+    }
+
+    fn progenyof(&mut self, pid: u64) -> bool {
+        self.f.pid == pid || self.f.ancestors.contains(&pid)
     }
 }
 
