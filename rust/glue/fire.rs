@@ -84,6 +84,11 @@ fn fire(s: &Session, slot: &ProbeSlot, ctx: &mut ActionCtx, regs: &Regs) {
     if let Some(k) = s.counter(cpu, slot.id) {
         bump(&k.fired);
     }
+    // After an exit() record nothing but END runs: DTrace's consumer stops at the exit
+    // record, so later records and aggregation updates would only be thrown away.
+    if slot.kind != ProbeKind::End && s.exited.load(Ordering::Acquire) {
+        return;
+    }
     let Some(&(start, n)) = s.desc_range.get(slot.desc as usize) else {
         return;
     };

@@ -319,6 +319,8 @@ struct ProbeName {
     short: String,
     /// `provider:module:func:name`.
     full: String,
+    /// Whether it is dtrace:::END, whose records come after an exit().
+    end: bool,
 }
 
 /// A program being run.
@@ -334,6 +336,9 @@ pub struct Run<'a> {
     aggbuf: Vec<u8>,
     ncpus: u32,
     exit: Option<i64>,
+    /// When and on which CPU the first exit record fired: the records after it are not
+    /// DTrace's output (but END's and the rest of the exiting firing's are).
+    exit_at: Option<(u64, u32)>,
     header_done: bool,
     /// Dynamic-variable drop warnings, when the program has dynamic variables.
     dyn_drops: Option<DropTracker>,
@@ -389,6 +394,7 @@ impl<'a> Run<'a> {
                 ProbeName {
                     short: format!("{func}:{name}"),
                     full: format!("{prov}:{module}:{func}:{name}"),
+                    end: spec.is_some_and(|s| s.kind == ProbeKind::End),
                 }
             })
             .collect();
@@ -418,6 +424,7 @@ impl<'a> Run<'a> {
             aggbuf: vec![0; 1 << 16],
             ncpus,
             exit: None,
+            exit_at: None,
             header_done: false,
             dyn_drops: prog
                 .vars
@@ -549,12 +556,26 @@ impl<'a> Run<'a> {
         recs.sort_by_key(|r| (r.0, r.1));
         let mut last = None;
         for (ts, cpu, hdr, data) in recs {
+            if self.after_exit(ts, cpu, hdr.probe) {
+                continue;
+            }
             let first = last != Some((ts, cpu, hdr.probe));
             last = Some((ts, cpu, hdr.probe));
             self.record(cpu, first, &hdr, &data)?;
         }
         self.out.flush()?;
         Ok(())
+    }
+
+    /// Whether a record of `probe` fired at `ts` on `cpu` comes after the exit record: later,
+    /// or at the same time on another CPU, and not from END. (A firing's records share its
+    /// timestamp, so the exiting firing's records after its exit() still print.)
+    fn after_exit(&self, ts: u64, cpu: u32, probe: u32) -> bool {
+        let end = self.names.get(probe as usize).is_some_and(|n| n.end);
+        match self.exit_at {
+            Some((ets, ecpu)) => !end && (ts > ets || (ts == ets && cpu != ecpu)),
+            None => false,
+        }
     }
 
     /// The members every JSON record line starts with, without the closing brace.
@@ -667,6 +688,7 @@ impl<'a> Run<'a> {
                     _ => 0,
                 };
                 self.exit.get_or_insert(code);
+                self.exit_at.get_or_insert((h.timestamp, cpu));
                 if self.fmt == OutFmt::Json {
                     let o = self.json_head(kind, cpu, h);
                     writeln!(self.out, "{o},\"status\":{code}}}")?;
