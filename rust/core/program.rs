@@ -94,6 +94,8 @@ pub enum ProbeKind {
     End = 4,
     /// `tick-N`: `arg` is the period in ns.
     Tick = 5,
+    /// `dtrace:::ERROR`: fires in probe context when a clause faults.
+    Error = 6,
 }
 
 impl ProbeKind {
@@ -105,6 +107,7 @@ impl ProbeKind {
             3 => ProbeKind::Begin,
             4 => ProbeKind::End,
             5 => ProbeKind::Tick,
+            6 => ProbeKind::Error,
             _ => return None,
         })
     }
@@ -685,7 +688,7 @@ impl<'a> Image<'a> {
                         return Err(bad(ProbeFault::Field));
                     }
                 }
-                ProbeKind::Begin | ProbeKind::End => {
+                ProbeKind::Begin | ProbeKind::End | ProbeKind::Error => {
                     if func != 0 || arg != 0 {
                         return Err(bad(ProbeFault::Field));
                     }

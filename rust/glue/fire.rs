@@ -121,6 +121,8 @@ fn fire(s: &Session, slot: &ProbeSlot, ctx: &mut ActionCtx, regs: &Regs) {
         pbuf_drops: &mut st.pbuf_drops,
         agg: st.agg.as_mut(),
         pt,
+        err_args: None,
+        faulting: None,
     };
     probe::run_clauses(
         &mut vm,
@@ -144,6 +146,10 @@ struct KernelEnv<'a> {
     pbuf_drops: &'a mut u64,
     agg: Option<&'a mut Halves<u64>>,
     pt: Option<(&'a Pt, &'a mut PtCpu)>,
+    /// While ERROR's clauses run: its `arg0..arg5`.
+    err_args: Option<[u64; 6]>,
+    /// While ERROR's clauses run: the faulting probe's slot, `slot` being ERROR's.
+    faulting: Option<&'a ProbeSlot>,
 }
 
 impl KernelEnv<'_> {
@@ -181,13 +187,44 @@ impl ClauseEnv for KernelEnv<'_> {
         }
         self.write(buffer::KIND_ERROR, code, &data);
     }
+
+    fn enter_error(&mut self, desc: u32, args: &[u64; 6]) -> bool {
+        if self.faulting.is_some() || self.slot.kind == ProbeKind::Error {
+            return false;
+        }
+        let s = self.s;
+        let Some(err) = s
+            .slots
+            .iter()
+            .find(|sl| sl.kind == ProbeKind::Error && sl.desc == desc)
+        else {
+            return false;
+        };
+        if let Some(k) = s.counter(self.cpu, err.id) {
+            bump(&k.fired);
+        }
+        self.faulting = Some(self.slot);
+        self.slot = err;
+        self.err_args = Some(*args);
+        true
+    }
+
+    fn leave_error(&mut self) {
+        if let Some(sl) = self.faulting.take() {
+            self.slot = sl;
+        }
+        self.err_args = None;
+    }
 }
 
 impl Env for KernelEnv<'_> {
     fn builtin(&mut self, b: Builtin) -> u64 {
         if let Some(src) = probe::arg_source(self.slot.kind, b) {
             return match src {
-                ArgSource::Arg(n) => self.regs.arg(n),
+                ArgSource::Arg(n) => match &self.err_args {
+                    Some(a) => a.get(n as usize).copied().unwrap_or(0),
+                    None => self.regs.arg(n),
+                },
                 ArgSource::Retval => self.regs.retval(),
                 ArgSource::Zero => 0,
             };

@@ -385,6 +385,7 @@ impl<'a> Run<'a> {
                     Some(ProbeKind::FbtReturn) => ("fbt", "kernel", "return".to_string()),
                     Some(ProbeKind::Begin) => ("dtrace", "", "BEGIN".to_string()),
                     Some(ProbeKind::End) => ("dtrace", "", "END".to_string()),
+                    Some(ProbeKind::Error) => ("dtrace", "", "ERROR".to_string()),
                     _ => (
                         "profile",
                         "",

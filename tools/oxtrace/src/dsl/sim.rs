@@ -138,14 +138,29 @@ struct FiringEnv<'s> {
     clause: usize,
     probe_id: u32,
     period_ns: u64,
+    /// The enabled probe id of each ERROR description: (description, id).
+    error_ids: &'s [(u32, u32)],
+    /// While ERROR's clauses run: its arguments and the faulting probe's id.
+    err: Option<([u64; 6], u32)>,
+}
+
+impl FiringEnv<'_> {
+    fn kind(&self) -> ProbeKind {
+        if self.err.is_some() {
+            ProbeKind::Error
+        } else {
+            self.f.kind
+        }
+    }
 }
 
 impl Env for FiringEnv<'_> {
     fn builtin(&mut self, b: Builtin) -> u64 {
         let f = self.f;
-        if let Some(src) = probe::arg_source(f.kind, b) {
+        if let Some(src) = probe::arg_source(self.kind(), b) {
+            let args = self.err.map_or(f.args, |e| e.0);
             return match src {
-                ArgSource::Arg(n) => f.args.get(n as usize).copied().unwrap_or(0),
+                ArgSource::Arg(n) => args.get(n as usize).copied().unwrap_or(0),
                 ArgSource::Retval => f.retval,
                 ArgSource::Zero => 0,
             };
@@ -164,12 +179,14 @@ impl Env for FiringEnv<'_> {
 
     fn builtin_str(&mut self, b: Builtin, out: &mut [u8]) -> usize {
         let f = self.f;
+        let kind = self.kind();
+        let func = if self.err.is_some() { "" } else { &f.func };
         match b {
             Builtin::Execname => probe::copy(out, f.execname.as_bytes()),
-            Builtin::Probeprov => probe::copy(out, probe::provider(f.kind)),
-            Builtin::Probemod => probe::copy(out, probe::module(f.kind)),
-            Builtin::Probefunc => probe::copy(out, f.func.as_bytes()),
-            Builtin::Probename => probe::name(f.kind, self.period_ns, out),
+            Builtin::Probeprov => probe::copy(out, probe::provider(kind)),
+            Builtin::Probemod => probe::copy(out, probe::module(kind)),
+            Builtin::Probefunc => probe::copy(out, func.as_bytes()),
+            Builtin::Probename => probe::name(kind, self.period_ns, out),
             _ => 0,
         }
     }
@@ -251,6 +268,24 @@ impl ClauseEnv for FiringEnv<'_> {
     fn fault(&mut self, clause: u32, fault: Fault) {
         self.sim.faults.push((clause as usize, fault));
     }
+
+    fn enter_error(&mut self, desc: u32, args: &[u64; 6]) -> bool {
+        if self.err.is_some() || self.f.kind == ProbeKind::Error {
+            return false;
+        }
+        let Some(&(_, id)) = self.error_ids.iter().find(|e| e.0 == desc) else {
+            return false;
+        };
+        self.err = Some((*args, self.probe_id));
+        self.probe_id = id;
+        true
+    }
+
+    fn leave_error(&mut self) {
+        if let Some((_, id)) = self.err.take() {
+            self.probe_id = id;
+        }
+    }
 }
 
 impl Sim {
@@ -309,6 +344,10 @@ impl Sim {
             probes.push((id, pi));
         }
         probes.sort_unstable();
+        let error_ids: Vec<(u32, u32)> = (0..img.probe_count())
+            .filter(|&pi| img.probe(pi).map(|p| p.kind) == Some(ProbeKind::Error))
+            .filter_map(|pi| Some((pi as u32, probe::other_probe_id(&img, attach.len(), pi)?)))
+            .collect();
         for (id, pi) in probes {
             let mut env = FiringEnv {
                 sim: self,
@@ -316,6 +355,8 @@ impl Sim {
                 clause: 0,
                 probe_id: id,
                 period_ns: img.probe(pi).map_or(0, |p| p.arg),
+                error_ids: &error_ids,
+                err: None,
             };
             let order = probe::clauses_of(&img, pi as u32);
             probe::run_clauses(&mut vm, &img, &clauses, order, &mut env);
