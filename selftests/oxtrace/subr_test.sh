@@ -1,0 +1,102 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+# D's subroutine library and exit() through the real module: exact output (TAP).
+cd "$(dirname "$0")" || exit 1
+. ./tap.sh
+
+echo "TAP version 13"
+echo "1..12"
+
+run 'BEGIN {
+	this->p = "/usr/lib/../share//doc/";
+	printf("%s|%s|%s|%s\n", substr("hello, world", 7), substr("hello", 1, 3),
+	    substr("hello", -3), substr("hello", 0, -2));
+	printf("%s|%s|%s\n", basename(this->p), dirname(this->p), cleanpath(this->p));
+	printf("%s|%s\n", toupper(execname), tolower("MiXed 1"));
+	printf("%s|%s|%s\n", strstr("abcabc", "ca"), strchr("a.b.c", 46), strrchr("a.b.c", 46));
+	printf("%d %d %d %d %d\n", index("hello hello", "llo"), index("hello hello", "llo", 3),
+	    rindex("hello hello", "llo"), rindex("hello hello", "llo", 7), index("hello", "z"));
+	printf("%s %s %s %s\n", lltostr(-42), lltostr(255, 16), lltostr(8, 8), lltostr(5, 2));
+	printf("%d %d %d\n", strtoll("1234"), strtoll("0x1f", 16), strtoll(" -17"));
+	exit(0);
+}'
+expect "string subroutines" "world|ell|llo|hel
+doc|/usr/lib/../share|/usr/share/doc/
+OXTRACE|mixed 1
+cabc|.b.c|.c
+2 8 8 2 -1
+-42 0xff 010 101
+1234 31 -17 rc=0" "$out rc=$rc"
+
+run 'BEGIN {
+	this->s = strjoin("a,b", ",,c");
+	printf("%s ", strtok(this->s, ","));
+	printf("%s ", strtok(0, ","));
+	printf("%s\n", strtok(0, ","));
+	printf("%x %x %x %d\n", htons(0x1234), ntohl(0x11223344), htonll(1), ntohs(htons(80)));
+	printf("%d %d\n", getmajor(0x800003), getminor(0x800003));
+	exit(0);
+}'
+expect "strtok, byte order, dev_t" "a b c
+3412 44332211 100000000000000 80
+8 3" "$out"
+
+# inet_* read the address from kernel memory: linux_banner starts "Linux version 6.".
+banner=$(grep ' linux_banner$' /proc/kallsyms | cut -d' ' -f1)
+run "BEGIN { printf(\"%s %s %s\\n\", inet_ntoa(0x$banner), inet_ntoa6(0x$banner),
+	inet_ntop(2, 0x$banner)); exit(0); }"
+expect "inet_ntoa, inet_ntoa6, inet_ntop of kernel memory" \
+	"76.105.110.117 4c69:6e75:7820:7665:7273:696f:6e20:362e 76.105.110.117" "$out"
+
+run 'BEGIN { trace(inet_ntoa(8)); } BEGIN { trace(lltostr(1, 99)); } BEGIN { exit(0); }'
+if echo "$err" | grep -q "invalid address (0x8)" && echo "$err" | grep -q "illegal operation"; then
+	ok "bad address and bad base are errors, not faults"
+else
+	nok "bad address and bad base are errors, not faults" "$err"
+fi
+
+# The tool runs the script from this shell: it descends from init and from this shell.
+run "BEGIN { printf(\"%d %d %d %d\\n\", progenyof(1), progenyof($$), progenyof(pid),
+	progenyof(999999)); this->r = rand(); printf(\"%d\\n\", this->r >= 0); exit(0); }"
+expect "progenyof and rand" "1 1 1 0
+1" "$out"
+
+# exit() stops everything: the exiting firing's later records print, then END, nothing
+# else. (A return probe fires after its entry: with one thread the order is known.)
+exit_prog='fbt::ksys_read:entry /pid == $target/ { printf("%d\n", arg2); }
+     fbt::ksys_read:return /pid == $target && arg1 == 3/ { printf("exit\n"); exit(5);
+         printf("same firing\n"); }
+     END { printf("end\n"); }'
+run "$exit_prog" -c "./oxt_workload read 1 20000"
+expect "one thread: nothing after the exit record but its firing and END" \
+	"1 2 3 exit same firing end  rc=5" "$(echo "$out" | tr '\n' ' ') rc=$rc"
+run "$exit_prog" -c "./oxt_workload read 4 20000"
+expect "4 CPUs: the first exit only, then END" "exit same firing end  1" \
+	"$(echo "$out" | tail -3 | tr '\n' ' ') $(echo "$out" | grep -c '^exit$')"
+
+run 'fbt::ksys_read:entry /pid == $target/ { @n = count(); }
+     fbt::ksys_read:return /pid == $target && arg1 == 8/ { exit(2); }
+     END { printa("%@d\n", @n); }' -c "./oxt_workload read 1 20000"
+expect "no aggregation after exit: 8 reads up to the one of size 8" "8 rc=2" "$out rc=$rc"
+
+run 'BEGIN { exit(3); } BEGIN { exit(4); } END { exit(5); }'
+expect "the first exit status is kept" "rc=3" "rc=$rc"
+
+# ERROR on the 4 CPUs: 250 reads of size 3 per thread fault, each observed once.
+run 'fbt::ksys_read:entry /pid == $target && arg2 == 3/ { this->z = 0; this->x = 1 / this->z; }
+     dtrace:::ERROR { @c[cpu] = count(); @k[arg2, arg4, arg5] = count(); }
+     END { printa("%d %@d\n", @c); printa("action %d type %d addr %d: %@d\n", @k); }' \
+	-c "./oxt_workload read 4 2000"
+expect "ERROR fires in probe context on every CPU with DTrace's arguments" "0 250
+1 250
+2 250
+3 250
+action 2 type 4 addr 0: 1000" "$(echo "$out" | sort)"
+nerr=$(echo "$err" | grep -c "division by zero")
+expect "each fault is also reported" "1000" "$nerr"
+
+run 'BEGIN { trace(*(int *)16); } ERROR { printf("%d %d\n", arg4, arg5); trace(*(int *)arg5); }
+     BEGIN { exit(0); }'
+expect "a fault in ERROR does not recurse" "1 16 errors=2" "$out errors=$(echo "$err" | grep -c 'invalid address (0x10)')"
+
+tap_exit
