@@ -701,18 +701,23 @@ impl<'a> Run<'a> {
             }
             RecordKind::Printa => {
                 self.snap_aggs()?;
-                let fmt = match items.first() {
-                    Some(Item::Int(v, _)) if *v != u32::MAX as u64 => {
-                        self.prog.formats.get(*v as usize).cloned()
-                    }
+                let fmt_id = match items.first() {
+                    Some(Item::Int(v, _)) if *v != u32::MAX as u64 => Some(*v as u32),
                     _ => None,
                 };
+                let fmt = fmt_id.and_then(|v| self.prog.formats.get(v as usize).cloned());
+                let group = fmt_id.and_then(|v| self.prog.printa_aggs.get(&v)).cloned();
                 let mut s = String::new();
-                let r = match fmt {
-                    Some(f) => self
-                        .aggs
-                        .printa_format(h.id, &f, SortOrder::default(), &mut s),
-                    None => self.aggs.printa(h.id, SortOrder::default(), &mut s),
+                let r = match (fmt, &group) {
+                    (Some(f), Some(ids)) => {
+                        self.aggs
+                            .printa_multi(ids, &f, SortOrder::default(), &mut s)
+                    }
+                    (Some(f), None) => {
+                        self.aggs
+                            .printa_format(h.id, &f, SortOrder::default(), &mut s)
+                    }
+                    (None, _) => self.aggs.printa(h.id, SortOrder::default(), &mut s),
                 };
                 r.map_err(|e| RunError(e.to_string()))?;
                 match self.fmt {
@@ -720,7 +725,9 @@ impl<'a> Run<'a> {
                     OutFmt::Json => {
                         // The data printa shows, as the aggregation's JSON line.
                         let mut o = String::new();
-                        self.aggs.agg_json(h.id, SortOrder::default(), &mut o);
+                        for id in group.unwrap_or_else(|| vec![h.id]) {
+                            self.aggs.agg_json(id, SortOrder::default(), &mut o);
+                        }
                         self.out.write_all(o.as_bytes())?;
                     }
                     OutFmt::OpenMetrics => {}

@@ -62,6 +62,7 @@ pub fn compile_items(
         locals: HashMap::new(),
         strsize: c.options.strsize as u32,
         checked,
+        printa_groups: vec![],
     };
     t.str_idx.insert(vec![], 0);
     let clauses: Vec<&Clause> = items
@@ -246,6 +247,7 @@ pub fn compile_items(
     }
     c.probes = probes;
     c.formats = t.fmt_text.clone();
+    c.printa_aggs = t.printa_groups.iter().cloned().collect();
     c.aggs = t
         .aggs
         .iter()

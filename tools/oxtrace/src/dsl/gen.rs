@@ -49,6 +49,8 @@ pub(super) struct Tables {
     pub(super) strsize: u32,
     /// Whether to check what the kernel's limits refuse (see `compile_unchecked`).
     pub(super) checked: bool,
+    /// Formats of `printa` with several aggregations, each its own: (format id, aggs).
+    pub(super) printa_groups: Vec<(u32, Vec<u32>)>,
 }
 
 impl Tables {
@@ -968,9 +970,9 @@ impl<'a> Gen<'a> {
             }
             "printf" => self.printf(args, span)?,
             "printa" => {
-                let (fmt, agg_arg) = match args {
-                    [a] => (None, a),
-                    [f, a] => (Some(f), a),
+                let (fmt, agg_args) = match args {
+                    [a] => (None, std::slice::from_ref(a)),
+                    [f, rest @ ..] if !rest.is_empty() => (Some(f), rest),
                     _ => {
                         return self.err(
                             span,
@@ -978,19 +980,65 @@ impl<'a> Gen<'a> {
                         )
                     }
                 };
-                let agg = self.agg_ref(agg_arg)?;
-                let mut imm = agg;
+                let aggs = agg_args
+                    .iter()
+                    .map(|a| self.agg_ref(a))
+                    .collect::<GResult<Vec<u32>>>()?;
+                // Several aggregations print side by side: their keys must match.
+                for (a, &id) in agg_args.iter().zip(&aggs).skip(1) {
+                    let (k0, k) = (&self.t.aggs[aggs[0] as usize], &self.t.aggs[id as usize]);
+                    if k0.keys.is_some() && k.keys.is_some() && k0.keys != k.keys {
+                        return self.err(
+                            a.span,
+                            format!(
+                                "printa(): @{} has keys ({}), @{} has ({})",
+                                k.name,
+                                kinds_text(k.keys.as_deref().unwrap_or_default()),
+                                k0.name,
+                                kinds_text(k0.keys.as_deref().unwrap_or_default())
+                            ),
+                        );
+                    }
+                }
+                let mut imm = aggs[0];
                 if let Some(f) = fmt {
                     let text = match &f.kind {
                         ExprKind::Str(s) => s.clone(),
                         _ => return self.err(f.span, "printa() format must be a string literal"),
                     };
-                    if let Err((off, msg)) = format::parse(&text, true) {
-                        return self
-                            .err(fmt_span(self.src, f.span, off), format!("printa(): {msg}"));
-                    }
-                    let id = self.t.fmt(&text);
+                    let pieces = match format::parse(&text, true) {
+                        Ok(p) => p,
+                        Err((off, msg)) => {
+                            return self
+                                .err(fmt_span(self.src, f.span, off), format!("printa(): {msg}"))
+                        }
+                    };
+                    let id = if aggs.len() > 1 {
+                        let nagg = format::convs(&pieces).filter(|c| c.flags.agg).count();
+                        if nagg != aggs.len() {
+                            return self.err(
+                                f.span,
+                                format!(
+                                    "printa(): format has {nagg} %@ conversion(s) for {} aggregations",
+                                    aggs.len()
+                                ),
+                            );
+                        }
+                        // A format of its own, so that the record finds the group.
+                        let id = self.t.fmts.len() as u32;
+                        let off = self.t.string(&text);
+                        self.t.fmts.push(off);
+                        self.t
+                            .fmt_text
+                            .push(String::from_utf8_lossy(&text).into_owned());
+                        self.t.printa_groups.push((id, aggs.clone()));
+                        id
+                    } else {
+                        self.t.fmt(&text)
+                    };
                     imm |= (id + 1) << 16;
+                } else if aggs.len() > 1 {
+                    return self.err(span, "printa() of several aggregations needs a format");
                 }
                 self.emit(Op::Printa, 0, 0, 0, imm);
             }
