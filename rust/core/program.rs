@@ -192,6 +192,10 @@ pub enum OptKey {
     Aggrate = 6,
     /// Maximum string size, bytes.
     Strsize = 7,
+    /// Number of speculations.
+    Nspec = 8,
+    /// Speculative buffer size per speculation and CPU, bytes.
+    Specsize = 9,
 }
 
 impl OptKey {
@@ -206,6 +210,8 @@ impl OptKey {
             5 => Aggsize,
             6 => Aggrate,
             7 => Strsize,
+            8 => Nspec,
+            9 => Specsize,
             _ => return None,
         })
     }
@@ -226,6 +232,8 @@ impl OptKey {
             Aggsize => "aggsize",
             Aggrate => "aggrate",
             Strsize => "strsize",
+            Nspec => "nspec",
+            Specsize => "specsize",
         }
     }
 
@@ -233,7 +241,7 @@ impl OptKey {
     pub fn from_name(s: &str) -> Option<OptKey> {
         use OptKey::*;
         [
-            Bufsize, Switchrate, Dynvarsize, Cleanrate, Aggsize, Aggrate, Strsize,
+            Bufsize, Switchrate, Dynvarsize, Cleanrate, Aggsize, Aggrate, Strsize, Nspec, Specsize,
         ]
         .into_iter()
         .find(|k| k.name() == s)
@@ -257,6 +265,10 @@ pub struct Options {
     pub aggrate: u64,
     /// Maximum string size, bytes (default 256).
     pub strsize: u64,
+    /// Speculations (default 1).
+    pub nspec: u64,
+    /// Speculative buffer per speculation and CPU, bytes (default 32 KiB).
+    pub specsize: u64,
 }
 
 impl Default for Options {
@@ -269,6 +281,8 @@ impl Default for Options {
             aggsize: 4 << 20,
             aggrate: 1_000_000_000,
             strsize: 256,
+            nspec: 1,
+            specsize: 32 << 10,
         }
     }
 }
@@ -284,6 +298,8 @@ impl Options {
             OptKey::Aggsize => self.aggsize,
             OptKey::Aggrate => self.aggrate,
             OptKey::Strsize => self.strsize,
+            OptKey::Nspec => self.nspec,
+            OptKey::Specsize => self.specsize,
         }
     }
 
@@ -297,6 +313,8 @@ impl Options {
             OptKey::Aggsize => self.aggsize = v,
             OptKey::Aggrate => self.aggrate = v,
             OptKey::Strsize => self.strsize = v,
+            OptKey::Nspec => self.nspec = v,
+            OptKey::Specsize => self.specsize = v,
         }
     }
 }

@@ -33,6 +33,7 @@ use crate::buffer;
 use crate::diag;
 use crate::glue::pt::{Pt, PtCpu};
 use crate::glue::session::{ProbeSlot, Session};
+use crate::glue::spec::{Lost, Refused, SpecCpu};
 use crate::probe::{self, ArgSource, ClauseEnv};
 use crate::program::ProbeKind;
 use crate::sys::cpu;
@@ -120,6 +121,7 @@ fn fire(s: &Session, slot: &ProbeSlot, ctx: &mut ActionCtx, regs: &Regs) {
         pbuf_off: &mut st.pbuf_off,
         pbuf_drops: &mut st.pbuf_drops,
         agg: st.agg.as_mut(),
+        spec: st.spec.as_mut(),
         pt,
         err_args: None,
         faulting: None,
@@ -145,6 +147,8 @@ struct KernelEnv<'a> {
     pbuf_off: &'a mut usize,
     pbuf_drops: &'a mut u64,
     agg: Option<&'a mut Halves<u64>>,
+    /// This CPU's speculative buffers, if the program speculates.
+    spec: Option<&'a mut SpecCpu>,
     pt: Option<(&'a Pt, &'a mut PtCpu)>,
     /// While ERROR's clauses run: its `arg0..arg5`.
     err_args: Option<[u64; 6]>,
@@ -334,6 +338,64 @@ impl Env for KernelEnv<'_> {
         match self.pt.as_mut() {
             Some((pt, c)) => pt.ptwrite(c, self.cpu, value),
             None => false,
+        }
+    }
+
+    fn speculation(&mut self) -> u64 {
+        let Some(specs) = self.s.specs.as_ref() else {
+            return 0;
+        };
+        match specs.speculation() {
+            Ok(id) => id,
+            Err(why) => {
+                if let Some(c) = self.s.cpu_counters.get(self.cpu as usize) {
+                    bump(match why {
+                        Refused::Busy => &c.spec_busy,
+                        Refused::Unavailable => &c.spec_unavail,
+                    });
+                }
+                0
+            }
+        }
+    }
+
+    fn emit_spec(&mut self, id: u64, rec: &Record<'_>) -> bool {
+        let ts = self.ts();
+        let (Some(specs), Some(sc)) = (self.s.specs.as_ref(), self.spec.as_deref_mut()) else {
+            return false;
+        };
+        match specs.write(self.cpu, sc, id, self.slot.id, ts, rec) {
+            Ok(()) => true,
+            Err(Lost::Drop) => {
+                if let Some(c) = self.s.cpu_counters.get(self.cpu as usize) {
+                    bump(&c.spec_drops);
+                }
+                false
+            }
+            Err(Lost::Silent) => false,
+        }
+    }
+
+    fn spec_end(&mut self, id: u64, commit: bool) {
+        let ts = self.ts();
+        let (Some(specs), Some(sc)) = (self.s.specs.as_ref(), self.spec.as_deref_mut()) else {
+            return;
+        };
+        if specs.end(id, commit, ts) {
+            // This CPU's share now; the others' at their next buffer switch.
+            let before = *self.pbuf_drops;
+            specs.settle(
+                self.cpu,
+                sc,
+                self.pbuf.active(),
+                self.pbuf_off,
+                self.pbuf_drops,
+            );
+            if let Some(c) = self.s.cpu_counters.get(self.cpu as usize) {
+                for _ in before..*self.pbuf_drops {
+                    bump(&c.drops);
+                }
+            }
         }
     }
 

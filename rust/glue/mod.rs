@@ -11,3 +11,4 @@ pub(crate) mod fire;
 pub(crate) mod image;
 pub(crate) mod pt;
 pub(crate) mod session;
+pub(crate) mod spec;

@@ -25,9 +25,12 @@
 
 #define OXT_DEVICE_NAME "oxtrace"
 
-/* A new major breaks old tools; a new minor only adds. */
+/*
+ * A new major breaks old tools; a new minor only adds.  Minor 4: the speculation
+ * counters of struct oxt_cpu_status, image options nspec and specsize, opcodes 71-92.
+ */
 #define OXT_ABI_MAJOR 1
-#define OXT_ABI_MINOR 3
+#define OXT_ABI_MINOR 4
 
 /* Feature bits of struct oxt_version.features. */
 /* The CPU has Intel PT with ToPA output (CPUID 7.0:EBX[25], 0x14.0:ECX[0]). */
@@ -64,7 +67,9 @@ struct oxt_cpu_status {
 	__u64 drops;		/* records that did not fit the principal buffer */
 	__u64 errors;		/* clauses aborted by a runtime error */
 	__u64 recursion;	/* probe hits not run: an action was running on this CPU */
-	__u64 reserved[3];
+	__u64 specdrops;	/* records that did not fit a speculative buffer (minor 4) */
+	__u64 specbusy;		/* speculation() failed: only busy speculations left (minor 4) */
+	__u64 specunavail;	/* speculation() failed: every speculation active (minor 4) */
 };
 
 struct oxt_status {
@@ -101,7 +106,8 @@ struct oxt_attach {
 #define OXT_LOADERR_PROBE	4	/* probe description err_index attaches nowhere */
 /*
  * Over the memory budget (E2BIG): err_code = largest part (1 principal buffers,
- * 2 aggregation buffers, 3 dynamic variables, 4 scratch, 5 image), err_index =
+ * 2 aggregation buffers, 3 dynamic variables, 4 scratch, 5 image, 6 speculative
+ * buffers since minor 4), err_index =
  * CPUs, err_part = 0 per-consumer or 1 global budget, err_insn = KiB needed,
  * err_arg = KiB the budget leaves.
  */

@@ -191,10 +191,18 @@ pub enum Op {
     Rand = 87,
     /// `rd = progenyof(r1)`: 1 when the current process is `r1` or one of its descendants.
     Progenyof = 88,
+    /// `rd = speculation()`: a free speculation's id, or 0 when none is free.
+    Speculation = 89,
+    /// `speculate(r1)`: the clause's later records go to speculation `r1`'s buffer.
+    Speculate = 90,
+    /// `commit(r1)`: speculation `r1`'s buffers go to the principal buffers.
+    Commit = 91,
+    /// `discard(r1)`: speculation `r1`'s buffers are emptied.
+    Discard = 92,
 }
 
 /// Number of opcodes; every byte value at or above it is invalid.
-pub const NOPS: u8 = 89;
+pub const NOPS: u8 = 93;
 
 impl Op {
     /// Decode an opcode byte.
@@ -290,6 +298,10 @@ impl Op {
             Hton,
             Rand,
             Progenyof,
+            Speculation,
+            Speculate,
+            Commit,
+            Discard,
         ];
         ALL.get(b as usize).copied()
     }
@@ -387,6 +399,10 @@ impl Op {
             Hton => "hton",
             Rand => "rand",
             Progenyof => "progenyof",
+            Speculation => "speculation",
+            Speculate => "speculate",
+            Commit => "commit",
+            Discard => "discard",
         }
     }
 }

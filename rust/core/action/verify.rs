@@ -129,6 +129,15 @@ impl<'a> Verified<'a> {
     pub fn string_allocs(&self) -> u32 {
         self.string_allocs
     }
+
+    /// Whether the program has an `op` instruction.
+    pub fn uses(&self, op: Op) -> bool {
+        (0..self.code.len()).any(|i| {
+            self.code
+                .word(i)
+                .is_some_and(|w| Insn::decode(w).op == op as u8)
+        })
+    }
 }
 
 /// How an immediate is checked.
@@ -234,7 +243,8 @@ fn shape(op: Op) -> Shape {
         Index | Rindex => sh(true, true, true, I::Reg),
         Strtoll => sh(true, true, true, I::Zero),
         Hton => sh(true, true, false, I::SwapWidth),
-        Rand => sh(true, false, false, I::Zero),
+        Rand | Speculation => sh(true, false, false, I::Zero),
+        Speculate | Commit | Discard => sh(false, true, false, I::Zero),
         Progenyof => sh(true, true, false, I::Zero),
     }
 }

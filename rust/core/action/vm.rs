@@ -29,6 +29,14 @@ pub trait Env {
     fn ptwrite(&mut self, value: u64) -> bool;
     /// Whether the current process is `pid` or one of its descendants (`progenyof()`).
     fn progenyof(&mut self, pid: u64) -> bool;
+    /// `speculation()`: makes a free speculation active and returns its id (1..=nspec), or
+    /// 0 when none is free (counted by the environment as busy or unavailable).
+    fn speculation(&mut self) -> u64;
+    /// Appends a record to this CPU's buffer of speculation `id`; false when it was dropped
+    /// (counted by the environment). Records of speculation 0 are dropped silently.
+    fn emit_spec(&mut self, id: u64, rec: &Record<'_>) -> bool;
+    /// `commit(id)` (`commit` true) or `discard(id)` of an active speculation.
+    fn spec_end(&mut self, id: u64, commit: bool);
 }
 
 /// Kind of a runtime fault.
@@ -103,6 +111,8 @@ pub struct Vm<'s> {
     strtok: u64,
     /// `rand()` calls so far, mixed into the seed so that calls in one firing differ.
     rand_n: u64,
+    /// The speculation the clause's records go to (`speculate()`), or `None`.
+    spec: Option<u64>,
     /// Losses counted since the VM was created (the caller may reset them).
     pub losses: Losses,
 }
@@ -137,6 +147,7 @@ impl<'s> Vm<'s> {
             next_slot: base,
             strtok: 0,
             rand_n: 0,
+            spec: None,
             losses: Losses::default(),
         })
     }
@@ -154,6 +165,7 @@ impl<'s> Vm<'s> {
         self.next_slot = self.slots_start();
         // The string it pointed into lived in a slot just freed.
         self.strtok = 0;
+        self.spec = None;
     }
 
     /// Value of clause-local `idx` (for tests and the glue).
@@ -370,6 +382,15 @@ impl<'s> Vm<'s> {
             let mut next = pc + 1;
             let mut out: Option<u64> = None;
             use Op::*;
+            // A speculated clause records data only: DTrace refuses the rest.
+            if self.spec.is_some()
+                && matches!(
+                    op,
+                    Agg | Printa | Clear | Trunc | Normalize | Denormalize | Exit | Ptwrite
+                )
+            {
+                return Err(f(FaultKind::IllegalOp));
+            }
             match op {
                 Nop => {}
                 Ret => return Ok(a),
@@ -641,6 +662,20 @@ impl<'s> Vm<'s> {
                         self.losses.ptwrites += 1;
                     }
                 }
+                Speculation => out = Some(env.speculation()),
+                Speculate => {
+                    // One speculate() per clause, before its data (the compiler checks it).
+                    if self.spec.is_some() {
+                        return Err(f(FaultKind::IllegalOp));
+                    }
+                    self.spec = Some(a);
+                }
+                Commit | Discard => {
+                    if self.spec.is_some() {
+                        return Err(f(FaultKind::IllegalOp));
+                    }
+                    env.spec_end(a, op == Commit);
+                }
                 Hton => {
                     out = Some(match imm {
                         16 => (a as u16).to_be() as u64,
@@ -711,8 +746,17 @@ impl<'s> Vm<'s> {
     fn emit<E: Env + ?Sized>(&mut self, env: &mut E, kind: RecordKind, id: u32, len: usize) {
         let rb_start = self.nlocals as usize * 8;
         let data = self.scratch.get(rb_start..rb_start + len).unwrap_or(&[]);
-        if !env.emit(&Record { kind, id, data }) {
-            self.losses.records += 1;
+        let rec = Record { kind, id, data };
+        match self.spec {
+            // The environment counts speculative drops itself.
+            Some(s) => {
+                env.emit_spec(s, &rec);
+            }
+            None => {
+                if !env.emit(&rec) {
+                    self.losses.records += 1;
+                }
+            }
         }
     }
 

@@ -523,3 +523,77 @@ fn verifier_checks_the_new_opcodes() {
     let e = verify(Code::new(&b).unwrap(), &d, four).unwrap_err();
     assert_eq!((e.index, e.reason), (4, Reason::ScratchTooLarge));
 }
+
+#[test]
+fn speculation_opcodes() {
+    // Clause 1: a speculation, two records into it (the third is over the cap of 2), and
+    // nothing to the principal buffer.
+    let mut env = TEnv::default();
+    let d = TDict::default();
+    let code = [
+        insn(Op::Speculation, 1, 0, 0, 0),
+        insn(Op::Speculate, 0, 1, 0, 0),
+        insn(Op::Ldi, 2, 0, 0, 7),
+        insn(Op::Pushtv, 0, 2, 0, IntType::I64.0 as u32),
+        insn(Op::Trace, 0, 0, 0, 0),
+        insn(Op::Pushtv, 0, 2, 0, IntType::I64.0 as u32),
+        insn(Op::Trace, 0, 0, 0, 0),
+        insn(Op::Pushtv, 0, 2, 0, IntType::I64.0 as u32),
+        insn(Op::Trace, 0, 0, 0, 0),
+        insn(Op::Ret, 0, 1, 0, 0),
+    ];
+    assert_eq!(run_with(&code, &d, &mut env), Ok(1));
+    assert!(env.records.is_empty());
+    assert_eq!(env.specs[0].as_ref().map(|r| r.len()), Some(2));
+    assert_eq!(env.spec_drops, 1);
+    // Clause 2: commit moves them to the principal buffer.
+    let commit = [
+        insn(Op::Ldi, 1, 0, 0, 1),
+        insn(Op::Commit, 0, 1, 0, 0),
+        insn(Op::Ret, 0, 0, 0, 0),
+    ];
+    assert_eq!(run_with(&commit, &d, &mut env), Ok(0));
+    assert_eq!(env.records.len(), 2);
+    assert!(env.specs[0].is_none());
+    // A discarded speculation's records are gone; a third speculation() with both taken is 0.
+    for _ in 0..2 {
+        run_with(&code, &d, &mut env).unwrap();
+    }
+    assert_eq!(run_with(&code, &d, &mut env), Ok(0));
+    assert_eq!(env.spec_unavail, 1);
+    let discard = [
+        insn(Op::Ldi, 1, 0, 0, 2),
+        insn(Op::Discard, 0, 1, 0, 0),
+        insn(Op::Ret, 0, 0, 0, 0),
+    ];
+    run_with(&discard, &d, &mut env).unwrap();
+    assert!(env.specs[1].is_none());
+    assert_eq!(env.records.len(), 2);
+}
+
+#[test]
+fn a_speculated_clause_records_data_only() {
+    for op in [
+        insn(Op::Exit, 0, 2, 0, 0),
+        insn(Op::Agg, 0, 2, 2, 0),
+        insn(Op::Printa, 0, 0, 0, 0),
+        insn(Op::Commit, 0, 1, 0, 0),
+        insn(Op::Speculate, 0, 1, 0, 0),
+    ] {
+        let (r, _) = run(&[
+            insn(Op::Speculation, 1, 0, 0, 0),
+            insn(Op::Speculate, 0, 1, 0, 0),
+            op,
+            insn(Op::Ret, 0, 0, 0, 0),
+        ]);
+        assert_eq!(
+            r,
+            Err(Fault {
+                pc: 2,
+                kind: FaultKind::IllegalOp
+            }),
+            "{:?}",
+            Insn::decode(op)
+        );
+    }
+}

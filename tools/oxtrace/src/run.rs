@@ -166,6 +166,11 @@ fn memory_words(prog: &Compiled, l: &abi::Load) -> String {
         limits::MEM_AGG => halves("aggsize", prog.options.aggsize),
         limits::MEM_DYNVAR => format!("dynvarsize {}", size_text(prog.options.dynvarsize)),
         limits::MEM_SCRATCH => format!("its scratch memory × {ncpus} CPUs"),
+        limits::MEM_SPEC => format!(
+            "nspec {} × specsize {} × {ncpus} CPUs",
+            prog.options.nspec,
+            size_text(prog.options.specsize)
+        ),
         _ => format!("its image of {} bytes", prog.image.len()),
     };
     let budget = mem_text(u64::from(l.err_arg) << 10);
@@ -336,9 +341,9 @@ pub struct Run<'a> {
     aggbuf: Vec<u8>,
     ncpus: u32,
     exit: Option<i64>,
-    /// When and on which CPU the first exit record fired: the records after it are not
-    /// DTrace's output (but END's and the rest of the exiting firing's are).
-    exit_at: Option<(u64, u32)>,
+    /// When the first exit record fired: the records after it are not DTrace's output (but
+    /// END's are).
+    exit_at: Option<u64>,
     header_done: bool,
     /// Dynamic-variable drop warnings, when the program has dynamic variables.
     dyn_drops: Option<DropTracker>,
@@ -557,7 +562,7 @@ impl<'a> Run<'a> {
         recs.sort_by_key(|r| (r.0, r.1));
         let mut last = None;
         for (ts, cpu, hdr, data) in recs {
-            if self.after_exit(ts, cpu, hdr.probe) {
+            if self.after_exit(ts, hdr.probe) {
                 continue;
             }
             let first = last != Some((ts, cpu, hdr.probe));
@@ -568,13 +573,14 @@ impl<'a> Run<'a> {
         Ok(())
     }
 
-    /// Whether a record of `probe` fired at `ts` on `cpu` comes after the exit record: later,
-    /// or at the same time on another CPU, and not from END. (A firing's records share its
-    /// timestamp, so the exiting firing's records after its exit() still print.)
-    fn after_exit(&self, ts: u64, cpu: u32, probe: u32) -> bool {
+    /// Whether a record of `probe` fired at `ts` comes after the exit record: later, and not
+    /// from END. (A firing's records share its timestamp, so the exiting firing's records
+    /// after its exit() still print; so do records a commit() of that firing settles on other
+    /// CPUs, which carry the commit's timestamp.)
+    fn after_exit(&self, ts: u64, probe: u32) -> bool {
         let end = self.names.get(probe as usize).is_some_and(|n| n.end);
         match self.exit_at {
-            Some((ets, ecpu)) => !end && (ts > ets || (ts == ets && cpu != ecpu)),
+            Some(ets) => !end && ts > ets,
             None => false,
         }
     }
@@ -689,7 +695,7 @@ impl<'a> Run<'a> {
                     _ => 0,
                 };
                 self.exit.get_or_insert(code);
-                self.exit_at.get_or_insert((h.timestamp, cpu));
+                self.exit_at.get_or_insert(h.timestamp);
                 if self.fmt == OutFmt::Json {
                     let o = self.json_head(kind, cpu, h);
                     writeln!(self.out, "{o},\"status\":{code}}}")?;
@@ -817,6 +823,26 @@ impl<'a> Run<'a> {
         let drops: u64 = cpus.iter().map(|c| c.drops).sum();
         if drops > 0 {
             eprintln!("oxtrace: {drops} records dropped in all: raise bufsize (-x bufsize=) or switchrate");
+        }
+        // DTrace's words for the speculation losses.
+        let plural = |n: u64| if n == 1 { "" } else { "s" };
+        let specdrops: u64 = cpus.iter().map(|c| c.specdrops).sum();
+        let specbusy: u64 = cpus.iter().map(|c| c.specbusy).sum();
+        let specunavail: u64 = cpus.iter().map(|c| c.specunavail).sum();
+        if specdrops > 0 {
+            eprintln!("oxtrace: {specdrops} speculative drop{}", plural(specdrops));
+        }
+        if specbusy > 0 {
+            eprintln!(
+                "oxtrace: {specbusy} failed speculation{} (available buffer(s) still busy)",
+                plural(specbusy)
+            );
+        }
+        if specunavail > 0 {
+            eprintln!(
+                "oxtrace: {specunavail} failed speculation{} (no speculative buffer space available)",
+                plural(specunavail)
+            );
         }
         if errors > 0 {
             eprintln!("oxtrace: {errors} errors");

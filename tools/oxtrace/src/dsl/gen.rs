@@ -839,6 +839,14 @@ impl<'a> Gen<'a> {
             }
         };
         match name {
+            "speculation" => {
+                if !args.is_empty() {
+                    return self.err(span, "speculation() takes no arguments");
+                }
+                let rd = self.reg(span)?;
+                self.emit(Op::Speculation, rd, 0, 0, 0);
+                Ok((rd, I32))
+            }
             "stringof" => {
                 nargs(self, 1)?;
                 let (r, ty) = self.expr(&args[0])?;
@@ -916,7 +924,10 @@ impl<'a> Gen<'a> {
                 name_span,
                 keys,
                 call,
-            } => self.agg_stmt(name, *name_span, keys, call),
+            } => {
+                self.not_speculated("an aggregation", *name_span)?;
+                self.agg_stmt(name, *name_span, keys, call)
+            }
         }
     }
 
@@ -931,7 +942,9 @@ impl<'a> Gen<'a> {
     }
 
     fn action(&mut self, name: &str, args: &[Expr], span: Span) -> GResult<()> {
+        self.not_speculated(name, span)?;
         match name {
+            "speculate" | "commit" | "discard" => self.spec_action(name, args, span)?,
             "trace" => {
                 if args.len() != 1 {
                     return self.err(

@@ -129,6 +129,21 @@ pub struct Sim {
     /// The kernel's probeable functions, which fbt globs expand to; empty: only the
     /// firing's function.
     pub functions: Vec<String>,
+    /// Speculations by id - 1 (`None`: free): their records and the buffer bytes used.
+    pub specs: Vec<Option<(Vec<SimRecord>, usize)>>,
+    /// Records that did not fit their speculative buffer (`specsize`).
+    pub spec_drops: u64,
+    /// `speculation()` calls that found every speculation active.
+    pub spec_unavail: u64,
+}
+
+fn owned_items(rec: &Record<'_>) -> Vec<OwnedItem> {
+    Items::new(rec.data)
+        .map(|i| match i {
+            Item::Int(v, t) => OwnedItem::Int(v, t.0),
+            Item::Str(s) => OwnedItem::Str(s.to_vec()),
+        })
+        .collect()
 }
 
 /// One simulated probe: a description, its enabled probe id and (ticks) period.
@@ -142,6 +157,8 @@ struct FiringEnv<'s> {
     error_ids: &'s [(u32, u32)],
     /// While ERROR's clauses run: its arguments and the faulting probe's id.
     err: Option<([u64; 6], u32)>,
+    /// Option `specsize`.
+    specsize: usize,
 }
 
 impl FiringEnv<'_> {
@@ -235,17 +252,11 @@ impl Env for FiringEnv<'_> {
     }
 
     fn emit(&mut self, rec: &Record<'_>) -> bool {
-        let items = Items::new(rec.data)
-            .map(|i| match i {
-                Item::Int(v, t) => OwnedItem::Int(v, t.0),
-                Item::Str(s) => OwnedItem::Str(s.to_vec()),
-            })
-            .collect();
         self.sim.records.push(SimRecord {
             clause: self.clause,
             kind: rec.kind,
             id: rec.id,
-            items,
+            items: owned_items(rec),
         });
         true
     }
@@ -257,6 +268,58 @@ impl Env for FiringEnv<'_> {
 
     fn progenyof(&mut self, pid: u64) -> bool {
         self.f.pid == pid || self.f.ancestors.contains(&pid)
+    }
+
+    fn speculation(&mut self) -> u64 {
+        match self.sim.specs.iter().position(|s| s.is_none()) {
+            Some(i) => {
+                self.sim.specs[i] = Some((vec![], 0));
+                i as u64 + 1
+            }
+            None => {
+                self.sim.spec_unavail += 1;
+                0
+            }
+        }
+    }
+
+    fn emit_spec(&mut self, id: u64, rec: &Record<'_>) -> bool {
+        let specsize = self.specsize;
+        let clause = self.clause;
+        let sim = &mut *self.sim;
+        let Some(Some((recs, used))) = (id as usize)
+            .checked_sub(1)
+            .and_then(|i| sim.specs.get_mut(i))
+        else {
+            return false;
+        };
+        let len = oxtrace_core::buffer::record_len(rec.data.len()).unwrap_or(usize::MAX);
+        if used.saturating_add(len) > specsize {
+            sim.spec_drops += 1;
+            return false;
+        }
+        *used += len;
+        recs.push(SimRecord {
+            clause,
+            kind: rec.kind,
+            id: rec.id,
+            items: owned_items(rec),
+        });
+        true
+    }
+
+    fn spec_end(&mut self, id: u64, commit: bool) {
+        let Some(slot) = (id as usize)
+            .checked_sub(1)
+            .and_then(|i| self.sim.specs.get_mut(i))
+        else {
+            return;
+        };
+        if let Some((recs, _)) = slot.take() {
+            if commit {
+                self.sim.records.extend(recs);
+            }
+        }
     }
 }
 
@@ -307,6 +370,10 @@ impl Sim {
             })
             .collect();
         let mut scratch = vec![0u8; need];
+        let nspec = img.options().nspec as usize;
+        if self.specs.len() != nspec {
+            self.specs.resize(nspec, None);
+        }
         let mut vm = Vm::new(&mut scratch, img.nlocals(), img.strsize()).expect("valid VM");
         let world = if self.functions.is_empty() {
             std::slice::from_ref(&f.func)
@@ -357,6 +424,7 @@ impl Sim {
                 period_ns: img.probe(pi).map_or(0, |p| p.arg),
                 error_ids: &error_ids,
                 err: None,
+                specsize: img.options().specsize as usize,
             };
             let order = probe::clauses_of(&img, pi as u32);
             probe::run_clauses(&mut vm, &img, &clauses, order, &mut env);

@@ -55,6 +55,55 @@ enum Want {
 }
 
 impl Gen<'_> {
+    /// Whether the clause so far has an instruction `op`.
+    fn has_op(&self, op: Op) -> bool {
+        self.code
+            .iter()
+            .any(|&w| oxtrace_core::action::Insn::decode(w).op == op as u8)
+    }
+
+    /// Refuses what a speculated clause may not do after `speculate()` (anything but
+    /// `trace`/`printf` and the clause's variables), as DTrace does.
+    pub(super) fn not_speculated(&self, what: &str, span: Span) -> GResult<()> {
+        let ok = matches!(what, "trace" | "printf" | "speculate");
+        if !ok && self.has_op(Op::Speculate) {
+            let what = if what.starts_with("an ") {
+                what.to_string()
+            } else {
+                format!("{what}()")
+            };
+            return self.err(
+                span,
+                format!("{what} may not follow speculate(): a speculation records data only"),
+            );
+        }
+        Ok(())
+    }
+
+    /// `speculate(id)`, `commit(id)`, `discard(id)`.
+    pub(super) fn spec_action(&mut self, name: &str, args: &[Expr], span: Span) -> GResult<()> {
+        let r = self.subr_args(name, args, span, &[Want::Int], 1)?;
+        let op = match name {
+            "speculate" => {
+                if self.has_op(Op::Speculate) {
+                    return self.err(span, "speculate() may appear once in a clause");
+                }
+                if self.has_op(Op::Trace) || self.has_op(Op::Printf) {
+                    return self.err(
+                        span,
+                        "speculate() must come before the clause's data-recording actions",
+                    );
+                }
+                Op::Speculate
+            }
+            "commit" => Op::Commit,
+            _ => Op::Discard,
+        };
+        self.emit(op, 0, r[0], 0, 0);
+        self.release_regs(&r);
+        Ok(())
+    }
+
     /// Checks the count (`min..=max`) and compiles the arguments, each of the kind `want`
     /// says; returns their registers.
     fn subr_args(

@@ -171,4 +171,7 @@ pub(super) const ACTIONS: &[&str] = &[
     "trunc",
     "normalize",
     "denormalize",
+    "speculate",
+    "commit",
+    "discard",
 ];
