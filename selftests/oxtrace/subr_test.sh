@@ -5,7 +5,7 @@ cd "$(dirname "$0")" || exit 1
 . ./tap.sh
 
 echo "TAP version 13"
-echo "1..12"
+echo "1..16"
 
 run 'BEGIN {
 	this->p = "/usr/lib/../share//doc/";
@@ -98,5 +98,43 @@ expect "each fault is also reported" "1000" "$nerr"
 run 'BEGIN { trace(*(int *)16); } ERROR { printf("%d %d\n", arg4, arg5); trace(*(int *)arg5); }
      BEGIN { exit(0); }'
 expect "a fault in ERROR does not recurse" "1 16 errors=2" "$out errors=$(echo "$err" | grep -c 'invalid address (0x10)')"
+
+# Speculations on the 4 CPUs: each thread's read speculates its size, committed for reads
+# of 3 bytes and discarded otherwise. nspec=4: one each, never busy.
+run 'fbt::ksys_read:entry /pid == $target/ { self->s = speculation(); speculate(self->s);
+         printf("%d\n", arg2); }
+     fbt::ksys_read:return /self->s && arg1 == 3/ { commit(self->s); self->s = 0; }
+     fbt::ksys_read:return /self->s && arg1 != 3/ { discard(self->s); self->s = 0; }' \
+	-x nspec=4 -c "./oxt_workload read 4 2000"
+expect "commit keeps, discard drops, on 4 CPUs" "1000 x 3, 0 other, rc=0" \
+	"$(echo "$out" | grep -c '^3$') x 3, $(echo "$out" | grep -vc '^3$') other, rc=$rc$(echo "$err" | grep spec)"
+
+run 'BEGIN { a = speculation(); b = speculation(); c = speculation();
+     printf("%d %d %d\n", a, b, c); exit(0); }' -x nspec=2
+expect "nspec speculations, then unavailable" "1 2 0
+oxtrace: 1 failed speculation (no speculative buffer space available)" "$out
+$(echo "$err" | grep speculation)"
+
+# specsize=1k holds 12 records of 80 bytes: of 20, 8 are speculative drops. The commit
+# runs on another timer, maybe another CPU: its records print before the exit.
+run 'BEGIN { s = speculation(); }
+     tick-1ms /i < 20/ { i = i + 1; speculate(s);
+         printf("%s\n", "01234567890123456789012345678901234567890123456789"); }
+     tick-1ms /i == 20/ { commit(s); exit(0); }' -x specsize=1k
+expect "specsize bounds the buffer: drops counted exactly" "12 oxtrace: 8 speculative drops" \
+	"$(echo "$out" | grep -c 0123456789) $(echo "$err" | grep speculative)"
+
+# Busy: CPU 1 speculates, CPU 0 commits; CPU 1 settles its share only at its next buffer
+# switch (switchrate=60s: at the end), so CPU 0's next speculation() finds it busy.
+run 'BEGIN { s = speculation(); }
+     fbt::ksys_read:entry /pid == $target && cpu == 1 && !w/ { w = 1; speculate(s);
+         printf("x\n"); }
+     fbt::ksys_read:entry /pid == $target && cpu == 0 && w && !c/ { c = 1; commit(s); }
+     fbt::ksys_read:entry /pid == $target && cpu == 0 && c && !t/ { t = 1;
+         printf("%d\n", speculation()); }' -x switchrate=60s -c "./oxt_workload read 2 2000"
+expect "a commit settling on another CPU is busy; its data prints at the switch" "x
+0
+oxtrace: 1 failed speculation (available buffer(s) still busy)" "$out
+$(echo "$err" | grep speculation)"
 
 tap_exit
