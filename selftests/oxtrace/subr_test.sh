@@ -5,7 +5,7 @@ cd "$(dirname "$0")" || exit 1
 . ./tap.sh
 
 echo "TAP version 13"
-echo "1..16"
+echo "1..17"
 
 run 'BEGIN {
 	this->p = "/usr/lib/../share//doc/";
@@ -136,5 +136,10 @@ expect "a commit settling on another CPU is busy; its data prints at the switch"
 0
 oxtrace: 1 failed speculation (available buffer(s) still busy)" "$out
 $(echo "$err" | grep speculation)"
+
+# A script says what it matched in one line, as dtrace -s does.
+printf 'BEGIN { exit(0); }\nEND { }\n' >/tmp/m.d
+got=$(timeout 60 oxtrace -s /tmp/m.d 2>&1 >/dev/null | grep matched)
+expect "script 'x.d' matched N probes" "oxtrace: script '/tmp/m.d' matched 2 probes" "$got"
 
 tap_exit

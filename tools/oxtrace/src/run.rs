@@ -406,9 +406,20 @@ impl<'a> Run<'a> {
             .collect();
         let quiet = prog.quiet;
         if !quiet && fmt == OutFmt::Text {
-            for (spec, n) in prog.probes.iter().zip(&per_desc) {
-                let s = if *n == 1 { "" } else { "s" };
-                eprintln!("oxtrace: description '{}' matched {n} probe{s}", spec.text);
+            let plural = |n: usize| if n == 1 { "" } else { "s" };
+            if src.name == "-e" {
+                for (spec, n) in prog.probes.iter().zip(&per_desc) {
+                    let s = plural(*n);
+                    eprintln!("oxtrace: description '{}' matched {n} probe{s}", spec.text);
+                }
+            } else {
+                // A script is one line, as dtrace -s says it.
+                let n: usize = per_desc.iter().sum();
+                eprintln!(
+                    "oxtrace: script '{}' matched {n} probe{}",
+                    src.name,
+                    plural(n)
+                );
             }
             if loaded.nskipped > 0 {
                 eprintln!(
