@@ -181,3 +181,38 @@ fn argument_errors_have_line_and_column() {
         assert_eq!(m, msg, "{src}");
     }
 }
+
+#[test]
+fn printf_star_width_date_escapes_and_many_arguments() {
+    let out = begin(
+        r#"BEGIN {
+            printf("[%*d] [%-*d] [%.*s] [%*.*s]\n", 5, 42, 4, 7, 2, "abc", -6, 1, "xyz");
+            printf("%Y\n", 1700000000123456789);
+            printf("%S|%s\n", "a\tb\\c\001", "ok");
+            printf("%d %d %d %d %d %d %d %d %d %d %d %d\n", 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12);
+        }"#,
+    );
+    assert_eq!(
+        out,
+        "[   42] [7   ] [ab] [x     ]\n\
+         2023 Nov 14 22:13:20\n\
+         a\\tb\\\\c\\001|ok\n\
+         1 2 3 4 5 6 7 8 9 10 11 12\n"
+    );
+    let (p, m) = err_at("BEGIN { printf(\"%*d\\n\", \"x\", 1); }");
+    assert_eq!(
+        (p.as_str(), m.as_str()),
+        (
+            "1:25",
+            "printf(): the * of %*d requires an integer, argument 2 is string"
+        )
+    );
+    let (p, m) = err_at("BEGIN { printf(\"%*d\\n\", 1); }");
+    assert_eq!(
+        (p.as_str(), m.as_str()),
+        (
+            "1:16",
+            "printf(): format takes 2 argument(s) but 1 argument(s) are given"
+        )
+    );
+}

@@ -1117,6 +1117,17 @@ impl<'a> Gen<'a> {
             }
         };
         let convs: Vec<&format::Conv> = format::convs(&pieces).collect();
+        // What each argument is for: `*` widths and precisions take one each.
+        let slots: Vec<(ArgKind, &format::Conv, bool)> = convs
+            .iter()
+            .flat_map(|c| {
+                let n = c.arg_kinds().count();
+                c.arg_kinds()
+                    .enumerate()
+                    .map(move |(i, k)| (k, *c, i + 1 < n))
+            })
+            .collect();
+        let stars = slots.len() != convs.len();
         let given = &args[1..];
         if given.len() > act::MAX_TUPLE {
             return self.err(
@@ -1124,35 +1135,44 @@ impl<'a> Gen<'a> {
                 format!("printf(): too many arguments (at most {})", act::MAX_TUPLE),
             );
         }
-        if convs.len() != given.len() {
-            let at = if given.len() > convs.len() {
-                given[convs.len()].span
+        if slots.len() != given.len() {
+            let at = if given.len() > slots.len() {
+                given[slots.len()].span
             } else {
                 f.span
+            };
+            let has = if stars {
+                format!("takes {} argument(s)", slots.len())
+            } else {
+                format!("has {} conversion(s)", convs.len())
             };
             return self.err(
                 at,
                 format!(
-                    "printf(): format has {} conversion(s) but {} argument(s) are given",
-                    convs.len(),
+                    "printf(): format {has} but {} argument(s) are given",
                     given.len()
                 ),
             );
         }
         let mut regs = Vec::new();
-        for (i, (a, c)) in given.iter().zip(&convs).enumerate() {
+        for (i, (a, &(kind, c, star))) in given.iter().zip(&slots).enumerate() {
             let (r, ty) = self.expr(a)?;
-            let ok = match c.arg_kind() {
+            let ok = match kind {
                 ArgKind::Str => ty == Ty::Str,
                 ArgKind::Int => ty.is_scalar(),
             };
             if !ok {
                 let conv = String::from_utf8_lossy(&text[c.start..c.end]).into_owned();
+                let what = if star {
+                    format!("the * of {conv}")
+                } else {
+                    conv
+                };
                 return self.err(
                     a.span,
                     format!(
-                        "printf(): {conv} requires {}, argument {} is {}",
-                        if c.arg_kind() == ArgKind::Str {
+                        "printf(): {what} requires {}, argument {} is {}",
+                        if kind == ArgKind::Str {
                             "a string"
                         } else {
                             "an integer"
