@@ -5,7 +5,7 @@ cd "$(dirname "$0")" || exit 1
 . ./tap.sh
 
 echo "TAP version 13"
-echo "1..17"
+echo "1..18"
 
 run 'BEGIN {
 	this->p = "/usr/lib/../share//doc/";
@@ -136,6 +136,10 @@ expect "a commit settling on another CPU is busy; its data prints at the switch"
 0
 oxtrace: 1 failed speculation (available buffer(s) still busy)" "$out
 $(echo "$err" | grep speculation)"
+
+vr=$(grep ' vfs_read$' /proc/kallsyms | cut -d' ' -f1)
+run "BEGIN { printf(\"%a %*d|%Y\\n\", 0x$vr + 4, 3, 7, 1700000000000000000); exit(0); }"
+expect "printf %a, * width and %Y" "vmlinux\`vfs_read+0x4   7|2023 Nov 14 22:13:20" "$out"
 
 # A script says what it matched in one line, as dtrace -s does.
 printf 'BEGIN { exit(0); }\nEND { }\n' >/tmp/m.d

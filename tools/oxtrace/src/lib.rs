@@ -14,3 +14,4 @@ pub mod output;
 pub mod probes;
 pub mod pt;
 pub mod run;
+pub mod symbols;

@@ -216,3 +216,22 @@ fn printf_star_width_date_escapes_and_many_arguments() {
         )
     );
 }
+
+#[test]
+fn printf_a_prints_kernel_symbols() {
+    let syms = oxtrace::symbols::parse(
+        "ffffffff81000000 T _stext\nffffffff81200000 T vfs_read\n\
+         ffffffff81200100 t vfs_write\nffffffffc0001000 t ext4_fill_super\t[ext4]\n",
+    );
+    oxtrace::symbols::init_with(syms);
+    let out = begin(
+        r#"BEGIN {
+            printf("%a|%a|%a|%a\n", 0xffffffff81200000, 0xffffffff81200004,
+                0xffffffffc0001010, 0x1000);
+        }"#,
+    );
+    assert_eq!(
+        out,
+        "vmlinux`vfs_read|vmlinux`vfs_read+0x4|ext4`ext4_fill_super+0x10|0x1000\n"
+    );
+}

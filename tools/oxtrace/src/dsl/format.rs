@@ -159,7 +159,7 @@ pub fn parse(fmt: &[u8], printa: bool) -> Result<Vec<Piece>, FormatError> {
             None => return Err((start, "format ends in the middle of a conversion".into())),
             Some(&c) => c as char,
         };
-        if !"diuxXocspSY".contains(conv) {
+        if !"diuxXocspSYa".contains(conv) {
             return Err((
                 i,
                 format!("conversion %{} is not supported", conv.escape_default()),
@@ -282,6 +282,10 @@ pub fn format_conv(out: &mut Vec<u8>, c: &Conv, item: &Item<'_>) {
             pad(out, e, c.width, f.minus);
         }
         ('Y', Item::Int(v, _)) => pad(out, &date_text(*v), c.width, f.minus),
+        ('a', Item::Int(v, _)) => {
+            let s = crate::symbols::symbolize(*v).unwrap_or_else(|| format!("{v:#x}"));
+            pad(out, s.as_bytes(), c.width, f.minus);
+        }
         ('s', Item::Str(s)) => {
             let s = match c.prec {
                 Some(p) if p < s.len() => &s[..p],
