@@ -42,6 +42,10 @@ u32 oxt_current_uid(void);
 u32 oxt_current_gid(void);
 u32 oxt_current_ppid(void);
 bool oxt_current_progenyof(u32 pid);
+void oxt_raise_init(void);
+int oxt_raise(int sig);
+void oxt_raise_sync(void);
+void oxt_ndelay(u64 ns);
 unsigned long oxt_current_task(void);
 /* Copies current->comm (NUL-terminated, at most len bytes); returns its length. */
 size_t oxt_current_comm(char *buf, size_t len);

@@ -31,6 +31,10 @@ pub const MAX_NSPEC: u64 = 64;
 pub const MIN_SPECSIZE: u64 = 1 << 10;
 /// Largest speculative buffer, per speculation and CPU.
 pub const MAX_SPECSIZE: u64 = 16 << 20;
+/// Most nanoseconds `chill()` may spin on one CPU per [`CHILL_INTERVAL_NS`] (DTrace's).
+pub const CHILL_MAX_NS: u64 = 500_000_000;
+/// The window of [`CHILL_MAX_NS`].
+pub const CHILL_INTERVAL_NS: u64 = 1_000_000_000;
 /// Largest `strsize`.
 pub const MAX_STRSIZE: u32 = 4096;
 /// Most clause-local (`this->`) variables of a program.

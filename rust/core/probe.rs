@@ -226,6 +226,12 @@ pub fn action_index(code: &crate::action::Code<'_>, pc: u32, in_predicate: bool)
                         | Denormalize
                         | Exit
                         | Ptwrite
+                        | System
+                        | Raise
+                        | Chill
+                        | Speculate
+                        | Commit
+                        | Discard
                 )
             )
         })

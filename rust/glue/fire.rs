@@ -34,6 +34,7 @@ use crate::diag;
 use crate::glue::pt::{Pt, PtCpu};
 use crate::glue::session::{ProbeSlot, Session};
 use crate::glue::spec::{Lost, Refused, SpecCpu};
+use crate::limits;
 use crate::probe::{self, ArgSource, ClauseEnv};
 use crate::program::ProbeKind;
 use crate::sys::cpu;
@@ -397,6 +398,29 @@ impl Env for KernelEnv<'_> {
                 }
             }
         }
+    }
+
+    fn raise(&mut self, sig: u64) -> bool {
+        i32::try_from(sig).is_ok_and(task::raise)
+    }
+
+    // DTrace's budget: CHILL_MAX_NS per CHILL_INTERVAL_NS on each CPU.
+    fn chill(&mut self, ns: u64) -> bool {
+        let Some(c) = self.s.cpu_counters.get(self.cpu as usize) else {
+            return false;
+        };
+        let now = cpu::mono_fast_ns();
+        if now.wrapping_sub(c.chill_start.load(Ordering::Relaxed)) >= limits::CHILL_INTERVAL_NS {
+            c.chill_start.store(now, Ordering::Relaxed);
+            c.chill_used.store(0, Ordering::Relaxed);
+        }
+        let used = c.chill_used.load(Ordering::Relaxed);
+        if used.saturating_add(ns) > limits::CHILL_MAX_NS {
+            return false;
+        }
+        c.chill_used.store(used + ns, Ordering::Relaxed);
+        task::spin_ns(ns);
+        true
     }
 
     fn progenyof(&mut self, pid: u64) -> bool {

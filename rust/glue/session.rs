@@ -66,6 +66,9 @@ pub(crate) struct CpuCounters {
     pub(super) spec_busy: AtomicU64,
     /// `speculation()` that found every speculation active.
     pub(super) spec_unavail: AtomicU64,
+    /// `chill()`: start of the current window, and nanoseconds spun in it.
+    pub(super) chill_start: AtomicU64,
+    pub(super) chill_used: AtomicU64,
 }
 
 /// What one CPU's actions use.

@@ -44,6 +44,32 @@ pub(crate) fn progenyof(pid: u32) -> bool {
     unsafe { shim::oxt_current_progenyof(pid) }
 }
 
+/// Signals the current process with `sig` once the probe has returned (an irq_work);
+/// false if `sig` is not a signal or this CPU has one in flight.
+pub(crate) fn raise(sig: i32) -> bool {
+    // SAFETY: the shim takes a reference on `current` and queues a per-CPU irq_work; it
+    // neither sleeps nor takes locks here.
+    unsafe { shim::oxt_raise(sig) == 0 }
+}
+
+/// Prepares every CPU's `raise()` work (module load, before any probe).
+pub(crate) fn raise_init() {
+    // SAFETY: process context at load; no probe exists yet to queue the works.
+    unsafe { shim::oxt_raise_init() }
+}
+
+/// Waits until no `raise()` work is pending on any CPU (module unload).
+pub(crate) fn raise_sync() {
+    // SAFETY: process context; `irq_work_sync` only waits.
+    unsafe { shim::oxt_raise_sync() }
+}
+
+/// Spins `ns` nanoseconds (`chill()`): the caller bounds `ns`.
+pub(crate) fn spin_ns(ns: u64) {
+    // SAFETY: `ndelay`/`mdelay` busy-wait; they never sleep.
+    unsafe { shim::oxt_ndelay(ns) }
+}
+
 /// Address of the current task (`curthread`).
 pub(crate) fn current_addr() -> u64 {
     // SAFETY: reads `current`.

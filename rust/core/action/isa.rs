@@ -199,10 +199,16 @@ pub enum Op {
     Commit = 91,
     /// `discard(r1)`: speculation `r1`'s buffers are emptied.
     Discard = 92,
+    /// Emit a system record, format `imm`, arguments from the tuple (destructive).
+    System = 93,
+    /// Send signal `r1` to the current process (`raise()`, `stop()`; destructive).
+    Raise = 94,
+    /// Spin `r1` nanoseconds in probe context (`chill()`; destructive, limited).
+    Chill = 95,
 }
 
 /// Number of opcodes; every byte value at or above it is invalid.
-pub const NOPS: u8 = 93;
+pub const NOPS: u8 = 96;
 
 impl Op {
     /// Decode an opcode byte.
@@ -302,6 +308,9 @@ impl Op {
             Speculate,
             Commit,
             Discard,
+            System,
+            Raise,
+            Chill,
         ];
         ALL.get(b as usize).copied()
     }
@@ -403,6 +412,9 @@ impl Op {
             Speculate => "speculate",
             Commit => "commit",
             Discard => "discard",
+            System => "system",
+            Raise => "raise",
+            Chill => "chill",
         }
     }
 }

@@ -244,7 +244,8 @@ fn shape(op: Op) -> Shape {
         Strtoll => sh(true, true, true, I::Zero),
         Hton => sh(true, true, false, I::SwapWidth),
         Rand | Speculation => sh(true, false, false, I::Zero),
-        Speculate | Commit | Discard => sh(false, true, false, I::Zero),
+        Speculate | Commit | Discard | Raise | Chill => sh(false, true, false, I::Zero),
+        System => sh(false, false, false, I::Fmt),
         Progenyof => sh(true, true, false, I::Zero),
     }
 }

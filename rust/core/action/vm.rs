@@ -37,6 +37,12 @@ pub trait Env {
     fn emit_spec(&mut self, id: u64, rec: &Record<'_>) -> bool;
     /// `commit(id)` (`commit` true) or `discard(id)` of an active speculation.
     fn spec_end(&mut self, id: u64, commit: bool);
+    /// `raise(sig)`: signal the current process when it is safe (after the probe); false when
+    /// the signal number is not one or a signal is already pending from this CPU.
+    fn raise(&mut self, sig: u64) -> bool;
+    /// `chill(ns)`: spin `ns` nanoseconds; false (nothing done) when it would take this CPU
+    /// over its chill budget.
+    fn chill(&mut self, ns: u64) -> bool;
 }
 
 /// Kind of a runtime fault.
@@ -386,7 +392,16 @@ impl<'s> Vm<'s> {
             if self.spec.is_some()
                 && matches!(
                     op,
-                    Agg | Printa | Clear | Trunc | Normalize | Denormalize | Exit | Ptwrite
+                    Agg | Printa
+                        | Clear
+                        | Trunc
+                        | Normalize
+                        | Denormalize
+                        | Exit
+                        | Ptwrite
+                        | System
+                        | Raise
+                        | Chill
                 )
             {
                 return Err(f(FaultKind::IllegalOp));
@@ -634,14 +649,19 @@ impl<'s> Vm<'s> {
                     }
                     self.tlen = 0;
                 }
-                Trace | Printf => {
+                Trace | Printf | System => {
                     let (kind, id) = if op == Trace {
                         (RecordKind::Trace, 0)
                     } else {
                         if imm >= dict.fmt_count() {
                             return Err(f(FaultKind::Invalid));
                         }
-                        (RecordKind::Printf, imm)
+                        let k = if op == Printf {
+                            RecordKind::Printf
+                        } else {
+                            RecordKind::System
+                        };
+                        (k, imm)
                     };
                     let len = self.assemble(dict.strtab()).map_err(f)?;
                     self.tlen = 0;
@@ -660,6 +680,16 @@ impl<'s> Vm<'s> {
                 Ptwrite => {
                     if !env.ptwrite(a) {
                         self.losses.ptwrites += 1;
+                    }
+                }
+                Raise => {
+                    if !env.raise(a) {
+                        return Err(f(FaultKind::IllegalOp));
+                    }
+                }
+                Chill => {
+                    if !env.chill(a) {
+                        return Err(f(FaultKind::IllegalOp));
                     }
                 }
                 Speculation => out = Some(env.speculation()),

@@ -700,6 +700,20 @@ impl<'a> Run<'a> {
                     }
                 }
             }
+            RecordKind::System => {
+                // Like dtrace: the consumer runs the command, in order with the output.
+                let cmd = self.prog.format_printf(h.id, &items).unwrap_or_default();
+                let cmd = String::from_utf8_lossy(&cmd).into_owned();
+                self.out.flush()?;
+                match std::process::Command::new("/bin/sh")
+                    .arg("-c")
+                    .arg(&cmd)
+                    .status()
+                {
+                    Ok(_) => {}
+                    Err(e) => eprintln!("oxtrace: system(\"{cmd}\") failed: {e}"),
+                }
+            }
             RecordKind::Exit => {
                 let code = match items.first() {
                     Some(Item::Int(v, _)) => *v as i64,

@@ -235,3 +235,68 @@ fn printf_a_prints_kernel_symbols() {
         "vmlinux`vfs_read|vmlinux`vfs_read+0x4|ext4`ext4_fill_super+0x10|0x1000\n"
     );
 }
+
+fn cw(src: &str) -> Compiled {
+    let opts = CompileOptions {
+        xopts: vec![("destructive".into(), None)],
+        ..CompileOptions::default()
+    };
+    compile(src, "test.d", &opts).unwrap_or_else(|e| panic!("{e}"))
+}
+
+#[test]
+fn destructive_actions_need_w() {
+    for (src, pos, name) in [
+        ("BEGIN { system(\"ls\"); }", "1:9", "system"),
+        ("BEGIN {\n  raise(9); }", "2:3", "raise"),
+        ("BEGIN { stop(); }", "1:9", "stop"),
+        ("BEGIN { chill(10); }", "1:9", "chill"),
+    ] {
+        let (p, m) = err_at(src);
+        assert_eq!(
+            (p.as_str(), m),
+            (
+                pos,
+                format!(
+                    "{name}(): destructive actions not allowed (allow them with -w or \
+                     #pragma D option destructive)"
+                )
+            ),
+            "{src}"
+        );
+    }
+    // The pragma allows them as -w does.
+    c("#pragma D option destructive\nBEGIN { chill(10); }");
+}
+
+#[test]
+fn destructive_actions_run() {
+    let p = cw(r#"BEGIN { system("echo %s %d", "hi", 42); raise(10); stop(); chill(1000); }"#);
+    let mut s = Sim::default();
+    s.fire(&p, &Firing::default());
+    assert!(s.faults.is_empty(), "{:?}", s.faults);
+    assert_eq!(s.records[0].kind, oxtrace_core::action::RecordKind::System);
+    let items: Vec<_> = s.records[0].items.iter().map(|i| i.as_item()).collect();
+    assert_eq!(
+        p.format_printf(s.records[0].id, &items).unwrap(),
+        b"echo hi 42"
+    );
+    assert_eq!(s.raised, vec![10, 19]);
+    assert_eq!(s.chilled, 1000);
+    // Over DTrace's chill budget, and a bad signal: illegal operations.
+    let p = cw("BEGIN { chill(600000000); } BEGIN { raise(99); }");
+    let mut s = Sim::default();
+    s.fire(&p, &Firing::default());
+    let kinds: Vec<_> = s.faults.iter().map(|f| f.1.kind).collect();
+    assert_eq!(kinds, vec![FaultKind::IllegalOp, FaultKind::IllegalOp]);
+    // system() checks its format like printf.
+    let opts = CompileOptions {
+        xopts: vec![("destructive".into(), None)],
+        ..CompileOptions::default()
+    };
+    let e = compile("BEGIN { system(\"%d\", \"x\"); }", "t.d", &opts).unwrap_err();
+    assert_eq!(
+        e.msg,
+        "system(): %d requires an integer, argument 2 is string"
+    );
+}

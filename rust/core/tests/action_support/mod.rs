@@ -125,6 +125,8 @@ pub struct TEnv {
     pub spec_cap: usize,
     pub spec_drops: u64,
     pub spec_unavail: u64,
+    /// Signals `raise()` sent.
+    pub raised: Vec<u64>,
 }
 
 impl Default for TEnv {
@@ -174,6 +176,7 @@ impl Default for TEnv {
             spec_cap: 2,
             spec_drops: 0,
             spec_unavail: 0,
+            raised: vec![],
         }
     }
 }
@@ -303,6 +306,13 @@ impl Env for TEnv {
                 self.records.extend(recs);
             }
         }
+    }
+    fn raise(&mut self, sig: u64) -> bool {
+        self.raised.push(sig);
+        (1..=64).contains(&sig)
+    }
+    fn chill(&mut self, ns: u64) -> bool {
+        ns <= oxtrace_core::limits::CHILL_MAX_NS
     }
     fn progenyof(&mut self, pid: u64) -> bool {
         // The process, its parent and init.

@@ -63,6 +63,7 @@ pub fn compile_items(
         strsize: c.options.strsize as u32,
         checked,
         printa_groups: vec![],
+        destructive: c.tool_options.contains_key("destructive"),
     };
     t.str_idx.insert(vec![], 0);
     let clauses: Vec<&Clause> = items

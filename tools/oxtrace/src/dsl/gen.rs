@@ -51,6 +51,8 @@ pub(super) struct Tables {
     pub(super) checked: bool,
     /// Formats of `printa` with several aggregations, each its own: (format id, aggs).
     pub(super) printa_groups: Vec<(u32, Vec<u32>)>,
+    /// Whether destructive actions are allowed (`-w`, `#pragma D option destructive`).
+    pub(super) destructive: bool,
 }
 
 impl Tables {
@@ -945,6 +947,7 @@ impl<'a> Gen<'a> {
         self.not_speculated(name, span)?;
         match name {
             "speculate" | "commit" | "discard" => self.spec_action(name, args, span)?,
+            "system" | "raise" | "stop" | "chill" => self.destructive_action(name, args, span)?,
             "trace" => {
                 if args.len() != 1 {
                     return self.err(
@@ -1103,17 +1106,23 @@ impl<'a> Gen<'a> {
     }
 
     fn printf(&mut self, args: &[Expr], span: Span) -> GResult<()> {
+        self.printf_op(args, span, Op::Printf)
+    }
+
+    /// `printf` or `system` (`op`): a format and its arguments, checked, as a record.
+    pub(super) fn printf_op(&mut self, args: &[Expr], span: Span, op: Op) -> GResult<()> {
+        let name = if op == Op::System { "system" } else { "printf" };
         let Some(f) = args.first() else {
-            return self.err(span, "printf() requires a format string");
+            return self.err(span, format!("{name}() requires a format string"));
         };
         let text = match &f.kind {
             ExprKind::Str(s) => s.clone(),
-            _ => return self.err(f.span, "printf() format must be a string literal"),
+            _ => return self.err(f.span, format!("{name}() format must be a string literal")),
         };
         let pieces = match format::parse(&text, false) {
             Ok(p) => p,
             Err((off, msg)) => {
-                return self.err(fmt_span(self.src, f.span, off), format!("printf(): {msg}"))
+                return self.err(fmt_span(self.src, f.span, off), format!("{name}(): {msg}"))
             }
         };
         let convs: Vec<&format::Conv> = format::convs(&pieces).collect();
@@ -1132,7 +1141,7 @@ impl<'a> Gen<'a> {
         if given.len() > act::MAX_TUPLE {
             return self.err(
                 given[act::MAX_TUPLE].span,
-                format!("printf(): too many arguments (at most {})", act::MAX_TUPLE),
+                format!("{name}(): too many arguments (at most {})", act::MAX_TUPLE),
             );
         }
         if slots.len() != given.len() {
@@ -1149,7 +1158,7 @@ impl<'a> Gen<'a> {
             return self.err(
                 at,
                 format!(
-                    "printf(): format {has} but {} argument(s) are given",
+                    "{name}(): format {has} but {} argument(s) are given",
                     given.len()
                 ),
             );
@@ -1171,7 +1180,7 @@ impl<'a> Gen<'a> {
                 return self.err(
                     a.span,
                     format!(
-                        "printf(): {what} requires {}, argument {} is {}",
+                        "{name}(): {what} requires {}, argument {} is {}",
                         if kind == ArgKind::Str {
                             "a string"
                         } else {
@@ -1187,7 +1196,7 @@ impl<'a> Gen<'a> {
         self.push_keys(&regs);
         self.release_all(&regs);
         let id = self.t.fmt(&text);
-        self.emit(Op::Printf, 0, 0, 0, id);
+        self.emit(op, 0, 0, 0, id);
         Ok(())
     }
 

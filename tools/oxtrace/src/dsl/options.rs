@@ -126,6 +126,7 @@ pub const TOOL_OPTIONS: &[&str] = &[
     "aggsortrev",
     "aggsortpos",
     "aggsortkeypos",
+    "destructive",
 ];
 
 /// Apply option `name[=value]`; errors carry the message.

@@ -135,6 +135,10 @@ pub struct Sim {
     pub spec_drops: u64,
     /// `speculation()` calls that found every speculation active.
     pub spec_unavail: u64,
+    /// Signals `raise()` sent, in order.
+    pub raised: Vec<u64>,
+    /// Nanoseconds `chill()` would have spun.
+    pub chilled: u64,
 }
 
 fn owned_items(rec: &Record<'_>) -> Vec<OwnedItem> {
@@ -268,6 +272,23 @@ impl Env for FiringEnv<'_> {
 
     fn progenyof(&mut self, pid: u64) -> bool {
         self.f.pid == pid || self.f.ancestors.contains(&pid)
+    }
+
+    fn raise(&mut self, sig: u64) -> bool {
+        if !(1..=64).contains(&sig) {
+            return false;
+        }
+        self.sim.raised.push(sig);
+        true
+    }
+
+    fn chill(&mut self, ns: u64) -> bool {
+        // One firing's worth of DTrace's budget (the simulator has no clock to refill it).
+        if self.sim.chilled.saturating_add(ns) > oxtrace_core::limits::CHILL_MAX_NS {
+            return false;
+        }
+        self.sim.chilled += ns;
+        true
     }
 
     fn speculation(&mut self) -> u64 {

@@ -40,6 +40,9 @@ const SUBRS: &[&str] = &[
     "getminor",
 ];
 
+/// `SIGSTOP` on Linux (every architecture but alpha, mips, parisc and sparc): `stop()`.
+const STOP_SIGNAL: u64 = 19;
+
 /// Whether `name` is a subroutine of this file.
 pub(super) fn is_subr(name: &str) -> bool {
     SUBRS.contains(&name)
@@ -76,6 +79,45 @@ impl Gen<'_> {
                 span,
                 format!("{what} may not follow speculate(): a speculation records data only"),
             );
+        }
+        Ok(())
+    }
+
+    /// The destructive actions: `system(fmt, ...)`, `raise(sig)`, `stop()`, `chill(ns)`;
+    /// refused, as DTrace refuses them, unless destructive actions are allowed.
+    pub(super) fn destructive_action(
+        &mut self,
+        name: &str,
+        args: &[Expr],
+        span: Span,
+    ) -> GResult<()> {
+        if !self.t.destructive {
+            return self.err(
+                span,
+                format!(
+                    "{name}(): destructive actions not allowed \
+                     (allow them with -w or #pragma D option destructive)"
+                ),
+            );
+        }
+        match name {
+            "system" => return self.printf_op(args, span, Op::System),
+            "stop" => {
+                self.subr_args(name, args, span, &[], 0)?;
+                let r = self.subr_const(STOP_SIGNAL, span)?;
+                self.emit(Op::Raise, 0, r, 0, 0);
+                self.release(r);
+            }
+            _ => {
+                let r = self.subr_args(name, args, span, &[Want::Int], 1)?;
+                let op = if name == "raise" {
+                    Op::Raise
+                } else {
+                    Op::Chill
+                };
+                self.emit(op, 0, r[0], 0, 0);
+                self.release_regs(&r);
+            }
         }
         Ok(())
     }

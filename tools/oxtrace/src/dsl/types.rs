@@ -174,4 +174,8 @@ pub(super) const ACTIONS: &[&str] = &[
     "speculate",
     "commit",
     "discard",
+    "system",
+    "raise",
+    "stop",
+    "chill",
 ];
