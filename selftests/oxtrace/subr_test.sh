@@ -5,7 +5,7 @@ cd "$(dirname "$0")" || exit 1
 . ./tap.sh
 
 echo "TAP version 13"
-echo "1..18"
+echo "1..22"
 
 run 'BEGIN {
 	this->p = "/usr/lib/../share//doc/";
@@ -140,6 +140,26 @@ $(echo "$err" | grep speculation)"
 vr=$(grep ' vfs_read$' /proc/kallsyms | cut -d' ' -f1)
 run "BEGIN { printf(\"%a %*d|%Y\\n\", 0x$vr + 4, 3, 7, 1700000000000000000); exit(0); }"
 expect "printf %a, * width and %Y" "vmlinux\`vfs_read+0x4   7|2023 Nov 14 22:13:20" "$out"
+
+# Destructive actions: refused without -w, as dtrace refuses them.
+run 'BEGIN { system("echo no"); exit(0); }'
+if [ $rc = 1 ] && echo "$err" | grep -q "destructive actions not allowed" && [ -z "$out" ]; then
+	ok "destructive actions need -w"
+else
+	nok "destructive actions need -w" "rc=$rc" "$out" "$err"
+fi
+run 'BEGIN { printf("before\n"); system("echo hello %d", 42); exit(0); }' -w
+expect "system() runs in order with the output" "before
+hello 42" "$out"
+# raise() on the return of the 5th read: the signal lands before the 6th.
+run 'fbt::ksys_read:entry /pid == $target/ { @n = count(); i = i + 1; }
+     fbt::ksys_read:return /pid == $target && i == 5/ { raise(9); }
+     END { printa("%@d\n", @n); }' -w -c "./oxt_workload read 1 2000000"
+expect "raise(9) kills the process after its 5th read" "5" "$out"
+run 'BEGIN { chill(1000000); printf("chilled\n"); chill(600000000); printf("no\n"); }
+     BEGIN { exit(0); }' -w
+expect "chill() within DTrace's budget, refused past it" "chilled illegal=1" \
+	"$out illegal=$(echo "$err" | grep -c 'illegal operation')"
 
 # A script says what it matched in one line, as dtrace -s does.
 printf 'BEGIN { exit(0); }\nEND { }\n' >/tmp/m.d
