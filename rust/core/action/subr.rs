@@ -20,6 +20,7 @@ pub const MINORBITS: u32 = 20;
 /// Copies `src` into `out`, truncated; returns the length copied.
 pub fn copy(src: &[u8], out: &mut [u8]) -> usize {
     let n = src.len().min(out.len());
+    // PANIC: `n` is at most either length.
     out[..n].copy_from_slice(&src[..n]);
     n
 }
@@ -49,6 +50,7 @@ pub fn substr(s: &[u8], index: i64, length: Option<i64>, out: &mut [u8]) -> usiz
         return 0;
     }
     let end = index.saturating_add(remaining).min(len) as usize;
+    // PANIC: `0 <= index < len` (checked above) and `index < end <= len`.
     copy(&s[index as usize..end], out)
 }
 
@@ -109,6 +111,7 @@ pub fn strchr(s: &[u8], c: u8, last: bool) -> Option<usize> {
 /// delimiters and returns the token's range, or `None` when only delimiters are left.
 pub fn strtok(s: &[u8], delim: &[u8]) -> Option<(usize, usize)> {
     let start = s.iter().position(|b| !delim.contains(b))?;
+    // PANIC: `start` is a position in `s`.
     let end = s[start..]
         .iter()
         .position(|b| delim.contains(b))
@@ -131,6 +134,7 @@ pub fn lltostr(v: i64, base: i64, out: &mut [u8]) -> Option<usize> {
     loop {
         let d = (u % b) as u8;
         at -= 1;
+        // PANIC: at most 64 digits (base 2) and 2 prefix bytes fill the 66 of `buf`.
         buf[at] = if d < 10 { b'0' + d } else { b'a' + d - 10 };
         u /= b;
         if u == 0 {
@@ -145,8 +149,10 @@ pub fn lltostr(v: i64, base: i64, out: &mut [u8]) -> Option<usize> {
     };
     for &p in prefix.iter().rev() {
         at -= 1;
+        // PANIC: as above.
         buf[at] = p;
     }
+    // PANIC: `at < buf.len()`.
     Some(copy(&buf[at..], out))
 }
 
@@ -187,6 +193,7 @@ pub fn strtoll(s: &[u8], base: i64) -> Option<i64> {
 /// `toupper(s)` / `tolower(s)`: ASCII letters changed, everything else copied.
 pub fn change_case(s: &[u8], upper: bool, out: &mut [u8]) -> usize {
     let n = copy(s, out);
+    // PANIC: `copy` returns at most `out.len()`.
     for c in &mut out[..n] {
         *c = if upper {
             c.to_ascii_uppercase()
@@ -200,6 +207,7 @@ pub fn change_case(s: &[u8], upper: bool, out: &mut [u8]) -> usize {
 /// Trailing slashes off (but not the last character of a string of slashes).
 fn trim_slashes(s: &[u8]) -> &[u8] {
     let keep = s.iter().rposition(|&b| b != b'/').map_or(1, |p| p + 1);
+    // PANIC: clamped to the length.
     &s[..keep.min(s.len())]
 }
 
@@ -214,6 +222,7 @@ pub fn basename(s: &[u8], out: &mut [u8]) -> usize {
         return copy(b"/", out);
     }
     let start = t.iter().rposition(|&b| b == b'/').map_or(0, |p| p + 1);
+    // PANIC: `start <= t.len()` (one past a position in `t`).
     copy(&t[start..], out)
 }
 
@@ -227,6 +236,7 @@ pub fn dirname(s: &[u8], out: &mut [u8]) -> usize {
     match t.iter().rposition(|&b| b == b'/') {
         None => copy(b".", out),
         Some(p) => {
+            // PANIC: `p` is a position in `t`.
             let d = trim_slashes(&t[..p + 1]);
             copy(d, out)
         }
@@ -253,6 +263,7 @@ pub fn cleanpath(s: &[u8], out: &mut [u8]) -> usize {
         match comp {
             b"" | b"." => {}
             b".." if n > floor => {
+                // PANIC: `root <= floor < n <= out.len()`: `n` only grows by what fits.
                 let body = &out[root..n];
                 let cut = body
                     .iter()
@@ -263,9 +274,11 @@ pub fn cleanpath(s: &[u8], out: &mut [u8]) -> usize {
             b".." if abs => {}
             _ => {
                 if n > root && n < out.len() {
+                    // PANIC: `n < out.len()` just checked.
                     out[n] = b'/';
                     n += 1;
                 }
+                // PANIC: `n <= out.len()` (see above).
                 n += copy(comp, &mut out[n..]);
                 if comp == b".." {
                     floor = n;
@@ -277,6 +290,7 @@ pub fn cleanpath(s: &[u8], out: &mut [u8]) -> usize {
         return copy(b".", out);
     }
     if s.len() > 1 && s.last() == Some(&b'/') && n > root && n < out.len() {
+        // PANIC: `n < out.len()` just checked.
         out[n] = b'/';
         n += 1;
     }
@@ -289,6 +303,7 @@ fn put_dec(v: u8, out: &mut [u8], n: usize) -> usize {
     let mut k = 0;
     let mut u = v;
     loop {
+        // PANIC: a `u8` has at most 3 decimal digits, `k <= 2` here.
         d[2 - k] = b'0' + u % 10;
         k += 1;
         u /= 10;
@@ -296,6 +311,7 @@ fn put_dec(v: u8, out: &mut [u8], n: usize) -> usize {
             break;
         }
     }
+    // PANIC: `1 <= k <= 3`.
     n + copy(&d[3 - k..], out.get_mut(n..).unwrap_or(&mut []))
 }
 
@@ -316,6 +332,8 @@ pub fn inet_ntoa(a: &[u8; 4], out: &mut [u8]) -> usize {
 /// IPv4-mapped address as `::ffff:a.b.c.d`.
 pub fn inet_ntoa6(a: &[u8; 16], out: &mut [u8]) -> usize {
     let mut g = [0u16; 8];
+    // PANIC (this function): `i < 8` indexes `g` and `2 * i + 1 < 16` indexes `a`; a run of
+    // zero groups starts and ends within `g`; a group has at most 4 hex digits (`k < 4`).
     for (i, w) in g.iter_mut().enumerate() {
         *w = u16::from_be_bytes([a[2 * i], a[2 * i + 1]]);
     }

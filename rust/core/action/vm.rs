@@ -260,6 +260,7 @@ impl<'s> Vm<'s> {
             Strstr => self.new_str(strtab, |t, sc, out| {
                 let s = get(t, sc, ss, a)?;
                 let sub = get(t, sc, ss, b)?;
+                // PANIC: `strstr` returns an offset at most `s.len()`.
                 Ok(subr::strstr(s, sub).map(|p| subr::copy(&s[p..], out)))
             })?,
             Strchr | Strrchr => self.new_str(strtab, |t, sc, out| {
@@ -269,6 +270,7 @@ impl<'s> Vm<'s> {
                     return Ok(Some(0));
                 }
                 let at = subr::strchr(s, b as u8, op == Strrchr);
+                // PANIC: `strchr` returns a position in `s`.
                 Ok(at.map(|p| subr::copy(&s[p..], out)))
             })?,
             Index | Rindex => {
@@ -293,6 +295,7 @@ impl<'s> Vm<'s> {
                     Ok(subr::strtok(s, d).map(|(start, end)| {
                         // The offset is the low 32 bits; `end <= strsize` keeps it in range.
                         next = (cur & !0xffff_ffff) | (cur as u32).wrapping_add(end as u32) as u64;
+                        // PANIC: `strtok` returns `start <= end <= s.len()`.
                         subr::copy(&s[start..end], out)
                     }))
                 })?;
