@@ -57,6 +57,7 @@ impl Drop for Oxtrace {
     fn drop(&mut self) {
         // A raise() queued by a probe must not run after the module is gone.
         sys::task::raise_sync();
+        sys::provider::module_exit();
         pr_info!("oxtrace unloaded\n");
     }
 }

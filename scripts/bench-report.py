@@ -44,13 +44,17 @@ for line in open(raw, errors="replace"):
 
 WLS = [("1t", "read loop, 1 thread"), ("4t", "read loop, 4 threads"),
        ("lat", "16 KiB read (latency), 1 thread")]
-PAIRS = ["empty", "count", "hist", "sum", "trace"]
+PAIRS = ["empty", "count", "hist", "sum", "trace", "sysread", "profile"]
 DESC = {
     "empty": ("fbt::ksys_read:entry /0/ { }", "kprobe:ksys_read { }"),
     "count": ("@[pid] = count()", "@[pid] = count()"),
     "hist": ("self->ts + quantize", "@start[tid] + hist"),
     "sum": ("@s = sum(arg0)", "@s = sum(arg0)"),
     "trace": ("trace(pid)", "printf(\"%d\\n\", pid)"),
+    "sysread": ("syscall::read:entry @[pid] = count()",
+                "tracepoint:syscalls:sys_enter_read (raw_syscalls:sys_enter /args->id == 0/ "
+                "without FTRACE_SYSCALLS) @[pid] = count()"),
+    "profile": ("profile-997 @[cpu] = count()", "profile:hz:997 @[cpu] = count()"),
 }
 
 

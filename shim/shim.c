@@ -318,12 +318,12 @@ long oxt_read_nofault(void *dst, unsigned long src, size_t len)
  */
 static DEFINE_PER_CPU(int, oxt_action_depth);
 
-static bool oxt_guard_enter(void)
+bool oxt_guard_enter(void)
 {
 	return this_cpu_inc_return(oxt_action_depth) == 1;
 }
 
-static void oxt_guard_exit(void)
+void oxt_guard_exit(void)
 {
 	this_cpu_dec(oxt_action_depth);
 }

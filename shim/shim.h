@@ -137,4 +137,67 @@ void oxt_cpuid_count(u32 leaf, u32 subleaf, u32 *regs);
 u64 oxt_rdtsc(void);
 unsigned int oxt_phys_bits(void);
 
+/*
+ * The per-CPU action guard (shim.c): true if no action runs on this CPU, which
+ * then owns it until oxt_guard_exit().  Called with interrupts off.
+ */
+bool oxt_guard_enter(void);
+void oxt_guard_exit(void);
+
+/*
+ * Providers beyond kprobes (provider.c).
+ *
+ * Syscall hooks: a probe on the raw sys_enter or sys_exit tracepoint.  A hit
+ * calls ops->fire(cookie, nr, regs, is_return) under the action guard with
+ * interrupts off, nr the system call's number and regs its user registers.
+ * Registered at enable, unregistered at disable; free waits until no hit can
+ * still run.
+ */
+struct oxt_syshook;
+struct oxt_syshook *oxt_syshook_alloc(bool is_return, const struct oxt_probe_ops *ops,
+				      void *cookie);
+int oxt_syshook_enable(struct oxt_syshook *h);
+void oxt_syshook_disable(struct oxt_syshook *h);
+void oxt_syshook_free(struct oxt_syshook *h);
+/* Argument n (0-based) of the system call whose registers are regs. */
+unsigned long oxt_syscall_arg(struct pt_regs *regs, unsigned int n);
+
+/*
+ * Profile timers: one pinned hrtimer per CPU, running on every online CPU
+ * while enabled (CPUs that come online start theirs, CPUs that go offline
+ * stop theirs).  A hit calls ops->fire(cookie, slot, regs, false), regs the
+ * interrupted registers (get_irq_regs()).
+ */
+struct oxt_profile;
+struct oxt_profile *oxt_profile_alloc(const struct oxt_probe_ops *ops, void *cookie,
+				      unsigned int slot, u64 period_ns);
+void oxt_profile_enable(struct oxt_profile *p);
+void oxt_profile_disable(struct oxt_profile *p);
+void oxt_profile_free(struct oxt_profile *p);
+/* The interrupted PC if regs are kernel (or user) registers, else 0. */
+unsigned long oxt_regs_kernel_pc(struct pt_regs *regs);
+unsigned long oxt_regs_user_pc(struct pt_regs *regs);
+
+/*
+ * Tracepoint events: a perf tracepoint counter (config = the event's id) on
+ * each CPU online at allocation, sampling every hit with its raw record.  A hit
+ * calls ops->fire(cookie, slot, regs, false) under the guard with interrupts
+ * off; oxt_tp_record() is the event's record meanwhile.  Enabled and disabled
+ * with the counters; free waits until no hit can still run.
+ */
+struct oxt_tpev;
+struct oxt_tpev *oxt_tpev_alloc(const struct oxt_probe_ops *ops, void *cookie,
+				unsigned int slot, u64 id);
+void oxt_tpev_enable(struct oxt_tpev *t);
+void oxt_tpev_disable(struct oxt_tpev *t);
+void oxt_tpev_free(struct oxt_tpev *t);
+/* The record of the tracepoint event this CPU is handling, or 0. */
+unsigned long oxt_tp_record(void);
+
+/* 0, or -EFAULT when user memory [src, src + len) of current can't be read. */
+long oxt_read_user_nofault(void *dst, unsigned long src, size_t len);
+
+/* Module exit: releases what the providers set up for the module's lifetime. */
+void oxt_provider_exit(void);
+
 #endif /* OXTRACE_SHIM_H */

@@ -12,7 +12,7 @@ pub const DEVICE_NAME: &str = "oxtrace";
 /// ABI major version: a new major breaks old tools.
 pub const ABI_MAJOR: u32 = 1;
 /// ABI minor version: a new minor only adds.
-pub const ABI_MINOR: u32 = 4;
+pub const ABI_MINOR: u32 = 5;
 
 /// The CPU has Intel PT with ToPA output.
 pub const FEAT_INTEL_PT: u64 = 1 << 0;
@@ -88,11 +88,11 @@ pub struct CpuStatus {
     pub errors: u64,
     /// Probe hits not run because an action was running on this CPU.
     pub recursion: u64,
-    /// Records that did not fit a speculative buffer (minor 4).
+    /// Records that did not fit a speculative buffer (minor 5).
     pub specdrops: u64,
-    /// `speculation()` calls that found only busy speculations (minor 4).
+    /// `speculation()` calls that found only busy speculations (minor 5).
     pub specbusy: u64,
-    /// `speculation()` calls that found every speculation active (minor 4).
+    /// `speculation()` calls that found every speculation active (minor 5).
     pub specunavail: u64,
 }
 

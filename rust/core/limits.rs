@@ -51,6 +51,9 @@ pub const MAX_RATE_NS: u64 = 60_000_000_000;
 pub const TICK_MIN_NS: u64 = 100_000;
 /// Longest `tick-N` period (one hour).
 pub const TICK_MAX_NS: u64 = 3_600_000_000_000;
+/// System call numbers a `syscall` probe may name are below this: the module's per-program
+/// table of the calls it traces has this many entries (x86-64 has about 460).
+pub const MAX_SYSCALL_NR: usize = 1024;
 /// Largest program image.
 pub const MAX_IMAGE_SIZE: usize = 16 << 20;
 /// Longest probe function pattern in an image (a glob the tool expands).

@@ -13,7 +13,9 @@ use crate::program::{Image, ProbeKind, VerifiedClause};
 pub fn provider(kind: ProbeKind) -> &'static [u8] {
     match kind {
         ProbeKind::FbtEntry | ProbeKind::FbtReturn => b"fbt",
-        ProbeKind::Tick => b"profile",
+        ProbeKind::Tick | ProbeKind::Profile => b"profile",
+        ProbeKind::SyscallEntry | ProbeKind::SyscallReturn => b"syscall",
+        ProbeKind::Tracepoint => b"tracepoint",
         ProbeKind::Begin | ProbeKind::End | ProbeKind::Error => b"dtrace",
     }
 }
@@ -22,8 +24,16 @@ pub fn provider(kind: ProbeKind) -> &'static [u8] {
 /// empty for probes of no module.
 pub fn module(kind: ProbeKind) -> &'static [u8] {
     match kind {
-        ProbeKind::FbtEntry | ProbeKind::FbtReturn => b"vmlinux",
-        ProbeKind::Tick | ProbeKind::Begin | ProbeKind::End | ProbeKind::Error => b"",
+        ProbeKind::FbtEntry
+        | ProbeKind::FbtReturn
+        | ProbeKind::SyscallEntry
+        | ProbeKind::SyscallReturn => b"vmlinux",
+        ProbeKind::Tick
+        | ProbeKind::Profile
+        | ProbeKind::Tracepoint
+        | ProbeKind::Begin
+        | ProbeKind::End
+        | ProbeKind::Error => b"",
     }
 }
 
@@ -32,17 +42,66 @@ pub fn module(kind: ProbeKind) -> &'static [u8] {
 ///
 /// A tick is named by its period in the largest unit that divides it: `tick-1s`,
 /// `tick-10ms`; a period written in hertz (`tick-100hz`) reads back as `tick-10ms`.
+/// A profile probe likewise, except that a rate in hertz that is no whole number of
+/// milliseconds reads back as DTrace writes it: `profile-997`.
 pub fn name(kind: ProbeKind, period_ns: u64, out: &mut [u8]) -> usize {
     let fixed: &[u8] = match kind {
-        ProbeKind::FbtEntry => b"entry",
-        ProbeKind::FbtReturn => b"return",
+        ProbeKind::FbtEntry | ProbeKind::SyscallEntry => b"entry",
+        ProbeKind::FbtReturn | ProbeKind::SyscallReturn => b"return",
         ProbeKind::Begin => b"BEGIN",
         ProbeKind::End => b"END",
         ProbeKind::Error => b"ERROR",
-        ProbeKind::Tick => return tick_name(period_ns, out),
+        // Named by its event: `tracepoint_parts`.
+        ProbeKind::Tracepoint => b"",
+        ProbeKind::Tick => return period_name("tick", period_ns, out),
+        ProbeKind::Profile => return period_name("profile", period_ns, out),
     };
     copy(out, fixed)
 }
+
+/// `probemod`, `probefunc` and `probename` of a probe of `kind` attached to `func` (the
+/// slot's function): as [`module`], `func` and [`name`], except for tracepoints, whose
+/// `func` is `SUBSYS:EVENT`: module `SUBSYS`, no function, name `EVENT`, as
+/// `sdt:SUBSYS::EVENT` writes it.
+pub fn tracepoint_parts(func: &[u8]) -> (&[u8], &[u8]) {
+    match func.iter().position(|&c| c == b':') {
+        Some(i) => (
+            func.get(..i).unwrap_or_default(),
+            func.get(i + 1..).unwrap_or_default(),
+        ),
+        None => (b"", func),
+    }
+}
+
+/// `probeprov`, `probemod`, `probefunc` or `probename` (`b`) of a probe of `kind` attached
+/// to `func` (its slot's function), with `period_ns` its description's period; copied into
+/// `out`, truncated. `None` for other built-ins.
+pub fn describe(
+    kind: ProbeKind,
+    func: &[u8],
+    period_ns: u64,
+    b: Builtin,
+    out: &mut [u8],
+) -> Option<usize> {
+    let tp = kind == ProbeKind::Tracepoint;
+    Some(match b {
+        Builtin::Probeprov => copy(out, provider(kind)),
+        Builtin::Probemod if tp => copy(out, tracepoint_parts(func).0),
+        Builtin::Probemod => copy(out, module(kind)),
+        Builtin::Probefunc if tp => 0,
+        Builtin::Probefunc => copy(out, func),
+        Builtin::Probename if tp => copy(out, tracepoint_parts(func).1),
+        Builtin::Probename => name(kind, period_ns, out),
+        _ => return None,
+    })
+}
+
+/// The period in ns of a rate of `hz` per second, as `profile-N` and `tick-Nhz` mean it.
+pub fn hz_period(hz: u64) -> u64 {
+    NS_PER_S.checked_div(hz).unwrap_or(0)
+}
+
+const NS_PER_S: u64 = 1_000_000_000;
 
 /// Copies what fits of `s` into `out`; returns the bytes copied.
 pub fn copy(out: &mut [u8], s: &[u8]) -> usize {
@@ -53,18 +112,27 @@ pub fn copy(out: &mut [u8], s: &[u8]) -> usize {
     n
 }
 
-/// `tick-<n><unit>` for a period in ns.
-fn tick_name(ns: u64, out: &mut [u8]) -> usize {
+/// `<prefix>-<n><unit>` for a period in ns.
+fn period_name(prefix: &str, ns: u64, out: &mut [u8]) -> usize {
     use core::fmt::Write;
+    let mut w = SliceWriter { buf: out, len: 0 };
+    if prefix == "profile" && ns % 1_000_000 != 0 {
+        let hz = (NS_PER_S + ns / 2).checked_div(ns).unwrap_or(0);
+        if hz != 0 && hz_period(hz) == ns {
+            // Truncation is all that can go wrong, and a truncated name is what the caller
+            // wants.
+            let _ = write!(w, "{prefix}-{hz}");
+            return w.len;
+        }
+    }
     let (n, unit) = match ns {
         _ if ns != 0 && ns % 1_000_000_000 == 0 => (ns / 1_000_000_000, "s"),
         _ if ns != 0 && ns % 1_000_000 == 0 => (ns / 1_000_000, "ms"),
         _ if ns != 0 && ns % 1_000 == 0 => (ns / 1_000, "us"),
         _ => (ns, "ns"),
     };
-    let mut w = SliceWriter { buf: out, len: 0 };
     // Truncation is all that can go wrong, and a truncated name is what the caller wants.
-    let _ = write!(w, "tick-{n}{unit}");
+    let _ = write!(w, "{prefix}-{n}{unit}");
     w.len
 }
 
@@ -92,11 +160,23 @@ pub enum ArgSource {
     /// Nothing: 0. On return probes `arg0` is, in DTrace, the offset of the return
     /// instruction in the function, which a kretprobe does not know.
     Zero,
+    /// Argument `n` (0-based) of the system call, from the user registers it was made with.
+    SyscallArg(u32),
+    /// The kernel PC the profile interrupt interrupted, or 0 if it interrupted user mode.
+    KernelPc,
+    /// The user PC the profile interrupt interrupted, or 0 if it interrupted the kernel.
+    UserPc,
+    /// The address of the tracepoint event's record (its format file's layout).
+    Record,
 }
 
 /// Where `b` (`arg0..arg5` or `retval`) comes from on a probe of `kind`; `None` for other
 /// built-ins. As DTrace's fbt: on entry `argN` are the arguments; on return `arg0` is the
-/// return offset (unknown here: 0) and `arg1` and `retval` the return value.
+/// return offset (unknown here: 0) and `arg1` and `retval` the return value. As DTrace's
+/// syscall provider: on entry `argN` are the call's arguments, on return `arg0`, `arg1` and
+/// `retval` its return value. As DTrace's profile provider: `arg0` the kernel PC, `arg1` the
+/// user PC, the other 0. On a tracepoint `arg0` is the address of the event's record, which
+/// `args->FIELD` reads.
 pub fn arg_source(kind: ProbeKind, b: Builtin) -> Option<ArgSource> {
     let n = match b {
         Builtin::Arg0 => 0,
@@ -107,7 +187,7 @@ pub fn arg_source(kind: ProbeKind, b: Builtin) -> Option<ArgSource> {
         Builtin::Arg5 => 5,
         Builtin::Retval => {
             return Some(match kind {
-                ProbeKind::FbtReturn => ArgSource::Retval,
+                ProbeKind::FbtReturn | ProbeKind::SyscallReturn => ArgSource::Retval,
                 _ => ArgSource::Zero,
             })
         }
@@ -117,8 +197,24 @@ pub fn arg_source(kind: ProbeKind, b: Builtin) -> Option<ArgSource> {
         // ERROR's arguments describe the fault: the environment holds them.
         ProbeKind::FbtEntry | ProbeKind::Error => ArgSource::Arg(n),
         ProbeKind::FbtReturn if n == 1 => ArgSource::Retval,
+        ProbeKind::SyscallEntry => ArgSource::SyscallArg(n),
+        ProbeKind::SyscallReturn if n <= 1 => ArgSource::Retval,
+        ProbeKind::Profile if n == 0 => ArgSource::KernelPc,
+        ProbeKind::Profile if n == 1 => ArgSource::UserPc,
+        ProbeKind::Tracepoint if n == 0 => ArgSource::Record,
         _ => ArgSource::Zero,
     })
+}
+
+/// `errno` on a probe of `kind` whose return value is `retval`: on a system call's return,
+/// the error a failed call returns as `-errno` (`-4095..=-1`, the kernel's `IS_ERR_VALUE`
+/// range), else 0; 0 on every other probe. For the `errno` built-in.
+pub fn errno(kind: ProbeKind, retval: u64) -> u64 {
+    let r = retval as i64;
+    match kind {
+        ProbeKind::SyscallReturn if (-4095..0).contains(&r) => r.unsigned_abs(),
+        _ => 0,
+    }
 }
 
 /// Whether descriptions of `kind` are attached through LOAD's attach list (one probe per
@@ -345,6 +441,42 @@ mod tests {
         assert_eq!(arg_source(ProbeKind::FbtEntry, Builtin::Retval), Some(Zero));
         assert_eq!(arg_source(ProbeKind::Tick, Builtin::Arg0), Some(Zero));
         assert_eq!(arg_source(ProbeKind::FbtEntry, Builtin::Pid), None);
+    }
+
+    #[test]
+    fn syscall_and_profile_probes() {
+        use ArgSource::*;
+        let (e, r, p) = (
+            ProbeKind::SyscallEntry,
+            ProbeKind::SyscallReturn,
+            ProbeKind::Profile,
+        );
+        assert_eq!(arg_source(e, Builtin::Arg3), Some(SyscallArg(3)));
+        assert_eq!(arg_source(e, Builtin::Retval), Some(Zero));
+        assert_eq!(arg_source(r, Builtin::Arg0), Some(Retval));
+        assert_eq!(arg_source(r, Builtin::Arg1), Some(Retval));
+        assert_eq!(arg_source(r, Builtin::Arg2), Some(Zero));
+        assert_eq!(arg_source(p, Builtin::Arg0), Some(KernelPc));
+        assert_eq!(arg_source(p, Builtin::Arg1), Some(UserPc));
+        assert_eq!(arg_source(p, Builtin::Arg2), Some(Zero));
+        assert_eq!(provider(e), b"syscall");
+        assert_eq!(provider(p), b"profile");
+        assert_eq!(module(r), b"vmlinux");
+        assert_eq!(name_of(r, 0), "return");
+        assert_eq!(name_of(p, hz_period(997)), "profile-997");
+        assert_eq!(name_of(p, 1_000_000), "profile-1ms");
+        assert_eq!(name_of(p, hz_period(100)), "profile-10ms");
+        assert_eq!(name_of(ProbeKind::Tick, hz_period(997)), "tick-1003009ns");
+    }
+
+    #[test]
+    fn errno_of_failed_system_calls() {
+        let r = ProbeKind::SyscallReturn;
+        assert_eq!(errno(r, (-2i64) as u64), 2);
+        assert_eq!(errno(r, (-4095i64) as u64), 4095);
+        assert_eq!(errno(r, (-4096i64) as u64), 0);
+        assert_eq!(errno(r, 5), 0);
+        assert_eq!(errno(ProbeKind::FbtReturn, (-2i64) as u64), 0);
     }
 
     #[test]

@@ -94,8 +94,17 @@ pub enum ProbeKind {
     End = 4,
     /// `tick-N`: `arg` is the period in ns.
     Tick = 5,
+    /// `syscall::NAME:entry`: `func` the call's name, `arg` its number.
+    SyscallEntry = 6,
+    /// `syscall::NAME:return`: as [`ProbeKind::SyscallEntry`].
+    SyscallReturn = 7,
+    /// `profile-N`: fires on every online CPU; `arg` is the period in ns.
+    Profile = 8,
+    /// `tracepoint:SUBSYS:EVENT`: `func` is `SUBSYS:EVENT`, `arg` the event's id (perf's
+    /// tracepoint `config`).
+    Tracepoint = 9,
     /// `dtrace:::ERROR`: fires in probe context when a clause faults.
-    Error = 6,
+    Error = 10,
 }
 
 impl ProbeKind {
@@ -107,7 +116,11 @@ impl ProbeKind {
             3 => ProbeKind::Begin,
             4 => ProbeKind::End,
             5 => ProbeKind::Tick,
-            6 => ProbeKind::Error,
+            6 => ProbeKind::SyscallEntry,
+            7 => ProbeKind::SyscallReturn,
+            8 => ProbeKind::Profile,
+            9 => ProbeKind::Tracepoint,
+            10 => ProbeKind::Error,
             _ => return None,
         })
     }
@@ -711,12 +724,30 @@ impl<'a> Image<'a> {
                         return Err(bad(ProbeFault::Field));
                     }
                 }
-                ProbeKind::Tick => {
+                ProbeKind::Tick | ProbeKind::Profile => {
                     if func != 0 {
                         return Err(bad(ProbeFault::Field));
                     }
                     if !(TICK_MIN_NS..=TICK_MAX_NS).contains(&arg) {
                         return Err(bad(ProbeFault::TickPeriod));
+                    }
+                }
+                ProbeKind::SyscallEntry | ProbeKind::SyscallReturn => {
+                    let s = str_at(strtab, func).ok_or(bad(ProbeFault::FuncOffset))?;
+                    let ok_char = |c: &u8| c.is_ascii_alphanumeric() || *c == b'_';
+                    if s.is_empty() || s.len() > MAX_FUNC_LEN || !s.iter().all(ok_char) {
+                        return Err(bad(ProbeFault::FuncPattern));
+                    }
+                    if arg >= crate::limits::MAX_SYSCALL_NR as u64 {
+                        return Err(bad(ProbeFault::Field));
+                    }
+                }
+                ProbeKind::Tracepoint => {
+                    let s = str_at(strtab, func).ok_or(bad(ProbeFault::FuncOffset))?;
+                    let ok_char = |c: &u8| c.is_ascii_alphanumeric() || b"_:".contains(c);
+                    let colons = s.iter().filter(|&&c| c == b':').count();
+                    if colons != 1 || s.len() > MAX_FUNC_LEN || !s.iter().all(ok_char) {
+                        return Err(bad(ProbeFault::FuncPattern));
                     }
                 }
             }
@@ -849,7 +880,8 @@ impl<'a> Image<'a> {
         })
     }
 
-    /// The function pattern of probe `i` (empty for non-fbt probes).
+    /// The function pattern of probe `i` (fbt), or the system call's name (syscall); empty
+    /// for other probes.
     pub fn probe_func(&self, i: usize) -> Option<&'a [u8]> {
         let p = self.probe(i)?;
         str_at(self.sec[Section::Strtab as usize], p.func)

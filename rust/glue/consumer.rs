@@ -12,6 +12,7 @@ use crate::glue::session::{AggTaken, AttachReq, Drain, LoadFail, Session};
 use crate::program::ProbeKind;
 use crate::sys::cpu;
 use crate::sys::kprobe::ProbeSet;
+use crate::sys::provider::Providers;
 use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::new_mutex;
 use kernel::prelude::*;
@@ -26,6 +27,9 @@ static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
 /// A loaded program, as a consumer holds it.
 struct Program {
+    /// The syscall hooks, profile timers and tracepoint counters that call the session:
+    /// declared (so dropped) before `probes`, which owns the session.
+    providers: Providers<Session>,
     /// The session and the probes that call it.
     probes: ProbeSet<Session>,
     /// The consumer's side of the session's switched buffers.
@@ -203,6 +207,7 @@ impl Consumer {
         let l = Session::load(image, attach, inner.pt.clone())?;
         inner.state = State::Loaded {
             prog: Program {
+                providers: l.providers,
                 probes: l.probes,
                 drain: l.drain,
             },
@@ -214,15 +219,21 @@ impl Consumer {
     /// enables the probes.
     pub(crate) fn go(&self) -> Result {
         let mut inner = self.inner.lock();
-        let p = match &mut inner.state {
-            State::Loaded { prog } => &mut prog.probes,
+        let prog = match &mut inner.state {
+            State::Loaded { prog } => prog,
             State::Idle => return Err(ENOENT),
             State::Active { .. } | State::Stopped { .. } => return Err(EBUSY),
         };
+        let p = &mut prog.probes;
         p.handler().dyn_go()?;
         p.handler().fire_special(ProbeKind::Begin);
         if let Err(e) = p.enable() {
             p.handler().dyn_stop();
+            return Err(e);
+        }
+        if let Err(e) = prog.providers.enable() {
+            prog.probes.disable();
+            prog.probes.handler().dyn_stop();
             return Err(e);
         }
         inner.state.advance(|prog| State::Active { prog });
@@ -233,11 +244,13 @@ impl Consumer {
     /// audits the dynamic memory.
     pub(crate) fn stop(&self) -> Result {
         let mut inner = self.inner.lock();
-        let p = match &mut inner.state {
-            State::Active { prog } => &mut prog.probes,
+        let prog = match &mut inner.state {
+            State::Active { prog } => prog,
             State::Idle => return Err(ENOENT),
             State::Loaded { .. } | State::Stopped { .. } => return Err(EINVAL),
         };
+        prog.providers.disable();
+        let p = &mut prog.probes;
         p.disable();
         p.handler().fire_special(ProbeKind::End);
         p.handler().dyn_stop();

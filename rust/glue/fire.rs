@@ -4,7 +4,8 @@
 //!
 //! Like the "probe context" group of illumos `dtrace.c`, this file is the one room for code
 //! that runs when a probe fires: [`fire`] (called through the session's [`Handler`] by
-//! `sys::kprobe` for kprobes, kretprobes and ticks), BEGIN and END ([`Session::fire_special`], run through `sys::xcall::as_action`), the
+//! `sys::kprobe` for kprobes, kretprobes and ticks, by `sys::provider` for profile and
+//! tracepoint probes, and by `glue::provider` for system calls), BEGIN and END ([`Session::fire_special`], run through `sys::xcall::as_action`), the
 //! recursion counter, and [`KernelEnv`], what the interpreter sees of the kernel.
 //!
 //! The rules of probe context, which everything here and everything it calls keeps:
@@ -81,7 +82,7 @@ impl Session {
 }
 
 /// Runs the clauses of `slot`'s probe description on session `s`.
-fn fire(s: &Session, slot: &ProbeSlot, ctx: &mut ActionCtx, regs: &Regs) {
+pub(super) fn fire(s: &Session, slot: &ProbeSlot, ctx: &mut ActionCtx, regs: &Regs) {
     let cpu = ctx.cpu();
     if let Some(k) = s.counter(cpu, slot.id) {
         bump(&k.fired);
@@ -232,6 +233,10 @@ impl Env for KernelEnv<'_> {
                 },
                 ArgSource::Retval => self.regs.retval(),
                 ArgSource::Zero => 0,
+                ArgSource::SyscallArg(n) => self.regs.syscall_arg(n),
+                ArgSource::KernelPc => self.regs.kernel_pc(),
+                ArgSource::UserPc => self.regs.user_pc(),
+                ArgSource::Record => crate::sys::provider::tp_record(),
             };
         }
         match b {
@@ -254,12 +259,9 @@ impl Env for KernelEnv<'_> {
         let kind = self.slot.kind;
         match b {
             Builtin::Execname => task::comm(out),
-            Builtin::Probeprov => probe::copy(out, probe::provider(kind)),
-            Builtin::Probemod => probe::copy(out, probe::module(kind)),
-            Builtin::Probefunc => probe::copy(out, self.slot.func()),
-            Builtin::Probename => {
+            Builtin::Probeprov | Builtin::Probemod | Builtin::Probefunc | Builtin::Probename => {
                 let period = match kind {
-                    ProbeKind::Tick => self
+                    ProbeKind::Tick | ProbeKind::Profile => self
                         .s
                         .prog
                         .image()
@@ -267,7 +269,7 @@ impl Env for KernelEnv<'_> {
                         .map_or(0, |p| p.arg),
                     _ => 0,
                 };
-                probe::name(kind, period, out)
+                probe::describe(kind, self.slot.func(), period, b, out).unwrap_or(0)
             }
             _ => 0,
         }
@@ -275,6 +277,10 @@ impl Env for KernelEnv<'_> {
 
     fn read_kernel(&mut self, addr: u64, out: &mut [u8]) -> bool {
         task::read_kernel(addr, out)
+    }
+
+    fn read_user(&mut self, addr: u64, out: &mut [u8]) -> bool {
+        task::read_user(addr, out)
     }
 
     fn global_load(&mut self, id: u32) -> u64 {

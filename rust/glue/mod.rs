@@ -9,6 +9,7 @@ pub(crate) mod device;
 pub(crate) mod dynmem;
 pub(crate) mod fire;
 pub(crate) mod image;
+pub(crate) mod provider;
 pub(crate) mod pt;
 pub(crate) mod session;
 pub(crate) mod spec;

@@ -13,6 +13,7 @@ use crate::diag::{self, Refusal};
 use crate::glue::budget::MemCharge;
 use crate::glue::dynmem::DynVars;
 use crate::glue::image::OwnedImage;
+use crate::glue::provider::SyscallSlots;
 use crate::glue::pt::Pt;
 use crate::glue::spec::{SpecCpu, Specs};
 use crate::limits::LoadMemory;
@@ -21,6 +22,7 @@ use crate::program::ProbeKind;
 use crate::sys::cpu;
 use crate::sys::kprobe::ProbeSet;
 use crate::sys::percpu::{ActionCtx, PerCpu};
+use crate::sys::provider::Providers;
 use crate::sys::switchbuf::{Halves, HalvesMem, Switcher};
 use crate::sys::xcall;
 use core::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
@@ -28,7 +30,8 @@ use kernel::prelude::*;
 use kernel::str::CStr;
 use kernel::sync::Arc;
 
-/// One attached probe: a kprobe, a kretprobe, a tick, BEGIN or END.
+/// One attached probe: a kprobe, a kretprobe, a tick, BEGIN or END, a system call's entry
+/// or return, a profile or a tracepoint probe.
 pub(crate) struct ProbeSlot {
     /// Enabled probe id (`id`): index in [`Session::slots`], numbered as
     /// [`probe::other_probe_id`] says.
@@ -120,6 +123,8 @@ pub(crate) struct Session {
     pub(super) dynvars: Option<DynVars>,
     /// The consumer's Intel PT buffers, written by `ptwrite()`.
     pub(super) pt: Option<Arc<Pt>>,
+    /// The slots of each system call number (syscall provider).
+    pub(super) syscalls: SyscallSlots,
     /// The speculations, if the program speculates.
     pub(super) specs: Option<Specs>,
     /// The memory budget this session holds, released with it.
@@ -190,6 +195,9 @@ pub(crate) struct AttachReq<'a> {
 
 /// The result of a LOAD.
 pub(crate) struct Loaded {
+    /// The syscall hooks, profile timers and tracepoint counters that call the session;
+    /// dropped before `probes`.
+    pub(crate) providers: Providers<Session>,
     /// The session and the probes that call it.
     pub(crate) probes: ProbeSet<Session>,
     pub(crate) drain: Drain,
@@ -329,10 +337,15 @@ impl Session {
         for d in 0..ndesc as u32 {
             let p = image.probe(d as usize).ok_or(EINVAL)?;
             if !probe::by_attach_list(p.kind) {
-                // Its id is `probe::other_probe_id(&image, attach.len(), d)`.
-                slots.push(slot(slots.len(), d, p.kind, b""), GFP_KERNEL)?;
+                // Its id is `probe::other_probe_id(&image, attach.len(), d)`; a syscall
+                // probe's function is the call's name.
+                let func = image.probe_func(d as usize).unwrap_or_default();
+                slots.push(slot(slots.len(), d, p.kind, func), GFP_KERNEL)?;
             }
         }
+        let syscalls = SyscallSlots::new(&slots, |sl| {
+            image.probe(sl.desc as usize).map_or(0, |p| p.arg)
+        })?;
         let nlocals = image.nlocals();
         let s = KBox::new(
             Session {
@@ -353,6 +366,7 @@ impl Session {
                 exit_status: AtomicI64::new(0),
                 dynvars,
                 pt,
+                syscalls,
                 specs,
                 _charge: charge,
             },
@@ -360,6 +374,9 @@ impl Session {
         )?;
 
         let mut probes = ProbeSet::new(s);
+        // SAFETY: the handler is boxed in `probes`, which the consumer drops after
+        // `providers` (`Loaded` says so and the consumer's `Program` keeps that order).
+        let mut providers = unsafe { Providers::new(probes.handler()) };
         let mut nskipped = 0u32;
         let mut attached = KVec::from_elem(false, ndesc, GFP_KERNEL)?;
         for (i, a) in attach.iter().enumerate() {
@@ -383,6 +400,23 @@ impl Session {
             if sl.kind == ProbeKind::Tick {
                 let period = probes.handler().prog.image().probe(desc).ok_or(EINVAL)?.arg;
                 probes.add_tick(period, i as u32)?;
+            } else if sl.kind == ProbeKind::Profile {
+                let period = probes.handler().prog.image().probe(desc).ok_or(EINVAL)?.arg;
+                providers.add_profile(period, i as u32)?;
+            } else if sl.kind == ProbeKind::Tracepoint {
+                let id = probes.handler().prog.image().probe(desc).ok_or(EINVAL)?.arg;
+                if let Err(e) = providers.add_tracepoint(id, i as u32) {
+                    return Err(LoadFail {
+                        kind: abi::LOADERR_PROBE,
+                        index: desc as u32,
+                        ..LoadFail::plain(e)
+                    });
+                }
+            }
+        }
+        for ret in [false, true] {
+            if probes.handler().syscalls.any(ret) {
+                providers.add_syscalls(ret)?;
             }
         }
         if let Some(d) = attached.iter().position(|&a| !a) {
@@ -400,6 +434,7 @@ impl Session {
             bounce: KVVec::from_elem(0u8, 64 << 10, GFP_KERNEL)?,
         };
         Ok(Loaded {
+            providers,
             probes,
             drain,
             nprobes,

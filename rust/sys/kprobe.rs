@@ -39,6 +39,34 @@ impl Regs {
         // SAFETY: as in `arg`.
         unsafe { shim::oxt_regs_retval(self.0) as u64 }
     }
+
+    /// The registers of a hit of another provider (`sys::provider`).
+    ///
+    /// # Safety
+    ///
+    /// `regs` is the valid `pt_regs` of the hit being handled, or null, for as long as the
+    /// value lives.
+    pub(crate) unsafe fn from_raw(regs: *mut shim::PtRegs) -> Self {
+        Self(regs)
+    }
+
+    /// Argument `n` (0-based) of the system call these user registers made.
+    pub(crate) fn syscall_arg(&self, n: u32) -> u64 {
+        // SAFETY: as in `arg`.
+        unsafe { shim::oxt_syscall_arg(self.0, n) as u64 }
+    }
+
+    /// The interrupted kernel PC, or 0 if these are user registers (profile probes).
+    pub(crate) fn kernel_pc(&self) -> u64 {
+        // SAFETY: as in `arg`.
+        unsafe { shim::oxt_regs_kernel_pc(self.0) as u64 }
+    }
+
+    /// The interrupted user PC, or 0 if these are kernel registers (profile probes).
+    pub(crate) fn user_pc(&self) -> u64 {
+        // SAFETY: as in `arg`.
+        unsafe { shim::oxt_regs_user_pc(self.0) as u64 }
+    }
 }
 
 /// What a probe hit runs; implemented by the owner of the probes (a loaded program).

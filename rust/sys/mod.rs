@@ -13,6 +13,7 @@ pub(crate) mod miscdev;
 pub(crate) mod msr;
 pub(crate) mod pages;
 pub(crate) mod percpu;
+pub(crate) mod provider;
 pub(crate) mod shim;
 pub(crate) mod switchbuf;
 pub(crate) mod task;

@@ -143,3 +143,58 @@ extern "C" {
     pub(crate) fn oxt_rdtsc() -> u64;
     pub(crate) fn oxt_phys_bits() -> c_uint;
 }
+
+/// `struct oxt_syshook` (a probe on the raw sys_enter or sys_exit tracepoint), only ever
+/// handled by pointer.
+#[repr(C)]
+pub(crate) struct Syshook {
+    _opaque: [u8; 0],
+}
+
+/// `struct oxt_tpev` (perf tracepoint counters), only ever handled by pointer.
+#[repr(C)]
+pub(crate) struct Tpev {
+    _opaque: [u8; 0],
+}
+
+/// `struct oxt_profile` (per-CPU profile timers), only ever handled by pointer.
+#[repr(C)]
+pub(crate) struct Profile {
+    _opaque: [u8; 0],
+}
+
+// shim/provider.c: the syscall and profile providers.
+extern "C" {
+    pub(crate) fn oxt_syshook_alloc(
+        is_return: bool,
+        ops: *const ProbeOps,
+        cookie: *mut c_void,
+    ) -> *mut Syshook;
+    pub(crate) fn oxt_syshook_enable(h: *mut Syshook) -> c_int;
+    pub(crate) fn oxt_syshook_disable(h: *mut Syshook);
+    pub(crate) fn oxt_syshook_free(h: *mut Syshook);
+    pub(crate) fn oxt_syscall_arg(regs: *mut PtRegs, n: c_uint) -> c_ulong;
+    pub(crate) fn oxt_profile_alloc(
+        ops: *const ProbeOps,
+        cookie: *mut c_void,
+        slot: c_uint,
+        period_ns: u64,
+    ) -> *mut Profile;
+    pub(crate) fn oxt_profile_enable(p: *mut Profile);
+    pub(crate) fn oxt_profile_disable(p: *mut Profile);
+    pub(crate) fn oxt_profile_free(p: *mut Profile);
+    pub(crate) fn oxt_regs_kernel_pc(regs: *mut PtRegs) -> c_ulong;
+    pub(crate) fn oxt_regs_user_pc(regs: *mut PtRegs) -> c_ulong;
+    pub(crate) fn oxt_provider_exit();
+    pub(crate) fn oxt_tpev_alloc(
+        ops: *const ProbeOps,
+        cookie: *mut c_void,
+        slot: c_uint,
+        id: u64,
+    ) -> *mut Tpev;
+    pub(crate) fn oxt_tpev_enable(t: *mut Tpev);
+    pub(crate) fn oxt_tpev_disable(t: *mut Tpev);
+    pub(crate) fn oxt_tpev_free(t: *mut Tpev);
+    pub(crate) fn oxt_tp_record() -> c_ulong;
+    pub(crate) fn oxt_read_user_nofault(dst: *mut c_void, src: c_ulong, len: usize) -> c_long;
+}

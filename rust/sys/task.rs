@@ -94,3 +94,13 @@ pub(crate) fn read_kernel(addr: u64, out: &mut [u8]) -> bool {
     // `copy_from_kernel_nofault`, which checks the address and never faults.
     unsafe { shim::oxt_read_nofault(out.as_mut_ptr() as *mut c_void, addr as _, out.len()) == 0 }
 }
+
+/// Reads `out.len()` bytes of the current task's user memory at `addr` without faulting;
+/// false if any byte can't be read (not mapped, not present, or no user memory at all).
+pub(crate) fn read_user(addr: u64, out: &mut [u8]) -> bool {
+    // SAFETY: `out` is valid for writes of its length; the source is read with
+    // `copy_from_user_nofault`, which checks the address and never faults or sleeps.
+    unsafe {
+        shim::oxt_read_user_nofault(out.as_mut_ptr() as *mut c_void, addr as _, out.len()) == 0
+    }
+}

@@ -11,7 +11,7 @@
 # KEYS (distinct keys), PAIRS (which pairs), PROFILE (pairs to profile with the
 # host's perf: cpu-clock samples on the workload's CPU, where the time goes).
 ROUNDS=5 N1=200000 N4=100000 NL=20000 LSIZE=16384 KEYS=100000
-PAIRS="empty count hist sum trace"
+PAIRS="empty count hist sum trace sysread profile"
 PROFILE="empty count hist"
 # VARIANT: pairs also run with /extra/oxtrace-o2.ko (a second build with
 # KRUSTFLAGS=-Copt-level=2, the same code as shipped), swapped in for the run.
@@ -64,6 +64,8 @@ ox_prog() {
 	trace) echo 'fbt::ksys_read:entry { trace(pid); }' ;;
 	hist) echo 'fbt::ksys_read:entry { self->ts = timestamp; }
 fbt::ksys_read:return /self->ts/ { @ = quantize(timestamp - self->ts); self->ts = 0; }' ;;
+	sysread) echo 'syscall::read:entry { @[pid] = count(); }' ;;
+	profile) echo 'profile-997 { @[cpu] = count(); }' ;;
 	esac
 }
 
@@ -75,6 +77,14 @@ bt_prog() {
 	trace) echo 'kprobe:ksys_read { printf("%d\n", pid); }' ;;
 	hist) echo 'kprobe:ksys_read { @start[tid] = nsecs; }
 kretprobe:ksys_read /@start[tid]/ { @ = hist(nsecs - @start[tid]); delete(@start[tid]); }' ;;
+	# Without CONFIG_FTRACE_SYSCALLS (the bench kernel) there is no syscalls:sys_enter_read:
+	# the raw tracepoint with the number filtered is the same hook.
+	sysread) if [ -d /sys/kernel/tracing/events/syscalls/sys_enter_read ]; then
+		echo 'tracepoint:syscalls:sys_enter_read { @[pid] = count(); }'
+	else
+		echo 'tracepoint:raw_syscalls:sys_enter /args->id == 0/ { @[pid] = count(); }'
+	fi ;;
+	profile) echo 'profile:hz:997 { @[cpu] = count(); }' ;;
 	esac
 }
 

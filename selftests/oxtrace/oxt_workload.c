@@ -7,6 +7,9 @@
  *   oxt_workload read  THREADS CALLS   read(/dev/zero, buf, 1 + j % 8) CALLS times per thread
  *   oxt_workload lseek THREADS CALLS   lseek(fd, j, SEEK_SET) CALLS times per thread
  *   oxt_workload spin  THREADS SECONDS reads as fast as possible, for the kill tests
+ *   oxt_workload open  THREADS CALLS   open("/dev/null") and close it CALLS times per thread
+ *   oxt_workload burn  THREADS 0       user-mode loop in oxt_burn_leaf() until killed
+ *   oxt_workload fork  THREADS CALLS   fork() a child that exits at once, CALLS times per thread
  *
  * Thread i runs on the (i % n)-th CPU of n allowed.  Everything is started
  * together, and nothing but the calls above reads a file, so every read the
@@ -20,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static const char *mode;
@@ -27,6 +31,25 @@ static long calls;
 /* CPUs to spread over; from the affinity mask: sysconf() would read sysfs (a probed read). */
 static long ncpu;
 static pthread_barrier_t start;
+static volatile unsigned long sink;
+
+/* Known user functions for profile and stack tests: burn() -> burn_mid() -> burn_leaf(). */
+__attribute__((noinline)) void oxt_burn_leaf(unsigned long i)
+{
+	sink += i * 2654435761UL;
+}
+
+__attribute__((noinline)) void oxt_burn_mid(unsigned long i)
+{
+	oxt_burn_leaf(i);
+	__asm__ volatile("" ::: "memory");
+}
+
+__attribute__((noinline)) void oxt_burn(void)
+{
+	for (unsigned long i = 0;; i++)
+		oxt_burn_mid(i);
+}
 
 static void *worker(void *arg)
 {
@@ -46,6 +69,20 @@ static void *worker(void *arg)
 		for (long j = 0; j < calls; j++)
 			if (read(fd, buf, 1 + j % 8) != 1 + j % 8)
 				exit(1);
+	} else if (!strcmp(mode, "open")) {
+		for (long j = 0; j < calls; j++)
+			close(open("/dev/null", O_RDONLY));
+	} else if (!strcmp(mode, "fork")) {
+		for (long j = 0; j < calls; j++) {
+			pid_t c = fork();
+
+			if (c == 0)
+				_exit(0);
+			if (c < 0 || waitpid(c, NULL, 0) != c)
+				exit(1);
+		}
+	} else if (!strcmp(mode, "burn")) {
+		oxt_burn();
 	} else if (!strcmp(mode, "lseek")) {
 		for (long j = 0; j < calls; j++)
 			lseek(fd, j, SEEK_SET);
@@ -66,7 +103,7 @@ int main(int argc, char **argv)
 	pthread_t *th;
 
 	if (argc != 4) {
-		fprintf(stderr, "usage: oxt_workload read|lseek|spin THREADS CALLS\n");
+		fprintf(stderr, "usage: oxt_workload read|lseek|spin|open|burn|fork THREADS CALLS\n");
 		return 2;
 	}
 	cpu_set_t all;

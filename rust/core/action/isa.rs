@@ -102,6 +102,8 @@ pub enum Op {
     /// `rd = *(u64 *)(r1 + simm)`.
     Ldx = 45,
     /// `rd = ` the NUL-terminated kernel string at `r1`, copied into a scratch string slot.
+    /// `imm`: bit 0 ([`KSTR_USER`]) reads the current task's user memory instead
+    /// (`copyinstr`); the bits above it, if not 0, bound the bytes copied below `strsize`.
     Kstr = 46,
     /// `rd = this->[imm]`.
     Ldls = 47,
@@ -209,6 +211,9 @@ pub enum Op {
 
 /// Number of opcodes; every byte value at or above it is invalid.
 pub const NOPS: u8 = 96;
+
+/// [`Op::Kstr`]'s `imm` bit for a string in user memory (`copyinstr`).
+pub const KSTR_USER: u32 = 1;
 
 impl Op {
     /// Decode an opcode byte.

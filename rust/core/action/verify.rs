@@ -204,9 +204,10 @@ fn shape(op: Op) -> Shape {
             ..sh(true, false, false, I::BuiltinStr)
         },
         Ldsb | Ldsh | Ldsw | Ldub | Lduh | Lduw | Ldx => sh(true, true, false, I::Any),
+        // imm: KSTR_USER and a length bound, every value meaningful.
         Kstr => Shape {
             alloc: true,
-            ..sh(true, true, false, I::Zero)
+            ..sh(true, true, false, I::Any)
         },
         Strjoin => Shape {
             alloc: true,

@@ -12,6 +12,11 @@ pub trait Env {
     fn builtin_str(&mut self, b: Builtin, out: &mut [u8]) -> usize;
     /// Read `out.len()` bytes of kernel memory at `addr` without faulting; false on failure.
     fn read_kernel(&mut self, addr: u64, out: &mut [u8]) -> bool;
+    /// Read `out.len()` bytes of the current task's user memory at `addr` without faulting
+    /// (`copyinstr`); false on failure, and where there is no user memory.
+    fn read_user(&mut self, _addr: u64, _out: &mut [u8]) -> bool {
+        false
+    }
     /// Load global scalar `id`.
     fn global_load(&mut self, id: u32) -> u64;
     /// Store global scalar `id`.
@@ -531,7 +536,12 @@ impl<'s> Vm<'s> {
                     // PANIC: as in `Ldbs`: `slot` is `ss + 1` bytes and `read_kernel_str`
                     // returns at most `ss`.
                     let slot = &mut self.scratch[off..off + ss + 1];
-                    let len = read_kernel_str(env, a, &mut slot[..ss])
+                    let max = match (imm >> 1) as usize {
+                        0 => ss,
+                        m => m.min(ss),
+                    };
+                    let user = imm & KSTR_USER != 0;
+                    let len = read_kernel_str(env, a, &mut slot[..max], user)
                         .map_err(|addr| f(FaultKind::BadAddr(addr)))?;
                     slot[len] = 0;
                     out = Some(str_ref(STR_SPACE_SCRATCH, off as u32));
@@ -816,7 +826,12 @@ impl<'s> Vm<'s> {
 /// Copy the kernel string at `addr` into `out` chunk by chunk (never reading across a page
 /// boundary past the NUL); returns its length (truncated to `out.len()`), or the failing
 /// address.
-fn read_kernel_str<E: Env + ?Sized>(env: &mut E, addr: u64, out: &mut [u8]) -> Result<usize, u64> {
+fn read_kernel_str<E: Env + ?Sized>(
+    env: &mut E,
+    addr: u64,
+    out: &mut [u8],
+    user: bool,
+) -> Result<usize, u64> {
     const PAGE: u64 = 4096;
     let mut done = 0usize;
     while done < out.len() {
@@ -824,7 +839,13 @@ fn read_kernel_str<E: Env + ?Sized>(env: &mut E, addr: u64, out: &mut [u8]) -> R
         let to_page = (PAGE - at % PAGE) as usize;
         let chunk = to_page.min(out.len() - done);
         // PANIC: `done + chunk <= out.len()` by the choice of `chunk`.
-        if !env.read_kernel(at, &mut out[done..done + chunk]) {
+        let dst = &mut out[done..done + chunk];
+        let ok = if user {
+            env.read_user(at, dst)
+        } else {
+            env.read_kernel(at, dst)
+        };
+        if !ok {
             return Err(at);
         }
         if let Some(p) = out[done..done + chunk].iter().position(|&c| c == 0) {

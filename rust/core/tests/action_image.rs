@@ -346,6 +346,43 @@ fn rejects_bad_probes() {
 }
 
 #[test]
+fn provider_probes() {
+    // STRTAB: 1 "vfs_read", 10 "ksys_*", 17 "n", 21 "%d %s\n".
+    let with = |p: ProbeDesc| {
+        let mut o = sample();
+        o.probes[2] = p;
+        Image::parse(&o.bytes()).err()
+    };
+    let bad = |why| Some(ImageError::BadProbe { index: 2, why });
+    let sys = |kind, func, arg| ProbeDesc { kind, func, arg };
+    assert_eq!(with(sys(ProbeKind::SyscallEntry, 1, 0)), None);
+    assert_eq!(with(sys(ProbeKind::SyscallReturn, 17, 1023)), None);
+    assert_eq!(
+        with(sys(ProbeKind::SyscallEntry, 1, 1024)),
+        bad(ProbeFault::Field)
+    );
+    // A syscall is named, not globbed.
+    assert_eq!(
+        with(sys(ProbeKind::SyscallEntry, 10, 0)),
+        bad(ProbeFault::FuncPattern)
+    );
+    assert_eq!(with(sys(ProbeKind::Profile, 0, 1_000_000)), None);
+    assert_eq!(
+        with(sys(ProbeKind::Profile, 0, 10)),
+        bad(ProbeFault::TickPeriod)
+    );
+    assert_eq!(
+        with(sys(ProbeKind::Profile, 1, 1_000_000)),
+        bad(ProbeFault::Field)
+    );
+    // A tracepoint is SUBSYS:EVENT.
+    assert_eq!(
+        with(sys(ProbeKind::Tracepoint, 1, 301)),
+        bad(ProbeFault::FuncPattern)
+    );
+}
+
+#[test]
 fn rejects_bad_clauses() {
     let mut o = sample();
     o.clauses[1].probe_count = 2;

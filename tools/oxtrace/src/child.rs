@@ -57,6 +57,8 @@ impl Held {
         if words.is_empty() {
             return Err(io::Error::other("empty command"));
         }
+        // The exec happens only once the probes are on: find out now whether it can.
+        resolve(&words[0])?;
         let argv: Vec<CString> = words
             .iter()
             .map(|w| CString::new(w.as_str()).map_err(|_| io::Error::other("NUL in command")))
@@ -145,6 +147,36 @@ impl Drop for Held {
     }
 }
 
+/// The file `execvp` would run for `name`: `name` itself if it has a `/`, else the first
+/// executable regular file of that name in `PATH`. The error says why there is none.
+pub fn resolve(name: &str) -> io::Result<std::path::PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    use std::path::{Path, PathBuf};
+    let check = |p: &Path| -> io::Result<PathBuf> {
+        let m = std::fs::metadata(p)?;
+        if m.is_dir() {
+            return Err(io::Error::other("is a directory"));
+        }
+        if m.permissions().mode() & 0o111 == 0 {
+            return Err(io::Error::from(io::ErrorKind::PermissionDenied));
+        }
+        Ok(p.to_path_buf())
+    };
+    if name.contains('/') {
+        return check(Path::new(name));
+    }
+    let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into());
+    let mut last = io::Error::other("command not found");
+    for dir in std::env::split_paths(&path) {
+        match check(&dir.join(name)) {
+            Ok(p) => return Ok(p),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => last = e,
+        }
+    }
+    Err(last)
+}
+
 /// Set by SIGINT/SIGTERM.
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 
@@ -168,7 +200,20 @@ pub fn interrupted() -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::split_words;
+    use super::{resolve, split_words};
+
+    #[test]
+    fn commands_that_cannot_run() {
+        assert!(resolve("sh").is_ok());
+        assert!(resolve("/bin/sh").is_ok());
+        let e = resolve("no-such-command-oxtrace").unwrap_err();
+        assert_eq!(e.to_string(), "command not found");
+        assert_eq!(
+            resolve("/no/such/file").unwrap_err().kind(),
+            std::io::ErrorKind::NotFound
+        );
+        assert_eq!(resolve("/").unwrap_err().to_string(), "is a directory");
+    }
 
     #[test]
     fn split_words_like_a_shell() {

@@ -26,6 +26,13 @@ pub struct Cli {
     /// Run the D program given on the command line.
     #[arg(short = 'e', value_name = "PROGRAM", conflicts_with = "script")]
     pub program: Option<String>,
+    /// A probe description with an optional clause (`-n 'syscall::read:entry { ... }'`), as
+    /// dtrace's -n; with -l, the probes it matches.
+    #[arg(short = 'n', value_name = "PROBE", conflicts_with_all = ["program", "script"])]
+    pub probe: Option<String>,
+    /// Every probe of PROVIDER (`-P syscall`); with -l, list them.
+    #[arg(short = 'P', value_name = "PROVIDER", conflicts_with_all = ["program", "script", "probe"])]
+    pub provider: Option<String>,
     /// Run the D program in FILE.
     #[arg(short = 's', value_name = "FILE", value_hint = ValueHint::FilePath)]
     pub script: Option<PathBuf>,

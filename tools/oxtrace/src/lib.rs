@@ -15,3 +15,5 @@ pub mod probes;
 pub mod pt;
 pub mod run;
 pub mod symbols;
+pub mod syscalls;
+pub mod tracepoints;

@@ -101,7 +101,11 @@ fn status(cli: &Cli) -> Res<i32> {
 /// `-l [PATTERN]`: the probes, like `dtrace -l`.
 fn list(pattern: &str) -> Res<i32> {
     let (functions, _) = probes::functions()?;
-    let fields: Vec<&str> = pattern.split(':').collect();
+    let mut fields: Vec<&str> = pattern.split(':').collect();
+    // bpftrace's `tracepoint:SUBSYS:EVENT` is `tracepoint:SUBSYS::EVENT` here.
+    if fields.len() == 3 && fields[0] == "tracepoint" {
+        fields.insert(2, "");
+    }
     // FUNC alone, or provider:module:function:name with missing fields on the left.
     let want = |prov: &str, module: &str, func: &str, name: &str| -> bool {
         let parts = [prov, module, func, name];
@@ -127,8 +131,21 @@ fn list(pattern: &str) -> Res<i32> {
     };
     row("dtrace", "", "", "BEGIN");
     row("dtrace", "", "", "END");
-    for t in ["tick-1s", "tick-1000hz"] {
+    for t in [
+        "tick-1s",
+        "tick-1000hz",
+        "profile-97",
+        "profile-997",
+        "profile-1ms",
+    ] {
         row("profile", "", "", t);
+    }
+    for sc in oxtrace::syscalls::list() {
+        row("syscall", "vmlinux", sc.name, "entry");
+        row("syscall", "vmlinux", sc.name, "return");
+    }
+    for (s, e) in oxtrace::tracepoints::events() {
+        row("tracepoint", &s, "", &e);
     }
     for f in &functions {
         row("fbt", "kernel", f, "entry");
@@ -137,17 +154,62 @@ fn list(pattern: &str) -> Res<i32> {
     Ok(0)
 }
 
-fn trace(cli: &Cli) -> Res<i32> {
-    let (text, name) = match (&cli.program, &cli.script) {
-        (Some(p), _) => (p.clone(), "-e".to_string()),
-        (None, Some(f)) => (
-            std::fs::read_to_string(f).map_err(|e| format!("{}: {e}", f.display()))?,
-            f.display().to_string(),
-        ),
-        (None, None) => {
-            return Err("nothing to do: give -e PROGRAM, -s FILE or -l (see --help)".into())
-        }
+/// The D text of `-n PROBE` or `-P PROVIDER`: a description alone gets DTrace's default
+/// action (an empty clause).
+fn probe_program(cli: &Cli) -> Option<(String, String)> {
+    let (text, name) = match (&cli.probe, &cli.provider) {
+        (Some(n), _) => (n.clone(), "-n"),
+        (None, Some(p)) => (format!("{p}:::"), "-P"),
+        (None, None) => return None,
     };
+    let text = if text.contains('{') {
+        text
+    } else {
+        format!("{text} {{ }}")
+    };
+    Some((text, name.to_string()))
+}
+
+/// A script's first line when it is an interpreter line (`#!/usr/bin/oxtrace -qs`), made
+/// blank so that the compiler ignores it and every other line keeps its number.
+fn strip_interpreter_line(text: String) -> String {
+    match text.strip_prefix("#!") {
+        Some(rest) => rest
+            .find('\n')
+            .map_or(String::new(), |i| rest[i..].to_string()),
+        None => text,
+    }
+}
+
+/// `-p PID` names a process that exists (signal 0 checks without sending; EPERM: it exists).
+fn check_pid(pid: u32) -> Res<()> {
+    // SAFETY: signal 0 only checks that the process exists.
+    let r = unsafe { libc::kill(pid as libc::pid_t, 0) };
+    if r != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH) {
+        return Err(format!("-p {pid}: no such process").into());
+    }
+    Ok(())
+}
+
+fn trace(cli: &Cli) -> Res<i32> {
+    let (text, name) =
+        match (&cli.program, &cli.script, probe_program(cli)) {
+            (Some(p), _, _) => (p.clone(), "-e".to_string()),
+            (None, Some(f), _) => (
+                strip_interpreter_line(
+                    std::fs::read_to_string(f).map_err(|e| format!("{}: {e}", f.display()))?,
+                ),
+                f.display().to_string(),
+            ),
+            (None, None, Some(p)) => p,
+            (None, None, None) => return Err(
+                "nothing to do: give -e PROGRAM, -s FILE, -n PROBE, -P PROVIDER or -l (see --help)"
+                    .into(),
+            ),
+        };
+    if let Some(pid) = cli.pid {
+        check_pid(pid)?;
+    }
     let fmt = match cli.output.as_str() {
         "text" => OutFmt::Text,
         "json" => OutFmt::Json,
@@ -220,8 +282,17 @@ fn main() -> ExitCode {
         };
     }
     let cli = Cli::parse();
-    let program = cli.program.is_some() || cli.script.is_some();
+    let program = cli.program.is_some()
+        || cli.script.is_some()
+        || cli.probe.is_some()
+        || cli.provider.is_some();
     let r = match (cli.args.first().map(String::as_str), &cli.list) {
+        // `-l -n PROBE`, `-l -P PROVIDER`: the probes they name.
+        (_, Some(_)) if cli.probe.is_some() => list(cli.probe.as_deref().unwrap_or_default()),
+        (_, Some(_)) if cli.provider.is_some() => list(&format!(
+            "{}:::",
+            cli.provider.as_deref().unwrap_or_default()
+        )),
         (_, Some(p)) => list(p),
         (Some("version"), _) if !program && cli.args.len() == 1 => version(&cli),
         (Some("status"), _) if !program && cli.args.len() == 1 => status(&cli),
@@ -245,6 +316,14 @@ mod tests {
     fn cli_is_consistent() {
         Cli::command().debug_assert();
         assert_eq!(cli::DEFAULT_DEVICE, oxtrace::device::DEFAULT_PATH);
+    }
+
+    #[test]
+    fn interpreter_lines_are_blank() {
+        let s = strip_interpreter_line("#!/usr/bin/oxtrace -qs\nBEGIN { }\n".into());
+        assert_eq!(s, "\nBEGIN { }\n");
+        assert_eq!(strip_interpreter_line("#!x".into()), "");
+        assert_eq!(strip_interpreter_line("BEGIN\n".into()), "BEGIN\n");
     }
 
     #[test]

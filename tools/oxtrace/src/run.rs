@@ -391,6 +391,22 @@ impl<'a> Run<'a> {
                     Some(ProbeKind::Begin) => ("dtrace", "", "BEGIN".to_string()),
                     Some(ProbeKind::End) => ("dtrace", "", "END".to_string()),
                     Some(ProbeKind::Error) => ("dtrace", "", "ERROR".to_string()),
+                    Some(ProbeKind::SyscallEntry) => ("syscall", "vmlinux", "entry".to_string()),
+                    Some(ProbeKind::SyscallReturn) => ("syscall", "vmlinux", "return".to_string()),
+                    Some(ProbeKind::Tracepoint) => {
+                        let (s, e) = func.split_once(':').unwrap_or(("", func));
+                        return ProbeName {
+                            short: format!(":{e}"),
+                            full: format!("tracepoint:{s}::{e}"),
+                            end: false,
+                        };
+                    }
+                    Some(ProbeKind::Profile) => {
+                        let mut b = [0u8; 64];
+                        let period = spec.map_or(0, |s| s.period_ns);
+                        let n = oxtrace_core::probe::name(ProbeKind::Profile, period, &mut b);
+                        ("profile", "", String::from_utf8_lossy(&b[..n]).into_owned())
+                    }
                     _ => (
                         "profile",
                         "",
@@ -406,20 +422,25 @@ impl<'a> Run<'a> {
             .collect();
         let quiet = prog.quiet;
         if !quiet && fmt == OutFmt::Text {
-            let plural = |n: usize| if n == 1 { "" } else { "s" };
-            if src.name == "-e" {
+            if src.name.starts_with('-') {
+                // A description the compiler expanded (syscall:::entry: one per call) is one
+                // line: consecutive descriptions of the same text are added up.
+                let mut lines: Vec<(&str, usize)> = Vec::new();
                 for (spec, n) in prog.probes.iter().zip(&per_desc) {
-                    let s = plural(*n);
-                    eprintln!("oxtrace: description '{}' matched {n} probe{s}", spec.text);
+                    match lines.last_mut() {
+                        Some((t, m)) if *t == spec.text => *m += n,
+                        _ => lines.push((&spec.text, *n)),
+                    }
+                }
+                for (text, n) in lines {
+                    let s = if n == 1 { "" } else { "s" };
+                    eprintln!("oxtrace: description '{text}' matched {n} probe{s}");
                 }
             } else {
                 // A script is one line, as dtrace -s says it.
                 let n: usize = per_desc.iter().sum();
-                eprintln!(
-                    "oxtrace: script '{}' matched {n} probe{}",
-                    src.name,
-                    plural(n)
-                );
+                let s = if n == 1 { "" } else { "s" };
+                eprintln!("oxtrace: script '{}' matched {n} probe{s}", src.name);
             }
             if loaded.nskipped > 0 {
                 eprintln!(

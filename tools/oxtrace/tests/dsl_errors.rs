@@ -73,10 +73,10 @@ fn syntax_error_missing_semicolon_between_statements() {
 #[test]
 fn unknown_provider() {
     check(
-        "syscall::read:entry { }",
+        "sycall::read:entry { }",
         "1:1",
-        "unknown provider 'syscall' (supported: fbt, kprobe, kretprobe, BEGIN, END, tick-N)",
-        "^^^^^^^^^^^^^^^^^^^",
+        "unknown provider 'sycall' (did you mean 'syscall'?) (supported: fbt, syscall, profile, tracepoint, sdt, kprobe, kretprobe, interval, BEGIN, END, tick-N, profile-N)",
+        "^^^^^^^^^^^^^^^^^^",
     );
 }
 
@@ -373,9 +373,9 @@ fn action_in_expression() {
 #[test]
 fn user_memory_reads_are_rejected() {
     check(
-        "BEGIN { trace(copyinstr(arg0)); }",
+        "BEGIN { trace(copyin(arg0, 4)); }",
         "1:15",
-        "copyinstr(): user-memory reads are not supported",
+        "copyin(): user-memory reads are not supported",
         "              ^^^^^^^^^^^^^^^",
     );
 }

@@ -100,6 +100,7 @@ pub fn compile_items(
             let specs = probe_spec(&p.text).map_err(|m| CompileError::at(src, input, p.span, m))?;
             probes.extend(specs);
         }
+        super::probe_spec::set_clause_probes(&probes[first..]);
         let pred_start = code.len() as u32;
         let pred_len = match &cl.pred {
             Some(e) => {

@@ -6,7 +6,8 @@ use super::error::{CompileError, Span};
 use super::format::{self, ArgKind};
 use super::types::{arith, builtin, Ty, ACTIONS, I32, I64, U32, U64};
 use super::KeyKind;
-use oxtrace_core::action::{self as act, insn, Op, Scope};
+use crate::tracepoints::FieldKind;
+use oxtrace_core::action::{self as act, insn, Builtin, Op, Scope};
 use oxtrace_core::agg::{check_params, AggKind};
 use std::collections::HashMap;
 
@@ -891,7 +892,98 @@ impl<'a> Gen<'a> {
                 Ok((rd, Ty::Str))
             }
             n if subr::is_subr(n) => self.subr_call(n, args, span),
-            "copyin" | "copyinstr" | "copyinto" => self.err(
+            "copyinstr" => {
+                if args.is_empty() || args.len() > 2 {
+                    return self.err(span, "copyinstr() takes an address and an optional size");
+                }
+                let max = match args.get(1) {
+                    None => 0,
+                    Some(e) => match const_eval(e) {
+                        Some(v)
+                            if (1..=i64::from(oxtrace_core::limits::MAX_STRSIZE)).contains(&v) =>
+                        {
+                            v as u32
+                        }
+                        _ => {
+                            return self.err(
+                                e.span,
+                                format!(
+                                    "copyinstr()'s size must be a constant from 1 to {}",
+                                    oxtrace_core::limits::MAX_STRSIZE
+                                ),
+                            )
+                        }
+                    },
+                };
+                let (r, ty) = self.expr(&args[0])?;
+                if !ty.is_scalar() {
+                    return self.err(
+                        args[0].span,
+                        format!("copyinstr() requires an address, not {}", ty.name()),
+                    );
+                }
+                let rd = self.reg(span)?;
+                let imm = oxtrace_core::action::KSTR_USER | (max << 1);
+                self.emit(Op::Kstr, rd, r, 0, imm);
+                self.release(r);
+                Ok((rd, Ty::Str))
+            }
+            "args->" => {
+                let Some(ExprKind::Str(field)) = args.first().map(|a| &a.kind) else {
+                    return self.err(span, "args-> needs a field name");
+                };
+                let field = String::from_utf8_lossy(field).into_owned();
+                let (off, size, signed, kind) = match super::probe_spec::tracepoint_field(&field) {
+                    Ok(f) => f,
+                    Err(m) => return self.err(span, m),
+                };
+                // arg0 of a tracepoint is the address of its record.
+                let base = self.reg(span)?;
+                self.emit(Op::Ldb, base, 0, 0, Builtin::Arg0 as u32);
+                let rd = self.reg(span)?;
+                let ty = match kind {
+                    FieldKind::Int => {
+                        let ty = Ty::Int {
+                            size: size as u8,
+                            signed,
+                        };
+                        let op = match (size, signed) {
+                            (1, true) => Op::Ldsb,
+                            (1, false) => Op::Ldub,
+                            (2, true) => Op::Ldsh,
+                            (2, false) => Op::Lduh,
+                            (4, true) => Op::Ldsw,
+                            (4, false) => Op::Lduw,
+                            _ => Op::Ldx,
+                        };
+                        self.emit(op, rd, base, 0, off);
+                        ty
+                    }
+                    FieldKind::CharArray | FieldKind::DataLoc => {
+                        let max = if kind == FieldKind::DataLoc {
+                            // The word holds the string's offset (low 16 bits) and length.
+                            self.emit(Op::Lduw, rd, base, 0, off);
+                            let mask = self.reg(span)?;
+                            self.load_const(mask, 0xffff);
+                            self.emit(Op::And, rd, rd, mask, 0);
+                            self.release(mask);
+                            self.emit(Op::Add, rd, rd, base, 0);
+                            0
+                        } else {
+                            self.load_const(rd, u64::from(off));
+                            self.emit(Op::Add, rd, rd, base, 0);
+                            size.min(oxtrace_core::limits::MAX_STRSIZE)
+                        };
+                        // A kernel string of at most the array's bytes.
+                        self.emit(Op::Kstr, rd, rd, 0, max << 1);
+                        Ty::Str
+                    }
+                    FieldKind::Other => unreachable!("tracepoint_field refuses other fields"),
+                };
+                self.release(base);
+                Ok((rd, ty))
+            }
+            "copyin" | "copyinto" => self.err(
                 span,
                 format!("{name}(): user-memory reads are not supported"),
             ),

@@ -49,9 +49,10 @@ impl KeyKind {
 pub struct ProbeSpec {
     /// What kind of probe.
     pub kind: ProbeKind,
-    /// Function glob for fbt probes.
+    /// Function glob for fbt probes; the system call's name for syscall probes.
     pub func: String,
-    /// Period for tick probes, ns.
+    /// Period for tick and profile probes, ns; the system call's number for syscall probes
+    /// (the description's `arg` in the image).
     pub period_ns: u64,
     /// The description as written.
     pub text: String,

@@ -703,6 +703,19 @@ impl<'a> Parser<'a> {
                     span,
                 });
             }
+            // A tracepoint's `args->FIELD`: a call no program can write, which the code
+            // generator resolves against the clause's event formats.
+            Tok::Ident(name) if name == "args" && self.eat("->") => {
+                let (field, fspan) = self.ident()?;
+                let arg = Expr {
+                    kind: ExprKind::Str(field.into_bytes()),
+                    span: fspan,
+                };
+                return Ok(Expr {
+                    kind: ExprKind::Call("args->".into(), vec![arg]),
+                    span: span.to(fspan),
+                });
+            }
             Tok::Ident(name) => ExprKind::Ident(name),
             Tok::Punct("(") => {
                 let e = self.nested(Self::expr)?;

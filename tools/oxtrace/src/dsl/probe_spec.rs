@@ -2,8 +2,10 @@
 
 use super::options::parse_interval;
 use super::ProbeSpec;
+use crate::tracepoints::{self, FieldKind, Format};
 use oxtrace_core::limits;
 use oxtrace_core::program::{self as prog, ProbeKind};
+use std::cell::RefCell;
 
 pub(super) fn probe_spec(text: &str) -> Result<Vec<ProbeSpec>, String> {
     let fbt = |kind, func: &str| -> Result<ProbeSpec, String> {
@@ -50,8 +52,42 @@ pub(super) fn probe_spec(text: &str) -> Result<Vec<ProbeSpec>, String> {
             )),
         })
     };
+    // profile-N: on every CPU; N in hertz unless it has a unit (DTrace's profile provider).
+    let profile = |n: &str| -> Result<ProbeSpec, String> {
+        match parse_interval(n) {
+            Some(ns) if (prog::TICK_MIN_NS..=prog::TICK_MAX_NS).contains(&ns) => {
+                Ok(other(ProbeKind::Profile, ns))
+            }
+            Some(_) => Err(format!(
+                "profile interval out of range ({} µs to 1 hour)",
+                prog::TICK_MIN_NS / 1000
+            )),
+            None => Err(format!(
+                "invalid profile rate '{n}' (use e.g. profile-997, profile-1ms, profile-100hz)"
+            )),
+        }
+    };
+    // bpftrace's `profile:UNIT:N` and `interval:UNIT:N`.
+    let with_unit = |unit: &str, n: &str| -> Result<String, String> {
+        match unit {
+            "hz" | "s" | "ms" | "us" => Ok(format!("{n}{unit}")),
+            _ => Err(format!("invalid unit '{unit}' (hz, s, ms or us)")),
+        }
+    };
     let fields: Vec<&str> = text.split(':').collect();
     match fields.as_slice() {
+        [name] | ["profile", "", "", name] if name.starts_with("profile-") => {
+            profile(&name["profile-".len()..]).map(|p| vec![p])
+        }
+        ["profile", unit, n] => profile(&with_unit(unit, n)?).map(|p| vec![p]),
+        ["interval", unit, n] => {
+            let name = format!("tick-{}", with_unit(unit, n)?);
+            tick(&name).expect("a tick").map(|p| vec![p])
+        }
+        ["syscall", module, func, name] => syscall(text, module, func, name),
+        ["tracepoint", subsys, event] | ["sdt", subsys, "", event] => {
+            tracepoint(text, subsys, event)
+        }
         ["BEGIN"] | ["dtrace", "", "", "BEGIN"] => Ok(vec![other(ProbeKind::Begin, 0)]),
         ["END"] | ["dtrace", "", "", "END"] => Ok(vec![other(ProbeKind::End, 0)]),
         ["ERROR"] | ["dtrace", "", "", "ERROR"] => Ok(vec![other(ProbeKind::Error, 0)]),
@@ -74,11 +110,223 @@ pub(super) fn probe_spec(text: &str) -> Result<Vec<ProbeSpec>, String> {
                 _ => Err(format!("fbt probes are named 'entry' or 'return', not '{name}'")),
             }
         }
-        [prov, ..] if !["fbt", "kprobe", "kretprobe", "dtrace", "profile"].contains(prov) => Err(format!(
-            "unknown provider '{prov}' (supported: fbt, kprobe, kretprobe, BEGIN, END, tick-N)"
-        )),
+        [prov, ..] if !PROVIDERS.contains(prov) => {
+            let near = crate::syscalls::nearby(prov, PROVIDERS.iter().copied());
+            Err(format!(
+                "unknown provider '{prov}'{} (supported: fbt, syscall, profile, tracepoint, sdt, kprobe, kretprobe, interval, BEGIN, END, tick-N, profile-N)",
+                crate::syscalls::did_you_mean(&near)
+            ))
+        }
         _ => Err(format!(
-            "invalid probe description '{text}' (expected fbt::FUNC:entry, fbt::FUNC:return, kprobe:FUNC, kretprobe:FUNC, BEGIN, END or tick-N)"
+            "invalid probe description '{text}' (expected fbt::FUNC:entry, fbt::FUNC:return, syscall::NAME:entry, syscall::NAME:return, kprobe:FUNC, kretprobe:FUNC, BEGIN, END, tick-N or profile-N)"
         )),
+    }
+}
+
+/// The providers a description may name.
+const PROVIDERS: [&str; 10] = [
+    "tracepoint",
+    "sdt",
+    "fbt",
+    "kprobe",
+    "kretprobe",
+    "dtrace",
+    "profile",
+    "syscall",
+    "interval",
+    "tick",
+];
+
+/// `syscall:MODULE:FUNC:NAME`: one description per system call of the running kernel that
+/// `func` (a name or glob, empty for all) names, entry and/or return as `name` says.
+fn syscall(text: &str, module: &str, func: &str, name: &str) -> Result<Vec<ProbeSpec>, String> {
+    if !matches!(module, "" | "*" | "vmlinux") {
+        return Err(format!(
+            "syscall probes are in module 'vmlinux', not '{module}'"
+        ));
+    }
+    let kinds: &[ProbeKind] = match name {
+        "entry" => &[ProbeKind::SyscallEntry],
+        "return" => &[ProbeKind::SyscallReturn],
+        "" | "*" => &[ProbeKind::SyscallEntry, ProbeKind::SyscallReturn],
+        _ => {
+            return Err(format!(
+                "syscall probes are named 'entry' or 'return', not '{name}'"
+            ))
+        }
+    };
+    let func = if func.is_empty() { "*" } else { func };
+    if !func
+        .bytes()
+        .all(|c| c.is_ascii_alphanumeric() || b"_*?".contains(&c))
+    {
+        return Err(format!("invalid system call pattern '{func}'"));
+    }
+    let calls = crate::syscalls::list();
+    let hit: Vec<_> = calls
+        .iter()
+        .filter(|s| crate::probes::glob_match(func, s.name))
+        .collect();
+    if hit.is_empty() {
+        let near = crate::syscalls::nearby(func, calls.iter().map(|s| s.name));
+        return Err(if crate::probes::is_glob(func) {
+            format!("no system call matches '{func}'")
+        } else {
+            format!(
+                "unknown system call '{func}'{}",
+                crate::syscalls::did_you_mean(&near)
+            )
+        });
+    }
+    let mut v = Vec::with_capacity(hit.len() * kinds.len());
+    for &kind in kinds {
+        for s in &hit {
+            v.push(ProbeSpec {
+                kind,
+                func: s.name.to_string(),
+                period_ns: u64::from(s.nr),
+                text: text.to_string(),
+            });
+        }
+    }
+    Ok(v)
+}
+
+thread_local! {
+    /// The tracepoints the clause being compiled is enabled on (`args->` reads their records).
+    static CLAUSE: RefCell<Vec<String>> = const { RefCell::new(Vec::new()) };
+}
+
+/// `tracepoint:SUBSYS:EVENT` (or `sdt:SUBSYS::EVENT`): one description per event of tracefs
+/// that the globs name, its format read and parsed now. A named event whose format cannot
+/// be parsed is refused with the reason; a glob skips such events.
+fn tracepoint(text: &str, subsys: &str, event: &str) -> Result<Vec<ProbeSpec>, String> {
+    let ok = |s: &str| {
+        !s.is_empty()
+            && s.bytes()
+                .all(|c| c.is_ascii_alphanumeric() || b"_*?".contains(&c))
+    };
+    if !ok(subsys) || !ok(event) {
+        return Err(format!(
+            "invalid tracepoint '{subsys}:{event}' (expected tracepoint:SUBSYSTEM:EVENT)"
+        ));
+    }
+    let glob = crate::probes::is_glob(subsys) || crate::probes::is_glob(event);
+    if !glob {
+        if let Some(f) = tracepoints::known(&format!("{subsys}:{event}")) {
+            return Ok(vec![spec(text, &f)]);
+        }
+    }
+    let events = tracepoints::events();
+    if events.is_empty() {
+        return Err("no tracepoints: tracefs is not mounted at /sys/kernel/tracing".into());
+    }
+    let hit: Vec<&(String, String)> = events
+        .iter()
+        .filter(|(s, e)| {
+            crate::probes::glob_match(subsys, s) && crate::probes::glob_match(event, e)
+        })
+        .collect();
+    if hit.is_empty() {
+        let names: Vec<String> = events.iter().map(|(s, e)| format!("{s}:{e}")).collect();
+        let want = format!("{subsys}:{event}");
+        let near = crate::syscalls::nearby(&want, names.iter().map(String::as_str));
+        return Err(if glob {
+            format!("no tracepoint matches '{want}'")
+        } else if events.iter().any(|(s, _)| s == subsys) {
+            format!(
+                "unknown tracepoint '{want}'{}",
+                crate::syscalls::did_you_mean(&near)
+            )
+        } else {
+            let subs: Vec<&str> = events.iter().map(|(s, _)| s.as_str()).collect();
+            let near = crate::syscalls::nearby(subsys, subs);
+            format!(
+                "unknown tracepoint subsystem '{subsys}'{}",
+                crate::syscalls::did_you_mean(&near)
+            )
+        });
+    }
+    let mut v = Vec::new();
+    for (s, e) in hit {
+        let f = match tracepoints::load(s, e) {
+            Ok(f) => f,
+            Err(_) if glob => continue,
+            Err(why) => return Err(why),
+        };
+        v.push(spec(text, &f));
+        tracepoints::remember(f);
+    }
+    if v.is_empty() {
+        return Err(format!(
+            "no tracepoint matching '{subsys}:{event}' has a format that can be parsed"
+        ));
+    }
+    Ok(v)
+}
+
+fn spec(text: &str, f: &Format) -> ProbeSpec {
+    ProbeSpec {
+        kind: ProbeKind::Tracepoint,
+        func: f.name.clone(),
+        period_ns: f.id,
+        text: text.to_string(),
+    }
+}
+
+/// Says which probes the next clause is enabled on, for [`tracepoint_field`].
+pub(super) fn set_clause_probes(probes: &[ProbeSpec]) {
+    let tps = probes
+        .iter()
+        .filter(|p| p.kind == ProbeKind::Tracepoint)
+        .map(|p| p.func.clone())
+        .collect();
+    CLAUSE.with(|c| *c.borrow_mut() = tps);
+}
+
+/// Where `args->NAME` is in the records of the clause's tracepoints: its offset, size,
+/// signedness and kind, the same in every one of them (else the error says where not).
+pub(super) fn tracepoint_field(name: &str) -> Result<(u32, u32, bool, FieldKind), String> {
+    let tps = CLAUSE.with(|c| c.borrow().clone());
+    if tps.is_empty() {
+        return Err("args-> is only available on tracepoint probes".into());
+    }
+    {
+        let mut found: Option<(u32, u32, bool, FieldKind, &str)> = None;
+        for tp in &tps {
+            let f = tracepoints::known(tp).ok_or_else(|| format!("no format for {tp}"))?;
+            let Some(fd) = f.field(name) else {
+                let near = crate::syscalls::nearby(name, f.fields.iter().map(|x| x.name.as_str()));
+                let all: Vec<&str> = f
+                    .fields
+                    .iter()
+                    .filter(|x| !x.name.starts_with("common_"))
+                    .map(|x| x.name.as_str())
+                    .collect();
+                return Err(format!(
+                    "tracepoint {tp} has no field '{name}'{} (fields: {})",
+                    crate::syscalls::did_you_mean(&near),
+                    all.join(", ")
+                ));
+            };
+            if fd.kind == FieldKind::Other {
+                return Err(format!(
+                    "field '{name}' of {tp} is a {}: only integers and strings can be read",
+                    fd.ctype
+                ));
+            }
+            let this = (fd.offset, fd.size, fd.signed, fd.kind);
+            match found {
+                Some((o, s, g, k, other)) if (o, s, g, k) != this => {
+                    return Err(format!(
+                        "field '{name}' is not at the same place in {other} and {tp}"
+                    ))
+                }
+                Some(_) => {}
+                None => found = Some((this.0, this.1, this.2, this.3, tp)),
+            }
+        }
+        let (o, s, g, k, _) = found.expect("at least one tracepoint");
+        Ok((o, s, g, k))
     }
 }

@@ -124,6 +124,8 @@ pub struct Sim {
     pub faults: Vec<(usize, Fault)>,
     /// Readable kernel memory.
     pub mem: Vec<(u64, Vec<u8>)>,
+    /// Readable user memory of the firing's process (`copyinstr`).
+    pub user_mem: Vec<(u64, Vec<u8>)>,
     /// `ptwrite()` values in order: (clause, value).
     pub ptwrites: Vec<(usize, u64)>,
     /// The kernel's probeable functions, which fbt globs expand to; empty: only the
@@ -184,6 +186,11 @@ impl Env for FiringEnv<'_> {
                 ArgSource::Arg(n) => args.get(n as usize).copied().unwrap_or(0),
                 ArgSource::Retval => f.retval,
                 ArgSource::Zero => 0,
+                // The firing's arguments stand for the call's and the sampled PCs.
+                ArgSource::SyscallArg(n) => f.args.get(n as usize).copied().unwrap_or(0),
+                ArgSource::KernelPc => f.args[0],
+                ArgSource::UserPc => f.args[1],
+                ArgSource::Record => f.args[0],
             };
         }
         match b {
@@ -204,25 +211,19 @@ impl Env for FiringEnv<'_> {
         let func = if self.err.is_some() { "" } else { &f.func };
         match b {
             Builtin::Execname => probe::copy(out, f.execname.as_bytes()),
-            Builtin::Probeprov => probe::copy(out, probe::provider(kind)),
-            Builtin::Probemod => probe::copy(out, probe::module(kind)),
-            Builtin::Probefunc => probe::copy(out, func.as_bytes()),
-            Builtin::Probename => probe::name(kind, self.period_ns, out),
+            Builtin::Probeprov | Builtin::Probemod | Builtin::Probefunc | Builtin::Probename => {
+                probe::describe(kind, func.as_bytes(), self.period_ns, b, out).unwrap_or(0)
+            }
             _ => 0,
         }
     }
 
     fn read_kernel(&mut self, addr: u64, out: &mut [u8]) -> bool {
-        for (base, bytes) in &self.sim.mem {
-            if addr >= *base {
-                let o = (addr - base) as usize;
-                if let Some(src) = o.checked_add(out.len()).and_then(|e| bytes.get(o..e)) {
-                    out.copy_from_slice(src);
-                    return true;
-                }
-            }
-        }
-        false
+        read_in(&self.sim.mem, addr, out)
+    }
+
+    fn read_user(&mut self, addr: u64, out: &mut [u8]) -> bool {
+        read_in(&self.sim.user_mem, addr, out)
     }
 
     fn global_load(&mut self, id: u32) -> u64 {
@@ -417,7 +418,13 @@ impl Sim {
         let mut probes: Vec<(u32, usize)> = Vec::new();
         for (pi, p) in descs {
             if p.kind != f.kind
-                || (p.kind == ProbeKind::Tick && f.period_ns != 0 && p.arg != f.period_ns)
+                || (matches!(p.kind, ProbeKind::Tick | ProbeKind::Profile)
+                    && f.period_ns != 0
+                    && p.arg != f.period_ns)
+                || (matches!(
+                    p.kind,
+                    ProbeKind::SyscallEntry | ProbeKind::SyscallReturn | ProbeKind::Tracepoint
+                ) && img.probe_func(pi) != Some(f.func.as_bytes()))
             {
                 continue;
             }
@@ -463,4 +470,18 @@ impl Sim {
         }
         String::from_utf8_lossy(&out).into_owned()
     }
+}
+
+/// Reads `out.len()` bytes at `addr` from one of the regions of `mem`.
+fn read_in(mem: &[(u64, Vec<u8>)], addr: u64, out: &mut [u8]) -> bool {
+    for (base, bytes) in mem {
+        if addr >= *base {
+            let o = (addr - base) as usize;
+            if let Some(src) = o.checked_add(out.len()).and_then(|e| bytes.get(o..e)) {
+                out.copy_from_slice(src);
+                return true;
+            }
+        }
+    }
+    false
 }
