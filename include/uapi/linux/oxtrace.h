@@ -28,7 +28,7 @@
 /*
  * A new major breaks old tools; a new minor only adds.  Minor 5: the speculation
  * counters of struct oxt_cpu_status, image options nspec and specsize, the ERROR probe
- * kind, opcodes 71-95 and the system record.
+ * kind, opcodes 72-96 and the system record.
  */
 #define OXT_ABI_MAJOR 1
 #define OXT_ABI_MINOR 5

@@ -153,64 +153,67 @@ pub enum Op {
     Strjoin = 69,
     /// Write `r1` to this CPU's Intel PT stream as a PTWRITE packet (software backend).
     Ptwrite = 70,
+    /// Fault with an index-out-of-bounds error unless `r1 < imm` (unsigned): the run-time
+    /// bounds check of a D array subscript.
+    Chkb = 71,
     /// `rd = substr(r1, r2, r_imm)`: a new scratch string, `r_imm` the length register
     /// (the compiler passes a length of `i32::MAX` for the two-argument form).
-    Substr = 71,
+    Substr = 72,
     /// `rd = strstr(r1, r2)`: a new scratch string from the first occurrence of `r2` in `r1`, or
     /// 0 (NULL).
-    Strstr = 72,
+    Strstr = 73,
     /// `rd = strchr(r1, r2)`: a new scratch string from the first character `r2` in `r1`, or 0.
-    Strchr = 73,
+    Strchr = 74,
     /// `rd = strrchr(r1, r2)`: as `strchr` from the last occurrence.
-    Strrchr = 74,
+    Strrchr = 75,
     /// `rd = index(r1, r2, r_imm)`: offset of `r2` in `r1` at or after `r_imm`, or -1.
-    Index = 75,
+    Index = 76,
     /// `rd = rindex(r1, r2, r_imm)`: offset of the last `r2` in `r1` at or before `r_imm`, or -1.
-    Rindex = 76,
+    Rindex = 77,
     /// `rd = strtok(r1, r2)`: the next token of `r1` (0: of the clause's last `strtok` string)
     /// cut at the delimiters `r2`, as a new scratch string, or 0 when none is left.
-    Strtok = 77,
+    Strtok = 78,
     /// `rd = lltostr(r1, r2)`: `r1` in base `r2` as a new scratch string; faults on a bad base.
-    Lltostr = 78,
+    Lltostr = 79,
     /// `rd = strtoll(r1, r2)`: the integer string `r1` in base `r2`; faults on a bad base.
-    Strtoll = 79,
+    Strtoll = 80,
     /// `rd = toupper(r1)`: a new scratch string.
-    Toupper = 80,
+    Toupper = 81,
     /// `rd = tolower(r1)`: a new scratch string.
-    Tolower = 81,
+    Tolower = 82,
     /// `rd = basename(r1)`: a new scratch string.
-    Basename = 82,
+    Basename = 83,
     /// `rd = dirname(r1)`: a new scratch string.
-    Dirname = 83,
+    Dirname = 84,
     /// `rd = cleanpath(r1)`: a new scratch string.
-    Cleanpath = 84,
+    Cleanpath = 85,
     /// `rd = inet_ntop(r1, r2)`: the address of family `r1` (`AF_INET`, `AF_INET6`) in kernel
     /// memory at `r2`, as a new scratch string; faults on another family or a bad address.
-    InetNtop = 85,
+    InetNtop = 86,
     /// `rd = r1` in network byte order, `imm` bits (16, 32 or 64) wide: `hton*`/`ntoh*`.
-    Hton = 86,
+    Hton = 87,
     /// `rd = rand()`: a weak pseudo-random non-negative `int`.
-    Rand = 87,
+    Rand = 88,
     /// `rd = progenyof(r1)`: 1 when the current process is `r1` or one of its descendants.
-    Progenyof = 88,
+    Progenyof = 89,
     /// `rd = speculation()`: a free speculation's id, or 0 when none is free.
-    Speculation = 89,
+    Speculation = 90,
     /// `speculate(r1)`: the clause's later records go to speculation `r1`'s buffer.
-    Speculate = 90,
+    Speculate = 91,
     /// `commit(r1)`: speculation `r1`'s buffers go to the principal buffers.
-    Commit = 91,
+    Commit = 92,
     /// `discard(r1)`: speculation `r1`'s buffers are emptied.
-    Discard = 92,
+    Discard = 93,
     /// Emit a system record, format `imm`, arguments from the tuple (destructive).
-    System = 93,
+    System = 94,
     /// Send signal `r1` to the current process (`raise()`, `stop()`; destructive).
-    Raise = 94,
+    Raise = 95,
     /// Spin `r1` nanoseconds in probe context (`chill()`; destructive, limited).
-    Chill = 95,
+    Chill = 96,
 }
 
 /// Number of opcodes; every byte value at or above it is invalid.
-pub const NOPS: u8 = 96;
+pub const NOPS: u8 = 97;
 
 /// [`Op::Kstr`]'s `imm` bit for a string in user memory (`copyinstr`).
 pub const KSTR_USER: u32 = 1;
@@ -291,6 +294,7 @@ impl Op {
             Exit,
             Strjoin,
             Ptwrite,
+            Chkb,
             Substr,
             Strstr,
             Strchr,
@@ -395,6 +399,7 @@ impl Op {
             Exit => "exit",
             Strjoin => "strjoin",
             Ptwrite => "ptwrite",
+            Chkb => "chkb",
             Substr => "substr",
             Strstr => "strstr",
             Strchr => "strchr",
@@ -521,10 +526,24 @@ pub enum Builtin {
     Probefunc = 20,
     /// Name of the probe (`entry`, `return`, ...): a string.
     Probename = 21,
+    /// Seventh probe argument (on x86-64 fbt entry, the first one on the stack).
+    Arg6 = 22,
+    /// Eighth probe argument.
+    Arg7 = 23,
+    /// Ninth probe argument.
+    Arg8 = 24,
+    /// Tenth probe argument.
+    Arg9 = 25,
+    /// The error of the current system call (0 outside system-call probes).
+    Errno = 26,
+    /// The probed function's return address (0 where the probe has no function).
+    Caller = 27,
+    /// Nanoseconds the current thread has run on a CPU.
+    Vtimestamp = 28,
 }
 
 /// Number of built-ins.
-pub const NBUILTINS: u32 = 22;
+pub const NBUILTINS: u32 = 29;
 
 impl Builtin {
     /// Decode a built-in number.
@@ -553,13 +572,20 @@ impl Builtin {
             Probemod,
             Probefunc,
             Probename,
+            Arg6,
+            Arg7,
+            Arg8,
+            Arg9,
+            Errno,
+            Caller,
+            Vtimestamp,
         ];
         ALL.get(v as usize).copied()
     }
 
     /// Whether the built-in is a string (read with [`Op::Ldbs`]).
     pub fn is_string(self) -> bool {
-        (self as u32) >= Builtin::Execname as u32
+        (Builtin::Execname as u32..=Builtin::Probename as u32).contains(&(self as u32))
     }
 }
 
@@ -674,7 +700,13 @@ pub struct VarInfo {
     pub scope: Scope,
     /// Key layout (empty for globals and thread-locals).
     pub keys: KeyLayout,
+    /// Whether the value is a string of up to `strsize` bytes (associative arrays only)
+    /// rather than a 64-bit integer.
+    pub string: bool,
 }
+
+/// Flag in the scope word of a variable dictionary entry: the value is a string.
+pub const VAR_STRING: u32 = 1 << 8;
 
 /// The tables a program refers to, as the verifier and the interpreter see them.
 ///
