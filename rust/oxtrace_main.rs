@@ -40,6 +40,7 @@ struct Oxtrace {
 
 impl kernel::Module for Oxtrace {
     fn init(_module: &'static ThisModule) -> Result<Self> {
+        sys::task::raise_init();
         let dev = sys::miscdev::Registration::register()?;
         pr_info!(
             "oxtrace {} loaded: /dev/{}, ABI {}.{}\n",
@@ -54,6 +55,8 @@ impl kernel::Module for Oxtrace {
 
 impl Drop for Oxtrace {
     fn drop(&mut self) {
+        // A raise() queued by a probe must not run after the module is gone.
+        sys::task::raise_sync();
         sys::provider::module_exit();
         pr_info!("oxtrace unloaded\n");
     }

@@ -12,6 +12,9 @@
 #include <linux/ftrace.h>
 #include <linux/hrtimer.h>
 #include <linux/irq_work.h>
+#include <linux/delay.h>
+#include <linux/sched/signal.h>
+#include <linux/sched/task.h>
 #include <linux/kprobes.h>
 #include <linux/kthread.h>
 #include <linux/mutex.h>
@@ -197,6 +200,99 @@ u32 oxt_current_ppid(void)
 	ppid = task_tgid_nr(rcu_dereference(current->real_parent));
 	rcu_read_unlock();
 	return ppid;
+}
+
+/*
+ * Whether current's process is @pid or descends from it (D's progenyof()).  The walk up
+ * real_parent ends at the idle task (its own parent) and is bounded by OXT_PROGENY_MAX
+ * steps so that probe context stays short whatever the tree.
+ */
+#define OXT_PROGENY_MAX 1024
+bool oxt_current_progenyof(u32 pid)
+{
+	struct task_struct *t, *p;
+	bool found = false;
+	int i;
+
+	rcu_read_lock();
+	t = current;
+	for (i = 0; i < OXT_PROGENY_MAX; i++) {
+		if (task_tgid_nr(t) == pid) {
+			found = true;
+			break;
+		}
+		p = rcu_dereference(t->real_parent);
+		if (!p || p == t)
+			break;
+		t = p;
+	}
+	rcu_read_unlock();
+	return found;
+}
+
+/*
+ * raise(): a signal for current, sent from an irq_work once the probe has returned, not
+ * from probe context (which may hold siglock or run where signalling is unsafe).  One per
+ * CPU in flight; busy is cleared by the work after it has sent the signal.
+ */
+struct oxt_raise {
+	struct irq_work work;
+	struct task_struct *task;
+	int sig;
+	atomic_t busy;
+};
+
+static void oxt_raise_fn(struct irq_work *w)
+{
+	struct oxt_raise *r = container_of(w, struct oxt_raise, work);
+
+	send_sig(r->sig, r->task, 0);
+	put_task_struct(r->task);
+	atomic_set_release(&r->busy, 0);
+}
+
+static DEFINE_PER_CPU(struct oxt_raise, oxt_raise_pcpu);
+
+/* At load, before any probe: every CPU's work. */
+void oxt_raise_init(void)
+{
+	int cpu;
+
+	for_each_possible_cpu(cpu)
+		init_irq_work(&per_cpu_ptr(&oxt_raise_pcpu, cpu)->work, oxt_raise_fn);
+}
+
+int oxt_raise(int sig)
+{
+	struct oxt_raise *r = this_cpu_ptr(&oxt_raise_pcpu);
+
+	if (!valid_signal(sig) || sig == 0)
+		return -EINVAL;
+	if (atomic_xchg(&r->busy, 1))
+		return -EBUSY;
+	r->task = get_task_struct(current);
+	r->sig = sig;
+	irq_work_queue(&r->work);
+	return 0;
+}
+
+/* At unload: no raise() work may still run module code. */
+void oxt_raise_sync(void)
+{
+	int cpu;
+
+	for_each_possible_cpu(cpu)
+		irq_work_sync(&per_cpu_ptr(&oxt_raise_pcpu, cpu)->work);
+}
+
+/* chill(): spin ns nanoseconds (the caller keeps the budget). */
+void oxt_ndelay(u64 ns)
+{
+	while (ns > 1000000) {
+		mdelay(1);
+		ns -= 1000000;
+	}
+	ndelay(ns);
 }
 
 unsigned long oxt_current_task(void)

@@ -41,6 +41,11 @@ u32 oxt_current_tid(void);
 u32 oxt_current_uid(void);
 u32 oxt_current_gid(void);
 u32 oxt_current_ppid(void);
+bool oxt_current_progenyof(u32 pid);
+void oxt_raise_init(void);
+int oxt_raise(int sig);
+void oxt_raise_sync(void);
+void oxt_ndelay(u64 ns);
 unsigned long oxt_current_task(void);
 /* Nanoseconds the current thread has run on a CPU (D's vtimestamp). */
 u64 oxt_current_vtime(void);

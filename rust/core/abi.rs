@@ -91,8 +91,12 @@ pub struct CpuStatus {
     pub errors: u64,
     /// Probe hits not run because an action was running on this CPU.
     pub recursion: u64,
-    /// Zero.
-    pub reserved: [u64; 3],
+    /// Records that did not fit a speculative buffer (minor 5).
+    pub specdrops: u64,
+    /// `speculation()` calls that found only busy speculations (minor 5).
+    pub specbusy: u64,
+    /// `speculation()` calls that found every speculation active (minor 5).
+    pub specunavail: u64,
 }
 
 /// `struct oxt_status`: answer of [`IOC_STATUS`].

@@ -358,6 +358,7 @@ pub fn reason_code(r: &Reason) -> (u32, u32) {
         NoReturn => (20, 0),
         ScratchTooLarge => (21, 0),
         BadTables => (22, 0),
+        BadImmRegister(r) => (23, r),
     }
 }
 
@@ -399,6 +400,7 @@ impl fmt::Display for ReasonMsg {
                 crate::limits::MAX_SCRATCH
             ),
             22 => write!(f, "tables inconsistent"),
+            23 => write!(f, "invalid register r{a} in the immediate"),
             c => write!(f, "verifier reason {c} ({a})"),
         }
     }
@@ -415,6 +417,7 @@ pub fn fault_code(k: &FaultKind) -> (u32, u64) {
         FaultKind::ScratchExhausted => (6, 0),
         FaultKind::Invalid => (7, 0),
         FaultKind::BadIndex(i) => (8, i),
+        FaultKind::IllegalOp => (9, 0),
     }
 }
 
@@ -437,6 +440,7 @@ impl fmt::Display for FaultMsg {
             6 => write!(f, "out of scratch space"),
             7 => write!(f, "invalid instruction"),
             8 => write!(f, "index out of bounds ({})", self.addr as i64),
+            9 => write!(f, "illegal operation"),
             c => write!(f, "fault {c}"),
         }
     }

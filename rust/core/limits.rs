@@ -25,6 +25,16 @@ pub const MAX_BUFSIZE: u64 = 64 << 20;
 pub const MIN_DYNVARSIZE: u64 = 4 << 10;
 /// Largest dynamic variable memory.
 pub const MAX_DYNVARSIZE: u64 = 1 << 30;
+/// Most speculations (`nspec`).
+pub const MAX_NSPEC: u64 = 64;
+/// Smallest speculative buffer (`specsize`), per speculation and CPU.
+pub const MIN_SPECSIZE: u64 = 1 << 10;
+/// Largest speculative buffer, per speculation and CPU.
+pub const MAX_SPECSIZE: u64 = 16 << 20;
+/// Most nanoseconds `chill()` may spin on one CPU per [`CHILL_INTERVAL_NS`] (DTrace's).
+pub const CHILL_MAX_NS: u64 = 500_000_000;
+/// The window of [`CHILL_MAX_NS`].
+pub const CHILL_INTERVAL_NS: u64 = 1_000_000_000;
 /// Largest `strsize`.
 pub const MAX_STRSIZE: u32 = 4096;
 /// Most clause-local (`this->`) variables of a program.
@@ -68,6 +78,8 @@ pub const MEM_DYNVAR: u32 = 3;
 pub const MEM_SCRATCH: u32 = 4;
 /// [`LoadMemory::largest`]: the image.
 pub const MEM_IMAGE: u32 = 5;
+/// [`LoadMemory::largest`]: the speculative buffers.
+pub const MEM_SPEC: u32 = 6;
 
 /// What a LOAD allocates, in bytes by part, checked against the memory budget before any of
 /// it is allocated.
@@ -85,6 +97,8 @@ pub struct LoadMemory {
     pub scratch: u64,
     /// The image itself.
     pub image: u64,
+    /// Speculative buffers: `nspec` × `specsize` × CPUs, 0 without `speculation()`.
+    pub spec: u64,
 }
 
 impl LoadMemory {
@@ -106,16 +120,26 @@ impl LoadMemory {
             dynvar,
             scratch: per_cpu(scratch),
             image,
+            spec: 0,
         }
     }
 
-    fn parts(&self) -> [(u32, u64); 5] {
+    /// The same with `per_cpu` bytes of speculative buffers on every CPU.
+    pub fn with_spec(self, per_cpu: u64) -> Self {
+        Self {
+            spec: per_cpu.saturating_mul(self.ncpus as u64),
+            ..self
+        }
+    }
+
+    fn parts(&self) -> [(u32, u64); 6] {
         [
             (MEM_PBUF, self.pbuf),
             (MEM_AGG, self.agg),
             (MEM_DYNVAR, self.dynvar),
             (MEM_SCRATCH, self.scratch),
             (MEM_IMAGE, self.image),
+            (MEM_SPEC, self.spec),
         ]
     }
 
@@ -146,6 +170,8 @@ pub const fn option_range(key: OptKey) -> (u64, u64) {
         OptKey::Switchrate | OptKey::Aggrate => (MIN_RATE_NS, MAX_RATE_NS),
         OptKey::Cleanrate => (MIN_CLEANRATE_NS, MAX_RATE_NS),
         OptKey::Strsize => (1, MAX_STRSIZE as u64),
+        OptKey::Nspec => (1, MAX_NSPEC),
+        OptKey::Specsize => (MIN_SPECSIZE, MAX_SPECSIZE),
     }
 }
 
@@ -154,6 +180,8 @@ pub const fn option_range(key: OptKey) -> (u64, u64) {
 pub struct LoadPlan {
     /// Scratch bytes a CPU needs: the most any clause needs.
     pub scratch: usize,
+    /// Whether a clause calls `speculation()`: only then are speculative buffers allocated.
+    pub speculates: bool,
 }
 
 /// Everything LOAD checks about a parsed image before it allocates per-CPU state: every
@@ -167,11 +195,16 @@ pub fn check_load<'a, E: From<Refusal>>(
 ) -> Result<LoadPlan, E> {
     let opts = image.options();
     let mut scratch = 0;
+    let mut speculates = false;
     for i in 0..image.clause_count() {
         let c = image
             .verify_clause(i, MAX_SCRATCH)
             .map_err(|e| Refusal::verify(&e))?;
         scratch = scratch.max(c.scratch);
+        speculates |= [c.pred.as_ref(), Some(&c.act)]
+            .into_iter()
+            .flatten()
+            .any(|p| p.uses(crate::action::Op::Speculation));
         keep(c)?;
     }
     let nvars = image.var_count();
@@ -185,5 +218,8 @@ pub fn check_load<'a, E: From<Refusal>>(
             Err(_) => return Err(Refusal::internal().into()),
         }
     }
-    Ok(LoadPlan { scratch })
+    Ok(LoadPlan {
+        scratch,
+        speculates,
+    })
 }

@@ -6,7 +6,7 @@
 //!
 //! Pure logic: no allocation, nothing that can panic; the loop runs in probe context.
 
-use crate::action::{Builtin, Env, Fault, Vm};
+use crate::action::{Builtin, Env, Fault, FaultKind, Insn, Op, Vm};
 use crate::program::{Image, ProbeKind, VerifiedClause};
 
 /// `probeprov`: the provider that publishes probes of `kind`.
@@ -16,7 +16,7 @@ pub fn provider(kind: ProbeKind) -> &'static [u8] {
         ProbeKind::Tick | ProbeKind::Profile => b"profile",
         ProbeKind::SyscallEntry | ProbeKind::SyscallReturn => b"syscall",
         ProbeKind::Tracepoint => b"tracepoint",
-        ProbeKind::Begin | ProbeKind::End => b"dtrace",
+        ProbeKind::Begin | ProbeKind::End | ProbeKind::Error => b"dtrace",
     }
 }
 
@@ -32,7 +32,8 @@ pub fn module(kind: ProbeKind) -> &'static [u8] {
         | ProbeKind::Profile
         | ProbeKind::Tracepoint
         | ProbeKind::Begin
-        | ProbeKind::End => b"",
+        | ProbeKind::End
+        | ProbeKind::Error => b"",
     }
 }
 
@@ -49,6 +50,7 @@ pub fn name(kind: ProbeKind, period_ns: u64, out: &mut [u8]) -> usize {
         ProbeKind::FbtReturn | ProbeKind::SyscallReturn => b"return",
         ProbeKind::Begin => b"BEGIN",
         ProbeKind::End => b"END",
+        ProbeKind::Error => b"ERROR",
         // Named by its event: `tracepoint_parts`.
         ProbeKind::Tracepoint => b"",
         ProbeKind::Tick => return period_name("tick", period_ns, out),
@@ -196,7 +198,8 @@ pub fn arg_source(kind: ProbeKind, b: Builtin) -> Option<ArgSource> {
         _ => return None,
     };
     Some(match kind {
-        ProbeKind::FbtEntry => ArgSource::Arg(n),
+        // ERROR's arguments describe the fault: the environment holds them.
+        ProbeKind::FbtEntry | ProbeKind::Error => ArgSource::Arg(n),
         ProbeKind::FbtReturn if n == 1 => ArgSource::Retval,
         ProbeKind::SyscallEntry => ArgSource::SyscallArg(n),
         ProbeKind::SyscallReturn if n <= 1 => ArgSource::Retval,
@@ -260,6 +263,82 @@ pub trait ClauseEnv: Env {
 
     /// Clause `clause` faulted with `fault`; the rest of it does not run.
     fn fault(&mut self, clause: u32, fault: Fault);
+
+    /// Switches to ERROR description `desc`, whose `arg0..arg5` are `args`, for the clauses
+    /// of a fault; false when ERROR must not fire (a fault in an ERROR clause: no
+    /// recursion).
+    fn enter_error(&mut self, desc: u32, args: &[u64; 6]) -> bool;
+
+    /// Back to the faulting probe after [`ClauseEnv::enter_error`].
+    fn leave_error(&mut self);
+}
+
+/// DTrace's fault types (`DTRACEFLT_*`), ERROR's `arg4`.
+pub mod flt {
+    /// A bad address (also an invalid string reference).
+    pub const BADADDR: u64 = 1;
+    /// An illegal operation.
+    pub const ILLOP: u64 = 3;
+    /// Division by zero.
+    pub const DIVZERO: u64 = 4;
+    /// Out of scratch space.
+    pub const NOSCRATCH: u64 = 5;
+    /// Tuple stack overflow.
+    pub const TUPOFLOW: u64 = 8;
+}
+
+/// DTrace's fault type and faulting address (`arg4`, `arg5` of ERROR) of a fault.
+pub fn fault_type(k: &FaultKind) -> (u64, u64) {
+    match *k {
+        FaultKind::BadAddr(a) => (flt::BADADDR, a),
+        FaultKind::BadString => (flt::BADADDR, 0),
+        // An array subscript out of bounds: DTrace has no type of its own for it.
+        FaultKind::BadIndex(i) => (flt::ILLOP, i),
+        FaultKind::DivZero => (flt::DIVZERO, 0),
+        FaultKind::ScratchExhausted => (flt::NOSCRATCH, 0),
+        FaultKind::TupleOverflow => (flt::TUPOFLOW, 0),
+        FaultKind::KeyMismatch | FaultKind::Invalid | FaultKind::IllegalOp => (flt::ILLOP, 0),
+    }
+}
+
+/// The action index of a fault at `pc` (ERROR's `arg2`): 0 in a predicate, else one more
+/// than the statements the clause completed before it, a statement being complete at its
+/// store, record or aggregation update.
+pub fn action_index(code: &crate::action::Code<'_>, pc: u32, in_predicate: bool) -> u64 {
+    if in_predicate {
+        return 0;
+    }
+    let done = (0..pc as usize)
+        .filter_map(|i| code.word(i))
+        .filter(|&w| {
+            use Op::*;
+            matches!(
+                Op::from_u8(Insn::decode(w).op),
+                Some(
+                    Stls | Stgs
+                        | Stts
+                        | Stgaa
+                        | Agg
+                        | Trace
+                        | Printf
+                        | Printa
+                        | Clear
+                        | Trunc
+                        | Normalize
+                        | Denormalize
+                        | Exit
+                        | Ptwrite
+                        | System
+                        | Raise
+                        | Chill
+                        | Speculate
+                        | Commit
+                        | Discard
+                )
+            )
+        })
+        .count();
+    done as u64 + 1
 }
 
 /// Runs one firing: for each clause index of `order` (an index of `clauses`), the predicate,
@@ -283,14 +362,54 @@ pub fn run_clauses<E: ClauseEnv>(
                 Ok(0) => continue,
                 Ok(_) => {}
                 Err(f) => {
-                    env.fault(c, f);
+                    on_fault(vm, image, clauses, env, c, f, Some(pred));
                     continue;
                 }
             }
         }
         if let Err(f) = vm.run(&clause.act, image, env) {
-            env.fault(c, f);
+            on_fault(vm, image, clauses, env, c, f, None);
         }
+    }
+}
+
+/// Reports a fault of clause `c` (in its predicate `pred`, else in its actions), then fires
+/// every ERROR description with DTrace's arguments: `arg1` the enabled probe id, `arg2`
+/// the action index, `arg3` the instruction, `arg4` the fault type, `arg5` the address.
+fn on_fault<E: ClauseEnv>(
+    vm: &mut Vm<'_>,
+    image: &Image<'_>,
+    clauses: &[VerifiedClause<'_>],
+    env: &mut E,
+    c: u32,
+    f: Fault,
+    pred: Option<&crate::action::Verified<'_>>,
+) {
+    env.fault(c, f);
+    let code = match (pred, clauses.get(c as usize)) {
+        (Some(p), _) => p.code(),
+        (None, Some(cl)) => cl.act.code(),
+        (None, None) => return,
+    };
+    let (ty, addr) = fault_type(&f.kind);
+    let args = [
+        0,
+        env.builtin(Builtin::Id),
+        action_index(&code, f.pc, pred.is_some()),
+        f.pc as u64,
+        ty,
+        addr,
+    ];
+    for desc in 0..image.probe_count() as u32 {
+        if image.probe(desc as usize).map(|p| p.kind) != Some(ProbeKind::Error) {
+            continue;
+        }
+        if !env.enter_error(desc, &args) {
+            return;
+        }
+        // One level deep: a fault in these clauses finds `enter_error` false.
+        run_clauses(vm, image, clauses, clauses_of(image, desc), env);
+        env.leave_error();
     }
 }
 

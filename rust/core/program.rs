@@ -105,6 +105,8 @@ pub enum ProbeKind {
     /// `tracepoint:SUBSYS:EVENT`: `func` is `SUBSYS:EVENT`, `arg` the event's id (perf's
     /// tracepoint `config`).
     Tracepoint = 9,
+    /// `dtrace:::ERROR`: fires in probe context when a clause faults.
+    Error = 10,
 }
 
 impl ProbeKind {
@@ -120,6 +122,7 @@ impl ProbeKind {
             7 => ProbeKind::SyscallReturn,
             8 => ProbeKind::Profile,
             9 => ProbeKind::Tracepoint,
+            10 => ProbeKind::Error,
             _ => return None,
         })
     }
@@ -206,6 +209,10 @@ pub enum OptKey {
     Aggrate = 6,
     /// Maximum string size, bytes.
     Strsize = 7,
+    /// Number of speculations.
+    Nspec = 8,
+    /// Speculative buffer size per speculation and CPU, bytes.
+    Specsize = 9,
 }
 
 impl OptKey {
@@ -220,6 +227,8 @@ impl OptKey {
             5 => Aggsize,
             6 => Aggrate,
             7 => Strsize,
+            8 => Nspec,
+            9 => Specsize,
             _ => return None,
         })
     }
@@ -240,6 +249,8 @@ impl OptKey {
             Aggsize => "aggsize",
             Aggrate => "aggrate",
             Strsize => "strsize",
+            Nspec => "nspec",
+            Specsize => "specsize",
         }
     }
 
@@ -247,7 +258,7 @@ impl OptKey {
     pub fn from_name(s: &str) -> Option<OptKey> {
         use OptKey::*;
         [
-            Bufsize, Switchrate, Dynvarsize, Cleanrate, Aggsize, Aggrate, Strsize,
+            Bufsize, Switchrate, Dynvarsize, Cleanrate, Aggsize, Aggrate, Strsize, Nspec, Specsize,
         ]
         .into_iter()
         .find(|k| k.name() == s)
@@ -271,6 +282,10 @@ pub struct Options {
     pub aggrate: u64,
     /// Maximum string size, bytes (default 256).
     pub strsize: u64,
+    /// Speculations (default 1).
+    pub nspec: u64,
+    /// Speculative buffer per speculation and CPU, bytes (default 32 KiB).
+    pub specsize: u64,
 }
 
 impl Default for Options {
@@ -283,6 +298,8 @@ impl Default for Options {
             aggsize: 4 << 20,
             aggrate: 1_000_000_000,
             strsize: 256,
+            nspec: 1,
+            specsize: 32 << 10,
         }
     }
 }
@@ -298,6 +315,8 @@ impl Options {
             OptKey::Aggsize => self.aggsize,
             OptKey::Aggrate => self.aggrate,
             OptKey::Strsize => self.strsize,
+            OptKey::Nspec => self.nspec,
+            OptKey::Specsize => self.specsize,
         }
     }
 
@@ -311,6 +330,8 @@ impl Options {
             OptKey::Aggsize => self.aggsize = v,
             OptKey::Aggrate => self.aggrate = v,
             OptKey::Strsize => self.strsize = v,
+            OptKey::Nspec => self.nspec = v,
+            OptKey::Specsize => self.specsize = v,
         }
     }
 }
@@ -702,7 +723,7 @@ impl<'a> Image<'a> {
                         return Err(bad(ProbeFault::Field));
                     }
                 }
-                ProbeKind::Begin | ProbeKind::End => {
+                ProbeKind::Begin | ProbeKind::End | ProbeKind::Error => {
                     if func != 0 || arg != 0 {
                         return Err(bad(ProbeFault::Field));
                     }

@@ -274,6 +274,10 @@ impl Consumer {
             return Err(EINVAL);
         }
         if !cpu::online(cpu) {
+            // Nothing runs there: its share of a commit or discard is settled from here.
+            if let Some(specs) = p.probes.handler().specs.as_ref() {
+                specs.settle_offline(cpu);
+            }
             return Ok(offline);
         }
         f(p.probes.handler(), &mut p.drain)

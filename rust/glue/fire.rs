@@ -34,6 +34,8 @@ use crate::buffer;
 use crate::diag;
 use crate::glue::pt::{Pt, PtCpu};
 use crate::glue::session::{ProbeSlot, Session};
+use crate::glue::spec::{Lost, Refused, SpecCpu};
+use crate::limits;
 use crate::probe::{self, ArgSource, ClauseEnv};
 use crate::program::ProbeKind;
 use crate::sys::cpu;
@@ -85,6 +87,11 @@ pub(super) fn fire(s: &Session, slot: &ProbeSlot, ctx: &mut ActionCtx, regs: &Re
     if let Some(k) = s.counter(cpu, slot.id) {
         bump(&k.fired);
     }
+    // After an exit() record nothing but END runs: DTrace's consumer stops at the exit
+    // record, so later records and aggregation updates would only be thrown away.
+    if slot.kind != ProbeKind::End && s.exited.load(Ordering::Acquire) {
+        return;
+    }
     let Some(&(start, n)) = s.desc_range.get(slot.desc as usize) else {
         return;
     };
@@ -116,7 +123,10 @@ pub(super) fn fire(s: &Session, slot: &ProbeSlot, ctx: &mut ActionCtx, regs: &Re
         pbuf_off: &mut st.pbuf_off,
         pbuf_drops: &mut st.pbuf_drops,
         agg: st.agg.as_mut(),
+        spec: st.spec.as_mut(),
         pt,
+        err_args: None,
+        faulting: None,
     };
     probe::run_clauses(
         &mut vm,
@@ -139,7 +149,13 @@ struct KernelEnv<'a> {
     pbuf_off: &'a mut usize,
     pbuf_drops: &'a mut u64,
     agg: Option<&'a mut Halves<u64>>,
+    /// This CPU's speculative buffers, if the program speculates.
+    spec: Option<&'a mut SpecCpu>,
     pt: Option<(&'a Pt, &'a mut PtCpu)>,
+    /// While ERROR's clauses run: its `arg0..arg5`.
+    err_args: Option<[u64; 6]>,
+    /// While ERROR's clauses run: the faulting probe's slot, `slot` being ERROR's.
+    faulting: Option<&'a ProbeSlot>,
 }
 
 impl KernelEnv<'_> {
@@ -177,13 +193,44 @@ impl ClauseEnv for KernelEnv<'_> {
         }
         self.write(buffer::KIND_ERROR, code, &data);
     }
+
+    fn enter_error(&mut self, desc: u32, args: &[u64; 6]) -> bool {
+        if self.faulting.is_some() || self.slot.kind == ProbeKind::Error {
+            return false;
+        }
+        let s = self.s;
+        let Some(err) = s
+            .slots
+            .iter()
+            .find(|sl| sl.kind == ProbeKind::Error && sl.desc == desc)
+        else {
+            return false;
+        };
+        if let Some(k) = s.counter(self.cpu, err.id) {
+            bump(&k.fired);
+        }
+        self.faulting = Some(self.slot);
+        self.slot = err;
+        self.err_args = Some(*args);
+        true
+    }
+
+    fn leave_error(&mut self) {
+        if let Some(sl) = self.faulting.take() {
+            self.slot = sl;
+        }
+        self.err_args = None;
+    }
 }
 
 impl Env for KernelEnv<'_> {
     fn builtin(&mut self, b: Builtin) -> u64 {
         if let Some(src) = probe::arg_source(self.slot.kind, b) {
             return match src {
-                ArgSource::Arg(n) => self.regs.arg(n),
+                ArgSource::Arg(n) => match &self.err_args {
+                    Some(a) => a.get(n as usize).copied().unwrap_or(0),
+                    None => self.regs.arg(n),
+                },
                 ArgSource::Retval => self.regs.retval(),
                 ArgSource::Zero => 0,
                 ArgSource::SyscallArg(n) => self.regs.syscall_arg(n),
@@ -324,5 +371,91 @@ impl Env for KernelEnv<'_> {
             Some((pt, c)) => pt.ptwrite(c, self.cpu, value),
             None => false,
         }
+    }
+
+    fn speculation(&mut self) -> u64 {
+        let Some(specs) = self.s.specs.as_ref() else {
+            return 0;
+        };
+        match specs.speculation() {
+            Ok(id) => id,
+            Err(why) => {
+                if let Some(c) = self.s.cpu_counters.get(self.cpu as usize) {
+                    bump(match why {
+                        Refused::Busy => &c.spec_busy,
+                        Refused::Unavailable => &c.spec_unavail,
+                    });
+                }
+                0
+            }
+        }
+    }
+
+    fn emit_spec(&mut self, id: u64, rec: &Record<'_>) -> bool {
+        let ts = self.ts();
+        let (Some(specs), Some(sc)) = (self.s.specs.as_ref(), self.spec.as_deref_mut()) else {
+            return false;
+        };
+        match specs.write(self.cpu, sc, id, self.slot.id, ts, rec) {
+            Ok(()) => true,
+            Err(Lost::Drop) => {
+                if let Some(c) = self.s.cpu_counters.get(self.cpu as usize) {
+                    bump(&c.spec_drops);
+                }
+                false
+            }
+            Err(Lost::Silent) => false,
+        }
+    }
+
+    fn spec_end(&mut self, id: u64, commit: bool) {
+        let ts = self.ts();
+        let (Some(specs), Some(sc)) = (self.s.specs.as_ref(), self.spec.as_deref_mut()) else {
+            return;
+        };
+        if specs.end(id, commit, ts) {
+            // This CPU's share now; the others' at their next buffer switch.
+            let before = *self.pbuf_drops;
+            specs.settle(
+                self.cpu,
+                sc,
+                self.pbuf.active(),
+                self.pbuf_off,
+                self.pbuf_drops,
+            );
+            if let Some(c) = self.s.cpu_counters.get(self.cpu as usize) {
+                for _ in before..*self.pbuf_drops {
+                    bump(&c.drops);
+                }
+            }
+        }
+    }
+
+    fn raise(&mut self, sig: u64) -> bool {
+        i32::try_from(sig).is_ok_and(task::raise)
+    }
+
+    // DTrace's budget: CHILL_MAX_NS per CHILL_INTERVAL_NS on each CPU.
+    fn chill(&mut self, ns: u64) -> bool {
+        let Some(c) = self.s.cpu_counters.get(self.cpu as usize) else {
+            return false;
+        };
+        let now = cpu::mono_fast_ns();
+        if now.wrapping_sub(c.chill_start.load(Ordering::Relaxed)) >= limits::CHILL_INTERVAL_NS {
+            c.chill_start.store(now, Ordering::Relaxed);
+            c.chill_used.store(0, Ordering::Relaxed);
+        }
+        let used = c.chill_used.load(Ordering::Relaxed);
+        if used.saturating_add(ns) > limits::CHILL_MAX_NS {
+            return false;
+        }
+        c.chill_used.store(used + ns, Ordering::Relaxed);
+        task::spin_ns(ns);
+        true
+    }
+
+    fn progenyof(&mut self, pid: u64) -> bool {
+        // A pid beyond 32 bits names no process.
+        u32::try_from(pid).is_ok_and(task::progenyof)
     }
 }

@@ -25,6 +25,8 @@ pub(crate) struct OwnedImage {
     clauses: KVec<VerifiedClause<'static>>,
     /// Scratch bytes the largest clause needs for one firing.
     scratch: usize,
+    /// Whether a clause calls `speculation()`.
+    speculates: bool,
     _buf: VVec<u8>,
 }
 
@@ -48,6 +50,7 @@ impl OwnedImage {
             image,
             clauses,
             scratch: plan.scratch,
+            speculates: plan.speculates,
             _buf: buf,
         })
     }
@@ -70,5 +73,10 @@ impl OwnedImage {
     /// Scratch bytes one firing may need (locals, records, strings).
     pub(crate) fn scratch(&self) -> usize {
         self.scratch
+    }
+
+    /// Whether a clause calls `speculation()`.
+    pub(crate) fn speculates(&self) -> bool {
+        self.speculates
     }
 }

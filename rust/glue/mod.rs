@@ -12,3 +12,4 @@ pub(crate) mod image;
 pub(crate) mod provider;
 pub(crate) mod pt;
 pub(crate) mod session;
+pub(crate) mod spec;

@@ -15,6 +15,7 @@ use crate::glue::dynmem::DynVars;
 use crate::glue::image::OwnedImage;
 use crate::glue::provider::SyscallSlots;
 use crate::glue::pt::Pt;
+use crate::glue::spec::{SpecCpu, Specs};
 use crate::limits::LoadMemory;
 use crate::probe;
 use crate::probesafe;
@@ -63,6 +64,15 @@ pub(crate) struct SlotCounters {
 pub(crate) struct CpuCounters {
     pub(super) records: AtomicU64,
     pub(super) drops: AtomicU64,
+    /// Records that did not fit a speculative buffer.
+    pub(super) spec_drops: AtomicU64,
+    /// `speculation()` that found only busy speculations.
+    pub(super) spec_busy: AtomicU64,
+    /// `speculation()` that found every speculation active.
+    pub(super) spec_unavail: AtomicU64,
+    /// `chill()`: start of the current window, and nanoseconds spun in it.
+    pub(super) chill_start: AtomicU64,
+    pub(super) chill_used: AtomicU64,
 }
 
 /// What one CPU's actions use.
@@ -72,6 +82,8 @@ pub(super) struct CpuState {
     pub(super) pbuf_off: usize,
     pub(super) pbuf_drops: u64,
     pub(super) agg: Option<Halves<u64>>,
+    /// Speculative buffers, if the program speculates.
+    pub(super) spec: Option<SpecCpu>,
 }
 
 /// The consumer-side handles of a session's switched buffers.
@@ -114,6 +126,8 @@ pub(crate) struct Session {
     pub(super) pt: Option<Arc<Pt>>,
     /// The slots of each system call number (syscall provider).
     pub(super) syscalls: SyscallSlots,
+    /// The speculations, if the program speculates.
+    pub(super) specs: Option<Specs>,
     /// The memory budget this session holds, released with it.
     _charge: MemCharge,
 }
@@ -234,14 +248,32 @@ impl Session {
             (opts.aggsize as usize / 8).max(AggBuffer::MIN_BYTES / 8)
         };
         // Everything big is charged before any of it is allocated.
-        let charge = MemCharge::take(&LoadMemory::new(
-            ncpus,
-            opts.bufsize,
-            agg_words as u64 * 8,
-            DynVars::bytes(&image),
-            scratch as u64,
-            prog.len() as u64,
-        ))?;
+        let spec_bytes = if prog.speculates() {
+            opts.nspec.saturating_mul(opts.specsize)
+        } else {
+            0
+        };
+        let charge = MemCharge::take(
+            &LoadMemory::new(
+                ncpus,
+                opts.bufsize,
+                agg_words as u64 * 8,
+                DynVars::bytes(&image),
+                scratch as u64,
+                prog.len() as u64,
+            )
+            .with_spec(spec_bytes),
+        )?;
+        // Image::parse held nspec and specsize to limits::option_range.
+        let specs = if spec_bytes == 0 {
+            None
+        } else {
+            Some(Specs::new(
+                opts.nspec as usize,
+                ncpus,
+                opts.specsize as usize,
+            )?)
+        };
         let (pbuf_mem, pbuf_sw) = HalvesMem::new(ncpus, opts.bufsize as usize, 0u8)?;
         let (mut agg_mem, agg_sw) = if agg_words == 0 {
             (None, None)
@@ -259,6 +291,7 @@ impl Session {
                 pbuf_off: 0,
                 pbuf_drops: 0,
                 agg: agg_mem.as_ref().and_then(|m| m.halves(c)),
+                spec: specs.as_ref().map(Specs::new_cpu).transpose()?,
             })
         })?;
         let mut globals = KVec::with_capacity(image.var_count(), GFP_KERNEL)?;
@@ -336,6 +369,7 @@ impl Session {
                 dynvars,
                 pt,
                 syscalls,
+                specs,
                 _charge: charge,
             },
             GFP_KERNEL,
@@ -474,6 +508,9 @@ impl Session {
             }
             st.records = self.cpu_counters[c].records.load(Ordering::Relaxed);
             st.drops = self.cpu_counters[c].drops.load(Ordering::Relaxed);
+            st.specdrops = self.cpu_counters[c].spec_drops.load(Ordering::Relaxed);
+            st.specbusy = self.cpu_counters[c].spec_busy.load(Ordering::Relaxed);
+            st.specunavail = self.cpu_counters[c].spec_unavail.load(Ordering::Relaxed);
         }
         n
     }
@@ -521,6 +558,16 @@ impl Session {
         let drops = AtomicU64::new(0);
         xcall::on_cpu(cpu, &|ctx: &mut ActionCtx| {
             let st = self.cpus.local(ctx);
+            // Commits and discards settle here on every CPU but the one that made them.
+            if let (Some(specs), Some(sc)) = (self.specs.as_ref(), st.spec.as_mut()) {
+                specs.settle(
+                    cpu,
+                    sc,
+                    st.pbuf.active(),
+                    &mut st.pbuf_off,
+                    &mut st.pbuf_drops,
+                );
+            }
             got.store(st.pbuf.switch() as u64, Ordering::Relaxed);
             off.store(st.pbuf_off as u64, Ordering::Relaxed);
             drops.store(st.pbuf_drops, Ordering::Relaxed);

@@ -87,6 +87,11 @@ extern "C" {
     pub(crate) fn oxt_current_uid() -> u32;
     pub(crate) fn oxt_current_gid() -> u32;
     pub(crate) fn oxt_current_ppid() -> u32;
+    pub(crate) fn oxt_current_progenyof(pid: u32) -> bool;
+    pub(crate) fn oxt_raise_init();
+    pub(crate) fn oxt_raise(sig: c_int) -> c_int;
+    pub(crate) fn oxt_raise_sync();
+    pub(crate) fn oxt_ndelay(ns: u64);
     pub(crate) fn oxt_current_task() -> c_ulong;
     pub(crate) fn oxt_current_vtime() -> u64;
     pub(crate) fn oxt_current_comm(buf: *mut u8, len: usize) -> usize;

@@ -37,6 +37,39 @@ pub(crate) fn ppid() -> u32 {
     unsafe { shim::oxt_current_ppid() }
 }
 
+/// Whether the current process is `pid` or one of its descendants.
+pub(crate) fn progenyof(pid: u32) -> bool {
+    // SAFETY: the shim walks `real_parent` from `current` under RCU, a bounded number of
+    // steps.
+    unsafe { shim::oxt_current_progenyof(pid) }
+}
+
+/// Signals the current process with `sig` once the probe has returned (an irq_work);
+/// false if `sig` is not a signal or this CPU has one in flight.
+pub(crate) fn raise(sig: i32) -> bool {
+    // SAFETY: the shim takes a reference on `current` and queues a per-CPU irq_work; it
+    // neither sleeps nor takes locks here.
+    unsafe { shim::oxt_raise(sig) == 0 }
+}
+
+/// Prepares every CPU's `raise()` work (module load, before any probe).
+pub(crate) fn raise_init() {
+    // SAFETY: process context at load; no probe exists yet to queue the works.
+    unsafe { shim::oxt_raise_init() }
+}
+
+/// Waits until no `raise()` work is pending on any CPU (module unload).
+pub(crate) fn raise_sync() {
+    // SAFETY: process context; `irq_work_sync` only waits.
+    unsafe { shim::oxt_raise_sync() }
+}
+
+/// Spins `ns` nanoseconds (`chill()`): the caller bounds `ns`.
+pub(crate) fn spin_ns(ns: u64) {
+    // SAFETY: `ndelay`/`mdelay` busy-wait; they never sleep.
+    unsafe { shim::oxt_ndelay(ns) }
+}
+
 /// Nanoseconds the current thread has run (`vtimestamp`), as of the scheduler's last update.
 pub(crate) fn vtime() -> u64 {
     // SAFETY: the shim reads a field of `current`, which is valid in any task context.

@@ -25,7 +25,12 @@
 
 #define OXT_DEVICE_NAME "oxtrace"
 
-/* A new major breaks old tools; a new minor only adds. */
+/*
+ * A new major breaks old tools; a new minor only adds.  Minor 5: the speculation
+ * counters of struct oxt_cpu_status, image options nspec and specsize, the ERROR probe
+ * kind, opcodes 72-96, the system record, and the LOAD refusals OXT_LOADERR_MEMORY and
+ * OXT_LOADERR_UNSAFE.
+ */
 #define OXT_ABI_MAJOR 1
 #define OXT_ABI_MINOR 5
 
@@ -64,7 +69,9 @@ struct oxt_cpu_status {
 	__u64 drops;		/* records that did not fit the principal buffer */
 	__u64 errors;		/* clauses aborted by a runtime error */
 	__u64 recursion;	/* probe hits not run: an action was running on this CPU */
-	__u64 reserved[3];
+	__u64 specdrops;	/* records that did not fit a speculative buffer (minor 5) */
+	__u64 specbusy;		/* speculation() failed: only busy speculations left (minor 5) */
+	__u64 specunavail;	/* speculation() failed: every speculation active (minor 5) */
 };
 
 struct oxt_status {
@@ -101,7 +108,8 @@ struct oxt_attach {
 #define OXT_LOADERR_PROBE	4	/* probe description err_index attaches nowhere */
 /*
  * Over the memory budget (E2BIG): err_code = largest part (1 principal buffers,
- * 2 aggregation buffers, 3 dynamic variables, 4 scratch, 5 image), err_index =
+ * 2 aggregation buffers, 3 dynamic variables, 4 scratch, 5 image, 6 speculative
+ * buffers since minor 5), err_index =
  * CPUs, err_part = 0 per-consumer or 1 global budget, err_insn = KiB needed,
  * err_arg = KiB the budget leaves.
  */

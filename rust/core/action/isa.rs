@@ -156,10 +156,64 @@ pub enum Op {
     /// Fault with an index-out-of-bounds error unless `r1 < imm` (unsigned): the run-time
     /// bounds check of a D array subscript.
     Chkb = 71,
+    /// `rd = substr(r1, r2, r_imm)`: a new scratch string, `r_imm` the length register
+    /// (the compiler passes a length of `i32::MAX` for the two-argument form).
+    Substr = 72,
+    /// `rd = strstr(r1, r2)`: a new scratch string from the first occurrence of `r2` in `r1`, or
+    /// 0 (NULL).
+    Strstr = 73,
+    /// `rd = strchr(r1, r2)`: a new scratch string from the first character `r2` in `r1`, or 0.
+    Strchr = 74,
+    /// `rd = strrchr(r1, r2)`: as `strchr` from the last occurrence.
+    Strrchr = 75,
+    /// `rd = index(r1, r2, r_imm)`: offset of `r2` in `r1` at or after `r_imm`, or -1.
+    Index = 76,
+    /// `rd = rindex(r1, r2, r_imm)`: offset of the last `r2` in `r1` at or before `r_imm`, or -1.
+    Rindex = 77,
+    /// `rd = strtok(r1, r2)`: the next token of `r1` (0: of the clause's last `strtok` string)
+    /// cut at the delimiters `r2`, as a new scratch string, or 0 when none is left.
+    Strtok = 78,
+    /// `rd = lltostr(r1, r2)`: `r1` in base `r2` as a new scratch string; faults on a bad base.
+    Lltostr = 79,
+    /// `rd = strtoll(r1, r2)`: the integer string `r1` in base `r2`; faults on a bad base.
+    Strtoll = 80,
+    /// `rd = toupper(r1)`: a new scratch string.
+    Toupper = 81,
+    /// `rd = tolower(r1)`: a new scratch string.
+    Tolower = 82,
+    /// `rd = basename(r1)`: a new scratch string.
+    Basename = 83,
+    /// `rd = dirname(r1)`: a new scratch string.
+    Dirname = 84,
+    /// `rd = cleanpath(r1)`: a new scratch string.
+    Cleanpath = 85,
+    /// `rd = inet_ntop(r1, r2)`: the address of family `r1` (`AF_INET`, `AF_INET6`) in kernel
+    /// memory at `r2`, as a new scratch string; faults on another family or a bad address.
+    InetNtop = 86,
+    /// `rd = r1` in network byte order, `imm` bits (16, 32 or 64) wide: `hton*`/`ntoh*`.
+    Hton = 87,
+    /// `rd = rand()`: a weak pseudo-random non-negative `int`.
+    Rand = 88,
+    /// `rd = progenyof(r1)`: 1 when the current process is `r1` or one of its descendants.
+    Progenyof = 89,
+    /// `rd = speculation()`: a free speculation's id, or 0 when none is free.
+    Speculation = 90,
+    /// `speculate(r1)`: the clause's later records go to speculation `r1`'s buffer.
+    Speculate = 91,
+    /// `commit(r1)`: speculation `r1`'s buffers go to the principal buffers.
+    Commit = 92,
+    /// `discard(r1)`: speculation `r1`'s buffers are emptied.
+    Discard = 93,
+    /// Emit a system record, format `imm`, arguments from the tuple (destructive).
+    System = 94,
+    /// Send signal `r1` to the current process (`raise()`, `stop()`; destructive).
+    Raise = 95,
+    /// Spin `r1` nanoseconds in probe context (`chill()`; destructive, limited).
+    Chill = 96,
 }
 
 /// Number of opcodes; every byte value at or above it is invalid.
-pub const NOPS: u8 = 72;
+pub const NOPS: u8 = 97;
 
 /// [`Op::Kstr`]'s `imm` bit for a string in user memory (`copyinstr`).
 pub const KSTR_USER: u32 = 1;
@@ -241,6 +295,31 @@ impl Op {
             Strjoin,
             Ptwrite,
             Chkb,
+            Substr,
+            Strstr,
+            Strchr,
+            Strrchr,
+            Index,
+            Rindex,
+            Strtok,
+            Lltostr,
+            Strtoll,
+            Toupper,
+            Tolower,
+            Basename,
+            Dirname,
+            Cleanpath,
+            InetNtop,
+            Hton,
+            Rand,
+            Progenyof,
+            Speculation,
+            Speculate,
+            Commit,
+            Discard,
+            System,
+            Raise,
+            Chill,
         ];
         ALL.get(b as usize).copied()
     }
@@ -321,6 +400,31 @@ impl Op {
             Strjoin => "strjoin",
             Ptwrite => "ptwrite",
             Chkb => "chkb",
+            Substr => "substr",
+            Strstr => "strstr",
+            Strchr => "strchr",
+            Strrchr => "strrchr",
+            Index => "index",
+            Rindex => "rindex",
+            Strtok => "strtok",
+            Lltostr => "lltostr",
+            Strtoll => "strtoll",
+            Toupper => "toupper",
+            Tolower => "tolower",
+            Basename => "basename",
+            Dirname => "dirname",
+            Cleanpath => "cleanpath",
+            InetNtop => "inet_ntop",
+            Hton => "hton",
+            Rand => "rand",
+            Progenyof => "progenyof",
+            Speculation => "speculation",
+            Speculate => "speculate",
+            Commit => "commit",
+            Discard => "discard",
+            System => "system",
+            Raise => "raise",
+            Chill => "chill",
         }
     }
 }

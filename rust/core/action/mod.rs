@@ -17,7 +17,7 @@
 pub const NREGS: usize = 16;
 pub use crate::limits::{MAX_INSNS, MAX_LOCALS, MAX_STRSIZE};
 /// Maximum number of entries on the tuple stack (keys, printf arguments).
-pub const MAX_TUPLE: usize = 8;
+pub const MAX_TUPLE: usize = 16;
 /// Maximum number of key components of a variable or an aggregation.
 pub const MAX_KEYS: usize = 8;
 /// Number of values passed to [`Env::agg_update`]: the value and its weight/increment.
@@ -62,6 +62,7 @@ pub const fn scratch_size(nlocals: u32, strsize: u32, slots: u32) -> usize {
 
 mod isa;
 mod record;
+pub mod subr;
 mod verify;
 mod vm;
 

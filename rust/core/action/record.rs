@@ -24,6 +24,9 @@ pub enum RecordKind {
     Normalize = 7,
     /// `denormalize(@a)`: `id` is the aggregation, no data.
     Denormalize = 8,
+    /// `system(fmt, ...)`: `id` is the format, data holds the arguments; the consumer runs
+    /// the formatted command.
+    System = 9,
 }
 
 impl RecordKind {
@@ -39,6 +42,7 @@ impl RecordKind {
             6 => Trunc,
             7 => Normalize,
             8 => Denormalize,
+            9 => System,
             _ => return None,
         })
     }

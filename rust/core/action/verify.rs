@@ -46,6 +46,8 @@ pub enum Reason {
     BadWidth(u32),
     /// An integer type code is invalid.
     BadType(u32),
+    /// A register named by the immediate is `>= NREGS`.
+    BadImmRegister(u32),
     /// The last instruction is not `ret`: a path falls off the end.
     NoReturn,
     /// The scratch space the program needs exceeds the limit.
@@ -127,6 +129,15 @@ impl<'a> Verified<'a> {
     pub fn string_allocs(&self) -> u32 {
         self.string_allocs
     }
+
+    /// Whether the program has an `op` instruction.
+    pub fn uses(&self, op: Op) -> bool {
+        (0..self.code.len()).any(|i| {
+            self.code
+                .word(i)
+                .is_some_and(|w| Insn::decode(w).op == op as u8)
+        })
+    }
 }
 
 /// How an immediate is checked.
@@ -146,6 +157,10 @@ enum ImmKind {
     Printa,
     Width,
     Type,
+    /// A third source register.
+    Reg,
+    /// A byte-swap width: 16, 32 or 64.
+    SwapWidth,
 }
 
 /// Operand shape of an opcode: destination written, sources read, immediate kind, and
@@ -215,6 +230,25 @@ fn shape(op: Op) -> Shape {
         Printa => sh(false, false, false, I::Printa),
         Clear | Denormalize => sh(false, false, false, I::Agg),
         Trunc | Normalize => sh(false, true, false, I::Agg),
+        Substr => Shape {
+            alloc: true,
+            ..sh(true, true, true, I::Reg)
+        },
+        Strstr | Strchr | Strrchr | Strtok | Lltostr | InetNtop => Shape {
+            alloc: true,
+            ..sh(true, true, true, I::Zero)
+        },
+        Toupper | Tolower | Basename | Dirname | Cleanpath => Shape {
+            alloc: true,
+            ..sh(true, true, false, I::Zero)
+        },
+        Index | Rindex => sh(true, true, true, I::Reg),
+        Strtoll => sh(true, true, true, I::Zero),
+        Hton => sh(true, true, false, I::SwapWidth),
+        Rand | Speculation => sh(true, false, false, I::Zero),
+        Speculate | Commit | Discard | Raise | Chill => sh(false, true, false, I::Zero),
+        System => sh(false, false, false, I::Fmt),
+        Progenyof => sh(true, true, false, I::Zero),
     }
 }
 
@@ -330,6 +364,14 @@ pub fn verify<'a, D: Dict + ?Sized>(
             ImmKind::Width => {}
             ImmKind::Type if imm >= 8 => return Err(err(i, Reason::BadType(imm))),
             ImmKind::Type => {}
+            ImmKind::Reg if imm as usize >= NREGS => {
+                return Err(err(i, Reason::BadImmRegister(imm)))
+            }
+            ImmKind::Reg => {}
+            ImmKind::SwapWidth if !matches!(imm, 16 | 32 | 64) => {
+                return Err(err(i, Reason::BadWidth(imm)))
+            }
+            ImmKind::SwapWidth => {}
         }
         // A load of a string-valued variable copies it into a new slot.
         let string_load = op == Op::Ldgaa && dict.var(imm).is_some_and(|v| v.string);

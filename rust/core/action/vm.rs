@@ -38,6 +38,22 @@ pub trait Env {
     /// Write `value` to this CPU's Intel PT stream (a PTW packet); false when it was lost
     /// (no PT stream configured or started, or the stream stopped or full).
     fn ptwrite(&mut self, value: u64) -> bool;
+    /// Whether the current process is `pid` or one of its descendants (`progenyof()`).
+    fn progenyof(&mut self, pid: u64) -> bool;
+    /// `speculation()`: makes a free speculation active and returns its id (1..=nspec), or
+    /// 0 when none is free (counted by the environment as busy or unavailable).
+    fn speculation(&mut self) -> u64;
+    /// Appends a record to this CPU's buffer of speculation `id`; false when it was dropped
+    /// (counted by the environment). Records of speculation 0 are dropped silently.
+    fn emit_spec(&mut self, id: u64, rec: &Record<'_>) -> bool;
+    /// `commit(id)` (`commit` true) or `discard(id)` of an active speculation.
+    fn spec_end(&mut self, id: u64, commit: bool);
+    /// `raise(sig)`: signal the current process when it is safe (after the probe); false when
+    /// the signal number is not one or a signal is already pending from this CPU.
+    fn raise(&mut self, sig: u64) -> bool;
+    /// `chill(ns)`: spin `ns` nanoseconds; false (nothing done) when it would take this CPU
+    /// over its chill budget.
+    fn chill(&mut self, ns: u64) -> bool;
 }
 
 /// Kind of a runtime fault.
@@ -60,6 +76,9 @@ pub enum FaultKind {
     /// An instruction or table reference is not valid (never happens on verified code run
     /// with the tables it was verified against).
     Invalid,
+    /// A subroutine argument out of its domain (`lltostr()` base, `inet_ntop()` family):
+    /// DTrace's "illegal operation".
+    IllegalOp,
 }
 
 /// A runtime fault: the clause is aborted.
@@ -106,6 +125,13 @@ pub struct Vm<'s> {
     nlocals: u32,
     strsize: u32,
     next_slot: usize,
+    /// Where `strtok(NULL, ...)` goes on: a string reference into the clause's last
+    /// `strtok()` string, or 0.
+    strtok: u64,
+    /// `rand()` calls so far, mixed into the seed so that calls in one firing differ.
+    rand_n: u64,
+    /// The speculation the clause's records go to (`speculate()`), or `None`.
+    spec: Option<u64>,
     /// Losses counted since the VM was created (the caller may reset them).
     pub losses: Losses,
 }
@@ -138,6 +164,9 @@ impl<'s> Vm<'s> {
             nlocals,
             strsize,
             next_slot: base,
+            strtok: 0,
+            rand_n: 0,
+            spec: None,
             losses: Losses::default(),
         })
     }
@@ -153,6 +182,9 @@ impl<'s> Vm<'s> {
             *b = 0;
         }
         self.next_slot = self.slots_start();
+        // The string it pointed into lived in a slot just freed.
+        self.strtok = 0;
+        self.spec = None;
     }
 
     /// Value of clause-local `idx` (for tests and the glue).
@@ -189,6 +221,150 @@ impl<'s> Vm<'s> {
         }
         self.next_slot = off + sz;
         Some(off)
+    }
+
+    /// Allocates a string slot and fills it with `f(strtab, scratch before the slot, out)`,
+    /// `out` being the slot's `strsize` bytes; returns the new string's reference, or 0 (a
+    /// NULL string) when `f` returns `None`.
+    fn new_str<F>(&mut self, strtab: &[u8], f: F) -> Result<u64, FaultKind>
+    where
+        F: FnOnce(&[u8], &[u8], &mut [u8]) -> Result<Option<usize>, FaultKind>,
+    {
+        let off = self.alloc_slot().ok_or(FaultKind::ScratchExhausted)?;
+        let ss = self.strsize as usize;
+        // PANIC: `alloc_slot` checked that `off + ss + 1` fits the scratch.
+        let (before, slot_area) = self.scratch.split_at_mut(off);
+        let slot = &mut slot_area[..ss + 1];
+        match f(strtab, before, &mut slot[..ss])? {
+            Some(len) => {
+                // PANIC: `f` writes into `slot[..ss]`, so `len <= ss`; `min` keeps it so.
+                slot[len.min(ss)] = 0;
+                Ok(str_ref(STR_SPACE_SCRATCH, off as u32))
+            }
+            None => {
+                slot[0] = 0;
+                Ok(0)
+            }
+        }
+    }
+
+    /// Runs a subroutine opcode (`Substr` ..= `Progenyof` but `Hton`); returns the value of `rd`.
+    fn subr<D: Dict + ?Sized, E: Env + ?Sized>(
+        &mut self,
+        op: Op,
+        a: u64,
+        b: u64,
+        c: u64,
+        dict: &D,
+        env: &mut E,
+    ) -> Result<u64, FaultKind> {
+        use Op::*;
+        let ss = self.strsize as usize;
+        let strtab = dict.strtab();
+        // Resolves a string register within `sc`, the scratch before the new slot.
+        fn get<'b>(t: &'b [u8], sc: &'b [u8], ss: usize, r: u64) -> Result<&'b [u8], FaultKind> {
+            resolve_str(t, sc, ss, r).ok_or(FaultKind::BadString)
+        }
+        Ok(match op {
+            Substr => self.new_str(strtab, |t, sc, out| {
+                let s = get(t, sc, ss, a)?;
+                Ok(Some(subr::substr(s, b as i64, Some(c as i64), out)))
+            })?,
+            Strstr => self.new_str(strtab, |t, sc, out| {
+                let s = get(t, sc, ss, a)?;
+                let sub = get(t, sc, ss, b)?;
+                // PANIC: `strstr` returns an offset at most `s.len()`.
+                Ok(subr::strstr(s, sub).map(|p| subr::copy(&s[p..], out)))
+            })?,
+            Strchr | Strrchr => self.new_str(strtab, |t, sc, out| {
+                let s = get(t, sc, ss, a)?;
+                // Searching for NUL finds the terminator: the empty string at the end.
+                if b as u8 == 0 {
+                    return Ok(Some(0));
+                }
+                let at = subr::strchr(s, b as u8, op == Strrchr);
+                // PANIC: `strchr` returns a position in `s`.
+                Ok(at.map(|p| subr::copy(&s[p..], out)))
+            })?,
+            Index | Rindex => {
+                let s = get(strtab, self.scratch, ss, a)?;
+                let sub = get(strtab, self.scratch, ss, b)?;
+                if op == Index {
+                    subr::index(s, sub, c as i64) as u64
+                } else {
+                    subr::rindex(s, sub, c as i64) as u64
+                }
+            }
+            Strtok => {
+                let cur = if a == 0 { self.strtok } else { a };
+                if cur == 0 {
+                    // Like DTrace: no string to go on with gives NULL.
+                    return self.new_str(strtab, |_, _, _| Ok(None));
+                }
+                let mut next = 0u64;
+                let r = self.new_str(strtab, |t, sc, out| {
+                    let s = get(t, sc, ss, cur)?;
+                    let d = get(t, sc, ss, b)?;
+                    Ok(subr::strtok(s, d).map(|(start, end)| {
+                        // The offset is the low 32 bits; `end <= strsize` keeps it in range.
+                        next = (cur & !0xffff_ffff) | (cur as u32).wrapping_add(end as u32) as u64;
+                        // PANIC: `strtok` returns `start <= end <= s.len()`.
+                        subr::copy(&s[start..end], out)
+                    }))
+                })?;
+                self.strtok = next;
+                r
+            }
+            Lltostr => self.new_str(strtab, |_, _, out| {
+                subr::lltostr(a as i64, b as i64, out)
+                    .map(Some)
+                    .ok_or(FaultKind::IllegalOp)
+            })?,
+            Strtoll => {
+                let s = get(strtab, self.scratch, ss, a)?;
+                subr::strtoll(s, b as i64).ok_or(FaultKind::IllegalOp)? as u64
+            }
+            Toupper | Tolower | Basename | Dirname | Cleanpath => {
+                self.new_str(strtab, |t, sc, out| {
+                    let s = get(t, sc, ss, a)?;
+                    Ok(Some(match op {
+                        Toupper => subr::change_case(s, true, out),
+                        Tolower => subr::change_case(s, false, out),
+                        Basename => subr::basename(s, out),
+                        Dirname => subr::dirname(s, out),
+                        _ => subr::cleanpath(s, out),
+                    }))
+                })?
+            }
+            InetNtop => {
+                let mut addr = [0u8; 16];
+                let n = match a {
+                    subr::AF_INET => 4,
+                    subr::AF_INET6 => 16,
+                    _ => return Err(FaultKind::IllegalOp),
+                };
+                // PANIC: `n` is 4 or 16, within `addr`.
+                if !env.read_kernel(b, &mut addr[..n]) {
+                    return Err(FaultKind::BadAddr(b));
+                }
+                self.new_str(strtab, |_, _, out| {
+                    Ok(Some(if n == 4 {
+                        subr::inet_ntoa(&[addr[0], addr[1], addr[2], addr[3]], out)
+                    } else {
+                        subr::inet_ntoa6(&addr, out)
+                    }))
+                })?
+            }
+            Rand => {
+                self.rand_n = self.rand_n.wrapping_add(1);
+                let seed = env.builtin(Builtin::Timestamp)
+                    ^ env.builtin(Builtin::Cpu).rotate_left(48)
+                    ^ self.rand_n.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+                subr::rand_from(seed)
+            }
+            Progenyof => env.progenyof(a) as u64,
+            _ => return Err(FaultKind::Invalid),
+        })
     }
 
     /// Run a verified program with `dict` (the tables it was verified against) and `env`.
@@ -228,6 +404,24 @@ impl<'s> Vm<'s> {
             let mut next = pc + 1;
             let mut out: Option<u64> = None;
             use Op::*;
+            // A speculated clause records data only: DTrace refuses the rest.
+            if self.spec.is_some()
+                && matches!(
+                    op,
+                    Agg | Printa
+                        | Clear
+                        | Trunc
+                        | Normalize
+                        | Denormalize
+                        | Exit
+                        | Ptwrite
+                        | System
+                        | Raise
+                        | Chill
+                )
+            {
+                return Err(f(FaultKind::IllegalOp));
+            }
             match op {
                 Nop => {}
                 Ret => return Ok(a),
@@ -481,14 +675,19 @@ impl<'s> Vm<'s> {
                     }
                     self.tlen = 0;
                 }
-                Trace | Printf => {
+                Trace | Printf | System => {
                     let (kind, id) = if op == Trace {
                         (RecordKind::Trace, 0)
                     } else {
                         if imm >= dict.fmt_count() {
                             return Err(f(FaultKind::Invalid));
                         }
-                        (RecordKind::Printf, imm)
+                        let k = if op == Printf {
+                            RecordKind::Printf
+                        } else {
+                            RecordKind::System
+                        };
+                        (k, imm)
                     };
                     let len = self.assemble(dict.strtab()).map_err(f)?;
                     self.tlen = 0;
@@ -513,6 +712,46 @@ impl<'s> Vm<'s> {
                     if a >= u64::from(imm) {
                         return Err(f(FaultKind::BadIndex(a)));
                     }
+                }
+                Raise => {
+                    if !env.raise(a) {
+                        return Err(f(FaultKind::IllegalOp));
+                    }
+                }
+                Chill => {
+                    if !env.chill(a) {
+                        return Err(f(FaultKind::IllegalOp));
+                    }
+                }
+                Speculation => out = Some(env.speculation()),
+                Speculate => {
+                    // One speculate() per clause, before its data (the compiler checks it).
+                    if self.spec.is_some() {
+                        return Err(f(FaultKind::IllegalOp));
+                    }
+                    self.spec = Some(a);
+                }
+                Commit | Discard => {
+                    if self.spec.is_some() {
+                        return Err(f(FaultKind::IllegalOp));
+                    }
+                    env.spec_end(a, op == Commit);
+                }
+                Hton => {
+                    out = Some(match imm {
+                        16 => (a as u16).to_be() as u64,
+                        32 => (a as u32).to_be() as u64,
+                        64 => a.to_be(),
+                        _ => return Err(f(FaultKind::Invalid)),
+                    })
+                }
+                Substr | Strstr | Strchr | Strrchr | Index | Rindex | Strtok | Lltostr
+                | Strtoll | Toupper | Tolower | Basename | Dirname | Cleanpath | InetNtop
+                | Rand | Progenyof => {
+                    // The third register of `Substr`, `Index` and `Rindex` (the verifier
+                    // checked `imm < NREGS`); the others don't read `c`.
+                    let c = self.regs.get(imm as usize).copied().unwrap_or(0);
+                    out = Some(self.subr(op, a, b, c, dict, env).map_err(f)?);
                 }
             }
             if let Some(v) = out {
@@ -622,8 +861,17 @@ impl<'s> Vm<'s> {
     fn emit<E: Env + ?Sized>(&mut self, env: &mut E, kind: RecordKind, id: u32, len: usize) {
         let rb_start = self.nlocals as usize * 8;
         let data = self.scratch.get(rb_start..rb_start + len).unwrap_or(&[]);
-        if !env.emit(&Record { kind, id, data }) {
-            self.losses.records += 1;
+        let rec = Record { kind, id, data };
+        match self.spec {
+            // The environment counts speculative drops itself.
+            Some(s) => {
+                env.emit_spec(s, &rec);
+            }
+            None => {
+                if !env.emit(&rec) {
+                    self.losses.records += 1;
+                }
+            }
         }
     }
 

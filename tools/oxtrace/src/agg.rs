@@ -8,7 +8,7 @@
 //! default `printa`, custom `printa` formats, ASCII histograms, JSON and OpenMetrics text
 //! (the renderers live in [`crate::output`]).
 
-use crate::output::text::{format_entry, render_entry};
+use crate::output::text::{format_entry, format_entry_multi, render_entry};
 use hashbrown::HashTable;
 use oxtrace_core::agg::{
     parse_snapshot, quantize_bucket_value, AggFunc, KeyElem, KeyRef, ParseError, Record,
@@ -554,6 +554,55 @@ impl AggTable {
             }
         }
         self.state_mut(id)?.1.printed = true;
+        Ok(())
+    }
+
+    /// `printa(format, @a, @b, ...)`: one line per key of any of `ids`, in the order of the
+    /// first aggregation's values (then the keys it lacks, in the next one's order), each `%@` taking the next
+    /// aggregation's value; marks them printed.
+    pub fn printa_multi(
+        &mut self,
+        ids: &[u32],
+        format: &str,
+        order: SortOrder,
+        out: &mut String,
+    ) -> Result<(), AggTableError> {
+        let Some(&first) = ids.first() else {
+            return Ok(());
+        };
+        {
+            let mut keys: Vec<Vec<u8>> = Vec::new();
+            let mut seen = std::collections::HashSet::new();
+            for &id in ids {
+                for e in self.sorted(id, order)? {
+                    if seen.insert(e.key.bytes().to_vec()) {
+                        keys.push(e.key.bytes().to_vec());
+                    }
+                }
+            }
+            let (def0, _) = self.state(first)?;
+            let mut states = Vec::new();
+            for &id in ids {
+                states.push(self.state(id)?);
+            }
+            for k in &keys {
+                let Ok(key) = KeyRef::new(k) else { continue };
+                let vals: Vec<(&AggDef, Option<&[u64]>, u64)> = states
+                    .iter()
+                    .map(|(d, st)| {
+                        (
+                            *d,
+                            st.entries.find(key_hash(k), k).map(|i| st.entries.value(i)),
+                            st.normal,
+                        )
+                    })
+                    .collect();
+                format_entry_multi(&key, &def0.keys, &vals, format, out);
+            }
+        }
+        for &id in ids {
+            self.state_mut(id)?.1.printed = true;
+        }
         Ok(())
     }
 

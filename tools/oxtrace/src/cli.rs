@@ -51,6 +51,10 @@ pub struct Cli {
     /// Print only what the program prints.
     #[arg(short = 'q')]
     pub quiet: bool,
+    /// Allow destructive actions (system, raise, stop, chill), like #pragma D option
+    /// destructive.
+    #[arg(short = 'w')]
+    pub destructive: bool,
     /// Say on stderr when the probes are enabled ("oxtrace: N probes enabled"); at the end,
     /// print the counters of every probe and CPU.
     #[arg(short = 'v')]

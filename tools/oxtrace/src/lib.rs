@@ -14,5 +14,6 @@ pub mod output;
 pub mod probes;
 pub mod pt;
 pub mod run;
+pub mod symbols;
 pub mod syscalls;
 pub mod tracepoints;

@@ -239,6 +239,9 @@ fn trace(cli: &Cli) -> Res<i32> {
     if cli.quiet {
         opts.xopts.push(("quiet".into(), None));
     }
+    if cli.destructive {
+        opts.xopts.push(("destructive".into(), None));
+    }
     for x in &cli.xopts {
         let (k, v) = match x.split_once('=') {
             Some((k, v)) => (k.to_string(), Some(v.to_string())),

@@ -184,6 +184,11 @@ fn memory_words(prog: &Compiled, l: &abi::Load) -> String {
         limits::MEM_AGG => halves("aggsize", prog.options.aggsize),
         limits::MEM_DYNVAR => format!("dynvarsize {}", size_text(prog.options.dynvarsize)),
         limits::MEM_SCRATCH => format!("its scratch memory × {ncpus} CPUs"),
+        limits::MEM_SPEC => format!(
+            "nspec {} × specsize {} × {ncpus} CPUs",
+            prog.options.nspec,
+            size_text(prog.options.specsize)
+        ),
         _ => format!("its image of {} bytes", prog.image.len()),
     };
     let budget = mem_text(u64::from(l.err_arg) << 10);
@@ -343,6 +348,8 @@ struct ProbeName {
     short: String,
     /// `provider:module:func:name`.
     full: String,
+    /// Whether it is dtrace:::END, whose records come after an exit().
+    end: bool,
 }
 
 /// A program being run.
@@ -358,6 +365,9 @@ pub struct Run<'a> {
     aggbuf: Vec<u8>,
     ncpus: u32,
     exit: Option<i64>,
+    /// When the first exit record fired: the records after it are not DTrace's output (but
+    /// END's are).
+    exit_at: Option<u64>,
     header_done: bool,
     /// What globs matched but were left out as unsafe to probe (`-v` lists them).
     unsafe_skipped: Vec<(u32, String, probesafe::Why)>,
@@ -424,6 +434,7 @@ impl<'a> Run<'a> {
                     Some(ProbeKind::FbtReturn) => ("fbt", "kernel", "return".to_string()),
                     Some(ProbeKind::Begin) => ("dtrace", "", "BEGIN".to_string()),
                     Some(ProbeKind::End) => ("dtrace", "", "END".to_string()),
+                    Some(ProbeKind::Error) => ("dtrace", "", "ERROR".to_string()),
                     Some(ProbeKind::SyscallEntry) => ("syscall", "vmlinux", "entry".to_string()),
                     Some(ProbeKind::SyscallReturn) => ("syscall", "vmlinux", "return".to_string()),
                     Some(ProbeKind::Tracepoint) => {
@@ -431,6 +442,7 @@ impl<'a> Run<'a> {
                         return ProbeName {
                             short: format!(":{e}"),
                             full: format!("tracepoint:{s}::{e}"),
+                            end: false,
                         };
                     }
                     Some(ProbeKind::Profile) => {
@@ -448,23 +460,31 @@ impl<'a> Run<'a> {
                 ProbeName {
                     short: format!("{func}:{name}"),
                     full: format!("{prov}:{module}:{func}:{name}"),
+                    end: spec.is_some_and(|s| s.kind == ProbeKind::End),
                 }
             })
             .collect();
         let quiet = prog.quiet;
         if !quiet && fmt == OutFmt::Text {
-            // A description the compiler expanded (syscall:::entry: one per call) is one
-            // line: consecutive descriptions of the same text are added up.
-            let mut lines: Vec<(&str, usize)> = Vec::new();
-            for (spec, n) in prog.probes.iter().zip(&per_desc) {
-                match lines.last_mut() {
-                    Some((t, m)) if *t == spec.text => *m += n,
-                    _ => lines.push((&spec.text, *n)),
+            if src.name.starts_with('-') {
+                // A description the compiler expanded (syscall:::entry: one per call) is one
+                // line: consecutive descriptions of the same text are added up.
+                let mut lines: Vec<(&str, usize)> = Vec::new();
+                for (spec, n) in prog.probes.iter().zip(&per_desc) {
+                    match lines.last_mut() {
+                        Some((t, m)) if *t == spec.text => *m += n,
+                        _ => lines.push((&spec.text, *n)),
+                    }
                 }
-            }
-            for (text, n) in lines {
+                for (text, n) in lines {
+                    let s = if n == 1 { "" } else { "s" };
+                    eprintln!("oxtrace: description '{text}' matched {n} probe{s}");
+                }
+            } else {
+                // A script is one line, as dtrace -s says it.
+                let n: usize = per_desc.iter().sum();
                 let s = if n == 1 { "" } else { "s" };
-                eprintln!("oxtrace: description '{text}' matched {n} probe{s}");
+                eprintln!("oxtrace: script '{}' matched {n} probe{s}", src.name);
             }
             if !table.unsafe_skipped.is_empty() {
                 eprintln!(
@@ -492,6 +512,7 @@ impl<'a> Run<'a> {
             aggbuf: vec![0; 1 << 16],
             ncpus,
             exit: None,
+            exit_at: None,
             header_done: false,
             unsafe_skipped: table.unsafe_skipped,
             dyn_drops: prog
@@ -649,12 +670,27 @@ impl<'a> Run<'a> {
         recs.sort_by_key(|r| (r.0, r.1));
         let mut last = None;
         for (ts, cpu, hdr, data) in recs {
+            if self.after_exit(ts, hdr.probe) {
+                continue;
+            }
             let first = last != Some((ts, cpu, hdr.probe));
             last = Some((ts, cpu, hdr.probe));
             self.record(cpu, first, &hdr, &data)?;
         }
         self.out.flush()?;
         Ok(())
+    }
+
+    /// Whether a record of `probe` fired at `ts` comes after the exit record: later, and not
+    /// from END. (A firing's records share its timestamp, so the exiting firing's records
+    /// after its exit() still print; so do records a commit() of that firing settles on other
+    /// CPUs, which carry the commit's timestamp.)
+    fn after_exit(&self, ts: u64, probe: u32) -> bool {
+        let end = self.names.get(probe as usize).is_some_and(|n| n.end);
+        match self.exit_at {
+            Some(ets) => !end && ts > ets,
+            None => false,
+        }
     }
 
     /// The members every JSON record line starts with, without the closing brace.
@@ -761,12 +797,27 @@ impl<'a> Run<'a> {
                     }
                 }
             }
+            RecordKind::System => {
+                // Like dtrace: the consumer runs the command, in order with the output.
+                let cmd = self.prog.format_printf(h.id, &items).unwrap_or_default();
+                let cmd = String::from_utf8_lossy(&cmd).into_owned();
+                self.out.flush()?;
+                match std::process::Command::new("/bin/sh")
+                    .arg("-c")
+                    .arg(&cmd)
+                    .status()
+                {
+                    Ok(_) => {}
+                    Err(e) => eprintln!("oxtrace: system(\"{cmd}\") failed: {e}"),
+                }
+            }
             RecordKind::Exit => {
                 let code = match items.first() {
                     Some(Item::Int(v, _)) => *v as i64,
                     _ => 0,
                 };
                 self.exit.get_or_insert(code);
+                self.exit_at.get_or_insert(h.timestamp);
                 if self.fmt == OutFmt::Json {
                     let o = self.json_head(kind, cpu, h);
                     writeln!(self.out, "{o},\"status\":{code}}}")?;
@@ -778,18 +829,23 @@ impl<'a> Run<'a> {
             }
             RecordKind::Printa => {
                 self.snap_aggs()?;
-                let fmt = match items.first() {
-                    Some(Item::Int(v, _)) if *v != u32::MAX as u64 => {
-                        self.prog.formats.get(*v as usize).cloned()
-                    }
+                let fmt_id = match items.first() {
+                    Some(Item::Int(v, _)) if *v != u32::MAX as u64 => Some(*v as u32),
                     _ => None,
                 };
+                let fmt = fmt_id.and_then(|v| self.prog.formats.get(v as usize).cloned());
+                let group = fmt_id.and_then(|v| self.prog.printa_aggs.get(&v)).cloned();
                 let mut s = String::new();
-                let r = match fmt {
-                    Some(f) => self
-                        .aggs
-                        .printa_format(h.id, &f, SortOrder::default(), &mut s),
-                    None => self.aggs.printa(h.id, SortOrder::default(), &mut s),
+                let r = match (fmt, &group) {
+                    (Some(f), Some(ids)) => {
+                        self.aggs
+                            .printa_multi(ids, &f, SortOrder::default(), &mut s)
+                    }
+                    (Some(f), None) => {
+                        self.aggs
+                            .printa_format(h.id, &f, SortOrder::default(), &mut s)
+                    }
+                    (None, _) => self.aggs.printa(h.id, SortOrder::default(), &mut s),
                 };
                 r.map_err(|e| RunError(e.to_string()))?;
                 match self.fmt {
@@ -797,7 +853,9 @@ impl<'a> Run<'a> {
                     OutFmt::Json => {
                         // The data printa shows, as the aggregation's JSON line.
                         let mut o = String::new();
-                        self.aggs.agg_json(h.id, SortOrder::default(), &mut o);
+                        for id in group.unwrap_or_else(|| vec![h.id]) {
+                            self.aggs.agg_json(id, SortOrder::default(), &mut o);
+                        }
                         self.out.write_all(o.as_bytes())?;
                     }
                     OutFmt::OpenMetrics => {}
@@ -890,6 +948,26 @@ impl<'a> Run<'a> {
         let drops: u64 = cpus.iter().map(|c| c.drops).sum();
         if drops > 0 {
             eprintln!("oxtrace: {drops} records dropped in all: raise bufsize (-x bufsize=) or switchrate");
+        }
+        // DTrace's words for the speculation losses.
+        let plural = |n: u64| if n == 1 { "" } else { "s" };
+        let specdrops: u64 = cpus.iter().map(|c| c.specdrops).sum();
+        let specbusy: u64 = cpus.iter().map(|c| c.specbusy).sum();
+        let specunavail: u64 = cpus.iter().map(|c| c.specunavail).sum();
+        if specdrops > 0 {
+            eprintln!("oxtrace: {specdrops} speculative drop{}", plural(specdrops));
+        }
+        if specbusy > 0 {
+            eprintln!(
+                "oxtrace: {specbusy} failed speculation{} (available buffer(s) still busy)",
+                plural(specbusy)
+            );
+        }
+        if specunavail > 0 {
+            eprintln!(
+                "oxtrace: {specunavail} failed speculation{} (no speculative buffer space available)",
+                plural(specunavail)
+            );
         }
         if errors > 0 {
             eprintln!("oxtrace: {errors} errors");

@@ -225,9 +225,9 @@ fn printf_argument_count() {
 #[test]
 fn printf_unsupported_conversion() {
     check(
-        "BEGIN { printf(\"%Y\\n\", 1); }",
+        "BEGIN { printf(\"%w\\n\", 1); }",
         "1:18",
-        "printf(): conversion %Y is not supported",
+        "printf(): conversion %w is not supported",
         "                 ^",
     );
 }

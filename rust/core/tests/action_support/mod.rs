@@ -124,6 +124,14 @@ pub struct TEnv {
     pub ptw: Vec<u64>,
     /// Accept at most this many `ptwrite()` values.
     pub ptw_cap: usize,
+    /// Speculations (`None`: free) with their records.
+    pub specs: Vec<Option<Vec<ORecord>>>,
+    /// Records one speculation holds.
+    pub spec_cap: usize,
+    pub spec_drops: u64,
+    pub spec_unavail: u64,
+    /// Signals `raise()` sent.
+    pub raised: Vec<u64>,
 }
 
 impl Default for TEnv {
@@ -170,6 +178,11 @@ impl Default for TEnv {
             rec_cap: usize::MAX,
             ptw: vec![],
             ptw_cap: usize::MAX,
+            specs: vec![None, None],
+            spec_cap: 2,
+            spec_drops: 0,
+            spec_unavail: 0,
+            raised: vec![],
         }
     }
 }
@@ -272,6 +285,69 @@ impl Env for TEnv {
         }
         self.ptw.push(value);
         true
+    }
+    fn speculation(&mut self) -> u64 {
+        match self.specs.iter().position(|s| s.is_none()) {
+            Some(i) => {
+                self.specs[i] = Some(vec![]);
+                i as u64 + 1
+            }
+            None => {
+                self.spec_unavail += 1;
+                0
+            }
+        }
+    }
+    fn emit_spec(&mut self, id: u64, rec: &Record<'_>) -> bool {
+        let Some(Some(buf)) = (id as usize)
+            .checked_sub(1)
+            .and_then(|i| self.specs.get_mut(i))
+        else {
+            return false;
+        };
+        if buf.len() >= self.spec_cap {
+            self.spec_drops += 1;
+            return false;
+        }
+        let items = Items::new(rec.data)
+            .map(|i| match i {
+                Item::Int(v, t) => OItem::I(v, t.0),
+                Item::Str(s) => OItem::S(s.to_vec()),
+            })
+            .collect();
+        buf.push(ORecord {
+            kind: rec.kind,
+            id: rec.id,
+            items,
+        });
+        true
+    }
+    fn spec_end(&mut self, id: u64, commit: bool) {
+        let Some(slot) = (id as usize)
+            .checked_sub(1)
+            .and_then(|i| self.specs.get_mut(i))
+        else {
+            return;
+        };
+        if let Some(recs) = slot.take() {
+            if commit {
+                self.records.extend(recs);
+            }
+        }
+    }
+    fn raise(&mut self, sig: u64) -> bool {
+        self.raised.push(sig);
+        (1..=64).contains(&sig)
+    }
+    fn chill(&mut self, ns: u64) -> bool {
+        ns <= oxtrace_core::limits::CHILL_MAX_NS
+    }
+    fn progenyof(&mut self, pid: u64) -> bool {
+        // The process, its parent and init.
+        [Builtin::Pid, Builtin::Ppid]
+            .iter()
+            .any(|&b| self.builtin(b) == pid)
+            || pid == 1
     }
 }
 

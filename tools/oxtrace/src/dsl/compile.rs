@@ -62,6 +62,8 @@ pub fn compile_items(
         locals: HashMap::new(),
         strsize: c.options.strsize as u32,
         checked,
+        printa_groups: vec![],
+        destructive: c.tool_options.contains_key("destructive"),
         env: TypeEnv::default(),
         vty: HashMap::new(),
         declared: HashMap::new(),
@@ -243,6 +245,7 @@ pub fn compile_items(
     }
     c.probes = probes;
     c.formats = t.fmt_text.clone();
+    c.printa_aggs = t.printa_groups.iter().cloned().collect();
     c.aggs = t
         .aggs
         .iter()

@@ -29,6 +29,10 @@ pub struct Conv {
     pub width: Option<usize>,
     /// Precision.
     pub prec: Option<usize>,
+    /// `*` width: an integer argument before the value gives it.
+    pub star_width: bool,
+    /// `.*` precision: an integer argument (after a `*` width's) gives it.
+    pub star_prec: bool,
     /// The conversion character.
     pub conv: char,
     /// Byte range in the format.
@@ -49,11 +53,18 @@ pub enum ArgKind {
 impl Conv {
     /// The kind of argument the conversion wants.
     pub fn arg_kind(&self) -> ArgKind {
-        if self.conv == 's' {
+        if matches!(self.conv, 's' | 'S') {
             ArgKind::Str
         } else {
             ArgKind::Int
         }
+    }
+
+    /// The kinds of the arguments the conversion takes, in order: the `*` width, the `.*`
+    /// precision, then the value.
+    pub fn arg_kinds(&self) -> impl Iterator<Item = ArgKind> {
+        let stars = self.star_width as usize + self.star_prec as usize;
+        std::iter::repeat_n(ArgKind::Int, stars).chain(std::iter::once(self.arg_kind()))
     }
 }
 
@@ -122,17 +133,23 @@ pub fn parse(fmt: &[u8], printa: bool) -> Result<Vec<Piece>, FormatError> {
             }
             Ok(Some(v))
         };
-        if fmt.get(i) == Some(&b'*') {
-            return Err((i, "'*' widths are not supported".into()));
-        }
-        let width = num(&mut i)?;
+        let star_width = fmt.get(i) == Some(&b'*');
+        let width = if star_width {
+            i += 1;
+            None
+        } else {
+            num(&mut i)?
+        };
         let mut prec = None;
+        let mut star_prec = false;
         if fmt.get(i) == Some(&b'.') {
             i += 1;
             if fmt.get(i) == Some(&b'*') {
-                return Err((i, "'*' precisions are not supported".into()));
+                star_prec = true;
+                i += 1;
+            } else {
+                prec = Some(num(&mut i)?.unwrap_or(0));
             }
-            prec = Some(num(&mut i)?.unwrap_or(0));
         }
         // Length modifiers are accepted and ignored: the argument's type decides.
         while let Some(b'h' | b'l' | b'L' | b'j' | b'z' | b't' | b'q') = fmt.get(i) {
@@ -142,7 +159,7 @@ pub fn parse(fmt: &[u8], printa: bool) -> Result<Vec<Piece>, FormatError> {
             None => return Err((start, "format ends in the middle of a conversion".into())),
             Some(&c) => c as char,
         };
-        if !"diuxXocsp".contains(conv) {
+        if !"diuxXocspSYa".contains(conv) {
             return Err((
                 i,
                 format!("conversion %{} is not supported", conv.escape_default()),
@@ -156,6 +173,8 @@ pub fn parse(fmt: &[u8], printa: bool) -> Result<Vec<Piece>, FormatError> {
             flags,
             width,
             prec,
+            star_width,
+            star_prec,
             conv,
             start,
             end: i,
@@ -207,10 +226,66 @@ fn int_value(v: u64, ty: IntType, signed_conv: bool) -> i128 {
     }
 }
 
+/// `s` with C's escapes for what is not printable (`%S`).
+fn escaped(s: &[u8]) -> Vec<u8> {
+    let mut o = Vec::with_capacity(s.len());
+    for &b in s {
+        match b {
+            b'\\' => o.extend_from_slice(b"\\\\"),
+            b'\n' => o.extend_from_slice(b"\\n"),
+            b'\t' => o.extend_from_slice(b"\\t"),
+            b'\r' => o.extend_from_slice(b"\\r"),
+            0x20..=0x7e => o.push(b),
+            _ => o.extend_from_slice(format!("\\{b:03o}").as_bytes()),
+        }
+    }
+    o
+}
+
+/// `walltimestamp` `ns` as `%Y` shows it: `2026 Nov 23 14:22:01`, in UTC.
+fn date_text(ns: u64) -> Vec<u8> {
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    let secs = (ns / 1_000_000_000) as i64;
+    let (days, sod) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    // Days since 1970-01-01 to a civil date (the proleptic Gregorian calendar).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + (month <= 2) as i64;
+    format!(
+        "{year} {} {day:02} {:02}:{:02}:{:02}",
+        MONTHS[(month - 1) as usize],
+        sod / 3600,
+        sod % 3600 / 60,
+        sod % 60
+    )
+    .into_bytes()
+}
+
 /// Format one conversion of `item` into `out`.
 pub fn format_conv(out: &mut Vec<u8>, c: &Conv, item: &Item<'_>) {
     let f = c.flags;
     match (c.conv, item) {
+        ('S', Item::Str(s)) => {
+            let e = escaped(s);
+            let e = match c.prec {
+                Some(p) if p < e.len() => &e[..p],
+                _ => &e[..],
+            };
+            pad(out, e, c.width, f.minus);
+        }
+        ('Y', Item::Int(v, _)) => pad(out, &date_text(*v), c.width, f.minus),
+        ('a', Item::Int(v, _)) => {
+            let s = crate::symbols::symbolize(*v).unwrap_or_else(|| format!("{v:#x}"));
+            pad(out, s.as_bytes(), c.width, f.minus);
+        }
         ('s', Item::Str(s)) => {
             let s = match c.prec {
                 Some(p) if p < s.len() => &s[..p],
@@ -286,8 +361,24 @@ pub fn format_printf(pieces: &[Piece], items: &[Item<'_>]) -> Vec<u8> {
         match p {
             Piece::Lit(l) => out.extend_from_slice(l),
             Piece::Conv(c) => {
+                let mut c = *c;
+                let star = |args: &mut std::slice::Iter<'_, Item<'_>>| match args.next() {
+                    Some(Item::Int(v, ty)) => Some(int_value(*v, *ty, true)),
+                    _ => None,
+                };
+                if c.star_width {
+                    // A negative `*` width left-justifies, as in C.
+                    let w = star(&mut args).unwrap_or(0);
+                    c.flags.minus |= w < 0;
+                    c.width = Some((w.unsigned_abs() as usize).min(MAX_WIDTH));
+                }
+                if c.star_prec {
+                    // A negative `.*` precision is as if none was given.
+                    let p = star(&mut args).unwrap_or(-1);
+                    c.prec = (p >= 0).then(|| (p as usize).min(MAX_WIDTH));
+                }
                 if let Some(item) = args.next() {
-                    format_conv(&mut out, c, item);
+                    format_conv(&mut out, &c, item);
                 }
             }
         }

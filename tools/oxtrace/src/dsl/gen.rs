@@ -11,6 +11,9 @@ use oxtrace_core::action::{self as act, insn, Builtin, Op, Scope};
 use oxtrace_core::agg::{check_params, AggKind};
 use std::collections::{HashMap, HashSet};
 
+#[path = "subr.rs"]
+mod subr;
+
 #[derive(Clone)]
 pub(super) struct Var {
     pub(super) name: String,
@@ -71,6 +74,10 @@ pub(super) struct Tables {
     pub(super) bitfields: HashMap<(DeclClass, String), (u8, bool)>,
     /// Whether to check what the kernel's limits refuse (see `compile_unchecked`).
     pub(super) checked: bool,
+    /// Formats of `printa` with several aggregations, each its own: (format id, aggs).
+    pub(super) printa_groups: Vec<(u32, Vec<u32>)>,
+    /// Whether destructive actions are allowed (`-w`, `#pragma D option destructive`).
+    pub(super) destructive: bool,
 }
 
 impl Tables {
@@ -1763,6 +1770,14 @@ impl<'a> Gen<'a> {
             }
         };
         match name {
+            "speculation" => {
+                if !args.is_empty() {
+                    return self.err(span, "speculation() takes no arguments");
+                }
+                let rd = self.reg(span)?;
+                self.emit(Op::Speculation, rd, 0, 0, 0);
+                Ok((rd, I32))
+            }
             "stringof" => {
                 nargs(self, 1)?;
                 let (r, ty) = self.expr(&args[0])?;
@@ -1804,6 +1819,7 @@ impl<'a> Gen<'a> {
                 self.release(b);
                 Ok((rd, Ty::Str))
             }
+            n if subr::is_subr(n) => self.subr_call(n, args, span),
             "copyinstr" => {
                 if args.is_empty() || args.len() > 2 {
                     return self.err(span, "copyinstr() takes an address and an optional size");
@@ -1930,7 +1946,10 @@ impl<'a> Gen<'a> {
                 name_span,
                 keys,
                 call,
-            } => self.agg_stmt(name, *name_span, keys, call),
+            } => {
+                self.not_speculated("an aggregation", *name_span)?;
+                self.agg_stmt(name, *name_span, keys, call)
+            }
             Stmt::If { cond, then, els } => {
                 let (rc, tc) = self.expr(cond)?;
                 if !tc.is_scalar() {
@@ -1975,7 +1994,10 @@ impl<'a> Gen<'a> {
     }
 
     fn action(&mut self, name: &str, args: &[Expr], span: Span) -> GResult<()> {
+        self.not_speculated(name, span)?;
         match name {
+            "speculate" | "commit" | "discard" => self.spec_action(name, args, span)?,
+            "system" | "raise" | "stop" | "chill" => self.destructive_action(name, args, span)?,
             "trace" => {
                 if args.len() != 1 {
                     return self.err(
@@ -2014,9 +2036,9 @@ impl<'a> Gen<'a> {
             }
             "printf" => self.printf(args, span)?,
             "printa" => {
-                let (fmt, agg_arg) = match args {
-                    [a] => (None, a),
-                    [f, a] => (Some(f), a),
+                let (fmt, agg_args) = match args {
+                    [a] => (None, std::slice::from_ref(a)),
+                    [f, rest @ ..] if !rest.is_empty() => (Some(f), rest),
                     _ => {
                         return self.err(
                             span,
@@ -2024,19 +2046,65 @@ impl<'a> Gen<'a> {
                         )
                     }
                 };
-                let agg = self.agg_ref(agg_arg)?;
-                let mut imm = agg;
+                let aggs = agg_args
+                    .iter()
+                    .map(|a| self.agg_ref(a))
+                    .collect::<GResult<Vec<u32>>>()?;
+                // Several aggregations print side by side: their keys must match.
+                for (a, &id) in agg_args.iter().zip(&aggs).skip(1) {
+                    let (k0, k) = (&self.t.aggs[aggs[0] as usize], &self.t.aggs[id as usize]);
+                    if k0.keys.is_some() && k.keys.is_some() && k0.keys != k.keys {
+                        return self.err(
+                            a.span,
+                            format!(
+                                "printa(): @{} has keys ({}), @{} has ({})",
+                                k.name,
+                                kinds_text(k.keys.as_deref().unwrap_or_default()),
+                                k0.name,
+                                kinds_text(k0.keys.as_deref().unwrap_or_default())
+                            ),
+                        );
+                    }
+                }
+                let mut imm = aggs[0];
                 if let Some(f) = fmt {
                     let text = match &f.kind {
                         ExprKind::Str(s) => s.clone(),
                         _ => return self.err(f.span, "printa() format must be a string literal"),
                     };
-                    if let Err((off, msg)) = format::parse(&text, true) {
-                        return self
-                            .err(fmt_span(self.src, f.span, off), format!("printa(): {msg}"));
-                    }
-                    let id = self.t.fmt(&text);
+                    let pieces = match format::parse(&text, true) {
+                        Ok(p) => p,
+                        Err((off, msg)) => {
+                            return self
+                                .err(fmt_span(self.src, f.span, off), format!("printa(): {msg}"))
+                        }
+                    };
+                    let id = if aggs.len() > 1 {
+                        let nagg = format::convs(&pieces).filter(|c| c.flags.agg).count();
+                        if nagg != aggs.len() {
+                            return self.err(
+                                f.span,
+                                format!(
+                                    "printa(): format has {nagg} %@ conversion(s) for {} aggregations",
+                                    aggs.len()
+                                ),
+                            );
+                        }
+                        // A format of its own, so that the record finds the group.
+                        let id = self.t.fmts.len() as u32;
+                        let off = self.t.string(&text);
+                        self.t.fmts.push(off);
+                        self.t
+                            .fmt_text
+                            .push(String::from_utf8_lossy(&text).into_owned());
+                        self.t.printa_groups.push((id, aggs.clone()));
+                        id
+                    } else {
+                        self.t.fmt(&text)
+                    };
                     imm |= (id + 1) << 16;
+                } else if aggs.len() > 1 {
+                    return self.err(span, "printa() of several aggregations needs a format");
                 }
                 self.emit(Op::Printa, 0, 0, 0, imm);
             }
@@ -2088,15 +2156,21 @@ impl<'a> Gen<'a> {
     }
 
     fn printf(&mut self, args: &[Expr], span: Span) -> GResult<()> {
+        self.printf_op(args, span, Op::Printf)
+    }
+
+    /// `printf` or `system` (`op`): a format and its arguments, checked, as a record.
+    pub(super) fn printf_op(&mut self, args: &[Expr], span: Span, op: Op) -> GResult<()> {
+        let name = if op == Op::System { "system" } else { "printf" };
         let Some(f) = args.first() else {
-            return self.err(span, "printf() requires a format string");
+            return self.err(span, format!("{name}() requires a format string"));
         };
         let text = match &f.kind {
             ExprKind::Str(s) => s.clone(),
             _ => {
                 return self.err(
                     f.span,
-                    "[D_PRINTF_ARG_FMT] printf() format must be a string literal",
+                    format!("[D_PRINTF_ARG_FMT] {name}() format must be a string literal"),
                 )
             }
         };
@@ -2109,46 +2183,66 @@ impl<'a> Gen<'a> {
         let pieces = match format::parse(&text, false) {
             Ok(p) => p,
             Err((off, msg)) => {
-                return self.err(fmt_span(self.src, f.span, off), format!("printf(): {msg}"))
+                return self.err(fmt_span(self.src, f.span, off), format!("{name}(): {msg}"))
             }
         };
         let convs: Vec<&format::Conv> = format::convs(&pieces).collect();
+        // What each argument is for: `*` widths and precisions take one each.
+        let slots: Vec<(ArgKind, &format::Conv, bool)> = convs
+            .iter()
+            .flat_map(|c| {
+                let n = c.arg_kinds().count();
+                c.arg_kinds()
+                    .enumerate()
+                    .map(move |(i, k)| (k, *c, i + 1 < n))
+            })
+            .collect();
+        let stars = slots.len() != convs.len();
         let given = &args[1..];
         if given.len() > act::MAX_TUPLE {
             return self.err(
                 given[act::MAX_TUPLE].span,
-                format!("printf(): too many arguments (at most {})", act::MAX_TUPLE),
+                format!("{name}(): too many arguments (at most {})", act::MAX_TUPLE),
             );
         }
-        if convs.len() != given.len() {
-            let at = if given.len() > convs.len() {
-                given[convs.len()].span
+        if slots.len() != given.len() {
+            let at = if given.len() > slots.len() {
+                given[slots.len()].span
             } else {
                 f.span
+            };
+            let has = if stars {
+                format!("takes {} argument(s)", slots.len())
+            } else {
+                format!("has {} conversion(s)", convs.len())
             };
             return self.err(
                 at,
                 format!(
-                    "printf(): format has {} conversion(s) but {} argument(s) are given",
-                    convs.len(),
+                    "{name}(): format {has} but {} argument(s) are given",
                     given.len()
                 ),
             );
         }
         let mut regs = Vec::new();
-        for (i, (a, c)) in given.iter().zip(&convs).enumerate() {
+        for (i, (a, &(kind, c, star))) in given.iter().zip(&slots).enumerate() {
             let (r, ty) = self.expr(a)?;
-            let ok = match c.arg_kind() {
+            let ok = match kind {
                 ArgKind::Str => ty == Ty::Str,
                 ArgKind::Int => ty.is_scalar(),
             };
             if !ok {
                 let conv = String::from_utf8_lossy(&text[c.start..c.end]).into_owned();
+                let what = if star {
+                    format!("the * of {conv}")
+                } else {
+                    conv
+                };
                 return self.err(
                     a.span,
                     format!(
-                        "printf(): {conv} requires {}, argument {} is {}",
-                        if c.arg_kind() == ArgKind::Str {
+                        "{name}(): {what} requires {}, argument {} is {}",
+                        if kind == ArgKind::Str {
                             "a string"
                         } else {
                             "an integer"
@@ -2163,7 +2257,7 @@ impl<'a> Gen<'a> {
         self.push_keys(&regs);
         self.release_all(&regs);
         let id = self.t.fmt(&text);
-        self.emit(Op::Printf, 0, 0, 0, id);
+        self.emit(op, 0, 0, 0, id);
         Ok(())
     }
 

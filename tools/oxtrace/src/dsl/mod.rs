@@ -93,6 +93,9 @@ pub struct Compiled {
     pub clause_spans: Vec<(Span, Range<usize>)>,
     /// printf/printa formats by id.
     pub formats: Vec<String>,
+    /// `printa(fmt, @a, @b, ...)` of several aggregations: its format id (one of its own)
+    /// and the aggregations, in argument order. The printa record names the first.
+    pub printa_aggs: BTreeMap<u32, Vec<u32>>,
     /// Aggregations by id.
     pub aggs: Vec<AggInfo>,
     /// Variables by id.

@@ -47,6 +47,8 @@ fn range_error(key: OptKey, name: &str, v: &str, parsed: u64) -> String {
         OptKey::Switchrate => "switch rate",
         OptKey::Aggrate => "aggregation rate",
         OptKey::Cleanrate => "cleaning rate",
+        OptKey::Nspec => "number of speculations",
+        OptKey::Specsize => "speculative buffer",
     };
     match key {
         OptKey::Switchrate | OptKey::Aggrate | OptKey::Cleanrate if parsed < lo => format!(
@@ -57,10 +59,12 @@ fn range_error(key: OptKey, name: &str, v: &str, parsed: u64) -> String {
             "option {name}={v} is slower than the slowest {what}, {}",
             interval_text(hi)
         ),
-        OptKey::Strsize if parsed < lo => {
+        OptKey::Strsize | OptKey::Nspec if parsed < lo => {
             format!("option {name}={v} is below the smallest {what}, {lo}")
         }
-        OptKey::Strsize => format!("option {name}={v} exceeds the largest {what}, {hi}"),
+        OptKey::Strsize | OptKey::Nspec => {
+            format!("option {name}={v} exceeds the largest {what}, {hi}")
+        }
         _ if parsed < lo => format!(
             "option {name}={v} is below the smallest {what}, {}",
             size_text(lo)
@@ -122,6 +126,7 @@ pub const TOOL_OPTIONS: &[&str] = &[
     "aggsortrev",
     "aggsortpos",
     "aggsortkeypos",
+    "destructive",
 ];
 
 /// Apply option `name[=value]`; errors carry the message.

@@ -98,6 +98,7 @@ pub(super) fn probe_spec(text: &str) -> Result<Vec<ProbeSpec>, String> {
         }
         ["BEGIN"] | ["dtrace", "", "", "BEGIN"] => Ok(vec![other(ProbeKind::Begin, 0)]),
         ["END"] | ["dtrace", "", "", "END"] => Ok(vec![other(ProbeKind::End, 0)]),
+        ["ERROR"] | ["dtrace", "", "", "ERROR"] => Ok(vec![other(ProbeKind::Error, 0)]),
         [name] | ["profile", "", "", name] if tick(name).is_some() => {
             tick(name).expect("checked").map(|p| vec![p])
         }

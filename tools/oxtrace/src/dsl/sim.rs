@@ -88,6 +88,8 @@ pub struct Firing {
     pub uid: u64,
     /// Process name.
     pub execname: String,
+    /// The process's ancestors, parent first (`progenyof()`).
+    pub ancestors: Vec<u64>,
 }
 
 impl Default for Firing {
@@ -105,6 +107,7 @@ impl Default for Firing {
             timestamp: 1_000_000,
             uid: 0,
             execname: "test".into(),
+            ancestors: vec![1],
         }
     }
 }
@@ -133,6 +136,25 @@ pub struct Sim {
     /// The kernel's probeable functions, which fbt globs expand to; empty: only the
     /// firing's function.
     pub functions: Vec<String>,
+    /// Speculations by id - 1 (`None`: free): their records and the buffer bytes used.
+    pub specs: Vec<Option<(Vec<SimRecord>, usize)>>,
+    /// Records that did not fit their speculative buffer (`specsize`).
+    pub spec_drops: u64,
+    /// `speculation()` calls that found every speculation active.
+    pub spec_unavail: u64,
+    /// Signals `raise()` sent, in order.
+    pub raised: Vec<u64>,
+    /// Nanoseconds `chill()` would have spun.
+    pub chilled: u64,
+}
+
+fn owned_items(rec: &Record<'_>) -> Vec<OwnedItem> {
+    Items::new(rec.data)
+        .map(|i| match i {
+            Item::Int(v, t) => OwnedItem::Int(v, t.0),
+            Item::Str(s) => OwnedItem::Str(s.to_vec()),
+        })
+        .collect()
 }
 
 /// One simulated probe: a description, its enabled probe id and (ticks) period.
@@ -142,20 +164,39 @@ struct FiringEnv<'s> {
     clause: usize,
     probe_id: u32,
     period_ns: u64,
+    /// The enabled probe id of each ERROR description: (description, id).
+    error_ids: &'s [(u32, u32)],
+    /// While ERROR's clauses run: its arguments and the faulting probe's id.
+    err: Option<([u64; 6], u32)>,
+    /// Option `specsize`.
+    specsize: usize,
+}
+
+impl FiringEnv<'_> {
+    fn kind(&self) -> ProbeKind {
+        if self.err.is_some() {
+            ProbeKind::Error
+        } else {
+            self.f.kind
+        }
+    }
 }
 
 impl Env for FiringEnv<'_> {
     fn builtin(&mut self, b: Builtin) -> u64 {
         let f = self.f;
-        if let Some(src) = probe::arg_source(f.kind, b) {
+        if let Some(src) = probe::arg_source(self.kind(), b) {
             return match src {
-                ArgSource::Arg(n) => f
-                    .args
-                    .iter()
-                    .chain(&f.stack_args)
-                    .nth(n as usize)
-                    .copied()
-                    .unwrap_or(0),
+                ArgSource::Arg(n) => match &self.err {
+                    Some(e) => e.0.get(n as usize).copied().unwrap_or(0),
+                    None => f
+                        .args
+                        .iter()
+                        .chain(&f.stack_args)
+                        .nth(n as usize)
+                        .copied()
+                        .unwrap_or(0),
+                },
                 ArgSource::Retval => f.retval,
                 ArgSource::Zero => 0,
                 // The firing's arguments stand for the call's and the sampled PCs.
@@ -182,10 +223,12 @@ impl Env for FiringEnv<'_> {
 
     fn builtin_str(&mut self, b: Builtin, out: &mut [u8]) -> usize {
         let f = self.f;
+        let kind = self.kind();
+        let func = if self.err.is_some() { "" } else { &f.func };
         match b {
             Builtin::Execname => probe::copy(out, f.execname.as_bytes()),
             Builtin::Probeprov | Builtin::Probemod | Builtin::Probefunc | Builtin::Probename => {
-                probe::describe(f.kind, f.func.as_bytes(), self.period_ns, b, out).unwrap_or(0)
+                probe::describe(kind, func.as_bytes(), self.period_ns, b, out).unwrap_or(0)
             }
             _ => 0,
         }
@@ -246,17 +289,11 @@ impl Env for FiringEnv<'_> {
     }
 
     fn emit(&mut self, rec: &Record<'_>) -> bool {
-        let items = Items::new(rec.data)
-            .map(|i| match i {
-                Item::Int(v, t) => OwnedItem::Int(v, t.0),
-                Item::Str(s) => OwnedItem::Str(s.to_vec()),
-            })
-            .collect();
         self.sim.records.push(SimRecord {
             clause: self.clause,
             kind: rec.kind,
             id: rec.id,
-            items,
+            items: owned_items(rec),
         });
         true
     }
@@ -264,6 +301,79 @@ impl Env for FiringEnv<'_> {
     fn ptwrite(&mut self, value: u64) -> bool {
         self.sim.ptwrites.push((self.clause, value));
         true
+    }
+
+    fn progenyof(&mut self, pid: u64) -> bool {
+        self.f.pid == pid || self.f.ancestors.contains(&pid)
+    }
+
+    fn raise(&mut self, sig: u64) -> bool {
+        if !(1..=64).contains(&sig) {
+            return false;
+        }
+        self.sim.raised.push(sig);
+        true
+    }
+
+    fn chill(&mut self, ns: u64) -> bool {
+        // One firing's worth of DTrace's budget (the simulator has no clock to refill it).
+        if self.sim.chilled.saturating_add(ns) > oxtrace_core::limits::CHILL_MAX_NS {
+            return false;
+        }
+        self.sim.chilled += ns;
+        true
+    }
+
+    fn speculation(&mut self) -> u64 {
+        match self.sim.specs.iter().position(|s| s.is_none()) {
+            Some(i) => {
+                self.sim.specs[i] = Some((vec![], 0));
+                i as u64 + 1
+            }
+            None => {
+                self.sim.spec_unavail += 1;
+                0
+            }
+        }
+    }
+
+    fn emit_spec(&mut self, id: u64, rec: &Record<'_>) -> bool {
+        let specsize = self.specsize;
+        let clause = self.clause;
+        let sim = &mut *self.sim;
+        let Some(Some((recs, used))) = (id as usize)
+            .checked_sub(1)
+            .and_then(|i| sim.specs.get_mut(i))
+        else {
+            return false;
+        };
+        let len = oxtrace_core::buffer::record_len(rec.data.len()).unwrap_or(usize::MAX);
+        if used.saturating_add(len) > specsize {
+            sim.spec_drops += 1;
+            return false;
+        }
+        *used += len;
+        recs.push(SimRecord {
+            clause,
+            kind: rec.kind,
+            id: rec.id,
+            items: owned_items(rec),
+        });
+        true
+    }
+
+    fn spec_end(&mut self, id: u64, commit: bool) {
+        let Some(slot) = (id as usize)
+            .checked_sub(1)
+            .and_then(|i| self.sim.specs.get_mut(i))
+        else {
+            return;
+        };
+        if let Some((recs, _)) = slot.take() {
+            if commit {
+                self.sim.records.extend(recs);
+            }
+        }
     }
 }
 
@@ -274,6 +384,24 @@ impl ClauseEnv for FiringEnv<'_> {
 
     fn fault(&mut self, clause: u32, fault: Fault) {
         self.sim.faults.push((clause as usize, fault));
+    }
+
+    fn enter_error(&mut self, desc: u32, args: &[u64; 6]) -> bool {
+        if self.err.is_some() || self.f.kind == ProbeKind::Error {
+            return false;
+        }
+        let Some(&(_, id)) = self.error_ids.iter().find(|e| e.0 == desc) else {
+            return false;
+        };
+        self.err = Some((*args, self.probe_id));
+        self.probe_id = id;
+        true
+    }
+
+    fn leave_error(&mut self) {
+        if let Some((_, id)) = self.err.take() {
+            self.probe_id = id;
+        }
     }
 }
 
@@ -296,6 +424,10 @@ impl Sim {
             })
             .collect();
         let mut scratch = vec![0u8; need];
+        let nspec = img.options().nspec as usize;
+        if self.specs.len() != nspec {
+            self.specs.resize(nspec, None);
+        }
         let mut vm = Vm::new(&mut scratch, img.nlocals(), img.strsize()).expect("valid VM");
         let world = if self.functions.is_empty() {
             std::slice::from_ref(&f.func)
@@ -339,6 +471,10 @@ impl Sim {
             probes.push((id, pi));
         }
         probes.sort_unstable();
+        let error_ids: Vec<(u32, u32)> = (0..img.probe_count())
+            .filter(|&pi| img.probe(pi).map(|p| p.kind) == Some(ProbeKind::Error))
+            .filter_map(|pi| Some((pi as u32, probe::other_probe_id(&img, attach.len(), pi)?)))
+            .collect();
         for (id, pi) in probes {
             let mut env = FiringEnv {
                 sim: self,
@@ -346,6 +482,9 @@ impl Sim {
                 clause: 0,
                 probe_id: id,
                 period_ns: img.probe(pi).map_or(0, |p| p.arg),
+                error_ids: &error_ids,
+                err: None,
+                specsize: img.options().specsize as usize,
             };
             let order = probe::clauses_of(&img, pi as u32);
             probe::run_clauses(&mut vm, &img, &clauses, order, &mut env);

@@ -257,4 +257,11 @@ pub(super) const ACTIONS: &[&str] = &[
     "trunc",
     "normalize",
     "denormalize",
+    "speculate",
+    "commit",
+    "discard",
+    "system",
+    "raise",
+    "stop",
+    "chill",
 ];

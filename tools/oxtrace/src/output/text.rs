@@ -2,7 +2,7 @@
 //! family, and custom `printa` formats.
 
 use super::int_text;
-use crate::agg::{key_kinds, pow_i64, AggDef, EntryRef, KeyKind};
+use crate::agg::{key_kinds, pow_i64, AggDef, EntryRef, KeyField, KeyKind};
 use oxtrace_core::agg::{quantize_bucket_value, AggFunc, KeyElem, KeyRef, QUANTIZE_ZERO};
 use std::fmt::Write as _;
 
@@ -170,7 +170,28 @@ fn quant_line(val: i64, normal: i64, total: u128, pos: bool, neg: bool, out: &mu
 /// conversion with `@` (`%@d`, `%@8u`, ...) takes the value (a histogram prints as
 /// DTrace's histogram); `%%` is a percent sign. Without `%@` the value is not printed.
 pub fn format_entry(def: &AggDef, e: &EntryRef<'_>, normal: u64, format: &str, out: &mut String) {
-    let mut keys = e.key.elems().zip(key_kinds(&def.keys));
+    format_entry_multi(
+        &e.key,
+        &def.keys,
+        &[(def, Some(e.values), normal)],
+        format,
+        out,
+    );
+}
+
+/// One key through a `printa` format of several aggregations: each `%@` conversion takes the
+/// next aggregation's value at `key` (`None`: the key is not in it, a scalar prints 0).
+pub fn format_entry_multi(
+    key: &KeyRef<'_>,
+    layout: &[KeyField],
+    vals: &[(&AggDef, Option<&[u64]>, u64)],
+    format: &str,
+    out: &mut String,
+) {
+    let mut keys = key.elems().zip(key_kinds(layout));
+    // One aggregation: every `%@` prints its value; several: each takes the next.
+    let single = vals.len() == 1;
+    let mut next_val = 0;
     let mut chars = format.chars().peekable();
     while let Some(c) = chars.next() {
         if c != '%' {
@@ -211,9 +232,23 @@ pub fn format_entry(def: &AggDef, e: &EntryRef<'_>, normal: u64, format: &str, o
             continue;
         }
         if spec.agg {
-            match def.func.scalar(e.values, normal) {
-                Some(v) => spec.int(conv, v, out),
-                None => render_histogram(&def.func, e.values, normal, out),
+            let at = if single { 0 } else { next_val };
+            next_val += 1;
+            match vals.get(at) {
+                Some((def, Some(v), normal)) => match def.func.scalar(v, *normal) {
+                    Some(v) => spec.int(conv, v, out),
+                    None => render_histogram(&def.func, v, *normal, out),
+                },
+                // A key this aggregation lacks: a scalar prints 0, a histogram nothing.
+                Some((def, None, _))
+                    if def
+                        .func
+                        .scalar(&vec![0; def.func.value_words()], 1)
+                        .is_some() =>
+                {
+                    spec.int(conv, 0, out)
+                }
+                _ => {}
             }
             continue;
         }

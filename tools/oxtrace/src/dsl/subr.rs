@@ -1,0 +1,357 @@
+//! Code generation of D's subroutines beyond `stringof`/`strlen`/`strjoin`: the string
+//! library (`substr`, `index`, `strtok`, `basename`, ...), `inet_*`, byte order, `rand`,
+//! `progenyof`, `getmajor`/`getminor`. A child of `gen`, so it uses the generator's
+//! register and emission helpers; `Gen::call` hands it every name [`is_subr`] knows.
+
+use super::super::ast::Expr;
+use super::super::error::Span;
+use super::super::types::{Ty, I32, I64, U32, U64};
+use super::{GResult, Gen};
+use oxtrace_core::action::{subr, Op};
+
+/// Subroutines compiled here.
+const SUBRS: &[&str] = &[
+    "substr",
+    "strstr",
+    "strchr",
+    "strrchr",
+    "index",
+    "rindex",
+    "strtok",
+    "lltostr",
+    "strtoll",
+    "toupper",
+    "tolower",
+    "basename",
+    "dirname",
+    "cleanpath",
+    "inet_ntoa",
+    "inet_ntoa6",
+    "inet_ntop",
+    "htons",
+    "htonl",
+    "htonll",
+    "ntohs",
+    "ntohl",
+    "ntohll",
+    "rand",
+    "progenyof",
+    "getmajor",
+    "getminor",
+];
+
+/// `SIGSTOP` on Linux (every architecture but alpha, mips, parisc and sparc): `stop()`.
+const STOP_SIGNAL: u64 = 19;
+
+/// Whether `name` is a subroutine of this file.
+pub(super) fn is_subr(name: &str) -> bool {
+    SUBRS.contains(&name)
+}
+
+/// What an argument must be.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Want {
+    Str,
+    Int,
+    /// A string, or NULL (an integer) for `strtok`'s first argument.
+    StrOrNull,
+}
+
+impl Gen<'_> {
+    /// Whether the clause so far has an instruction `op`.
+    fn has_op(&self, op: Op) -> bool {
+        self.code
+            .iter()
+            .any(|&w| oxtrace_core::action::Insn::decode(w).op == op as u8)
+    }
+
+    /// Refuses what a speculated clause may not do after `speculate()` (anything but
+    /// `trace`/`printf` and the clause's variables), as DTrace does.
+    pub(super) fn not_speculated(&self, what: &str, span: Span) -> GResult<()> {
+        let ok = matches!(what, "trace" | "printf" | "speculate");
+        if !ok && self.has_op(Op::Speculate) {
+            let what = if what.starts_with("an ") {
+                what.to_string()
+            } else {
+                format!("{what}()")
+            };
+            return self.err(
+                span,
+                format!("{what} may not follow speculate(): a speculation records data only"),
+            );
+        }
+        Ok(())
+    }
+
+    /// The destructive actions: `system(fmt, ...)`, `raise(sig)`, `stop()`, `chill(ns)`;
+    /// refused, as DTrace refuses them, unless destructive actions are allowed.
+    pub(super) fn destructive_action(
+        &mut self,
+        name: &str,
+        args: &[Expr],
+        span: Span,
+    ) -> GResult<()> {
+        if !self.t.destructive {
+            return self.err(
+                span,
+                format!(
+                    "{name}(): destructive actions not allowed \
+                     (allow them with -w or #pragma D option destructive)"
+                ),
+            );
+        }
+        match name {
+            "system" => return self.printf_op(args, span, Op::System),
+            "stop" => {
+                self.subr_args(name, args, span, &[], 0)?;
+                let r = self.subr_const(STOP_SIGNAL, span)?;
+                self.emit(Op::Raise, 0, r, 0, 0);
+                self.release(r);
+            }
+            _ => {
+                let r = self.subr_args(name, args, span, &[Want::Int], 1)?;
+                let op = if name == "raise" {
+                    Op::Raise
+                } else {
+                    Op::Chill
+                };
+                self.emit(op, 0, r[0], 0, 0);
+                self.release_regs(&r);
+            }
+        }
+        Ok(())
+    }
+
+    /// `speculate(id)`, `commit(id)`, `discard(id)`.
+    pub(super) fn spec_action(&mut self, name: &str, args: &[Expr], span: Span) -> GResult<()> {
+        let r = self.subr_args(name, args, span, &[Want::Int], 1)?;
+        let op = match name {
+            "speculate" => {
+                if self.has_op(Op::Speculate) {
+                    return self.err(span, "speculate() may appear once in a clause");
+                }
+                if self.has_op(Op::Trace) || self.has_op(Op::Printf) {
+                    return self.err(
+                        span,
+                        "speculate() must come before the clause's data-recording actions",
+                    );
+                }
+                Op::Speculate
+            }
+            "commit" => Op::Commit,
+            _ => Op::Discard,
+        };
+        self.emit(op, 0, r[0], 0, 0);
+        self.release_regs(&r);
+        Ok(())
+    }
+
+    /// Checks the count (`min..=max`) and compiles the arguments, each of the kind `want`
+    /// says; returns their registers.
+    fn subr_args(
+        &mut self,
+        name: &str,
+        args: &[Expr],
+        span: Span,
+        want: &[Want],
+        min: usize,
+    ) -> GResult<Vec<u8>> {
+        let max = want.len();
+        if args.len() < min || args.len() > max {
+            let n = if min == max {
+                format!("{min}")
+            } else {
+                format!("{min} or {max}")
+            };
+            return self.err(
+                span,
+                format!("{name}() takes {n} argument(s), {} given", args.len()),
+            );
+        }
+        let mut regs = Vec::new();
+        for (a, w) in args.iter().zip(want) {
+            let (r, ty) = self.expr(a)?;
+            let ok = match w {
+                Want::Str => ty == Ty::Str,
+                Want::Int => ty.is_scalar(),
+                Want::StrOrNull => ty == Ty::Str || ty.is_scalar(),
+            };
+            if !ok {
+                let need = if *w == Want::Int {
+                    "an integer"
+                } else {
+                    "a string"
+                };
+                return self.err(
+                    a.span,
+                    format!(
+                        "{name}() argument {} must be {need}, not {}",
+                        regs.len() + 1,
+                        ty.name()
+                    ),
+                );
+            }
+            regs.push(r);
+        }
+        Ok(regs)
+    }
+
+    /// A register holding the constant `v`.
+    fn subr_const(&mut self, v: u64, span: Span) -> GResult<u8> {
+        let r = self.reg(span)?;
+        self.load_const(r, v);
+        Ok(r)
+    }
+
+    fn release_regs(&mut self, regs: &[u8]) {
+        for &r in regs {
+            self.release(r);
+        }
+    }
+
+    /// Compiles subroutine `name` (one [`is_subr`] knows) into a new register.
+    pub(super) fn subr_call(&mut self, name: &str, args: &[Expr], span: Span) -> GResult<(u8, Ty)> {
+        use Want::{Int, Str, StrOrNull};
+        // Opcodes `rd = op(r1, r2)` giving a string.
+        let str2 = |n: &str| match n {
+            "strstr" => Some((Op::Strstr, [Str, Str])),
+            "strchr" => Some((Op::Strchr, [Str, Int])),
+            "strrchr" => Some((Op::Strrchr, [Str, Int])),
+            "strtok" => Some((Op::Strtok, [StrOrNull, Str])),
+            _ => None,
+        };
+        let str1 = |n: &str| match n {
+            "toupper" => Some(Op::Toupper),
+            "tolower" => Some(Op::Tolower),
+            "basename" => Some(Op::Basename),
+            "dirname" => Some(Op::Dirname),
+            "cleanpath" => Some(Op::Cleanpath),
+            _ => None,
+        };
+        if let Some((op, want)) = str2(name) {
+            let r = self.subr_args(name, args, span, &want, 2)?;
+            let rd = self.reg(span)?;
+            self.emit(op, rd, r[0], r[1], 0);
+            self.release_regs(&r);
+            return Ok((rd, Ty::Str));
+        }
+        if let Some(op) = str1(name) {
+            let r = self.subr_args(name, args, span, &[Str], 1)?;
+            let rd = self.reg(span)?;
+            self.emit(op, rd, r[0], 0, 0);
+            self.release_regs(&r);
+            return Ok((rd, Ty::Str));
+        }
+        match name {
+            "substr" => {
+                let mut r = self.subr_args(name, args, span, &[Str, Int, Int], 2)?;
+                if r.len() == 2 {
+                    // No length: the rest of the string (longer than any strsize).
+                    r.push(self.subr_const(i32::MAX as u64, span)?);
+                }
+                let rd = self.reg(span)?;
+                self.emit(Op::Substr, rd, r[0], r[1], r[2] as u32);
+                self.release_regs(&r);
+                Ok((rd, Ty::Str))
+            }
+            "index" | "rindex" => {
+                let mut r = self.subr_args(name, args, span, &[Str, Str, Int], 2)?;
+                if r.len() == 2 {
+                    // index() starts at 0 (r0 reads 0); rindex() at the end, where any
+                    // larger position is clamped.
+                    r.push(if name == "index" {
+                        0
+                    } else {
+                        self.subr_const(i32::MAX as u64, span)?
+                    });
+                }
+                let op = if name == "index" {
+                    Op::Index
+                } else {
+                    Op::Rindex
+                };
+                let rd = self.reg(span)?;
+                self.emit(op, rd, r[0], r[1], r[2] as u32);
+                self.release_regs(&r);
+                Ok((rd, I32))
+            }
+            "lltostr" | "strtoll" => {
+                let first = if name == "lltostr" { Int } else { Str };
+                let mut r = self.subr_args(name, args, span, &[first, Int], 1)?;
+                if r.len() == 1 {
+                    r.push(self.subr_const(10, span)?);
+                }
+                let rd = self.reg(span)?;
+                let (op, ty) = if name == "lltostr" {
+                    (Op::Lltostr, Ty::Str)
+                } else {
+                    (Op::Strtoll, I64)
+                };
+                self.emit(op, rd, r[0], r[1], 0);
+                self.release_regs(&r);
+                Ok((rd, ty))
+            }
+            "inet_ntoa" | "inet_ntoa6" | "inet_ntop" => {
+                let r = if name == "inet_ntop" {
+                    self.subr_args(name, args, span, &[Int, Int], 2)?
+                } else {
+                    let af = if name == "inet_ntoa" {
+                        subr::AF_INET
+                    } else {
+                        subr::AF_INET6
+                    };
+                    let mut r = self.subr_args(name, args, span, &[Int], 1)?;
+                    r.insert(0, self.subr_const(af, span)?);
+                    r
+                };
+                let rd = self.reg(span)?;
+                self.emit(Op::InetNtop, rd, r[0], r[1], 0);
+                self.release_regs(&r);
+                Ok((rd, Ty::Str))
+            }
+            "htons" | "htonl" | "htonll" | "ntohs" | "ntohl" | "ntohll" => {
+                let r = self.subr_args(name, args, span, &[Int], 1)?;
+                let (bits, ty) = match &name[4..] {
+                    "s" => (
+                        16,
+                        Ty::Int {
+                            size: 2,
+                            signed: false,
+                        },
+                    ),
+                    "l" => (32, U32),
+                    _ => (64, U64),
+                };
+                self.emit(Op::Hton, r[0], r[0], 0, bits);
+                Ok((r[0], ty))
+            }
+            "rand" => {
+                self.subr_args(name, args, span, &[], 0)?;
+                let rd = self.reg(span)?;
+                self.emit(Op::Rand, rd, 0, 0, 0);
+                Ok((rd, I32))
+            }
+            "progenyof" => {
+                let r = self.subr_args(name, args, span, &[Int], 1)?;
+                self.emit(Op::Progenyof, r[0], r[0], 0, 0);
+                Ok((r[0], I32))
+            }
+            "getmajor" | "getminor" => {
+                let r = self.subr_args(name, args, span, &[Int], 1)?;
+                let k = if name == "getmajor" {
+                    subr::MINORBITS as u64
+                } else {
+                    (1u64 << subr::MINORBITS) - 1
+                };
+                let rk = self.subr_const(k, span)?;
+                let op = if name == "getmajor" { Op::Srl } else { Op::And };
+                self.emit(op, r[0], r[0], rk, 0);
+                self.release(rk);
+                // A Linux dev_t is 32 bits: the major is what is left of it.
+                self.emit(Op::Zext, r[0], r[0], 0, 32);
+                Ok((r[0], U32))
+            }
+            _ => self.err(span, format!("unknown function '{name}'")),
+        }
+    }
+}

@@ -1,0 +1,149 @@
+//! Speculations through the simulator: records held until commit, dropped by discard, the
+//! buffer bounded by specsize, nspec speculations; and the compile errors of misuse.
+
+use oxtrace::dsl::sim::{Firing, Sim};
+use oxtrace::dsl::{compile, CompileOptions, Compiled};
+
+fn c(src: &str) -> Compiled {
+    compile(src, "t.d", &CompileOptions::default()).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn entry(arg0: u64) -> Firing {
+    Firing {
+        kind: oxtrace_core::program::ProbeKind::FbtEntry,
+        func: "f".into(),
+        args: [arg0, 0, 0, 0, 0, 0],
+        ..Firing::default()
+    }
+}
+
+const PROG: &str = r#"
+    fbt::f:entry { self->s = speculation(); }
+    fbt::f:entry { speculate(self->s); printf("spec %d\n", arg0); }
+    fbt::f:entry { printf("plain %d\n", arg0); }
+    fbt::f:entry /arg0 % 2 == 0/ { commit(self->s); }
+    fbt::f:entry /arg0 % 2 == 1/ { discard(self->s); }
+"#;
+
+#[test]
+fn commit_keeps_discard_drops() {
+    let p = c(PROG);
+    let mut s = Sim::default();
+    for a in 1..=4 {
+        s.fire(&p, &entry(a));
+    }
+    assert_eq!(
+        s.printf_output(&p),
+        "plain 1\nplain 2\nspec 2\nplain 3\nplain 4\nspec 4\n"
+    );
+    assert_eq!((s.spec_drops, s.spec_unavail), (0, 0));
+}
+
+#[test]
+fn nspec_and_specsize_bound_speculations() {
+    // One speculation (nspec=1): the second speculation() gets 0 and its data goes nowhere.
+    let p = c(r#"
+        BEGIN { a = speculation(); b = speculation(); }
+        BEGIN { speculate(a); printf("a\n"); }
+        BEGIN { speculate(b); printf("b\n"); }
+        BEGIN { commit(a); commit(b); }
+    "#);
+    let mut s = Sim::default();
+    s.fire(&p, &Firing::default());
+    assert_eq!(s.printf_output(&p), "a\n");
+    assert_eq!(s.spec_unavail, 1);
+    // specsize holds 2 records of 16 bytes of data (24-byte headers, 8-byte aligned): the
+    // third is a speculative drop.
+    let p = c(r#"
+        #pragma D option specsize=1k
+        #pragma D option nspec=2
+        BEGIN { x = speculation(); }
+        BEGIN { speculate(x); printf("%s\n", "0123456789012345678901234567890123456789"); }
+        BEGIN { commit(x); }
+    "#);
+    let mut s = Sim::default();
+    for _ in 0..25 {
+        s.fire(&p, &Firing::default());
+    }
+    assert_eq!(s.spec_drops, 0);
+    assert_eq!(s.printf_output(&p).lines().count(), 25);
+    assert_eq!(s.specs.len(), 2);
+}
+
+#[test]
+fn full_speculative_buffer_drops() {
+    let p = c(r#"
+        #pragma D option specsize=1k
+        BEGIN { x = speculation(); }
+        tick-1s { speculate(x); printf("%s\n", "01234567890123456789012345678901234567890123456789"); }
+        END { commit(x); }
+    "#);
+    let mut s = Sim::default();
+    s.fire(&p, &Firing::default());
+    let tick = Firing {
+        kind: oxtrace_core::program::ProbeKind::Tick,
+        ..Firing::default()
+    };
+    for _ in 0..20 {
+        s.fire(&p, &tick);
+    }
+    let end = Firing {
+        kind: oxtrace_core::program::ProbeKind::End,
+        ..Firing::default()
+    };
+    s.fire(&p, &end);
+    // Each record takes 24 + 3 + 51 bytes, rounded to 80: 12 fit in 1 KiB.
+    assert_eq!(s.printf_output(&p).lines().count(), 12);
+    assert_eq!(s.spec_drops, 8);
+}
+
+fn err(src: &str) -> (String, String) {
+    match compile(src, "t.d", &CompileOptions::default()) {
+        Ok(_) => panic!("compiled: {src}"),
+        Err(e) => (e.position(), e.msg.clone()),
+    }
+}
+
+#[test]
+fn misuse_is_a_compile_error() {
+    for (src, pos, msg) in [
+        (
+            "BEGIN { speculate(1); @a = count(); }",
+            "1:23",
+            "an aggregation may not follow speculate(): a speculation records data only",
+        ),
+        (
+            "BEGIN { speculate(1); exit(0); }",
+            "1:23",
+            "exit() may not follow speculate(): a speculation records data only",
+        ),
+        (
+            "BEGIN { speculate(1); commit(1); }",
+            "1:23",
+            "commit() may not follow speculate(): a speculation records data only",
+        ),
+        (
+            "BEGIN { printf(\"x\"); speculate(1); }",
+            "1:22",
+            "speculate() must come before the clause's data-recording actions",
+        ),
+        (
+            "BEGIN { speculate(1); speculate(1); }",
+            "1:23",
+            "speculate() may appear once in a clause",
+        ),
+        (
+            "BEGIN { speculate(\"x\"); }",
+            "1:19",
+            "speculate() argument 1 must be an integer, not string",
+        ),
+        (
+            "#pragma D option nspec=0\nBEGIN { }",
+            "1:18",
+            "option nspec=0 is below the smallest number of speculations, 1",
+        ),
+    ] {
+        let (p, m) = err(src);
+        assert_eq!((p.as_str(), m.as_str()), (pos, msg), "{src}");
+    }
+}

@@ -1,0 +1,302 @@
+//! D's subroutine library compiled and run through the simulator: exact output, and the
+//! argument errors with their `line:column`.
+
+use oxtrace::dsl::sim::{Firing, Sim};
+use oxtrace::dsl::{compile, CompileOptions, Compiled};
+use oxtrace_core::action::FaultKind;
+
+fn c(src: &str) -> Compiled {
+    match compile(src, "test.d", &CompileOptions::default()) {
+        Ok(c) => c,
+        Err(e) => panic!("{e}"),
+    }
+}
+
+/// Runs BEGIN of `src`; returns the printf output.
+fn begin(src: &str) -> String {
+    let p = c(src);
+    let mut s = Sim::default();
+    s.fire(&p, &Firing::default());
+    assert!(s.faults.is_empty(), "{:?}", s.faults);
+    s.printf_output(&p)
+}
+
+#[test]
+fn string_subroutines_print_what_dtrace_prints() {
+    let out = begin(
+        r#"BEGIN {
+            this->p = "/usr/lib/../share//doc/";
+            printf("%s|%s|%s|%s\n", substr("hello, world", 7), substr("hello", 1, 3),
+                substr("hello", -3), substr("hello", 0, -2));
+            printf("%s|%s|%s\n", basename(this->p), dirname(this->p), cleanpath(this->p));
+            printf("%s|%s\n", toupper("MiXed 1"), tolower("MiXed 1"));
+            printf("%s|%s|%s\n", strstr("abcabc", "ca"), strchr("a.b.c", '.'),
+                strrchr("a.b.c", '.'));
+            printf("%d %d %d %d %d\n", index("hello hello", "llo"),
+                index("hello hello", "llo", 3), rindex("hello hello", "llo"),
+                rindex("hello hello", "llo", 7), index("hello", "z"));
+            printf("%s %s %s %s\n", lltostr(-42), lltostr(255, 16), lltostr(8, 8),
+                lltostr(5, 2));
+            printf("%d %d %d\n", strtoll("1234"), strtoll("0x1f", 16), strtoll(" -17"));
+        }"#,
+    );
+    assert_eq!(
+        out,
+        "world|ell|llo|hel\n\
+         doc|/usr/lib/../share|/usr/share/doc/\n\
+         MIXED 1|mixed 1\n\
+         cabc|.b.c|.c\n\
+         2 8 8 2 -1\n\
+         -42 0xff 010 101\n\
+         1234 31 -17\n"
+    );
+}
+
+#[test]
+fn strtok_cuts_a_string_in_one_clause() {
+    let out = begin(
+        r#"BEGIN {
+            this->s = strjoin("a,b", ",,c");
+            printf("%s ", strtok(this->s, ","));
+            printf("%s ", strtok(0, ","));
+            printf("%s\n", strtok(0, ","));
+        }"#,
+    );
+    assert_eq!(out, "a b c\n");
+}
+
+#[test]
+fn byte_order_and_dev_t() {
+    let out = begin(
+        r#"BEGIN {
+            printf("%x %x %x %x\n", htons(0x1234), ntohl(0x11223344), htonll(1), ntohs(htons(80)));
+            printf("%d %d\n", getmajor(0x800003), getminor(0x800003));
+        }"#,
+    );
+    assert_eq!(out, "3412 44332211 100000000000000 50\n8 3\n");
+}
+
+#[test]
+fn inet_subroutines_read_kernel_memory() {
+    let p = c(r#"BEGIN {
+        printf("%s %s %s\n", inet_ntoa(0x5000), inet_ntop(10, 0x5010), inet_ntoa6(0x5020));
+    }"#);
+    let mut s = Sim::default();
+    let mut mem = vec![127u8, 0, 0, 1];
+    mem.resize(16, 0);
+    mem.extend([0u8; 15]);
+    mem.push(1);
+    mem.extend([0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x2a]);
+    s.mem.push((0x5000, mem));
+    s.fire(&p, &Firing::default());
+    assert!(s.faults.is_empty(), "{:?}", s.faults);
+    assert_eq!(s.printf_output(&p), "127.0.0.1 ::1 fe80::2a\n");
+    // An unreadable address is a fault, never a crash.
+    let p = c(r#"BEGIN { trace(inet_ntoa(0x9999)); }"#);
+    let mut s = Sim::default();
+    s.fire(&p, &Firing::default());
+    assert_eq!(s.faults[0].1.kind, FaultKind::BadAddr(0x9999));
+}
+
+#[test]
+fn faults_of_bad_arguments() {
+    for (src, kind) in [
+        ("BEGIN { trace(lltostr(1, 1)); }", FaultKind::IllegalOp),
+        ("BEGIN { trace(strtoll(\"1\", 99)); }", FaultKind::IllegalOp),
+        ("BEGIN { trace(inet_ntop(3, 0)); }", FaultKind::IllegalOp),
+        (
+            "BEGIN { trace(strlen(strstr(\"a\", \"b\"))); }",
+            FaultKind::BadString,
+        ),
+    ] {
+        let p = c(src);
+        let mut s = Sim::default();
+        s.fire(&p, &Firing::default());
+        assert_eq!(s.faults.len(), 1, "{src}");
+        assert_eq!(s.faults[0].1.kind, kind, "{src}");
+    }
+}
+
+#[test]
+fn rand_and_progenyof() {
+    let p = c(r#"BEGIN {
+        this->a = rand(); this->b = rand();
+        printf("%d %d %d %d %d\n", this->a != this->b, this->a >= 0,
+            progenyof(1000), progenyof(1), progenyof(77));
+    }"#);
+    let mut s = Sim::default();
+    s.fire(&p, &Firing::default());
+    assert_eq!(s.printf_output(&p), "1 1 1 1 0\n");
+}
+
+fn err_at(src: &str) -> (String, String) {
+    match compile(src, "t.d", &CompileOptions::default()) {
+        Ok(_) => panic!("compiled: {src}"),
+        Err(e) => (e.position(), e.msg.clone()),
+    }
+}
+
+#[test]
+fn argument_errors_have_line_and_column() {
+    let cases = [
+        (
+            "BEGIN { trace(substr(\"a\")); }",
+            "1:15",
+            "substr() takes 2 or 3 argument(s), 1 given",
+        ),
+        (
+            "BEGIN {\n  trace(substr(1, 2));\n}",
+            "2:16",
+            "substr() argument 1 must be a string, not int",
+        ),
+        (
+            "BEGIN { trace(index(\"a\", 2)); }",
+            "1:26",
+            "index() argument 2 must be a string, not int",
+        ),
+        (
+            "BEGIN { trace(toupper(\"a\", \"b\")); }",
+            "1:15",
+            "toupper() takes 1 argument(s), 2 given",
+        ),
+        (
+            "BEGIN { trace(lltostr(\"x\")); }",
+            "1:23",
+            "lltostr() argument 1 must be an integer, not string",
+        ),
+        (
+            "BEGIN { trace(rand(1)); }",
+            "1:15",
+            "rand() takes 0 argument(s), 1 given",
+        ),
+        (
+            "BEGIN { trace(htons(\"x\")); }",
+            "1:21",
+            "htons() argument 1 must be an integer, not string",
+        ),
+    ];
+    for (src, pos, msg) in cases {
+        let (p, m) = err_at(src);
+        assert_eq!(p, pos, "{src}: {m}");
+        assert_eq!(m, msg, "{src}");
+    }
+}
+
+#[test]
+fn printf_star_width_date_escapes_and_many_arguments() {
+    let out = begin(
+        r#"BEGIN {
+            printf("[%*d] [%-*d] [%.*s] [%*.*s]\n", 5, 42, 4, 7, 2, "abc", -6, 1, "xyz");
+            printf("%Y\n", 1700000000123456789);
+            printf("%S|%s\n", "a\tb\\c\001", "ok");
+            printf("%d %d %d %d %d %d %d %d %d %d %d %d\n", 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12);
+        }"#,
+    );
+    assert_eq!(
+        out,
+        "[   42] [7   ] [ab] [x     ]\n\
+         2023 Nov 14 22:13:20\n\
+         a\\tb\\\\c\\001|ok\n\
+         1 2 3 4 5 6 7 8 9 10 11 12\n"
+    );
+    let (p, m) = err_at("BEGIN { printf(\"%*d\\n\", \"x\", 1); }");
+    assert_eq!(
+        (p.as_str(), m.as_str()),
+        (
+            "1:25",
+            "printf(): the * of %*d requires an integer, argument 2 is string"
+        )
+    );
+    let (p, m) = err_at("BEGIN { printf(\"%*d\\n\", 1); }");
+    assert_eq!(
+        (p.as_str(), m.as_str()),
+        (
+            "1:16",
+            "printf(): format takes 2 argument(s) but 1 argument(s) are given"
+        )
+    );
+}
+
+#[test]
+fn printf_a_prints_kernel_symbols() {
+    let syms = oxtrace::symbols::parse(
+        "ffffffff81000000 T _stext\nffffffff81200000 T vfs_read\n\
+         ffffffff81200100 t vfs_write\nffffffffc0001000 t ext4_fill_super\t[ext4]\n",
+    );
+    oxtrace::symbols::init_with(syms);
+    let out = begin(
+        r#"BEGIN {
+            printf("%a|%a|%a|%a\n", 0xffffffff81200000, 0xffffffff81200004,
+                0xffffffffc0001010, 0x1000);
+        }"#,
+    );
+    assert_eq!(
+        out,
+        "vmlinux`vfs_read|vmlinux`vfs_read+0x4|ext4`ext4_fill_super+0x10|0x1000\n"
+    );
+}
+
+fn cw(src: &str) -> Compiled {
+    let opts = CompileOptions {
+        xopts: vec![("destructive".into(), None)],
+        ..CompileOptions::default()
+    };
+    compile(src, "test.d", &opts).unwrap_or_else(|e| panic!("{e}"))
+}
+
+#[test]
+fn destructive_actions_need_w() {
+    for (src, pos, name) in [
+        ("BEGIN { system(\"ls\"); }", "1:9", "system"),
+        ("BEGIN {\n  raise(9); }", "2:3", "raise"),
+        ("BEGIN { stop(); }", "1:9", "stop"),
+        ("BEGIN { chill(10); }", "1:9", "chill"),
+    ] {
+        let (p, m) = err_at(src);
+        assert_eq!(
+            (p.as_str(), m),
+            (
+                pos,
+                format!(
+                    "{name}(): destructive actions not allowed (allow them with -w or \
+                     #pragma D option destructive)"
+                )
+            ),
+            "{src}"
+        );
+    }
+    // The pragma allows them as -w does.
+    c("#pragma D option destructive\nBEGIN { chill(10); }");
+}
+
+#[test]
+fn destructive_actions_run() {
+    let p = cw(r#"BEGIN { system("echo %s %d", "hi", 42); raise(10); stop(); chill(1000); }"#);
+    let mut s = Sim::default();
+    s.fire(&p, &Firing::default());
+    assert!(s.faults.is_empty(), "{:?}", s.faults);
+    assert_eq!(s.records[0].kind, oxtrace_core::action::RecordKind::System);
+    let items: Vec<_> = s.records[0].items.iter().map(|i| i.as_item()).collect();
+    assert_eq!(
+        p.format_printf(s.records[0].id, &items).unwrap(),
+        b"echo hi 42"
+    );
+    assert_eq!(s.raised, vec![10, 19]);
+    assert_eq!(s.chilled, 1000);
+    // Over DTrace's chill budget, and a bad signal: illegal operations.
+    let p = cw("BEGIN { chill(600000000); } BEGIN { raise(99); }");
+    let mut s = Sim::default();
+    s.fire(&p, &Firing::default());
+    let kinds: Vec<_> = s.faults.iter().map(|f| f.1.kind).collect();
+    assert_eq!(kinds, vec![FaultKind::IllegalOp, FaultKind::IllegalOp]);
+    // system() checks its format like printf.
+    let opts = CompileOptions {
+        xopts: vec![("destructive".into(), None)],
+        ..CompileOptions::default()
+    };
+    let e = compile("BEGIN { system(\"%d\", \"x\"); }", "t.d", &opts).unwrap_err();
+    assert_eq!(
+        e.msg,
+        "system(): %d requires an integer, argument 2 is string"
+    );
+}
