@@ -25,4 +25,5 @@ pub mod dynvar;
 pub mod limits;
 pub mod probe;
 pub mod program;
+pub mod stack;
 pub mod topa;

@@ -27,6 +27,8 @@ pub const MIN_DYNVARSIZE: u64 = 4 << 10;
 pub const MAX_DYNVARSIZE: u64 = 1 << 30;
 /// Largest `strsize`.
 pub const MAX_STRSIZE: u32 = 4096;
+/// Most frames of `stack(n)` (and option `stackframes`): as many as fit a string key.
+pub const MAX_STACKFRAMES: u32 = (crate::agg::KEY_STR_MAX / crate::stack::FRAME_BYTES) as u32;
 /// Most clause-local (`this->`) variables of a program.
 pub const MAX_LOCALS: u32 = 256;
 /// Most instructions of one predicate or action program.

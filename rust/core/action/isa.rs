@@ -153,10 +153,13 @@ pub enum Op {
     Strjoin = 69,
     /// Write `r1` to this CPU's Intel PT stream as a PTWRITE packet (software backend).
     Ptwrite = 70,
+    /// `rd = ` the kernel stack of the probe, at most `imm` frames (clamped to
+    /// [`crate::stack::MAX_FRAMES`]), encoded ([`crate::stack`]) into a scratch string slot.
+    Kstack = 71,
 }
 
 /// Number of opcodes; every byte value at or above it is invalid.
-pub const NOPS: u8 = 71;
+pub const NOPS: u8 = 72;
 
 /// [`Op::Kstr`]'s `imm` bit for a string in user memory (`copyinstr`).
 pub const KSTR_USER: u32 = 1;
@@ -237,6 +240,7 @@ impl Op {
             Exit,
             Strjoin,
             Ptwrite,
+            Kstack,
         ];
         ALL.get(b as usize).copied()
     }
@@ -316,6 +320,7 @@ impl Op {
             Exit => "exit",
             Strjoin => "strjoin",
             Ptwrite => "ptwrite",
+            Kstack => "kstack",
         }
     }
 }

@@ -32,6 +32,11 @@ pub trait Env {
     /// Write `value` to this CPU's Intel PT stream (a PTW packet); false when it was lost
     /// (no PT stream configured or started, or the stream stopped or full).
     fn ptwrite(&mut self, value: u64) -> bool;
+    /// Fill `out` with the kernel stack of the probe, the probed function's caller first;
+    /// returns the number of frames. None where no stack can be taken.
+    fn kernel_stack(&mut self, _out: &mut [u64]) -> usize {
+        0
+    }
 }
 
 /// Kind of a runtime fault.
@@ -495,6 +500,21 @@ impl<'s> Vm<'s> {
                     if !env.ptwrite(a) {
                         self.losses.ptwrites += 1;
                     }
+                }
+                Kstack => {
+                    let off = self.alloc_slot().ok_or(f(FaultKind::ScratchExhausted))?;
+                    let ss = self.strsize as usize;
+                    let mut pcs = [0u64; crate::stack::MAX_FRAMES as usize];
+                    let want = (imm.min(crate::stack::MAX_FRAMES) as usize)
+                        .min(ss / crate::stack::FRAME_BYTES);
+                    // PANIC: `want <= MAX_FRAMES`, the array's length; `n <= want` below.
+                    let n = env.kernel_stack(&mut pcs[..want]).min(want);
+                    // PANIC: as in `Ldbs`: `slot` is `ss + 1` bytes and `encode` writes at
+                    // most `ss` of them.
+                    let slot = &mut self.scratch[off..off + ss + 1];
+                    let len = crate::stack::encode(&pcs[..n], &mut slot[..ss]);
+                    slot[len] = 0;
+                    out = Some(str_ref(STR_SPACE_SCRATCH, off as u32));
                 }
             }
             if let Some(v) = out {
