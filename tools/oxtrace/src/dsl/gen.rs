@@ -420,6 +420,7 @@ impl<'a> Gen<'a> {
                     Ty::Int { size: 4, .. } => Op::Lduw,
                     Ty::Int { .. } | Ty::Ptr(_) => Op::Ldx,
                     Ty::Void => return self.err(span, "cannot dereference a void pointer"),
+                    Ty::Stack => return self.err(span, "cannot dereference a stack"),
                     Ty::Str => {
                         return self
                             .err(span, "cannot dereference a string pointer: use stringof()")
@@ -475,6 +476,9 @@ impl<'a> Gen<'a> {
         }
         let (ra, ta) = self.expr(a)?;
         let (rb, tb) = self.expr(b)?;
+        if ta == Ty::Stack || tb == Ty::Stack {
+            return self.err(span, STACK_USE);
+        }
         let cmp = matches!(
             op,
             BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge
@@ -618,7 +622,7 @@ impl<'a> Gen<'a> {
 
     fn push_keys(&mut self, regs: &[(u8, Ty)]) {
         for (r, ty) in regs {
-            if *ty == Ty::Str {
+            if matches!(ty, Ty::Str | Ty::Stack) {
                 self.emit(Op::Pushts, 0, *r, 0, 0);
             } else {
                 self.emit(Op::Pushtv, 0, *r, 0, ty.int_type().0 as u32);
@@ -690,6 +694,9 @@ impl<'a> Gen<'a> {
                 res?
             }
         };
+        if tv == Ty::Stack {
+            return self.err(rhs.span, STACK_USE);
+        }
         let store_ty = |v: &Option<Ty>| v.clone();
         match &lhs.kind {
             ExprKind::Ident(name) => {
@@ -793,6 +800,9 @@ impl<'a> Gen<'a> {
         tb: &Ty,
         span: Span,
     ) -> GResult<(u8, Ty)> {
+        if *ta == Ty::Stack || *tb == Ty::Stack {
+            return self.err(span, STACK_USE);
+        }
         if *ta == Ty::Str || *tb == Ty::Str {
             return self.err(span, "arithmetic on strings is not supported");
         }
@@ -875,6 +885,27 @@ impl<'a> Gen<'a> {
                 self.release(a);
                 self.release(b);
                 Ok((rd, Ty::Str))
+            }
+            "stack" => {
+                use oxtrace_core::stack::{DEFAULT_FRAMES, MAX_FRAMES};
+                let n = match args {
+                    [] => DEFAULT_FRAMES,
+                    [e] => match const_eval(e) {
+                        Some(v) if (1..=i64::from(MAX_FRAMES)).contains(&v) => v as u32,
+                        _ => {
+                            return self.err(
+                                e.span,
+                                format!(
+                                "stack()'s frame count must be a constant from 1 to {MAX_FRAMES}"
+                            ),
+                            )
+                        }
+                    },
+                    _ => return self.err(span, "stack() takes an optional frame count"),
+                };
+                let rd = self.reg(span)?;
+                self.emit(Op::Kstack, rd, 0, 0, n);
+                Ok((rd, Ty::Stack))
             }
             "copyinstr" => {
                 if args.is_empty() || args.len() > 2 {
@@ -1359,6 +1390,9 @@ impl<'a> Gen<'a> {
         Ok(())
     }
 }
+
+/// The error for a `stack()` value used as anything but a key.
+const STACK_USE: &str = "a stack() value can only be an aggregation key";
 
 fn kinds_text(k: &[KeyKind]) -> String {
     k.iter().map(|k| k.name()).collect::<Vec<_>>().join(", ")

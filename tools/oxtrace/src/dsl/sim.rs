@@ -86,6 +86,8 @@ pub struct Firing {
     pub uid: u64,
     /// Process name.
     pub execname: String,
+    /// Kernel stack (`stack()`), the probed function's caller first.
+    pub kstack: Vec<u64>,
 }
 
 impl Default for Firing {
@@ -102,6 +104,7 @@ impl Default for Firing {
             timestamp: 1_000_000,
             uid: 0,
             execname: "test".into(),
+            kstack: Vec::new(),
         }
     }
 }
@@ -234,6 +237,12 @@ impl Env for FiringEnv<'_> {
     fn ptwrite(&mut self, value: u64) -> bool {
         self.sim.ptwrites.push((self.clause, value));
         true
+    }
+
+    fn kernel_stack(&mut self, out: &mut [u64]) -> usize {
+        let n = self.f.kstack.len().min(out.len());
+        out[..n].copy_from_slice(&self.f.kstack[..n]);
+        n
     }
 }
 

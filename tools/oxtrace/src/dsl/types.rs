@@ -21,6 +21,9 @@ pub enum Ty {
     Ptr(Box<Ty>),
     /// `void` (only as a pointee).
     Void,
+    /// A kernel stack (`stack()`): a string of encoded frames to the kernel, printed
+    /// symbolized by the tool.
+    Stack,
 }
 
 pub(super) const I64: Ty = Ty::Int {
@@ -59,6 +62,7 @@ impl Ty {
             Ty::Str => "string".into(),
             Ty::Ptr(t) => format!("{} *", t.name()),
             Ty::Void => "void".into(),
+            Ty::Stack => "stack".into(),
         }
     }
 
@@ -90,10 +94,10 @@ impl Ty {
     }
 
     pub(super) fn key_kind(&self) -> KeyKind {
-        if *self == Ty::Str {
-            KeyKind::Str
-        } else {
-            KeyKind::Int
+        match self {
+            Ty::Str => KeyKind::Str,
+            Ty::Stack => KeyKind::Stack,
+            _ => KeyKind::Int,
         }
     }
 }
