@@ -7,7 +7,7 @@ cd "$(dirname "$0")" || exit 1
 W="./oxt_workload read 4 2000"
 
 echo "TAP version 13"
-echo "1..5"
+echo "1..6"
 
 # The frames without their offsets (they change with the build), one line: "a b c N".
 frames() {
@@ -37,6 +37,13 @@ expect "stack(1) keeps one frame, beside another key" \
 run 'fbt::vfs_read:entry /pid == $target/ { @[stack(2)] = count(); }' -c "$W"
 expect "fbt::vfs_read:entry stack(2): ksys_read, then do_syscall_64" \
 	"vmlinux\`ksys_read vmlinux\`do_syscall_64 8000" "$(echo "$out" | frames)"
+
+# trace(stack()) prints the frames after the probe's line; one thread reads, so the flag
+# lets exactly one read through.
+run 'fbt::ksys_read:entry /pid == $target && !done/ { done = 1; trace(stack(2)); }' \
+	-c "./oxt_workload read 1 10"
+expect "trace(stack(2))" "vmlinux\`do_syscall_64 vmlinux\`entry_SYSCALL_64_after_hwframe" \
+	"$(echo "$out" | frames)"
 
 run 'BEGIN { @[stack(0)] = count(); }'
 if [ $rc != 0 ] && echo "$err" | grep -q "frame count must be a constant from 1 to 25"; then

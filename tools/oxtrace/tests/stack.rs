@@ -112,3 +112,28 @@ fn stack_depth_errors() {
         assert!(e.contains("can only be an aggregation key"), "{e}");
     }
 }
+
+#[test]
+fn trace_of_a_stack_is_a_percent_k_printf() {
+    use oxtrace_core::action::RecordKind;
+    let p = c("fbt::ksys_read:entry { trace(stack(2)); printf(\"%d%k\", 1, stack()); }");
+    assert_eq!(p.formats, vec!["%k".to_string(), "%d%k".to_string()]);
+    let mut s = Sim::default();
+    s.fire(&p, &fbt(&PCS));
+    assert!(s.faults.is_empty(), "{:?}", s.faults);
+    let kinds: Vec<(RecordKind, u32)> = s.records.iter().map(|r| (r.kind, r.id)).collect();
+    assert_eq!(
+        kinds,
+        vec![(RecordKind::Printf, 0), (RecordKind::Printf, 1)]
+    );
+    let e = err("BEGIN { printf(\"%k\", 1); }");
+    assert!(
+        e.contains("%k requires a stack(), argument 2 is int"),
+        "{e}"
+    );
+    let e = err("BEGIN { printf(\"%s\", stack()); }");
+    assert!(
+        e.contains("%s requires a string, argument 2 is stack"),
+        "{e}"
+    );
+}

@@ -1057,9 +1057,16 @@ impl<'a> Gen<'a> {
                     );
                 }
                 let (r, ty) = self.expr(&args[0])?;
+                // The tool prints a stack symbolized: a printf record of format `%k`.
+                let stack = ty == Ty::Stack;
                 self.push_keys(&[(r, ty)]);
                 self.release(r);
-                self.emit(Op::Trace, 0, 0, 0, 0);
+                if stack {
+                    let id = self.t.fmt(b"%k");
+                    self.emit(Op::Printf, 0, 0, 0, id);
+                } else {
+                    self.emit(Op::Trace, 0, 0, 0, 0);
+                }
             }
             "exit" => {
                 if args.len() != 1 {
@@ -1202,6 +1209,7 @@ impl<'a> Gen<'a> {
             let (r, ty) = self.expr(a)?;
             let ok = match c.arg_kind() {
                 ArgKind::Str => ty == Ty::Str,
+                ArgKind::Stack => ty == Ty::Stack,
                 ArgKind::Int => ty.is_scalar(),
             };
             if !ok {
@@ -1210,10 +1218,10 @@ impl<'a> Gen<'a> {
                     a.span,
                     format!(
                         "printf(): {conv} requires {}, argument {} is {}",
-                        if c.arg_kind() == ArgKind::Str {
-                            "a string"
-                        } else {
-                            "an integer"
+                        match c.arg_kind() {
+                            ArgKind::Str => "a string",
+                            ArgKind::Stack => "a stack()",
+                            ArgKind::Int => "an integer",
                         },
                         i + 2,
                         ty.name()
