@@ -14,7 +14,7 @@ import sys
 
 raw, splats, md_out, json_out = sys.argv[1:5]
 kv = re.compile(r"(\w+)=(\S+)")
-res, notes, keys, dyn, clean = [], [], [], [], []
+res, notes, keys, dyn, clean, attach = [], [], [], [], [], []
 prof, cur = [], None
 for line in open(raw, errors="replace"):
     line = line.rstrip("\r\n")
@@ -38,19 +38,20 @@ for line in open(raw, errors="replace"):
         res.append(d)
     elif line.startswith("NOTE "):
         notes.append(line[5:])
-    elif line.startswith(("KEYS ", "DYN ", "CLEAN ")):
+    elif line.startswith(("KEYS ", "DYN ", "CLEAN ", "ATTACH ")):
         d = dict(kv.findall(line))
-        {"KEYS": keys, "DYN": dyn, "CLEAN": clean}[line.split()[0]].append(d)
+        {"KEYS": keys, "DYN": dyn, "CLEAN": clean, "ATTACH": attach}[line.split()[0]].append(d)
 
 WLS = [("1t", "read loop, 1 thread"), ("4t", "read loop, 4 threads"),
        ("lat", "16 KiB read (latency), 1 thread")]
-PAIRS = ["empty", "count", "hist", "sum", "trace", "sysread", "profile"]
+PAIRS = ["empty", "count", "hist", "sum", "trace", "ten", "sysread", "profile"]
 DESC = {
     "empty": ("fbt::ksys_read:entry /0/ { }", "kprobe:ksys_read { }"),
     "count": ("@[pid] = count()", "@[pid] = count()"),
     "hist": ("self->ts + quantize", "@start[tid] + hist"),
     "sum": ("@s = sum(arg0)", "@s = sum(arg0)"),
     "trace": ("trace(pid)", "printf(\"%d\\n\", pid)"),
+    "ten": ("10 clauses @cN = count() on one probe", "10 blocks @cN = count()"),
     "sysread": ("syscall::read:entry @[pid] = count()",
                 "tracepoint:syscalls:sys_enter_read (raw_syscalls:sys_enter /args->id == 0/ "
                 "without FTRACE_SYSCALLS) @[pid] = count()"),
@@ -148,7 +149,32 @@ if keys:
         md += ["## Aggregation snapshot + merge", "",
                f"End-of-run snapshot of every CPU + merge into the tool's table, {max(nk)} keys: "
                f"median {statistics.median(us) / 1000:.1f} ms (runs: "
-               f"{', '.join(f'{u / 1000:.1f}' for u in us)} ms).", ""]
+               f"{', '.join(f'{u / 1000:.1f}' for u in us)} ms); target ≤ 150 ms: "
+               f"{'met' if statistics.median(us) <= 150000 else 'NOT met'}. Of that, the "
+               f"AGGSNAP ioctls (the kernel's part): "
+               f"{', '.join(k.get('ioctl_us', '-') for k in keys)} us.", ""]
+        data["targets"].append({"target": "snapshot + merge ms", "limit": 150,
+                                "value": statistics.median(us) / 1000,
+                                "met": statistics.median(us) <= 150000})
+
+if attach:
+    us = [int(a["us"]) for a in attach if a.get("us")]
+    npr = [int(a["probes"]) for a in attach if a.get("probes")]
+    data["attach"] = {"us": us, "probes": npr,
+                      "median_ms": statistics.median(us) / 1000 if us else None}
+    if us:
+        md += ["## Attaching probes", "",
+               f"LOAD of one clause on {max(npr)} fbt entry probes (spread over the kernel's "
+               f"functions), timed around the ioctl: median {statistics.median(us) / 1000:.1f} ms "
+               f"(runs: {', '.join(f'{u / 1000:.1f}' for u in us)} ms).", ""]
+
+ten = data["workloads"].get("1t", {}).get("pairs", {}).get("ten")
+if ten:
+    md += ["## Ten clauses on one probe", "",
+           "Per firing of `ksys_read` with ten `@cN = count()` clauses (1 thread): "
+           + ", ".join(f"{SHORT[t]} added {fmt(ten[t]['added_ns'])} ns"
+                       for t in ("oxtrace", "bpftrace") if ten.get(t))
+           + ".", ""]
 
 
 def ops(d):
@@ -163,13 +189,28 @@ if dyn:
     data["dynvar"] = {"runs": dyn, "alloc_free_per_s": th}
     if th:
         md += ["## Dynamic variables", "",
-               f"`self->ts` set at entry, zeroed at return, 4 threads: alloc+free throughput "
-               f"median {statistics.median(th) / 1e6:.2f} M/s (whole workload wall time, "
-               f"{len(th)} runs).", ""]
+               f"`self->ts` set at entry, zeroed at return, 4 threads, default dynvarsize and "
+               f"cleanrate: alloc+free throughput median {statistics.median(th) / 1e6:.2f} M/s "
+               f"(whole workload wall time, {len(th)} runs).", ""]
+    md += ["| run | allocs | frees | drops | cleaner runs | passes | chunks |",
+           "|---|---:|---:|---:|---:|---:|---:|"]
+    for d in dyn:
+        md.append(f"| {d.get('round', '?')} | " + " | ".join(
+            d.get(k, "-") for k in ("allocs", "frees", "drops", "runs", "passes", "chunks"))
+            + " |")
+    md.append("")
+    drops = [int(d["drops"]) for d in dyn if d.get("drops", "").isdigit()]
+    data["targets"].append({"target": "dynvar drops, default sizes, 4 threads",
+                            "value": max(drops) if drops else None, "limit": 0,
+                            "met": (max(drops) == 0) if drops else None})
+    if drops:
+        md += [f"Target 0 drops in every run: {'met' if max(drops) == 0 else 'NOT met'} "
+               f"(most in a run: {max(drops)}).", ""]
 if clean:
     data["cleanrate"] = clean
-    md += ["| cleanrate | cleaner period | allocs | drops | drop rate |",
-           "|---|---:|---:|---:|---:|"]
+    md += ["Drops against `cleanrate` with `dynvarsize=256k`:", "",
+           "| cleanrate | cleaner period | allocs | drops | drop rate | cleaner runs | passes |",
+           "|---|---:|---:|---:|---:|---:|---:|"]
     for c in clean:
         try:
             a, d = int(c["allocs"]), int(c["drops"])
@@ -177,7 +218,7 @@ if clean:
         except (KeyError, ValueError):
             a = d = rate = "-"
         md.append(f"| {c.get('cleanrate', '?')} | {c.get('period_ns', '-')} ns | {a} | {d} "
-                  f"| {rate} |")
+                  f"| {rate} | {c.get('runs', '-')} | {c.get('passes', '-')} |")
     md.append("")
 
 if prof:

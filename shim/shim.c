@@ -10,6 +10,7 @@
 #include <linux/cred.h>
 #include <linux/fs.h>
 #include <linux/hrtimer.h>
+#include <linux/irq_work.h>
 #include <linux/kprobes.h>
 #include <linux/kthread.h>
 #include <linux/mutex.h>
@@ -473,6 +474,18 @@ void oxt_run_as_action(void (*fn)(void *info), void *info)
 	local_irq_restore(flags);
 }
 
+/*
+ * The cleaner's on-demand passes (Documentation/dynvar.rst, "On-demand cleaning"), both
+ * on by default; off, the cleaner is the periodic normal-priority thread alone. Tests use
+ * cleaner_kick=N to see a cleaner that never runs; make bench measures both.
+ */
+static bool cleaner_kick = true;
+module_param(cleaner_kick, bool, 0644);
+MODULE_PARM_DESC(cleaner_kick, "Wake the dynamic-variable cleaner when a CPU runs short of chunks (default Y)");
+static bool cleaner_fifo = true;
+module_param(cleaner_fifo, bool, 0644);
+MODULE_PARM_DESC(cleaner_fifo, "Run a cleaner started from now on at SCHED_FIFO low priority (default Y)");
+
 struct oxt_periodic {
 	void (*fn)(void *info);
 	void *info;
@@ -480,29 +493,63 @@ struct oxt_periodic {
 	u64 runs;		/* written by the thread only */
 	struct mutex lock;	/* serialises start and stop */
 	struct task_struct *task;	/* under lock; NULL when stopped */
+	/* on-demand passes: oxt_periodic_kick() -> kick (hard irq) -> wake */
+	struct irq_work kick;
+	struct task_struct *wake;	/* the thread while kicks may wake it */
+	int kicked;		/* a pass is asked for; cleared when one starts */
 };
+
+static void oxt_periodic_kick_fn(struct irq_work *work)
+{
+	struct oxt_periodic *p = container_of(work, struct oxt_periodic, kick);
+	struct task_struct *t = READ_ONCE(p->wake);
+
+	/* stop clears wake, then waits for this function (irq_work_sync) */
+	if (t)
+		wake_up_process(t);
+}
+
+void oxt_periodic_kick(struct oxt_periodic *p)
+{
+	/* a plain read first: CPUs below their low-water mark call this at every
+	 * allocation until the pass they asked for starts */
+	if (!READ_ONCE(cleaner_kick) || READ_ONCE(p->kicked) || xchg(&p->kicked, 1))
+		return;
+	irq_work_queue(&p->kick);
+}
 
 static int oxt_periodic_thread(void *arg)
 {
 	struct oxt_periodic *p = arg;
-	ktime_t next = ktime_get();
+	ktime_t next = ktime_add_ns(ktime_get(), p->period_ns);
 
+	/*
+	 * Above every normal task: a CPU that ran short of chunks wakes the cleaner, and
+	 * the allocations it makes meanwhile are dropped, so the pass must not wait for
+	 * the traced threads' time slices.
+	 */
+	if (READ_ONCE(cleaner_fifo))
+		sched_set_fifo_low(current);
 	while (!kthread_should_stop()) {
-		next = ktime_add_ns(next, p->period_ns);
 		set_current_state(TASK_INTERRUPTIBLE);
-		/* kthread_stop() wakes us: re-check after setting the state */
+		/* kthread_stop() and kicks wake us: re-check after setting the state */
 		if (kthread_should_stop()) {
 			__set_current_state(TASK_RUNNING);
 			break;
 		}
-		schedule_hrtimeout_range(&next, p->period_ns / 16, HRTIMER_MODE_ABS);
+		if (!READ_ONCE(p->kicked))
+			schedule_hrtimeout_range(&next, p->period_ns / 16,
+						 HRTIMER_MODE_ABS);
+		__set_current_state(TASK_RUNNING);
 		if (kthread_should_stop())
 			break;
+		if (!xchg(&p->kicked, 0) && ktime_before(ktime_get(), next))
+			continue;	/* a spurious wake-up */
 		p->fn(p->info);
 		WRITE_ONCE(p->runs, p->runs + 1);
-		/* fell behind by a whole period (a long pass): restart the schedule */
-		if (ktime_after(ktime_get(), ktime_add_ns(next, p->period_ns)))
-			next = ktime_get();
+		/* the periodic schedule goes on from the latest period boundary passed */
+		while (!ktime_before(ktime_get(), next))
+			next = ktime_add_ns(next, p->period_ns);
 	}
 	return 0;
 }
@@ -516,6 +563,7 @@ struct oxt_periodic *oxt_periodic_alloc(void (*fn)(void *info), void *info)
 	p->fn = fn;
 	p->info = info;
 	mutex_init(&p->lock);
+	init_irq_work(&p->kick, oxt_periodic_kick_fn);
 	return p;
 }
 
@@ -530,12 +578,14 @@ int oxt_periodic_start(struct oxt_periodic *p, u64 period_ns, u64 id)
 		goto out;
 	}
 	p->period_ns = max_t(u64, period_ns, 1);
+	WRITE_ONCE(p->kicked, 0);
 	t = kthread_run(oxt_periodic_thread, p, "oxtrace-clean/%llu", id);
 	if (IS_ERR(t)) {
 		ret = PTR_ERR(t);
 		goto out;
 	}
 	p->task = t;
+	WRITE_ONCE(p->wake, t);
 out:
 	mutex_unlock(&p->lock);
 	return ret;
@@ -545,6 +595,9 @@ void oxt_periodic_stop(struct oxt_periodic *p)
 {
 	mutex_lock(&p->lock);
 	if (p->task) {
+		/* no kick wakes the task once it may have exited */
+		WRITE_ONCE(p->wake, NULL);
+		irq_work_sync(&p->kick);
 		/* the thread only exits when told to, so the task is still ours */
 		kthread_stop(p->task);
 		p->task = NULL;
@@ -562,6 +615,8 @@ void oxt_periodic_free(struct oxt_periodic *p)
 	if (!p)
 		return;
 	oxt_periodic_stop(p);
+	/* a kick queued after stop (a handler still running then) finds wake NULL */
+	irq_work_sync(&p->kick);
 	mutex_destroy(&p->lock);
 	kfree(p);
 }

@@ -103,6 +103,13 @@ struct oxt_periodic;
 struct oxt_periodic *oxt_periodic_alloc(void (*fn)(void *info), void *info);
 int oxt_periodic_start(struct oxt_periodic *p, u64 period_ns, u64 id);
 void oxt_periodic_stop(struct oxt_periodic *p);
+/*
+ * Asks for a pass now (any context, interrupts off or NMI included): an
+ * irq_work wakes the thread, which runs fn at once, at SCHED_FIFO priority,
+ * besides its periodic schedule.  Further kicks before that pass starts are
+ * folded into it.
+ */
+void oxt_periodic_kick(struct oxt_periodic *p);
 /* Times fn ran since the object was allocated. */
 u64 oxt_periodic_runs(const struct oxt_periodic *p);
 void oxt_periodic_free(struct oxt_periodic *p);

@@ -48,6 +48,11 @@ use Ordering::{AcqRel, Acquire, Relaxed, Release};
 const HIGH_WATER_SAMPLE: u64 = 64;
 
 const NIL: u32 = u32::MAX;
+/// A CPU whose free list holds less than its share of chunks divided by this asks for a
+/// cleaner pass at once ([`Dstate::wants_clean`]). A half leaves the other half to allocate
+/// from while the pass makes its two cross-calls, and makes every such pass return about
+/// half a share.
+pub const LOW_WATER_DIV: u64 = 2;
 /// End of a hash chain. Distinct from [`NIL`]: a lookup that reaches `NIL` has followed a
 /// deleted chunk into a dirty list and must start over.
 const SINK: u32 = u32::MAX - 1;
@@ -1003,6 +1008,26 @@ impl<'a> Dstate<'a> {
         }
         self.get_or_alloc(cpu, var, keys, 8)?.set_word(0, value);
         Ok(())
+    }
+
+    /// Whether CPU `cpu` should ask for a cleaner pass now rather than at the next period
+    /// (on-demand cleaning): chunks it freed wait on its dirty list, its clean list is empty
+    /// and its free list holds less than [`LOW_WATER_DIV`]th of its share. Reads three of
+    /// its own counters and changes nothing: the cleaner, the lists and the states stay as
+    /// they are, only the pass comes sooner.
+    ///
+    /// A CPU whose clean list is not empty is not asked for: a pass cannot give it another
+    /// one (it rinses such a CPU's dirty chunks only on a CPU whose lists are all empty),
+    /// so the request would only make an idle pass.
+    pub fn wants_clean(&self, cpu: usize) -> bool {
+        let Some(d) = self.cpus.get(cpu) else {
+            return false;
+        };
+        let share = self.layout.cpu_share(cpu);
+        let low = u64::from(share.end - share.start) / LOW_WATER_DIV;
+        d.dirty_len.load(Relaxed) != 0
+            && d.clean_len.load(Relaxed) == 0
+            && d.free_len.load(Relaxed) < low.max(1)
     }
 
     /// `x += delta` (and `x++`): allocates when absent, deletes when the result is 0; returns

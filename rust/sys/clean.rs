@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The dynamic-variable cleaner's kernel side: a periodic kernel thread (process context,
-//! never a timer or an interrupt) and the cross-call the cleaner waits on.
+//! never a timer or an interrupt) that probe context may also wake at once, and the
+//! cross-call the cleaner waits on.
 //!
 //! The thread is the shim's `struct oxt_periodic`: a kthread sleeping on an absolute hrtimer
 //! schedule, so the cleaner runs at its rate without drift and with sub-jiffy periods.
@@ -78,6 +79,15 @@ impl PeriodicThread {
     pub(crate) fn stop(&self) {
         // SAFETY: `raw` is live (type invariant); the shim serialises with `start`.
         unsafe { shim::oxt_periodic_stop(self.raw.as_ptr()) }
+    }
+
+    /// Asks for a run now, besides the period: an irq_work wakes the thread, which runs at
+    /// `SCHED_FIFO` priority. Kicks before that run starts are folded into it. Any context,
+    /// interrupts off included (probe context).
+    pub(crate) fn kick(&self) {
+        // SAFETY: `raw` is live (type invariant); the shim's kick only reads and sets a flag
+        // and queues the object's irq_work, which `stop` and `drop` wait for.
+        unsafe { shim::oxt_periodic_kick(self.raw.as_ptr()) }
     }
 
     /// Times `run` was called.

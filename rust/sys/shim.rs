@@ -124,6 +124,7 @@ extern "C" {
     ) -> *mut Periodic;
     pub(crate) fn oxt_periodic_start(p: *mut Periodic, period_ns: u64, id: u64) -> c_int;
     pub(crate) fn oxt_periodic_stop(p: *mut Periodic);
+    pub(crate) fn oxt_periodic_kick(p: *mut Periodic);
     pub(crate) fn oxt_periodic_runs(p: *const Periodic) -> u64;
     pub(crate) fn oxt_periodic_free(p: *mut Periodic);
     pub(crate) fn oxt_synchronize_rcu();

@@ -3,15 +3,16 @@
 # in the bench guest).  Prints one line per measurement, parsed on the host:
 #
 #   RES round=R pair=P tool=none|oxtrace|bpftrace wl=W ns=N
-#   KEYS ...  DYN ...  CLEAN ...  NOTE ...
+#   KEYS ...  ATTACH ...  DYN ...  CLEAN ...  NOTE ...
 #
 # bpftrace runs from the host's root filesystem (9p, read-only) in a chroot.
 # Settings come as arguments NAME=VALUE: ROUNDS, N1 (calls, 1 thread), N4 (calls
 # per thread, 4 threads), NL (calls of the latency workload), LSIZE (its read size),
-# KEYS (distinct keys), PAIRS (which pairs), PROFILE (pairs to profile with the
+# KEYS (distinct keys), ATTACH (probes of the attach timing; 0: none), PAIRS
+# (which pairs), PROFILE (pairs to profile with the
 # host's perf: cpu-clock samples on the workload's CPU, where the time goes).
-ROUNDS=5 N1=200000 N4=100000 NL=20000 LSIZE=16384 KEYS=100000
-PAIRS="empty count hist sum trace sysread profile"
+ROUNDS=5 N1=200000 N4=100000 NL=20000 LSIZE=16384 KEYS=100000 ATTACH=1000
+PAIRS="empty count hist sum trace ten sysread profile"
 PROFILE="empty count hist"
 # VARIANT: pairs also run with /extra/oxtrace-o2.ko (a second build with
 # KRUSTFLAGS=-Copt-level=2, the same code as shipped), swapped in for the run.
@@ -64,6 +65,8 @@ ox_prog() {
 	trace) echo 'fbt::ksys_read:entry { trace(pid); }' ;;
 	hist) echo 'fbt::ksys_read:entry { self->ts = timestamp; }
 fbt::ksys_read:return /self->ts/ { @ = quantize(timestamp - self->ts); self->ts = 0; }' ;;
+	# Ten clauses on one probe: what each further clause costs a firing.
+	ten) for i in 0 1 2 3 4 5 6 7 8 9; do echo "fbt::ksys_read:entry { @c$i = count(); }"; done ;;
 	sysread) echo 'syscall::read:entry { @[pid] = count(); }' ;;
 	profile) echo 'profile-997 { @[cpu] = count(); }' ;;
 	esac
@@ -77,6 +80,7 @@ bt_prog() {
 	trace) echo 'kprobe:ksys_read { printf("%d\n", pid); }' ;;
 	hist) echo 'kprobe:ksys_read { @start[tid] = nsecs; }
 kretprobe:ksys_read /@start[tid]/ { @ = hist(nsecs - @start[tid]); delete(@start[tid]); }' ;;
+	ten) for i in 0 1 2 3 4 5 6 7 8 9; do echo "kprobe:ksys_read { @c$i = count(); }"; done ;;
 	# Without CONFIG_FTRACE_SYSCALLS (the bench kernel) there is no syscalls:sys_enter_read:
 	# the raw tracepoint with the number filtered is the same hook.
 	sysread) if [ -d /sys/kernel/tracing/events/syscalls/sys_enter_read ]; then
@@ -167,15 +171,64 @@ while [ $r -le "$ROUNDS" ]; do
 done
 
 # Snapshot + merge of KEYS distinct keys at the end of the run (aggrate long
-# enough that the final snapshot takes them all at once).
+# enough that the final snapshot takes them all at once; aggsize 16m × 4 CPUs × 2
+# halves stays within the default memory budget of a 2 GiB guest).
 for r in 1 2 3; do
-	oxtrace -q -v -x aggsize=32m -x aggrate=60s \
+	oxtrace -q -v -x aggsize=16m -x aggrate=60s \
 		-e 'fbt::ksys_read:entry /pid == $target/ { @[arg2] = count(); }' \
 		-c "$B keys $KEYS" >/dev/null 2>/tmp/ox.err
-	echo "KEYS round=$r $(sed -n 's/^oxtrace: final aggregation snapshot+merge \([0-9]*\) us, \([0-9]*\) keys/us=\1 keys=\2/p' /tmp/ox.err)"
+	echo "KEYS round=$r $(sed -n 's/^oxtrace: final aggregation snapshot+merge \([0-9]*\) us (ioctls \([0-9]*\) us), \([0-9]*\) keys/us=\1 ioctl_us=\2 keys=\3/p' /tmp/ox.err)"
 	grep -q 'snapshot+merge' /tmp/ox.err || echo "NOTE keys: $(head -c 300 /tmp/ox.err)"
 	grep -E 'aggregation drops|records dropped|^oxtrace: [0-9]+ errors' /tmp/ox.err | head -n 2 | sed 's/^/NOTE keys: /'
 done
+
+# Attaching: LOAD of one clause on ATTACH functions (every k-th probeable kernel
+# function, so the set spreads over the kernel), timed by the tool around the ioctl.
+if [ "$ATTACH" -gt 0 ]; then
+	# the initramfs root has no tracefs mounted unless something did before
+	# (tracefs and debugfs files have size 0: test for a first line, not with -s)
+	has() { [ -n "$(head -n 1 "$1" 2>/dev/null)" ]; }
+	has /sys/kernel/tracing/available_filter_functions ||
+		mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null
+	has /sys/kernel/debug/kprobes/blacklist ||
+		mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
+	for ff in /sys/kernel/tracing/available_filter_functions \
+		/sys/kernel/debug/tracing/available_filter_functions \
+		$H/sys/kernel/tracing/available_filter_functions; do
+		has $ff && break
+	done
+	grep -v -e '\[' -e '^_' -e '\.' $ff | sort -u >/tmp/funcs
+	for bl in /sys/kernel/debug/kprobes/blacklist $H/sys/kernel/debug/kprobes/blacklist; do
+		has $bl || continue
+		# (busybox grep -v -f with an empty file drops every line: only with a list)
+		awk '{ print $2 }' $bl | sort -u >/tmp/bl
+		grep -vxF -f /tmp/bl /tmp/funcs >/tmp/funcs2 && mv /tmp/funcs2 /tmp/funcs
+		break
+	done
+	nf=$(wc -l </tmp/funcs)
+	step=$((nf / (ATTACH + ATTACH / 10)))
+	[ "$step" -ge 1 ] || step=1
+	awk -v s="$step" 'NR % s == 0' /tmp/funcs >/tmp/picked
+	# A function the kernel refuses (NOKPROBE_SYMBOL outside the blacklist file, the
+	# module's own refusals) fails the whole LOAD: drop it and try again.
+	t=0
+	while :; do
+		awk -v n="$ATTACH" 'c < n { printf "%sfbt::%s:entry", (c ? ",\n" : ""), $1; c++ }
+			END { print " /0/ { }" }' /tmp/picked >/tmp/attach.d
+		oxtrace -q -v -s /tmp/attach.d -c true >/dev/null 2>/tmp/ox.err && break
+		bad=$(sed -n 's/.*failed to enable probe fbt::\([^:]*\):entry.*/\1/p' /tmp/ox.err | head -n 1)
+		t=$((t + 1))
+		[ -n "$bad" ] && [ $t -lt 50 ] || break
+		grep -vxF "$bad" /tmp/picked >/tmp/picked2
+		mv /tmp/picked2 /tmp/picked
+	done
+	echo "NOTE attach: $(grep -c fbt /tmp/attach.d) of $nf functions of $ff, every ${step}th, $t refused"
+	for r in 1 2 3; do
+		oxtrace -q -v -s /tmp/attach.d -c true >/dev/null 2>/tmp/ox.err
+		echo "ATTACH round=$r $(sed -n 's/^oxtrace: load attached \([0-9]*\) probes in \([0-9]*\) us/probes=\1 us=\2/p' /tmp/ox.err)"
+		grep -q 'load attached' /tmp/ox.err || echo "NOTE attach: $(head -c 300 /tmp/ox.err)"
+	done
+fi
 
 # Dynamic variables: alloc/free throughput on 4 CPUs, and drops against cleanrate
 # with a small dynamic memory.
@@ -185,7 +238,7 @@ dyn() {
 	# shellcheck disable=SC2086
 	oxtrace -q -v $2 -e "$DYNP" -c "$B read 4 $N4 1" >/tmp/ox.out 2>/tmp/ox.err
 	el=$(sed -n 's/.*elapsed_ns=\([0-9]*\).*/\1/p' /tmp/ox.out)
-	st=$(sed -n 's/^oxtrace: dynvars allocs \([0-9]*\) frees \([0-9]*\) drops \([0-9]*\).*period \([0-9]*\) ns.*/allocs=\1 frees=\2 drops=\3 period_ns=\4/p' /tmp/ox.err)
+	st=$(sed -n 's/^oxtrace: dynvars allocs \([0-9]*\) frees \([0-9]*\) drops \([0-9]*\).*cleaner runs \([0-9]*\) passes \([0-9]*\) period \([0-9]*\) ns chunks \([0-9]*\).*/allocs=\1 frees=\2 drops=\3 runs=\4 passes=\5 period_ns=\6 chunks=\7/p' /tmp/ox.err)
 	echo "$1 $3 elapsed_ns=$el $st"
 }
 for r in 1 2 3; do

@@ -594,3 +594,29 @@ fn regions_are_disjoint_aligned_and_sized() {
         Some(LayoutError::RegionMismatch)
     );
 }
+
+/// On-demand cleaning: a CPU asks for a pass once its free list holds less than half its
+/// share, its clean list is empty and it has freed chunks; a pass answers it; asking
+/// changes no list.
+#[test]
+fn wants_clean_below_low_water_with_dirty_chunks() {
+    let m = Mem::with(8, 2);
+    let ds = m.ds();
+    // CPU 0's share is 4 chunks: taking 3 leaves 1 < 2, but nothing is dirty yet.
+    for i in 0..3 {
+        ds.store(0, V, &k(i), 1).unwrap();
+    }
+    assert!(!ds.wants_clean(0));
+    ds.store(0, V, &k(0), 0).unwrap();
+    assert!(ds.wants_clean(0), "1 free chunk and 1 dirty");
+    assert!(!ds.wants_clean(1), "CPU 1 has all its chunks");
+    assert!(!ds.wants_clean(7), "no such CPU");
+    assert_eq!(m.list(0, List::Dirty).len(), 1);
+    ds.clean(&Quiet).unwrap();
+    assert_eq!(m.list(0, List::Clean).len(), 1);
+    // Still 1 free chunk, and another freed: a pass could not rinse it for CPU 0 while its
+    // clean list is full, so it does not ask.
+    ds.store(0, V, &k(1), 0).unwrap();
+    assert!(!ds.wants_clean(0), "the clean list is not empty");
+    assert_eq!(m.audit().in_use, 1);
+}

@@ -187,14 +187,22 @@ impl Device {
     /// `OXT_IOC_AGGSNAP`: `cpu`'s aggregation data sets into `buf`, which grows until they fit.
     pub fn aggsnap(&self, cpu: u32, buf: &mut Vec<u8>) -> Result<abi::Snapshot, DeviceError> {
         loop {
-            match self.snap("AGGSNAP", abi::IOC_AGGSNAP, cpu, buf) {
-                // The kernel keeps the data sets aside and hands them to the next call: a
-                // retry with more room gets them, nothing lost or counted twice.
+            let mut s = abi::Snapshot {
+                size: size_of::<abi::Snapshot>() as u32,
+                cpu,
+                buf: buf.as_mut_ptr() as u64,
+                buf_len: buf.len() as u64,
+                ..Default::default()
+            };
+            match self.ioctl("AGGSNAP", abi::IOC_AGGSNAP, &mut s) {
+                // The kernel keeps the data sets aside and hands them to the next call, and
+                // says in `len` how many bytes they need: one retry with that much room
+                // gets them, nothing lost or counted twice.
                 Err(e) if e.err.raw_os_error() == Some(libc::ENOSPC) => {
-                    let n = (buf.len() * 2).max(1 << 16);
+                    let n = (s.len as usize).max(buf.len() * 2).max(1 << 16);
                     buf.resize(n, 0);
                 }
-                r => return r,
+                r => return r.map(|()| s),
             }
         }
     }

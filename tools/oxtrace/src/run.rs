@@ -344,6 +344,10 @@ pub struct Run<'a> {
     /// Where `--listen` publishes the aggregations after every snapshot.
     metrics: Option<Metrics>,
     out: io::BufWriter<io::Stdout>,
+    /// Time of the LOAD ioctl (image check and attaching every probe), µs.
+    load_us: u128,
+    /// Time spent in AGGSNAP ioctls since it was last zeroed, µs.
+    snap_us: u128,
 }
 
 impl<'a> Run<'a> {
@@ -366,9 +370,11 @@ impl<'a> Run<'a> {
             Vec::new()
         };
         let table = attach_table(prog, &functions)?;
+        let t_load = Instant::now();
         let loaded = dev
             .load(&prog.image, &table.entries, &table.names)
             .map_err(|b| RunError(load_error(prog, &src, &table, &b.0, &b.1)))?;
+        let load_us = t_load.elapsed().as_micros();
         let infos = dev.probes()?;
         let mut per_desc = vec![0usize; prog.probes.len()];
         let names = infos
@@ -454,6 +460,8 @@ impl<'a> Run<'a> {
                 .then(DropTracker::default),
             metrics: None,
             out: io::BufWriter::new(io::stdout()),
+            load_us,
+            snap_us: 0,
         })
     }
 
@@ -468,6 +476,12 @@ impl<'a> Run<'a> {
     pub fn run(mut self, target: &mut Target, verbose: bool) -> Result<i32, RunError> {
         self.dev.go()?;
         if verbose {
+            // make bench reads this: what attaching the probes cost.
+            eprintln!(
+                "oxtrace: load attached {} probes in {} us",
+                self.names.len(),
+                self.load_us
+            );
             // Scripts wait for this line: the probes fire from here on.
             eprintln!("oxtrace: {} probes enabled", self.names.len());
         }
@@ -519,12 +533,15 @@ impl<'a> Run<'a> {
         self.dev.stop()?;
         self.drain()?;
         let t0 = Instant::now();
+        self.snap_us = 0;
         self.snap_aggs()?;
         if verbose {
-            // make bench reads this: the end-of-run snapshot of every CPU plus the merge.
+            // make bench reads this: the end-of-run snapshot of every CPU plus the merge,
+            // and of that the AGGSNAP ioctls (the kernel's part).
             eprintln!(
-                "oxtrace: final aggregation snapshot+merge {} us, {} keys",
+                "oxtrace: final aggregation snapshot+merge {} us (ioctls {} us), {} keys",
                 t0.elapsed().as_micros(),
+                self.snap_us,
                 (0..self.prog.aggs.len() as u32)
                     .map(|i| self.aggs.len(i))
                     .sum::<usize>()
@@ -758,7 +775,9 @@ impl<'a> Run<'a> {
             return Ok(());
         }
         for cpu in 0..self.ncpus {
+            let t = Instant::now();
             let s = self.dev.aggsnap(cpu, &mut self.aggbuf)?;
+            self.snap_us += t.elapsed().as_micros();
             if s.drops > 0 {
                 eprintln!("oxtrace: {} aggregation drops on CPU {cpu}", s.drops);
             }
@@ -800,11 +819,12 @@ impl<'a> Run<'a> {
             let (e, di, r, sz) = d.drops();
             let frees: u64 = d.cpus.iter().map(|c| c.frees).sum();
             eprintln!(
-                "oxtrace: dynvars allocs {} frees {} drops {} (empty {e} dirty {di} rinsing {r} size {sz}) cleaner runs {} period {} ns chunks {} high water {}",
+                "oxtrace: dynvars allocs {} frees {} drops {} (empty {e} dirty {di} rinsing {r} size {sz}) cleaner runs {} passes {} period {} ns chunks {} high water {}",
                 d.allocs(),
                 frees,
                 e + di + r + sz,
                 d.st.cleaner_runs,
+                d.st.passes,
                 d.st.cleanrate_ns,
                 d.st.nchunks,
                 d.st.high_water
