@@ -199,6 +199,12 @@ unsigned long oxt_current_task(void)
 	return (unsigned long)current;
 }
 
+u64 oxt_current_vtime(void)
+{
+	/* Updated by the scheduler at each tick and switch; the current slice since then is not in. */
+	return READ_ONCE(current->se.sum_exec_runtime);
+}
+
 size_t oxt_current_comm(char *buf, size_t len)
 {
 	ssize_t n;
@@ -379,6 +385,17 @@ unsigned long oxt_regs_arg(struct pt_regs *regs, unsigned int n)
 unsigned long oxt_regs_retval(struct pt_regs *regs)
 {
 	return regs ? regs_return_value(regs) : 0;
+}
+
+unsigned long oxt_regs_caller(struct pt_regs *regs, bool is_return)
+{
+	if (!regs)
+		return 0;
+	/* The return trampoline has put the real return address back in ip. */
+	if (is_return)
+		return instruction_pointer(regs);
+	/* At a function's entry the return address is on top of the stack (bounds-checked). */
+	return regs_get_kernel_stack_nth(regs, 0);
 }
 
 struct oxt_tick {

@@ -42,6 +42,8 @@ u32 oxt_current_uid(void);
 u32 oxt_current_gid(void);
 u32 oxt_current_ppid(void);
 unsigned long oxt_current_task(void);
+/* Nanoseconds the current thread has run on a CPU (D's vtimestamp). */
+u64 oxt_current_vtime(void);
 /* Copies current->comm (NUL-terminated, at most len bytes); returns its length. */
 size_t oxt_current_comm(char *buf, size_t len);
 /* 0, or -EFAULT when [src, src + len) can't be read. */
@@ -74,6 +76,8 @@ void oxt_probe_free(struct oxt_probe *p);
 unsigned long oxt_probe_missed(const struct oxt_probe *p);
 unsigned long oxt_regs_arg(struct pt_regs *regs, unsigned int n);
 unsigned long oxt_regs_retval(struct pt_regs *regs);
+/* The probed function's return address (D's caller); 0 without regs. */
+unsigned long oxt_regs_caller(struct pt_regs *regs, bool is_return);
 
 /*
  * Periodic tick probes on an hrtimer (hard interrupt context); the callback

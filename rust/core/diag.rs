@@ -403,6 +403,7 @@ pub fn fault_code(k: &FaultKind) -> (u32, u64) {
         FaultKind::KeyMismatch => (5, 0),
         FaultKind::ScratchExhausted => (6, 0),
         FaultKind::Invalid => (7, 0),
+        FaultKind::BadIndex(i) => (8, i),
     }
 }
 
@@ -424,6 +425,7 @@ impl fmt::Display for FaultMsg {
             5 => write!(f, "key does not match the variable's layout"),
             6 => write!(f, "out of scratch space"),
             7 => write!(f, "invalid instruction"),
+            8 => write!(f, "index out of bounds ({})", self.addr as i64),
             c => write!(f, "fault {c}"),
         }
     }

@@ -221,8 +221,19 @@ pub fn chunk_bytes_for(keys: &[KeyShape], value_bytes: usize) -> usize {
     (HEADER_WORDS + value_words(value_bytes) + key_words) * 8
 }
 
-/// Bytes of value every dynamic variable holds: the interpreter stores one 64-bit word.
+/// Bytes of value an integer dynamic variable holds: one 64-bit word.
 pub const VALUE_BYTES: usize = 8;
+
+/// Bytes of value a string dynamic variable holds: `strsize` bytes in whole words (a
+/// string of exactly `strsize` bytes needs no NUL: readers stop at `strsize`).
+pub const fn string_value_bytes(strsize: usize) -> usize {
+    let b = strsize.div_ceil(8) * 8;
+    if b == 0 {
+        8
+    } else {
+        b
+    }
+}
 
 /// Bytes of chunk variable `var` of the program's variable dictionary needs, or `None` for a
 /// global scalar (no dynamic memory) or an invalid key layout.
@@ -248,8 +259,13 @@ pub fn var_chunk_bytes(var: VarInfo, strsize: usize) -> Option<usize> {
             nk + 1
         }
     };
+    let value = if var.string {
+        string_value_bytes(strsize)
+    } else {
+        VALUE_BYTES
+    };
     // PANIC: `n` is 2 or `nk + 1`, both at most `MAX_KEYS`.
-    Some(chunk_bytes_for(&shapes[..n], VALUE_BYTES))
+    Some(chunk_bytes_for(&shapes[..n], value))
 }
 
 /// The chunk size of a program (US 7,302,542 ¶32, claim 13): the largest [`var_chunk_bytes`] over
@@ -1008,6 +1024,35 @@ impl<'a> Dstate<'a> {
         }
         self.get_or_alloc(cpu, var, keys, 8)?.set_word(0, value);
         Ok(())
+    }
+
+    /// Stores a string value of `value_bytes` bytes of space (truncated to it); storing the
+    /// empty string deletes the variable, as storing 0 deletes an integer.
+    pub fn store_bytes(
+        &self,
+        cpu: usize,
+        var: u32,
+        keys: &[Key<'_>],
+        bytes: &[u8],
+        value_bytes: usize,
+    ) -> Result<(), DynvarError> {
+        if bytes.is_empty() {
+            return self.delete(cpu, keys).map(|_| ());
+        }
+        self.get_or_alloc(cpu, var, keys, value_bytes)?
+            .write_bytes(bytes);
+        Ok(())
+    }
+
+    /// Copies a string value into `out` (up to its NUL or `out.len()` bytes); returns its
+    /// length, 0 when the variable does not exist.
+    pub fn load_bytes(&self, keys: &[Key<'_>], out: &mut [u8]) -> Result<usize, DynvarError> {
+        let Some(v) = self.lookup(keys)? else {
+            return Ok(0);
+        };
+        let n = v.read_bytes(out);
+        // PANIC: `n <= out.len()` (`read_bytes`).
+        Ok(out[..n].iter().position(|&c| c == 0).unwrap_or(n))
     }
 
     /// Whether CPU `cpu` should ask for a cleaner pass now rather than at the next period

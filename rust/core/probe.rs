@@ -168,7 +168,7 @@ pub enum ArgSource {
     Record,
 }
 
-/// Where `b` (`arg0..arg5` or `retval`) comes from on a probe of `kind`; `None` for other
+/// Where `b` (`arg0..arg9` or `retval`) comes from on a probe of `kind`; `None` for other
 /// built-ins. As DTrace's fbt: on entry `argN` are the arguments; on return `arg0` is the
 /// return offset (unknown here: 0) and `arg1` and `retval` the return value. As DTrace's
 /// syscall provider: on entry `argN` are the call's arguments, on return `arg0`, `arg1` and
@@ -183,6 +183,10 @@ pub fn arg_source(kind: ProbeKind, b: Builtin) -> Option<ArgSource> {
         Builtin::Arg3 => 3,
         Builtin::Arg4 => 4,
         Builtin::Arg5 => 5,
+        Builtin::Arg6 => 6,
+        Builtin::Arg7 => 7,
+        Builtin::Arg8 => 8,
+        Builtin::Arg9 => 9,
         Builtin::Retval => {
             return Some(match kind {
                 ProbeKind::FbtReturn | ProbeKind::SyscallReturn => ArgSource::Retval,

@@ -11,7 +11,9 @@
 //! sections in a fixed order, each 8-byte aligned: probe descriptions, clauses, code, integer
 //! table, string table, variable dictionary, aggregation dictionary, printf formats, options.
 
-use crate::action::{self, Code, Dict, KeyLayout, Scope, VarInfo, Verified, VerifyError};
+use crate::action::{
+    self, Code, Dict, KeyLayout, Scope, VarInfo, Verified, VerifyError, VAR_STRING,
+};
 
 /// `"OXTP"` as a little-endian `u32`.
 pub const MAGIC: u32 = u32::from_le_bytes(*b"OXTP");
@@ -160,6 +162,8 @@ pub struct VarDesc {
     pub scope: Scope,
     /// Key layout (empty unless [`Scope::Assoc`]).
     pub keys: KeyLayout,
+    /// String-valued ([`Scope::Assoc`] only; encoded as [`VAR_STRING`] in the scope word).
+    pub string: bool,
 }
 
 pub use crate::agg::AggKind;
@@ -779,7 +783,11 @@ impl<'a> Image<'a> {
             if rd_u32(e, 0) != i as u32 {
                 return Err(bad(DictFault::Id));
             }
-            let scope = Scope::from_u32(rd_u32(e, 4)).ok_or(bad(DictFault::Kind))?;
+            let sw = rd_u32(e, 4);
+            let scope = Scope::from_u32(sw & !VAR_STRING).ok_or(bad(DictFault::Kind))?;
+            if sw & VAR_STRING != 0 && scope != Scope::Assoc {
+                return Err(bad(DictFault::Kind));
+            }
             let keys = KeyLayout(rd_u32(e, 8));
             let keys_ok = match scope {
                 Scope::Assoc => keys.is_valid() && keys.count() > 0,
@@ -893,10 +901,12 @@ impl<'a> Image<'a> {
             return None;
         }
         let e = self.entry(Section::Vars, id as usize);
+        let sw = rd_u32(e, 4);
         Some(VarDesc {
-            scope: Scope::from_u32(rd_u32(e, 4))?,
+            scope: Scope::from_u32(sw & !VAR_STRING)?,
             keys: KeyLayout(rd_u32(e, 8)),
             name: rd_u32(e, 12),
+            string: sw & VAR_STRING != 0,
         })
     }
 
@@ -1039,6 +1049,7 @@ impl Dict for Image<'_> {
         Some(VarInfo {
             scope: d.scope,
             keys: d.keys,
+            string: d.string,
         })
     }
 
@@ -1174,7 +1185,7 @@ impl Parts<'_> {
         w.align();
         for (i, v) in self.vars.iter().enumerate() {
             w.u32(i as u32);
-            w.u32(v.scope as u32);
+            w.u32(v.scope as u32 | if v.string { VAR_STRING } else { 0 });
             w.u32(v.keys.0);
             w.u32(v.name);
         }

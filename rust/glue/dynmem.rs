@@ -67,6 +67,8 @@ pub(crate) struct DynMem {
     scopes: KVec<Scope>,
     cleanrate_ns: u64,
     bytes: u64,
+    /// Value bytes of a string-valued variable (`strsize` in whole words).
+    str_bytes: usize,
     /// Set at GO by `reset`: the memory holds lists from then on.
     started: AtomicBool,
     /// Result of the audit made at STOP: `u32::MAX` none yet, 0 passed, else the error code.
@@ -223,6 +225,7 @@ impl DynVars {
                 scopes,
                 cleanrate_ns: clamp_cleanrate(opts.cleanrate),
                 bytes: r.size as u64,
+                str_bytes: dynvar::string_value_bytes(opts.strsize as usize),
                 started: AtomicBool::new(false),
                 audit_error: AtomicU32::new(u32::MAX),
                 audit: Default::default(),
@@ -281,6 +284,33 @@ impl DynVars {
         if d.wants_clean(cpu as usize) {
             // Free chunks run short on this CPU: the cleaner runs now, not at its next
             // period (Documentation/dynvar.rst, "On-demand cleaning").
+            self.cleaner.kick();
+        }
+        ok
+    }
+
+    /// Copies string-valued variable `var` at `keys` into `out`; its length, 0 if it does
+    /// not exist. Probe context.
+    pub(crate) fn load_str(&self, var: u32, keys: &[Key<'_>], out: &mut [u8]) -> usize {
+        self.mem
+            .with_tuple(var, keys, |t| {
+                self.mem.dstate.load_bytes(t, out).unwrap_or(0)
+            })
+            .unwrap_or(0)
+    }
+
+    /// Stores string `s` into string-valued variable `var` at `keys` on `cpu` (the empty
+    /// string deletes); false when the store was dropped. Probe context.
+    pub(crate) fn store_str(&self, cpu: u32, var: u32, keys: &[Key<'_>], s: &[u8]) -> bool {
+        let d = &self.mem.dstate;
+        let bytes = self.mem.str_bytes;
+        let Some(ok) = self.mem.with_tuple(var, keys, |t| {
+            d.store_bytes(cpu as usize, var, t, s, bytes).is_ok()
+        }) else {
+            return false;
+        };
+        if d.wants_clean(cpu as usize) {
+            // As for an integer store (`store`).
             self.cleaner.kick();
         }
         ok

@@ -204,6 +204,16 @@ impl Env for KernelEnv<'_> {
             // The enabled probe id: the slot's index (`probe::other_probe_id`).
             Builtin::Id => self.slot.id as u64,
             Builtin::Curthread => task::current_addr(),
+            Builtin::Errno => {
+                let r = self.builtin(Builtin::Retval);
+                probe::errno(self.slot.kind, r)
+            }
+            Builtin::Caller => match self.slot.kind {
+                ProbeKind::FbtEntry => self.regs.caller(false),
+                ProbeKind::FbtReturn => self.regs.caller(true),
+                _ => 0,
+            },
+            Builtin::Vtimestamp => task::vtime(),
             _ => 0,
         }
     }
@@ -259,6 +269,21 @@ impl Env for KernelEnv<'_> {
             .dynvars
             .as_ref()
             .is_some_and(|d| d.store(self.cpu, var, keys, value))
+    }
+
+    fn dynvar_load_str(&mut self, var: u32, keys: &[Key<'_>], out: &mut [u8]) -> usize {
+        self.s
+            .dynvars
+            .as_ref()
+            .map_or(0, |d| d.load_str(var, keys, out))
+    }
+
+    // A dropped store is counted like an integer one.
+    fn dynvar_store_str(&mut self, var: u32, keys: &[Key<'_>], s: &[u8]) -> bool {
+        self.s
+            .dynvars
+            .as_ref()
+            .is_some_and(|d| d.store_str(self.cpu, var, keys, s))
     }
 
     fn agg_update(&mut self, id: u32, keys: &[Key<'_>], args: &[u64; AGG_NARGS]) -> bool {

@@ -40,6 +40,12 @@ impl Regs {
         unsafe { shim::oxt_regs_retval(self.0) as u64 }
     }
 
+    /// The probed function's return address (`caller`); 0 without registers.
+    pub(crate) fn caller(&self, is_return: bool) -> u64 {
+        // SAFETY: as in `arg`; the shim reads the stack within its bounds.
+        unsafe { shim::oxt_regs_caller(self.0, is_return) as u64 }
+    }
+
     /// The registers of a hit of another provider (`sys::provider`).
     ///
     /// # Safety

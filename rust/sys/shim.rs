@@ -81,6 +81,7 @@ extern "C" {
     pub(crate) fn oxt_current_gid() -> u32;
     pub(crate) fn oxt_current_ppid() -> u32;
     pub(crate) fn oxt_current_task() -> c_ulong;
+    pub(crate) fn oxt_current_vtime() -> u64;
     pub(crate) fn oxt_current_comm(buf: *mut u8, len: usize) -> usize;
     pub(crate) fn oxt_read_nofault(dst: *mut c_void, src: c_ulong, len: usize) -> c_long;
 
@@ -99,6 +100,7 @@ extern "C" {
     pub(crate) fn oxt_probe_missed(p: *const Probe) -> c_ulong;
     pub(crate) fn oxt_regs_arg(regs: *mut PtRegs, n: c_uint) -> c_ulong;
     pub(crate) fn oxt_regs_retval(regs: *mut PtRegs) -> c_ulong;
+    pub(crate) fn oxt_regs_caller(regs: *mut PtRegs, is_return: bool) -> c_ulong;
 
     pub(crate) fn oxt_tick_alloc(
         ops: *const ProbeOps,

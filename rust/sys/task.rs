@@ -37,6 +37,12 @@ pub(crate) fn ppid() -> u32 {
     unsafe { shim::oxt_current_ppid() }
 }
 
+/// Nanoseconds the current thread has run (`vtimestamp`), as of the scheduler's last update.
+pub(crate) fn vtime() -> u64 {
+    // SAFETY: the shim reads a field of `current`, which is valid in any task context.
+    unsafe { shim::oxt_current_vtime() }
+}
+
 /// Address of the current task (`curthread`).
 pub(crate) fn current_addr() -> u64 {
     // SAFETY: reads `current`.

@@ -153,13 +153,16 @@ pub enum Op {
     Strjoin = 69,
     /// Write `r1` to this CPU's Intel PT stream as a PTWRITE packet (software backend).
     Ptwrite = 70,
+    /// Fault with an index-out-of-bounds error unless `r1 < imm` (unsigned): the run-time
+    /// bounds check of a D array subscript.
+    Chkb = 71,
     /// `rd = ` the kernel stack of the probe, at most `imm` frames (clamped to
     /// [`crate::stack::MAX_FRAMES`]), encoded ([`crate::stack`]) into a scratch string slot.
-    Kstack = 71,
+    Kstack = 72,
 }
 
 /// Number of opcodes; every byte value at or above it is invalid.
-pub const NOPS: u8 = 72;
+pub const NOPS: u8 = 73;
 
 /// [`Op::Kstr`]'s `imm` bit for a string in user memory (`copyinstr`).
 pub const KSTR_USER: u32 = 1;
@@ -240,6 +243,7 @@ impl Op {
             Exit,
             Strjoin,
             Ptwrite,
+            Chkb,
             Kstack,
         ];
         ALL.get(b as usize).copied()
@@ -320,6 +324,7 @@ impl Op {
             Exit => "exit",
             Strjoin => "strjoin",
             Ptwrite => "ptwrite",
+            Chkb => "chkb",
             Kstack => "kstack",
         }
     }
@@ -422,10 +427,24 @@ pub enum Builtin {
     Probefunc = 20,
     /// Name of the probe (`entry`, `return`, ...): a string.
     Probename = 21,
+    /// Seventh probe argument (on x86-64 fbt entry, the first one on the stack).
+    Arg6 = 22,
+    /// Eighth probe argument.
+    Arg7 = 23,
+    /// Ninth probe argument.
+    Arg8 = 24,
+    /// Tenth probe argument.
+    Arg9 = 25,
+    /// The error of the current system call (0 outside system-call probes).
+    Errno = 26,
+    /// The probed function's return address (0 where the probe has no function).
+    Caller = 27,
+    /// Nanoseconds the current thread has run on a CPU.
+    Vtimestamp = 28,
 }
 
 /// Number of built-ins.
-pub const NBUILTINS: u32 = 22;
+pub const NBUILTINS: u32 = 29;
 
 impl Builtin {
     /// Decode a built-in number.
@@ -454,13 +473,20 @@ impl Builtin {
             Probemod,
             Probefunc,
             Probename,
+            Arg6,
+            Arg7,
+            Arg8,
+            Arg9,
+            Errno,
+            Caller,
+            Vtimestamp,
         ];
         ALL.get(v as usize).copied()
     }
 
     /// Whether the built-in is a string (read with [`Op::Ldbs`]).
     pub fn is_string(self) -> bool {
-        (self as u32) >= Builtin::Execname as u32
+        (Builtin::Execname as u32..=Builtin::Probename as u32).contains(&(self as u32))
     }
 }
 
@@ -575,7 +601,13 @@ pub struct VarInfo {
     pub scope: Scope,
     /// Key layout (empty for globals and thread-locals).
     pub keys: KeyLayout,
+    /// Whether the value is a string of up to `strsize` bytes (associative arrays only)
+    /// rather than a 64-bit integer.
+    pub string: bool,
 }
+
+/// Flag in the scope word of a variable dictionary entry: the value is a string.
+pub const VAR_STRING: u32 = 1 << 8;
 
 /// The tables a program refers to, as the verifier and the interpreter see them.
 ///

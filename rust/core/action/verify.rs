@@ -174,6 +174,7 @@ fn shape(op: Op) -> Shape {
     match op {
         Nop | Flusht | Trace => sh(false, false, false, I::Zero),
         Ret | Exit | Ptwrite => sh(false, true, false, I::Zero),
+        Chkb => sh(false, true, false, I::Any),
         Mov | Not | Neg | Lnot => sh(true, true, false, I::Zero),
         Ldi => sh(true, false, false, I::Any),
         Setx => sh(true, false, false, I::Int),
@@ -335,7 +336,9 @@ pub fn verify<'a, D: Dict + ?Sized>(
             ImmKind::Type if imm >= 8 => return Err(err(i, Reason::BadType(imm))),
             ImmKind::Type => {}
         }
-        if s.alloc {
+        // A load of a string-valued variable copies it into a new slot.
+        let string_load = op == Op::Ldgaa && dict.var(imm).is_some_and(|v| v.string);
+        if s.alloc || string_load {
             allocs += 1;
             if scratch_size(nlocals, strsize, allocs) > scratch_limit {
                 return Err(err(i, Reason::ScratchTooLarge));

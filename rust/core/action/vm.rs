@@ -25,6 +25,12 @@ pub trait Env {
     fn dynvar_load(&mut self, var: u32, keys: &[Key<'_>]) -> u64;
     /// Store dynamic variable `var` at `keys` (0 deletes); false when the store was dropped.
     fn dynvar_store(&mut self, var: u32, keys: &[Key<'_>], value: u64) -> bool;
+    /// Copy string-valued dynamic variable `var` at `keys` into `out` (at most `out.len()`
+    /// bytes); returns its length, 0 when it does not exist.
+    fn dynvar_load_str(&mut self, var: u32, keys: &[Key<'_>], out: &mut [u8]) -> usize;
+    /// Store string `s` into string-valued dynamic variable `var` at `keys` (the empty
+    /// string deletes); false when the store was dropped.
+    fn dynvar_store_str(&mut self, var: u32, keys: &[Key<'_>], s: &[u8]) -> bool;
     /// Apply aggregation `agg` at `keys` to `args` (value, weight); false when dropped.
     fn agg_update(&mut self, agg: u32, keys: &[Key<'_>], args: &[u64; AGG_NARGS]) -> bool;
     /// Append a record to the principal buffer; false when it does not fit (a drop).
@@ -48,6 +54,8 @@ pub enum FaultKind {
     BadAddr(u64),
     /// A register used as a string does not reference a valid string.
     BadString,
+    /// An array subscript out of the array's bounds (the index).
+    BadIndex(u64),
     /// More than [`MAX_TUPLE`] values pushed on the tuple stack.
     TupleOverflow,
     /// The tuple does not match the variable's or aggregation's key layout.
@@ -392,29 +400,34 @@ impl<'s> Vm<'s> {
                     }
                 }
                 Ldgaa | Stgaa => {
-                    let layout = match dict.var(imm) {
-                        Some(v) if v.scope == Scope::Assoc => v.keys,
+                    let (layout, string) = match dict.var(imm) {
+                        Some(v) if v.scope == Scope::Assoc => (v.keys, v.string),
                         _ => return Err(f(FaultKind::Invalid)),
                     };
                     let ss = self.strsize as usize;
-                    let mut keys = [Key::Int(0); MAX_KEYS];
-                    // PANIC: `tlen <= MAX_TUPLE`, the tuple's length (`Pushtv` checks), and
-                    // `build_keys` returns at most `MAX_KEYS`, the keys' length.
-                    let nk = build_keys(
-                        &self.tuple[..self.tlen],
-                        layout,
-                        dict.strtab(),
-                        self.scratch,
-                        ss,
-                        &mut keys,
-                    )
-                    .map_err(f)?;
-                    if op == Ldgaa {
-                        out = Some(env.dynvar_load(imm, &keys[..nk]));
-                    } else if !env.dynvar_store(imm, &keys[..nk], a) {
-                        self.losses.dynvars += 1;
+                    if string {
+                        out = self.string_var(op, imm, layout, a, dict, env).map_err(f)?;
+                        self.tlen = 0;
+                    } else {
+                        let mut keys = [Key::Int(0); MAX_KEYS];
+                        // PANIC: `tlen <= MAX_TUPLE`, the tuple's length (`Pushtv` checks), and
+                        // `build_keys` returns at most `MAX_KEYS`, the keys' length.
+                        let nk = build_keys(
+                            &self.tuple[..self.tlen],
+                            layout,
+                            dict.strtab(),
+                            self.scratch,
+                            ss,
+                            &mut keys,
+                        )
+                        .map_err(f)?;
+                        if op == Ldgaa {
+                            out = Some(env.dynvar_load(imm, &keys[..nk]));
+                        } else if !env.dynvar_store(imm, &keys[..nk], a) {
+                            self.losses.dynvars += 1;
+                        }
+                        self.tlen = 0;
                     }
-                    self.tlen = 0;
                 }
                 Pushtv | Pushts => {
                     if self.tlen >= MAX_TUPLE {
@@ -501,6 +514,11 @@ impl<'s> Vm<'s> {
                         self.losses.ptwrites += 1;
                     }
                 }
+                Chkb => {
+                    if a >= u64::from(imm) {
+                        return Err(f(FaultKind::BadIndex(a)));
+                    }
+                }
                 Kstack => {
                     let off = self.alloc_slot().ok_or(f(FaultKind::ScratchExhausted))?;
                     let ss = self.strsize as usize;
@@ -531,6 +549,60 @@ impl<'s> Vm<'s> {
             pc: pc as u32,
             kind: FaultKind::Invalid,
         })
+    }
+
+    /// `ldgaa`/`stgaa` of a string-valued variable: a load copies the value into a new
+    /// scratch slot and returns its reference; a store copies string `a` into the variable.
+    fn string_var<D: Dict + ?Sized, E: Env + ?Sized>(
+        &mut self,
+        op: Op,
+        var: u32,
+        layout: KeyLayout,
+        a: u64,
+        dict: &D,
+        env: &mut E,
+    ) -> Result<Option<u64>, FaultKind> {
+        let ss = self.strsize as usize;
+        let strtab = dict.strtab();
+        if op == Op::Ldgaa {
+            let off = self.alloc_slot().ok_or(FaultKind::ScratchExhausted)?;
+            // PANIC: `alloc_slot` checked that `off + ss + 1` fits the scratch; the keys
+            // only borrow the part before `off`.
+            let (before, slot_area) = self.scratch.split_at_mut(off);
+            let slot = &mut slot_area[..ss + 1];
+            let mut keys = [Key::Int(0); MAX_KEYS];
+            // PANIC: `tlen <= MAX_TUPLE`, the tuple's length (`Pushtv` checks).
+            let nk = build_keys(
+                &self.tuple[..self.tlen],
+                layout,
+                strtab,
+                before,
+                ss,
+                &mut keys,
+            )?;
+            // PANIC: `nk <= MAX_KEYS` (`build_keys`); the length is clamped to `ss`.
+            let len = env
+                .dynvar_load_str(var, &keys[..nk], &mut slot[..ss])
+                .min(ss);
+            let len = slot[..len].iter().position(|&c| c == 0).unwrap_or(len);
+            slot[len] = 0;
+            return Ok(Some(str_ref(STR_SPACE_SCRATCH, off as u32)));
+        }
+        let mut keys = [Key::Int(0); MAX_KEYS];
+        // PANIC: as above.
+        let nk = build_keys(
+            &self.tuple[..self.tlen],
+            layout,
+            strtab,
+            self.scratch,
+            ss,
+            &mut keys,
+        )?;
+        let s = resolve_str(strtab, self.scratch, ss, a).ok_or(FaultKind::BadString)?;
+        if !env.dynvar_store_str(var, &keys[..nk], s) {
+            self.losses.dynvars += 1;
+        }
+        Ok(None)
     }
 
     /// Encode the tuple into the record buffer; returns its length.

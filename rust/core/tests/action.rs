@@ -1072,3 +1072,115 @@ fn verify_ptwrite_shape() {
     assert_eq!(Op::from_u8(70), Some(Op::Ptwrite));
     assert_eq!(Op::Ptwrite.name(), "ptwrite");
 }
+
+// ---- chkb and string-valued variables -------------------------------------------------
+
+#[test]
+fn chkb_faults_at_and_past_the_bound() {
+    for (i, ok) in [(0i32, true), (4, true), (5, false), (-1, false)] {
+        let (r, _) = run(&[ldi(1, i), insn(Op::Chkb, 0, 1, 0, 5), ret(1)]);
+        if ok {
+            assert_eq!(r, Ok(i as u64));
+        } else {
+            assert_eq!(
+                r,
+                Err(Fault {
+                    pc: 1,
+                    kind: FaultKind::BadIndex(i as i64 as u64)
+                })
+            );
+        }
+    }
+    assert_eq!(Op::from_u8(71), Some(Op::Chkb));
+    assert_eq!(Op::Chkb.name(), "chkb");
+    // Only r1 and the bound are fields.
+    assert_eq!(
+        rej(&[insn(Op::Chkb, 1, 1, 0, 5), RET0]).reason,
+        Reason::ReservedNonZero
+    );
+}
+
+/// A dictionary whose variable 3 is a string-valued array with one integer key.
+fn string_dict() -> TDict {
+    let mut d = TDict::default();
+    d.vars.push(VarInfo {
+        scope: Scope::Assoc,
+        keys: KeyLayout::new(1, 0),
+        string: true,
+    });
+    d
+}
+
+#[test]
+fn string_variables_store_and_load_copies() {
+    let d = string_dict();
+    let mut env = TEnv::default();
+    let key = insn(Op::Pushtv, 0, 2, 0, IntType::I64.0 as u32);
+    // v[7] = "hello"; r3 = v[7]; v[7] = "" (deletes); trace(r3); return strlen(r3)
+    let code = [
+        insn(Op::Sets, 1, 0, 0, 1),
+        ldi(2, 7),
+        key,
+        insn(Op::Stgaa, 0, 1, 0, 3),
+        key,
+        insn(Op::Ldgaa, 3, 0, 0, 3),
+        insn(Op::Sets, 5, 0, 0, 0),
+        key,
+        insn(Op::Stgaa, 0, 5, 0, 3),
+        insn(Op::Pushts, 0, 3, 0, 0),
+        insn(Op::Trace, 0, 0, 0, 0),
+        insn(Op::Strlen, 4, 3, 0, 0),
+        ret(4),
+    ];
+    assert_eq!(run_with(&code, &d, &mut env), Ok(5));
+    assert_eq!(env.records[0].items, vec![OItem::S(b"hello".to_vec())]);
+    assert!(env.dyn_str.is_empty(), "the empty string deletes");
+    // The verifier counts the load as a string slot.
+    let b = code_bytes(&code);
+    let v = verify(Code::new(&b).unwrap(), &d, LIMIT).unwrap();
+    assert_eq!(v.string_allocs(), 1);
+}
+
+#[test]
+fn string_variable_store_of_an_integer_faults() {
+    let d = string_dict();
+    let mut env = TEnv::default();
+    let r = run_with(
+        &[
+            ldi(1, 42),
+            insn(Op::Pushtv, 0, 1, 0, IntType::I64.0 as u32),
+            insn(Op::Stgaa, 0, 1, 0, 3),
+            RET0,
+        ],
+        &d,
+        &mut env,
+    );
+    assert_eq!(
+        r,
+        Err(Fault {
+            pc: 2,
+            kind: FaultKind::BadString
+        })
+    );
+}
+
+#[test]
+fn string_variable_loads_are_truncated_to_strsize() {
+    let mut d = string_dict();
+    d.strsize = 3;
+    let mut env = TEnv::default();
+    env.dyn_str
+        .insert((3, vec![OKey::I(1)]), b"abcdef".to_vec());
+    let r = run_with(
+        &[
+            ldi(1, 1),
+            insn(Op::Pushtv, 0, 1, 0, IntType::I64.0 as u32),
+            insn(Op::Ldgaa, 2, 0, 0, 3),
+            insn(Op::Strlen, 3, 2, 0, 0),
+            ret(3),
+        ],
+        &d,
+        &mut env,
+    );
+    assert_eq!(r, Ok(3));
+}

@@ -91,6 +91,7 @@ fn sample() -> Owned {
             name: 17,
             scope: Scope::Thread,
             keys: KeyLayout::NONE,
+            string: false,
         }],
         aggs: vec![AggDesc {
             name: 19,
@@ -461,6 +462,35 @@ fn rejects_bad_dictionaries() {
             why: DictFault::Kind
         })
     );
+    // The string flag is for associative arrays only; a flag bit past it is invalid.
+    let mut o = sample();
+    o.vars[0].string = true;
+    assert_eq!(
+        Image::parse(&o.bytes()).err(),
+        Some(ImageError::BadVar {
+            index: 0,
+            why: DictFault::Kind
+        })
+    );
+    let mut b = sample().bytes();
+    put_u32(&mut b, v + 4, 1 | (2 << 8));
+    assert_eq!(
+        Image::parse(&b).err(),
+        Some(ImageError::BadVar {
+            index: 0,
+            why: DictFault::Kind
+        })
+    );
+    let mut o = sample();
+    o.vars[0] = VarDesc {
+        name: o.vars[0].name,
+        scope: Scope::Assoc,
+        keys: KeyLayout::new(1, 1),
+        string: true,
+    };
+    let img_bytes = o.bytes();
+    let img = Image::parse(&img_bytes).expect("a string-valued array is valid");
+    assert!(img.var_desc(0).unwrap().string);
     let mut o = sample();
     o.aggs[0].params = [100, 0, 10, 0];
     let e = Image::parse(&o.bytes()).err();
@@ -609,6 +639,7 @@ proptest! {
                 name: offs[i % offs.len()],
                 scope: Scope::from_u32(s).unwrap(),
                 keys: if s == 2 { KeyLayout::new(2, 0b10) } else { KeyLayout::NONE },
+                string: false,
             })
             .collect();
         let o = Owned {

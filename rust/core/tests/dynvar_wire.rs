@@ -6,7 +6,11 @@ use oxtrace_core::action::{Key, KeyLayout, Scope, VarInfo};
 use oxtrace_core::dynvar::*;
 
 fn var(scope: Scope, keys: KeyLayout) -> VarInfo {
-    VarInfo { scope, keys }
+    VarInfo {
+        scope,
+        keys,
+        string: false,
+    }
 }
 
 #[test]
@@ -132,4 +136,49 @@ fn dynvar_mem(l: &Layout) -> Mem {
         chunks: (0..l.chunk_word_count()).map(|_| Word::new()).collect(),
         var_drops: (0..l.nvars()).map(|_| Word::new()).collect(),
     }
+}
+
+#[test]
+fn string_valued_variables_hold_strsize_bytes() {
+    let int = var(Scope::Assoc, KeyLayout::new(1, 0));
+    let s = VarInfo {
+        string: true,
+        ..int
+    };
+    let a = var_chunk_bytes(int, 256).unwrap();
+    let b = var_chunk_bytes(s, 256).unwrap();
+    assert_eq!(b - a, 256 - 8);
+    assert_eq!(string_value_bytes(5), 8);
+    assert_eq!(string_value_bytes(9), 16);
+}
+
+#[path = "dynvar_util/mod.rs"]
+mod dynvar_util;
+
+#[test]
+fn string_values_store_load_and_delete() {
+    let shapes = [KeyShape::Int, KeyShape::Int];
+    let chunk = chunk_bytes_for(&shapes, string_value_bytes(12));
+    let l = Layout::new(4 * (chunk + BUCKET_BYTES), 1, chunk, 4).unwrap();
+    let m = dynvar_util::Mem::new(l);
+    let ds = m.ds();
+    let k = [Key::Int(2), Key::Int(7)];
+    let mut out = [0u8; 12];
+    assert_eq!(ds.load_bytes(&k, &mut out), Ok(0));
+    ds.store_bytes(0, 2, &k, b"hello", string_value_bytes(12))
+        .unwrap();
+    assert_eq!(ds.load_bytes(&k, &mut out), Ok(5));
+    assert_eq!(&out[..5], b"hello");
+    // A longer value is truncated to the value space; a shorter one leaves no old bytes.
+    ds.store_bytes(0, 2, &k, b"0123456789abcdefgh", string_value_bytes(12))
+        .unwrap();
+    let mut big = [0u8; 32];
+    assert_eq!(ds.load_bytes(&k, &mut big), Ok(16));
+    ds.store_bytes(0, 2, &k, b"ab", string_value_bytes(12))
+        .unwrap();
+    assert_eq!(ds.load_bytes(&k, &mut big), Ok(2));
+    // The empty string deletes.
+    ds.store_bytes(0, 2, &k, b"", string_value_bytes(12))
+        .unwrap();
+    assert!(ds.lookup(&k).unwrap().is_none());
 }

@@ -224,7 +224,7 @@ fn trace(cli: &Cli) -> Res<i32> {
     if let Some(cmd) = &cli.command {
         target.child = Some(Held::spawn(cmd).map_err(|e| format!("cannot run '{cmd}': {e}"))?);
     }
-    let mut opts = CompileOptions::with_args(&name, &cli.args);
+    let mut opts = CompileOptions::with_args(&name, &cli.args).with_process_macros();
     let tpid = target.child.as_ref().map(|c| c.pid()).or(cli.pid);
     if let Some(p) = tpid {
         opts.macros.insert("target".into(), p.to_string());

@@ -56,14 +56,17 @@ impl Default for TDict {
                 VarInfo {
                     scope: Scope::Global,
                     keys: KeyLayout::NONE,
+                    string: false,
                 },
                 VarInfo {
                     scope: Scope::Thread,
                     keys: KeyLayout::NONE,
+                    string: false,
                 },
                 VarInfo {
                     scope: Scope::Assoc,
                     keys: KeyLayout::new(2, 0b01),
+                    string: false,
                 },
             ],
             aggs: vec![KeyLayout::NONE, KeyLayout::new(1, 0b1)],
@@ -110,6 +113,8 @@ pub struct TEnv {
     pub dyn_: HashMap<(u32, Vec<OKey>), u64>,
     /// Refuse dynvar stores of new keys once this many exist.
     pub dyn_cap: usize,
+    /// String-valued dynamic variables.
+    pub dyn_str: HashMap<(u32, Vec<OKey>), Vec<u8>>,
     pub aggs: Vec<(u32, Vec<OKey>, [u64; 2])>,
     pub agg_fail: bool,
     pub records: Vec<ORecord>,
@@ -158,6 +163,7 @@ impl Default for TEnv {
             globals: HashMap::new(),
             dyn_: HashMap::new(),
             dyn_cap: usize::MAX,
+            dyn_str: HashMap::new(),
             aggs: vec![],
             agg_fail: false,
             records: vec![],
@@ -209,6 +215,28 @@ impl Env for TEnv {
             return false;
         }
         self.dyn_.insert(k, value);
+        true
+    }
+    fn dynvar_load_str(&mut self, var: u32, keys: &[Key<'_>], out: &mut [u8]) -> usize {
+        let s = self
+            .dyn_str
+            .get(&(var, own(keys)))
+            .cloned()
+            .unwrap_or_default();
+        let n = s.len().min(out.len());
+        out[..n].copy_from_slice(&s[..n]);
+        n
+    }
+    fn dynvar_store_str(&mut self, var: u32, keys: &[Key<'_>], s: &[u8]) -> bool {
+        let k = (var, own(keys));
+        if s.is_empty() {
+            self.dyn_str.remove(&k);
+            return true;
+        }
+        if !self.dyn_str.contains_key(&k) && self.dyn_str.len() >= self.dyn_cap {
+            return false;
+        }
+        self.dyn_str.insert(k, s.to_vec());
         true
     }
     fn agg_update(&mut self, agg: u32, keys: &[Key<'_>], args: &[u64; AGG_NARGS]) -> bool {

@@ -2,7 +2,7 @@
 
 use super::error::Span;
 
-/// An integer type name as written in a cast.
+/// A type as written in a cast, a declaration, `sizeof` or `offsetof`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum TypeName {
     /// An integer type of `size` bytes.
@@ -18,6 +18,14 @@ pub enum TypeName {
     Void,
     /// A pointer to a type.
     Ptr(Box<TypeName>),
+    /// `struct name` (`union` when the flag is set).
+    Sou(String, bool),
+    /// `enum name`: an `int`.
+    Enum(String),
+    /// A name declared by `typedef`.
+    Named(String),
+    /// An array of a type, from a declarator `x[n]`.
+    Array(Box<TypeName>, u64),
 }
 
 /// Unary operators.
@@ -33,6 +41,8 @@ pub enum UnOp {
     BitNot,
     /// `*` (kernel-memory load).
     Deref,
+    /// `&` (address of a location in kernel memory).
+    AddrOf,
 }
 
 /// Binary operators.
@@ -125,6 +135,20 @@ pub enum ExprKind {
     Call(String, Vec<Expr>),
     /// `@name` as an argument of printa/clear/trunc/normalize.
     AggRef(String),
+    /// `base[keys]` on anything but a plain name: `self->a[k]`, `x.arr[i]`, `p[i]`.
+    Subscript(Box<Expr>, Vec<Expr>),
+    /// `base.member`.
+    Member(Box<Expr>, String),
+    /// `base->member` (base a pointer to a struct or union).
+    Arrow(Box<Expr>, String),
+    /// `sizeof (type)`.
+    SizeofType(TypeName),
+    /// `sizeof expr`.
+    SizeofExpr(Box<Expr>),
+    /// `offsetof(type, member)`.
+    Offsetof(TypeName, String),
+    /// `a, b`: `a` for its effects, then `b`.
+    Comma(Box<Expr>, Box<Expr>),
 }
 
 /// The right-hand side of an aggregation statement.
@@ -136,6 +160,45 @@ pub struct AggCall {
     pub func_span: Span,
     /// Arguments.
     pub args: Vec<Expr>,
+}
+
+/// Storage class of a declared variable.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum DeclClass {
+    /// A global (`int x;`, `int a[string];`).
+    Global,
+    /// A thread-local (`self int x;`).
+    Thread,
+    /// A clause-local (`this int x;`).
+    Local,
+}
+
+/// A variable declaration `[self|this] type name[dims];`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Decl {
+    /// Storage class.
+    pub class: DeclClass,
+    /// Type (arrays of fixed size included).
+    pub ty: TypeName,
+    /// Key types of an associative array (`int a[string, int]`), else `None`.
+    pub keys: Option<Vec<TypeName>>,
+    /// Name.
+    pub name: String,
+    /// Where the name is.
+    pub span: Span,
+}
+
+/// A member of a struct or union definition.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MemberDecl {
+    /// Type.
+    pub ty: TypeName,
+    /// Name.
+    pub name: String,
+    /// Where the name is.
+    pub span: Span,
+    /// Width of a bit-field (`int a : 3`).
+    pub bits: Option<Expr>,
 }
 
 /// A statement of a clause body.
@@ -154,6 +217,17 @@ pub enum Stmt {
         /// The aggregating function.
         call: AggCall,
     },
+    /// `if (cond) stmt [else stmt]`.
+    If {
+        /// The condition.
+        cond: Expr,
+        /// Statements when it holds.
+        then: Vec<Stmt>,
+        /// Statements otherwise.
+        els: Vec<Stmt>,
+    },
+    /// A declaration inside a clause (`this int x;`, `self string s;`).
+    Decl(Decl),
 }
 
 /// A probe description as written.
@@ -185,4 +259,28 @@ pub enum Item {
     Pragma(String, Span),
     /// A clause.
     Clause(Clause),
+    /// A variable declaration.
+    Decl(Decl),
+    /// A struct or union definition.
+    Sou {
+        /// Tag.
+        name: String,
+        /// Union (else struct).
+        union: bool,
+        /// Members in order.
+        members: Vec<MemberDecl>,
+        /// Where the tag is.
+        span: Span,
+    },
+    /// An enum definition: enumerators and their explicit values.
+    Enum {
+        /// Tag (empty when anonymous).
+        name: String,
+        /// Enumerators.
+        items: Vec<(String, Option<Expr>, Span)>,
+    },
+    /// `typedef type name;`.
+    Typedef(TypeName, String, Span),
+    /// `inline type name = expr;`.
+    Inline(TypeName, String, Expr, Span),
 }

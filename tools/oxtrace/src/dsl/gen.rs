@@ -4,20 +4,23 @@
 use super::ast::*;
 use super::error::{CompileError, Span};
 use super::format::{self, ArgKind};
-use super::types::{arith, builtin, Ty, ACTIONS, I32, I64, U32, U64};
+use super::types::{arith, builtin, Ty, TypeEnv, ACTIONS, I32, I64, U32, U64};
 use super::KeyKind;
 use crate::tracepoints::FieldKind;
 use oxtrace_core::action::{self as act, insn, Builtin, Op, Scope};
 use oxtrace_core::agg::{check_params, AggKind};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
+#[derive(Clone)]
 pub(super) struct Var {
     pub(super) name: String,
     pub(super) scope: Scope,
     pub(super) keys: Option<Vec<KeyKind>>,
-    pub(super) ty: Option<Ty>,
+    /// Whether the value is a string (associative arrays only).
+    pub(super) string: bool,
 }
 
+#[derive(Clone)]
 pub(super) struct Agg {
     pub(super) name: String,
     pub(super) func: AggKind,
@@ -31,6 +34,7 @@ pub(super) struct Agg {
 }
 
 /// Program-wide tables shared by every clause.
+#[derive(Clone)]
 pub(super) struct Tables {
     pub(super) ints: Vec<u64>,
     pub(super) int_idx: HashMap<u64, u32>,
@@ -45,6 +49,26 @@ pub(super) struct Tables {
     pub(super) fmt_text: Vec<String>,
     pub(super) locals: HashMap<String, (u32, Option<Ty>)>,
     pub(super) strsize: u32,
+    /// Declared structs, unions, typedefs and enumerators.
+    pub(super) env: TypeEnv,
+    /// The value type of each variable (and member path `x.m`) by storage class and name:
+    /// declared, or fixed by its first assignment.
+    pub(super) vty: HashMap<(DeclClass, String), Ty>,
+    /// Where each variable was declared.
+    pub(super) declared: HashMap<(DeclClass, String), Span>,
+    /// Declared key types of associative arrays.
+    pub(super) decl_keys: HashMap<(DeclClass, String), Vec<Ty>>,
+    /// `inline` names: type and expression.
+    pub(super) inlines: HashMap<String, (Ty, Expr)>,
+    /// Variables (storage class, base name) that some statement assigns.
+    pub(super) assigned: HashSet<(DeclClass, String)>,
+    /// Set when a variable is read before its type is known (a later pass may know it).
+    pub(super) assumed: bool,
+    /// Whether each variable (class, path) is used with keys (an associative array) or
+    /// without, and where it was first: one variable cannot be both.
+    pub(super) shapes: HashMap<(DeclClass, String), (bool, Span)>,
+    /// Bit-field members of variables (class, path): width and signedness.
+    pub(super) bitfields: HashMap<(DeclClass, String), (u8, bool)>,
     /// Whether to check what the kernel's limits refuse (see `compile_unchecked`).
     pub(super) checked: bool,
 }
@@ -163,7 +187,7 @@ impl<'a> Gen<'a> {
             name: name.to_string(),
             scope,
             keys: None,
-            ty: None,
+            string: false,
         });
         self.t.var_idx.insert(key, i);
         i
@@ -198,16 +222,8 @@ impl<'a> Gen<'a> {
                 Ok((r, ty))
             }
             ExprKind::Str(s) => {
-                if s.len() > self.t.strsize as usize {
-                    return self.err(
-                        e.span,
-                        format!(
-                            "string literal of {} bytes is longer than strsize ({})",
-                            s.len(),
-                            self.t.strsize
-                        ),
-                    );
-                }
+                // As DTrace: a literal longer than strsize is truncated to it.
+                let s = &s[..s.len().min(self.t.strsize as usize)];
                 if s.contains(&0) {
                     return self.err(e.span, "string literal contains a NUL byte");
                 }
@@ -223,41 +239,111 @@ impl<'a> Gen<'a> {
                     self.emit(op, r, 0, 0, b as u32);
                     return Ok((r, ty));
                 }
-                if name.starts_with("arg") && name[3..].parse::<u32>().is_ok() {
-                    return self.err(e.span, format!("{name} is not available (arg0..arg5 are)"));
+                if let Some((ty, ie)) = self.t.inlines.get(name).cloned() {
+                    let (r, from) = self.nested_inline(&ie, e.span)?;
+                    return self.convert(r, &from, &ty, e.span);
                 }
-                let id = self.lookup_var(Scope::Global, name, e.span)?;
-                let r = self.reg(e.span)?;
-                self.emit(Op::Ldgs, r, 0, 0, id);
-                Ok((r, self.t.vars[id as usize].ty.clone().unwrap_or(I64)))
+                if let Some(&v) = self.t.env.enums.get(name) {
+                    let r = self.reg(e.span)?;
+                    self.load_const(r, v as u64);
+                    return Ok((r, I32));
+                }
+                if name.starts_with("arg") && name[3..].parse::<u32>().is_ok() {
+                    return self.err(
+                        e.span,
+                        format!("[D_IDENT_UNDEF] {name} is not available (arg0..arg9 are)"),
+                    );
+                }
+                self.rvalue(e)
             }
-            ExprKind::SelfVar(name) => {
-                let id = self.lookup_var(Scope::Thread, name, e.span)?;
+            ExprKind::SelfVar(_)
+            | ExprKind::This(_)
+            | ExprKind::Index(..)
+            | ExprKind::Subscript(..)
+            | ExprKind::Member(..)
+            | ExprKind::Arrow(..) => self.rvalue(e),
+            ExprKind::SizeofType(tn) => {
+                let ty = self.resolve(tn, e.span)?;
+                let n = self.sizeof(&ty, e.span)?;
                 let r = self.reg(e.span)?;
-                self.emit(Op::Ldts, r, 0, 0, id);
-                Ok((r, self.t.vars[id as usize].ty.clone().unwrap_or(I64)))
+                self.load_const(r, n);
+                Ok((r, U64))
             }
-            ExprKind::This(name) => {
-                let (slot, ty) = match self.t.locals.get(name) {
-                    Some((s, Some(ty))) => (*s, ty.clone()),
-                    _ => {
+            ExprKind::SizeofExpr(a) => {
+                if matches!(a.kind, ExprKind::Member(..) | ExprKind::Arrow(..)) {
+                    let mark = self.code.len();
+                    let free = self.free.clone();
+                    let bits = match self.loc(a)? {
+                        Loc::MemBits { .. } => true,
+                        Loc::Var { class, name, .. } => {
+                            self.t.bitfields.contains_key(&(class, name))
+                        }
+                        _ => false,
+                    };
+                    self.code.truncate(mark);
+                    self.free = free;
+                    if bits {
                         return self.err(
                             e.span,
-                            format!("this->{name} is used before it is assigned a value"),
+                            "[D_SIZEOF_BITFIELD] cannot apply sizeof to a bit-field",
+                        );
+                    }
+                }
+                let ty = self.type_of(a)?;
+                let n = self.sizeof(&ty, e.span)?;
+                let r = self.reg(e.span)?;
+                self.load_const(r, n);
+                Ok((r, U64))
+            }
+            ExprKind::Offsetof(tn, m) => {
+                let ty = self.resolve(tn, e.span)?;
+                if !matches!(ty, Ty::Sou(..)) {
+                    return self.err(
+                        e.span,
+                        format!(
+                            "[D_OFFSETOF_TYPE] offsetof operand must be a struct or union type, not {}",
+                            ty.name()
+                        ),
+                    );
+                }
+                let off = match self.t.env.member(&ty, m) {
+                    Some(mm) if mm.bits.is_some() => {
+                        return self.err(
+                            e.span,
+                            format!("[D_OFFSETOF_BITFIELD] cannot take offsetof of bit-field {m}"),
+                        )
+                    }
+                    Some(mm) => mm.off,
+                    None => {
+                        return self.err(
+                            e.span,
+                            format!("[D_TYPE_MEMBER] {} is not a member of {}", m, ty.name()),
                         )
                     }
                 };
                 let r = self.reg(e.span)?;
-                self.emit(Op::Ldls, r, 0, 0, slot);
-                Ok((r, ty))
+                self.load_const(r, off);
+                Ok((r, U64))
             }
-            ExprKind::Index(name, keys) => {
-                let id = self.lookup_var(Scope::Assoc, name, e.span)?;
-                let kr = self.keys(id, keys, e.span)?;
-                self.push_keys(&kr);
-                let r = self.reg(e.span)?;
-                self.emit(Op::Ldgaa, r, 0, 0, id);
-                Ok((r, self.t.vars[id as usize].ty.clone().unwrap_or(I64)))
+            ExprKind::Unary(UnOp::Deref, _) => self.rvalue(e),
+            ExprKind::Unary(UnOp::AddrOf, a) => {
+                if !self.is_storage(a) {
+                    return self.err(
+                        e.span,
+                        "[D_ADDROF_LVAL] unary & requires an lvalue as its operand",
+                    );
+                }
+                match self.loc(a)? {
+                    Loc::Mem { addr, ty } => Ok((addr, Ty::Ptr(Box::new(ty)))),
+                    Loc::MemBits { .. } => self.err(
+                        e.span,
+                        "[D_ADDROF_BITFIELD] cannot take the address of a bit-field",
+                    ),
+                    _ => self.err(
+                        e.span,
+                        "[D_ADDROF_VAR] cannot take the address of a D variable: only of kernel memory",
+                    ),
+                }
             }
             ExprKind::Unary(op, a) => self.unary(*op, a, e.span),
             ExprKind::Binary(op, a, b) => self.binary(*op, a, b, e.span),
@@ -295,25 +381,21 @@ impl<'a> Gen<'a> {
                 Ok((rd, ty))
             }
             ExprKind::Assign(op, lhs, rhs) => self.assign(*op, lhs, rhs, e.span),
-            ExprKind::IncDec { pre, inc, target } => {
-                let one = Expr {
-                    kind: ExprKind::Int(1, false),
-                    span: e.span,
-                };
-                let op = if *inc { BinOp::Add } else { BinOp::Sub };
-                if *pre {
-                    self.assign(Some(op), target, &one, e.span)
-                } else {
-                    let (old, ty) = self.expr(target)?;
-                    self.need_scalar(&ty, target.span, "++/--")?;
-                    let (nr, _) = self.assign(Some(op), target, &one, e.span)?;
-                    self.release(nr);
-                    Ok((old, ty))
-                }
+            ExprKind::IncDec { pre, inc, target } => self.incdec(*pre, *inc, target, e.span),
+            ExprKind::Comma(a, b) => {
+                let (ra, _) = self.expr(a)?;
+                self.release(ra);
+                self.expr(b)
             }
             ExprKind::Cast(tn, a) => {
-                let to = Ty::from_name(tn);
+                let to = self.resolve(tn, e.span)?;
                 let (r, from) = self.expr(a)?;
+                if matches!(to, Ty::Sou(..) | Ty::Array(..)) {
+                    return self.err(
+                        e.span,
+                        format!("[D_CAST_INVAL] invalid cast expression: cannot cast to {}", to.name()),
+                    );
+                }
                 match (&to, &from) {
                     (Ty::Str, Ty::Str) => Ok((r, to)),
                     (Ty::Str, _) => {
@@ -343,6 +425,20 @@ impl<'a> Gen<'a> {
         }
     }
 
+    fn need_int(&self, ty: &Ty, span: Span, what: &str) -> GResult<()> {
+        if ty.is_int() {
+            Ok(())
+        } else {
+            self.err(
+                span,
+                format!(
+                    "[D_OP_INT] {what} must be of integral type, not {}",
+                    ty.name()
+                ),
+            )
+        }
+    }
+
     fn need_scalar(&self, ty: &Ty, span: Span, what: &str) -> GResult<()> {
         if ty.is_scalar() {
             Ok(())
@@ -351,21 +447,6 @@ impl<'a> Gen<'a> {
                 span,
                 format!("{what} requires an integer or pointer, not {}", ty.name()),
             )
-        }
-    }
-
-    fn lookup_var(&mut self, scope: Scope, name: &str, span: Span) -> GResult<u32> {
-        let key = (scope as u32, name.to_string());
-        match self.t.var_idx.get(&key) {
-            Some(&i) => Ok(i),
-            None => {
-                let what = match scope {
-                    Scope::Global => format!("unknown variable '{name}'"),
-                    Scope::Thread => format!("self->{name} is never assigned a value"),
-                    Scope::Assoc => format!("unknown associative array '{name}'"),
-                };
-                self.err(span, what)
-            }
         }
     }
 
@@ -389,45 +470,8 @@ impl<'a> Gen<'a> {
                 self.emit(Op::Lnot, r, r, 0, 0);
                 Ok((r, I32))
             }
-            UnOp::Deref => {
-                let pointee = match ty {
-                    Ty::Ptr(p) => *p,
-                    _ => {
-                        return self.err(
-                            span,
-                            format!(
-                                "cannot dereference a {}: cast it to a pointer type",
-                                ty.name()
-                            ),
-                        )
-                    }
-                };
-                let o = match &pointee {
-                    Ty::Int {
-                        size: 1,
-                        signed: true,
-                    } => Op::Ldsb,
-                    Ty::Int { size: 1, .. } => Op::Ldub,
-                    Ty::Int {
-                        size: 2,
-                        signed: true,
-                    } => Op::Ldsh,
-                    Ty::Int { size: 2, .. } => Op::Lduh,
-                    Ty::Int {
-                        size: 4,
-                        signed: true,
-                    } => Op::Ldsw,
-                    Ty::Int { size: 4, .. } => Op::Lduw,
-                    Ty::Int { .. } | Ty::Ptr(_) => Op::Ldx,
-                    Ty::Void => return self.err(span, "cannot dereference a void pointer"),
-                    Ty::Stack => return self.err(span, "cannot dereference a stack"),
-                    Ty::Str => {
-                        return self
-                            .err(span, "cannot dereference a string pointer: use stringof()")
-                    }
-                };
-                self.emit(o, r, r, 0, 0);
-                Ok((r, pointee))
+            UnOp::Deref | UnOp::AddrOf => {
+                self.err(span, "internal error: dereference outside rvalue")
             }
         }
     }
@@ -473,6 +517,9 @@ impl<'a> Gen<'a> {
                 return Ok((ra, I32));
             }
             _ => {}
+        }
+        if matches!(op, BinOp::Div | BinOp::Mod) && const_eval(b) == Some(0) {
+            return self.err(b.span, "[D_DIV_ZERO] expression contains division by zero");
         }
         let (ra, ta) = self.expr(a)?;
         let (rb, tb) = self.expr(b)?;
@@ -574,52 +621,6 @@ impl<'a> Gen<'a> {
         Ok((ra, rt))
     }
 
-    /// Evaluate key expressions of array `id` into registers, checking the key layout.
-    fn keys(&mut self, id: u32, keys: &[Expr], span: Span) -> GResult<Vec<(u8, Ty)>> {
-        if keys.len() > act::MAX_KEYS {
-            return self.err(span, format!("too many keys (at most {})", act::MAX_KEYS));
-        }
-        let mut regs = Vec::new();
-        for k in keys {
-            let (r, ty) = self.expr(k)?;
-            if matches!(ty, Ty::Void) {
-                return self.err(k.span, "invalid key type");
-            }
-            regs.push((r, ty));
-        }
-        let kinds: Vec<KeyKind> = regs.iter().map(|(_, t)| t.key_kind()).collect();
-        let name = self.t.vars[id as usize].name.clone();
-        match &self.t.vars[id as usize].keys {
-            None => self.t.vars[id as usize].keys = Some(kinds),
-            Some(want) => {
-                if want.len() != kinds.len() {
-                    return self.err(
-                        span,
-                        format!(
-                            "{name}[] has {} key(s) elsewhere, {} here",
-                            want.len(),
-                            kinds.len()
-                        ),
-                    );
-                }
-                for (i, (w, k)) in want.iter().zip(&kinds).enumerate() {
-                    if w != k {
-                        return self.err(
-                            keys[i].span,
-                            format!(
-                                "key {} of {name}[] is {} elsewhere, {} here",
-                                i + 1,
-                                w.name(),
-                                k.name()
-                            ),
-                        );
-                    }
-                }
-            }
-        }
-        Ok(regs)
-    }
-
     fn push_keys(&mut self, regs: &[(u8, Ty)]) {
         for (r, ty) in regs {
             if matches!(ty, Ty::Str | Ty::Stack) {
@@ -636,6 +637,953 @@ impl<'a> Gen<'a> {
         }
     }
 
+    // ---- variables, members and elements ------------------------------------------------
+
+    /// Resolve a written type to a value type.
+    pub(super) fn resolve(&self, tn: &TypeName, span: Span) -> GResult<Ty> {
+        resolve_type(&self.t.env, tn).or_else(|m| self.err(span, m))
+    }
+
+    fn sizeof(&self, ty: &Ty, span: Span) -> GResult<u64> {
+        match ty {
+            Ty::Void => self.err(span, "[D_SIZEOF_TYPE] cannot apply sizeof to a void type"),
+            Ty::Sou(i, n) if !self.t.env.sous[*i].complete => self.err(
+                span,
+                format!("[D_SIZEOF_TYPE] cannot apply sizeof to an incomplete type ({n})"),
+            ),
+            _ => Ok(self.t.env.size(ty, self.t.strsize as u64)),
+        }
+    }
+
+    /// The type of `e` without keeping its code.
+    fn type_of(&mut self, e: &Expr) -> GResult<Ty> {
+        let mark = self.code.len();
+        let free = self.free.clone();
+        let ty = if self.is_storage(e) {
+            self.loc(e)?.ty().clone()
+        } else {
+            self.expr(e)?.1
+        };
+        self.code.truncate(mark);
+        self.free = free;
+        Ok(ty)
+    }
+
+    /// Whether `e` names storage rather than a built-in, inline or enumerator.
+    fn is_storage(&self, e: &Expr) -> bool {
+        match &e.kind {
+            ExprKind::Ident(n) => {
+                builtin(n).is_none()
+                    && !self.t.inlines.contains_key(n)
+                    && !self.t.env.enums.contains_key(n)
+            }
+            _ => is_place(e),
+        }
+    }
+
+    fn nested_inline(&mut self, e: &Expr, at: Span) -> GResult<(u8, Ty)> {
+        // An inline's expression reports errors at its own definition.
+        let _ = at;
+        self.expr(e)
+    }
+
+    /// Convert register `r` of type `from` to `to` (an inline's declared type).
+    fn convert(&mut self, r: u8, from: &Ty, to: &Ty, span: Span) -> GResult<(u8, Ty)> {
+        self.check_compat(to, from, span, None)?;
+        self.normalize(r, to);
+        Ok((r, to.clone()))
+    }
+
+    /// Whether a value of type `from` may be stored in a variable of type `to`; `lit0`
+    /// holds whether the value is the constant 0 (which any pointer takes).
+    fn check_compat(&self, to: &Ty, from: &Ty, span: Span, lit0: Option<bool>) -> GResult<()> {
+        let ok = match (to, from) {
+            (Ty::Int { .. }, Ty::Int { .. }) => true,
+            (Ty::Str, Ty::Str) => true,
+            (Ty::Ptr(a), Ty::Ptr(b)) => a == b || **a == Ty::Void || **b == Ty::Void,
+            (Ty::Ptr(_), Ty::Int { .. }) => lit0 == Some(true),
+            (Ty::Sou(a, _), Ty::Sou(b, _)) => a == b,
+            _ => false,
+        };
+        if ok {
+            Ok(())
+        } else {
+            self.err(
+                span,
+                format!(
+                    "[D_OP_INCOMPAT] operands have incompatible types: \"{}\" = \"{}\"",
+                    to.name(),
+                    from.name()
+                ),
+            )
+        }
+    }
+
+    /// The storage of a variable, member or element, or of kernel memory, without reading it.
+    fn loc<'e>(&mut self, e: &'e Expr) -> GResult<Loc<'e>> {
+        let var = |class, name: &str, ty: Option<Ty>| Loc::Var {
+            class,
+            name: name.to_string(),
+            keys: Vec::new(),
+            ty,
+            span: e.span,
+        };
+        match &e.kind {
+            ExprKind::Ident(name) => {
+                if builtin(name).is_some() || self.t.env.enums.contains_key(name) {
+                    return self.err(
+                        e.span,
+                        format!(
+                            "[D_OP_WRITE] operator requires a writable variable: {name} is not one"
+                        ),
+                    );
+                }
+                if self.t.inlines.contains_key(name) {
+                    return self.err(
+                        e.span,
+                        format!("[D_OP_WRITE] inline {name} cannot be assigned"),
+                    );
+                }
+                let ty = self.vty(DeclClass::Global, name);
+                Ok(var(DeclClass::Global, name, ty))
+            }
+            ExprKind::SelfVar(name) => {
+                let ty = self.vty(DeclClass::Thread, name);
+                Ok(var(DeclClass::Thread, name, ty))
+            }
+            ExprKind::This(name) => {
+                let ty = self.vty(DeclClass::Local, name);
+                Ok(var(DeclClass::Local, name, ty))
+            }
+            ExprKind::Index(name, keys) => {
+                let ty = self.vty(DeclClass::Global, name);
+                let scalar = self
+                    .t
+                    .var_idx
+                    .contains_key(&(Scope::Global as u32, name.clone()));
+                let base = Loc::Var {
+                    class: DeclClass::Global,
+                    name: name.clone(),
+                    keys: Vec::new(),
+                    ty: ty.clone(),
+                    span: e.span,
+                };
+                match ty {
+                    Some(Ty::Array(..)) => self.subscript(base, keys, e.span),
+                    Some(Ty::Ptr(_)) if scalar => self.subscript(base, keys, e.span),
+                    _ => self.assoc_keys(base, keys, e.span),
+                }
+            }
+            ExprKind::Subscript(b, keys) => {
+                let base = if is_place(b) {
+                    self.loc(b)?
+                } else {
+                    let (r, ty) = self.expr(b)?;
+                    Loc::Val { reg: r, ty }
+                };
+                match base.ty() {
+                    Ty::Array(..) | Ty::Ptr(_) => self.subscript(base, keys, e.span),
+                    _ => self.assoc_keys(base, keys, e.span),
+                }
+            }
+            ExprKind::Member(b, m) => {
+                let base = self.loc(b)?;
+                self.member(base, m, e.span)
+            }
+            ExprKind::Arrow(b, m) => {
+                let (r, ty) = self.expr(b)?;
+                let pointee = match &ty {
+                    Ty::Ptr(p) if matches!(**p, Ty::Sou(..)) => (**p).clone(),
+                    _ => {
+                        return self.err(
+                            e.span,
+                            format!(
+                                "[D_OP_PTR] operator -> must be applied to a pointer to a struct or union, not {}",
+                                ty.name()
+                            ),
+                        )
+                    }
+                };
+                self.member(
+                    Loc::Mem {
+                        addr: r,
+                        ty: pointee,
+                    },
+                    m,
+                    e.span,
+                )
+            }
+            ExprKind::Unary(UnOp::Deref, p) => {
+                let (r, ty) = self.expr(p)?;
+                match ty {
+                    Ty::Ptr(t) if *t == Ty::Void => {
+                        self.err(e.span, "[D_DEREF_VOID] cannot dereference a void pointer")
+                    }
+                    Ty::Ptr(t) => Ok(Loc::Mem { addr: r, ty: *t }),
+                    _ => self.err(
+                        e.span,
+                        format!(
+                            "[D_DEREF_NONPTR] cannot dereference a {}: cast it to a pointer type",
+                            ty.name()
+                        ),
+                    ),
+                }
+            }
+            _ => self.err(
+                e.span,
+                "[D_OP_LVAL] operator requires a modifiable lvalue as an operand",
+            ),
+        }
+    }
+
+    /// The declared or learned type of a variable path; `None` (and `assumed` noted) when
+    /// nothing fixed it yet.
+    fn vty(&mut self, class: DeclClass, name: &str) -> Option<Ty> {
+        self.t.vty.get(&(class, name.to_string())).cloned()
+    }
+
+    /// `base[keys]` of an array or a pointer.
+    fn subscript<'e>(&mut self, base: Loc<'e>, keys: &'e [Expr], span: Span) -> GResult<Loc<'e>> {
+        if keys.len() != 1 {
+            return self.err(
+                span,
+                "[D_ARR_BADREF] an array or pointer takes exactly one subscript",
+            );
+        }
+        let k = &keys[0];
+        match base.ty().clone() {
+            Ty::Array(elem, n) => {
+                if let Some(v) = const_eval(k) {
+                    if v < 0 || v as u64 >= n {
+                        return self.err(
+                            k.span,
+                            format!("[D_ARR_BOUNDS] index {v} is out of bounds of an array of {n} elements"),
+                        );
+                    }
+                }
+                match base {
+                    Loc::Var {
+                        class,
+                        name,
+                        mut keys,
+                        span: _,
+                        ..
+                    } => {
+                        keys.push(KeyPart::Index(k, n));
+                        Ok(Loc::Var {
+                            class,
+                            name,
+                            keys,
+                            ty: Some(*elem),
+                            span,
+                        })
+                    }
+                    Loc::Mem { addr, .. } => {
+                        let size = self.t.env.size(&elem, self.t.strsize as u64);
+                        let (ri, ti) = self.expr(k)?;
+                        self.need_int(&ti, k.span, "an array subscript")?;
+                        self.scale_add(addr, ri, size, span)?;
+                        Ok(Loc::Mem { addr, ty: *elem })
+                    }
+                    Loc::Val { .. } | Loc::MemBits { .. } => {
+                        self.err(span, "internal error: array value")
+                    }
+                }
+            }
+            Ty::Ptr(p) => {
+                let (addr, _) = self.load_loc(base, span)?;
+                if *p == Ty::Void {
+                    return self.err(span, "[D_DEREF_VOID] cannot dereference a void pointer");
+                }
+                let size = self.t.env.size(&p, self.t.strsize as u64);
+                let (ri, ti) = self.expr(k)?;
+                self.need_int(&ti, k.span, "a pointer subscript")?;
+                self.scale_add(addr, ri, size, span)?;
+                Ok(Loc::Mem { addr, ty: *p })
+            }
+            _ => self.err(span, "internal error: subscript of a non-array"),
+        }
+    }
+
+    /// `addr += idx * size`; releases `idx`.
+    fn scale_add(&mut self, addr: u8, idx: u8, size: u64, span: Span) -> GResult<()> {
+        if size != 1 {
+            let rs = self.reg(span)?;
+            self.load_const(rs, size);
+            self.emit(Op::Mul, idx, idx, rs, 0);
+            self.release(rs);
+        }
+        self.emit(Op::Add, addr, addr, idx, 0);
+        self.release(idx);
+        Ok(())
+    }
+
+    /// `base[keys]` of an associative array (global, or thread-local `self->a[k]`).
+    fn assoc_keys<'e>(&mut self, base: Loc<'e>, keys: &'e [Expr], span: Span) -> GResult<Loc<'e>> {
+        match base {
+            Loc::Var {
+                class,
+                name,
+                keys: mut ks,
+                ..
+            } if ks.is_empty() => {
+                if class == DeclClass::Local {
+                    return self.err(
+                        span,
+                        "[D_ARR_LOCAL] clause-local variables cannot be associative arrays",
+                    );
+                }
+                let decl = self.t.decl_keys.get(&(class, name.clone())).cloned();
+                if let Some(want) = &decl {
+                    if want.len() != keys.len() {
+                        return self.err(
+                            span,
+                            format!(
+                                "[D_ARR_BADREF] {name}[] is declared with {} key(s), used with {}",
+                                want.len(),
+                                keys.len()
+                            ),
+                        );
+                    }
+                }
+                for (i, k) in keys.iter().enumerate() {
+                    ks.push(KeyPart::Key(k, decl.as_ref().map(|d| d[i].clone())));
+                }
+                let ty = self.vty(class, &name);
+                Ok(Loc::Var {
+                    class,
+                    name,
+                    keys: ks,
+                    ty,
+                    span,
+                })
+            }
+            b => self.err(
+                span,
+                format!(
+                    "[D_ARR_BADREF] cannot subscript a {}: it is not an array, a pointer or an associative array",
+                    b.ty().name()
+                ),
+            ),
+        }
+    }
+
+    /// `base.member`.
+    fn member<'e>(&mut self, base: Loc<'e>, m: &str, span: Span) -> GResult<Loc<'e>> {
+        let bty = base.ty().clone();
+        let mem = match &bty {
+            Ty::Sou(..) => match self.t.env.member(&bty, m) {
+                Some(x) => x.clone(),
+                None => {
+                    return self.err(
+                        span,
+                        format!("[D_TYPE_MEMBER] {m} is not a member of {}", bty.name()),
+                    )
+                }
+            },
+            _ => {
+                return self.err(
+                    span,
+                    format!(
+                        "[D_OP_SOU] operator . must be applied to a struct or union, not {}",
+                        bty.name()
+                    ),
+                )
+            }
+        };
+        match base {
+            Loc::Var {
+                class, name, keys, ..
+            } => {
+                let path = format!("{name}.{m}");
+                if let Some((_, w)) = mem.bits {
+                    let signed = mem.ty.signed();
+                    self.t.bitfields.insert((class, path.clone()), (w, signed));
+                }
+                Ok(Loc::Var {
+                    class,
+                    name: path,
+                    keys,
+                    ty: Some(mem.ty),
+                    span,
+                })
+            }
+            Loc::Mem { addr, .. } | Loc::MemBits { addr, .. } => {
+                if mem.off != 0 {
+                    let r = self.reg(span)?;
+                    self.load_const(r, mem.off);
+                    self.emit(Op::Add, addr, addr, r, 0);
+                    self.release(r);
+                }
+                Ok(match mem.bits {
+                    Some((shift, width)) => Loc::MemBits {
+                        addr,
+                        ty: mem.ty,
+                        shift,
+                        width,
+                    },
+                    None => Loc::Mem { addr, ty: mem.ty },
+                })
+            }
+            Loc::Val { .. } => self.err(span, "internal error: member of a value"),
+        }
+    }
+
+    /// Turn a scalar or string location into a place: evaluate its keys and indices.
+    fn place(&mut self, l: Loc<'_>, read: bool) -> GResult<(Place, Ty)> {
+        match l {
+            Loc::Mem { addr, ty } => Ok((Place::Mem(addr), ty)),
+            Loc::MemBits {
+                addr,
+                ty,
+                shift,
+                width,
+            } => Ok((
+                Place::Bits {
+                    inner: Box::new(Place::Mem(addr)),
+                    shift,
+                    width,
+                    signed: ty.signed(),
+                },
+                ty,
+            )),
+            Loc::Val { reg, ty } => Ok((Place::Val(reg), ty)),
+            Loc::Var {
+                class,
+                name,
+                keys,
+                ty,
+                span,
+            } => {
+                let base = name.split(['.', '[']).next().unwrap_or(&name).to_string();
+                if read
+                    && !self.t.assigned.contains(&(class, base.clone()))
+                    && !self.t.declared.contains_key(&(class, base.clone()))
+                {
+                    let what = match class {
+                        DeclClass::Global => base.to_string(),
+                        DeclClass::Thread => format!("self->{base}"),
+                        DeclClass::Local => format!("this->{base}"),
+                    };
+                    return self.err(
+                        span,
+                        format!("[D_IDENT_UNDEF] failed to resolve {what}: it is never assigned or declared"),
+                    );
+                }
+                let ty = match ty {
+                    Some(t) => t,
+                    None => {
+                        self.t.assumed = true;
+                        I64
+                    }
+                };
+                let assoc = keys.iter().any(|k| matches!(k, KeyPart::Key(..)));
+                match self.t.shapes.get(&(class, name.clone())) {
+                    Some(&(was, at)) if was != assoc => {
+                        let first = CompileError::at(self.src, self.input, at, "");
+                        let what = if was { "an array" } else { "a scalar" };
+                        let now = if assoc { "an array" } else { "a scalar" };
+                        return self.err(
+                            span,
+                            format!(
+                                "[D_ARR_BADREF] {} is {what} at {}:{}, {now} here",
+                                match class {
+                                    DeclClass::Global => name.clone(),
+                                    DeclClass::Thread => format!("self->{name}"),
+                                    DeclClass::Local => format!("this->{name}"),
+                                },
+                                first.line,
+                                first.col
+                            ),
+                        );
+                    }
+                    Some(_) => {}
+                    None => {
+                        self.t.shapes.insert((class, name.clone()), (assoc, span));
+                    }
+                }
+                // A string global or thread-local lives in the dynamic memory like an array
+                // element (the kernel keeps no string space for scalars): `s` is `s[0]`,
+                // `self->s` is keyed by the thread.
+                if let Some(&(width, signed)) = self.t.bitfields.get(&(class, name.clone())) {
+                    let l = Loc::Var {
+                        class,
+                        name: name.clone(),
+                        keys,
+                        ty: Some(ty.clone()),
+                        span,
+                    };
+                    self.t.bitfields.remove(&(class, name.clone()));
+                    let r = self.place(l, read);
+                    self.t.bitfields.insert((class, name), (width, signed));
+                    let (inner, ty) = r?;
+                    let p = Place::Bits {
+                        inner: Box::new(inner),
+                        shift: 0,
+                        width,
+                        signed,
+                    };
+                    return Ok((p, ty));
+                }
+                let string_scalar = keys.is_empty() && ty == Ty::Str && class != DeclClass::Local;
+                if keys.is_empty() && !string_scalar {
+                    let p = match class {
+                        DeclClass::Global => {
+                            if self
+                                .t
+                                .var_idx
+                                .contains_key(&(Scope::Assoc as u32, name.clone()))
+                            {
+                                return self.err(
+                                    span,
+                                    format!("[D_ARR_BADREF] '{name}' is an array elsewhere, a scalar here"),
+                                );
+                            }
+                            Place::Global(self.var(Scope::Global, &name))
+                        }
+                        DeclClass::Thread => Place::Thread(self.var(Scope::Thread, &name)),
+                        DeclClass::Local => Place::Local(self.local(&name)),
+                    };
+                    return Ok((p, ty));
+                }
+                if class == DeclClass::Local {
+                    return self.local_element(&name, &keys, ty, span);
+                }
+                let vname = match class {
+                    DeclClass::Thread => format!("self->{name}"),
+                    _ => name.clone(),
+                };
+                if class == DeclClass::Global
+                    && !string_scalar
+                    && self
+                        .t
+                        .var_idx
+                        .contains_key(&(Scope::Global as u32, name.clone()))
+                {
+                    return self.err(
+                        span,
+                        format!("[D_ARR_BADREF] '{name}' is a scalar elsewhere, an array here"),
+                    );
+                }
+                let id = self.var(Scope::Assoc, &vname);
+                self.t.vars[id as usize].string = ty == Ty::Str;
+                let mut regs = Vec::new();
+                if class == DeclClass::Thread {
+                    let r = self.reg(span)?;
+                    self.emit(Op::Ldb, r, 0, 0, act::Builtin::Tid as u32);
+                    regs.push((r, I32));
+                } else if string_scalar {
+                    let r = self.reg(span)?;
+                    self.emit(Op::Ldi, r, 0, 0, 0);
+                    regs.push((r, I32));
+                }
+                for k in &keys {
+                    let (r, kt) = self.key_part(k)?;
+                    regs.push((r, kt));
+                }
+                self.check_keys(id, &regs, &keys, span)?;
+                Ok((Place::Assoc { id, keys: regs }, ty))
+            }
+        }
+    }
+
+    /// Evaluate one key or index (bounds-checked at run time).
+    fn key_part(&mut self, k: &KeyPart<'_>) -> GResult<(u8, Ty)> {
+        match k {
+            KeyPart::Key(e, want) => {
+                let (r, t) = self.expr(e)?;
+                if matches!(t, Ty::Void | Ty::Sou(..) | Ty::Array(..)) {
+                    return self.err(
+                        e.span,
+                        format!("[D_KEY_TYPE] invalid key type {}", t.name()),
+                    );
+                }
+                if let Some(w) = want {
+                    if (*w == Ty::Str) != (t == Ty::Str) {
+                        return self.err(
+                            e.span,
+                            format!(
+                                "[D_ARR_BADREF] key is declared {}, used with {}",
+                                w.name(),
+                                t.name()
+                            ),
+                        );
+                    }
+                }
+                Ok((r, t))
+            }
+            KeyPart::Index(e, n) => {
+                let (r, t) = self.expr(e)?;
+                self.need_int(&t, e.span, "an array subscript")?;
+                if const_eval(e).is_none() {
+                    self.emit(Op::Chkb, 0, r, 0, *n as u32);
+                }
+                Ok((r, I64))
+            }
+        }
+    }
+
+    /// An element of a clause-local array: one local per element, chosen by a chain of
+    /// compares when the index is not a constant.
+    fn local_element(
+        &mut self,
+        name: &str,
+        keys: &[KeyPart<'_>],
+        ty: Ty,
+        span: Span,
+    ) -> GResult<(Place, Ty)> {
+        let mut consts = Vec::new();
+        let mut dims = Vec::new();
+        for k in keys {
+            match k {
+                KeyPart::Index(e, n) => {
+                    consts.push(const_eval(e));
+                    dims.push((*e, *n));
+                }
+                KeyPart::Key(..) => {
+                    return self.err(
+                        span,
+                        "[D_ARR_LOCAL] clause-local variables cannot be associative arrays",
+                    )
+                }
+            }
+        }
+        if consts.iter().all(|c| c.is_some()) {
+            let idx: String = consts
+                .iter()
+                .map(|c| format!("[{}]", c.unwrap_or(0)))
+                .collect();
+            return Ok((Place::Local(self.local(&format!("{name}{idx}"))), ty));
+        }
+        if dims.len() != 1 {
+            return self.err(
+                span,
+                "clause-local arrays of several dimensions take constant subscripts",
+            );
+        }
+        let (e, n) = dims[0];
+        if n > 64 {
+            return self.err(
+                e.span,
+                "clause-local arrays of more than 64 elements take constant subscripts",
+            );
+        }
+        let (r, t) = self.expr(e)?;
+        self.need_int(&t, e.span, "an array subscript")?;
+        self.emit(Op::Chkb, 0, r, 0, n as u32);
+        let slots = (0..n)
+            .map(|i| self.local(&format!("{name}[{i}]")))
+            .collect();
+        Ok((Place::LocalArr { slots, idx: r }, ty))
+    }
+
+    /// Check the key registers against array `id`'s layout (fixed by its first use).
+    fn check_keys(
+        &mut self,
+        id: u32,
+        regs: &[(u8, Ty)],
+        keys: &[KeyPart<'_>],
+        span: Span,
+    ) -> GResult<()> {
+        if regs.len() > act::MAX_KEYS {
+            return self.err(span, format!("too many keys (at most {})", act::MAX_KEYS));
+        }
+        let kinds: Vec<KeyKind> = regs.iter().map(|(_, t)| t.key_kind()).collect();
+        let name = self.t.vars[id as usize].name.clone();
+        let skip = regs.len() - keys.len();
+        match &self.t.vars[id as usize].keys {
+            None => self.t.vars[id as usize].keys = Some(kinds),
+            Some(want) => {
+                if want.len() != kinds.len() {
+                    return self.err(
+                        span,
+                        format!(
+                            "{name}[] has {} key(s) elsewhere, {} here",
+                            want.len() - skip,
+                            kinds.len() - skip
+                        ),
+                    );
+                }
+                for (i, (w, k)) in want.iter().zip(&kinds).enumerate() {
+                    if w != k {
+                        let at = match keys.get(i.wrapping_sub(skip)) {
+                            Some(KeyPart::Key(e, _)) | Some(KeyPart::Index(e, _)) => e.span,
+                            None => span,
+                        };
+                        return self.err(
+                            at,
+                            format!(
+                                "key {} of {name}[] is {} elsewhere, {} here",
+                                i + 1 - skip,
+                                w.name(),
+                                k.name()
+                            ),
+                        );
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Read a place into a new register (the place's key registers stay allocated).
+    fn load_place(&mut self, p: &Place, ty: &Ty, span: Span) -> GResult<u8> {
+        if matches!(ty, Ty::Sou(..)) {
+            return self.err(
+                span,
+                format!(
+                    "[D_OP_SOU] a {} can only be assigned or accessed by member",
+                    ty.name()
+                ),
+            );
+        }
+        if ty == &Ty::Str && !matches!(p, Place::Local(_) | Place::LocalArr { .. } | Place::Val(_))
+        {
+            if let Place::Mem(_) = p {
+                return self.err(
+                    span,
+                    "cannot read a string from kernel memory: use stringof()",
+                );
+            }
+        }
+        if let Place::Bits {
+            inner,
+            shift,
+            width,
+            signed,
+        } = p
+        {
+            let rd = self.load_place(inner, ty, span)?;
+            if let Place::Mem(_) = **inner {
+                self.extract_bits(rd, *shift, *width, *signed, span)?;
+            }
+            return Ok(rd);
+        }
+        let rd = self.reg(span)?;
+        match p {
+            Place::Bits { .. } => {}
+            Place::Global(id) => {
+                self.emit(Op::Ldgs, rd, 0, 0, *id);
+            }
+            Place::Thread(id) => {
+                self.emit(Op::Ldts, rd, 0, 0, *id);
+            }
+            Place::Local(slot) => {
+                self.emit(Op::Ldls, rd, 0, 0, *slot);
+            }
+            Place::Assoc { id, keys } => {
+                self.push_keys(keys);
+                self.emit(Op::Ldgaa, rd, 0, 0, *id);
+            }
+            Place::LocalArr { slots, idx } => {
+                let rt = self.reg(span)?;
+                let mut ends = Vec::new();
+                for (i, slot) in slots.iter().enumerate() {
+                    self.load_const(rt, i as u64);
+                    self.emit(Op::Eq, rt, rt, *idx, 0);
+                    let skip = self.emit(Op::Bz, 0, rt, 0, 0);
+                    self.emit(Op::Ldls, rd, 0, 0, *slot);
+                    ends.push(self.emit(Op::Ba, 0, 0, 0, 0));
+                    self.patch(skip);
+                }
+                // Not reached: the index was bounds-checked.
+                self.emit(Op::Ldi, rd, 0, 0, 0);
+                for j in ends {
+                    self.patch(j);
+                }
+                self.release(rt);
+            }
+            Place::Mem(addr) => {
+                let o = match ty {
+                    Ty::Int {
+                        size: 1,
+                        signed: true,
+                    } => Op::Ldsb,
+                    Ty::Int { size: 1, .. } => Op::Ldub,
+                    Ty::Int {
+                        size: 2,
+                        signed: true,
+                    } => Op::Ldsh,
+                    Ty::Int { size: 2, .. } => Op::Lduh,
+                    Ty::Int {
+                        size: 4,
+                        signed: true,
+                    } => Op::Ldsw,
+                    Ty::Int { size: 4, .. } => Op::Lduw,
+                    Ty::Int { .. } | Ty::Ptr(_) => Op::Ldx,
+                    Ty::Array(e, n) if matches!(**e, Ty::Int { size: 1, .. }) => {
+                        // A char array in memory is a string, as in D, of at most its length.
+                        self.emit(Op::Kstr, rd, *addr, 0, (*n as u32) << 1);
+                        return Ok(rd);
+                    }
+                    Ty::Array(..) => {
+                        // An array in memory reads as the address of its first element.
+                        self.emit(Op::Mov, rd, *addr, 0, 0);
+                        return Ok(rd);
+                    }
+                    _ => {
+                        return self.err(
+                            span,
+                            format!("cannot read a {} from kernel memory", ty.name()),
+                        )
+                    }
+                };
+                self.emit(o, rd, *addr, 0, 0);
+            }
+            Place::Val(r) => {
+                self.emit(Op::Mov, rd, *r, 0, 0);
+            }
+        }
+        if ty == &Ty::Str && matches!(p, Place::Local(_) | Place::LocalArr { .. }) {
+            // A clause-local string not assigned in this clause is "", not a bad reference.
+            let j = self.emit(Op::Bnz, 0, rd, 0, 0);
+            self.emit(Op::Sets, rd, 0, 0, 0);
+            self.patch(j);
+        }
+        Ok(rd)
+    }
+
+    /// Store register `rv` (already of the place's type) into a place.
+    fn store_place(&mut self, p: &Place, rv: u8, span: Span) -> GResult<()> {
+        match p {
+            Place::Bits {
+                inner,
+                width,
+                signed,
+                ..
+            } => {
+                if !matches!(**inner, Place::Mem(_)) {
+                    self.extract_bits(rv, 0, *width, *signed, span)?;
+                }
+                return self.store_place(inner, rv, span);
+            }
+            Place::Global(id) => {
+                self.emit(Op::Stgs, 0, rv, 0, *id);
+            }
+            Place::Thread(id) => {
+                self.emit(Op::Stts, 0, rv, 0, *id);
+            }
+            Place::Local(slot) => {
+                self.emit(Op::Stls, 0, rv, 0, *slot);
+            }
+            Place::Assoc { id, keys } => {
+                self.push_keys(keys);
+                self.emit(Op::Stgaa, 0, rv, 0, *id);
+            }
+            Place::LocalArr { slots, idx } => {
+                let rt = self.reg(span)?;
+                let mut ends = Vec::new();
+                for (i, slot) in slots.iter().enumerate() {
+                    self.load_const(rt, i as u64);
+                    self.emit(Op::Eq, rt, rt, *idx, 0);
+                    let skip = self.emit(Op::Bz, 0, rt, 0, 0);
+                    self.emit(Op::Stls, 0, rv, 0, *slot);
+                    ends.push(self.emit(Op::Ba, 0, 0, 0, 0));
+                    self.patch(skip);
+                }
+                self.emit(Op::Nop, 0, 0, 0, 0);
+                for j in ends {
+                    self.patch(j);
+                }
+                self.release(rt);
+            }
+            Place::Mem(_) | Place::Val(_) => {
+                return self.err(
+                    span,
+                    "[D_OP_WRITE] operator requires a writable variable: kernel memory cannot be modified",
+                )
+            }
+        }
+        Ok(())
+    }
+
+    fn release_place(&mut self, p: &Place) {
+        match p {
+            Place::Assoc { keys, .. } => {
+                let k = keys.clone();
+                self.release_all(&k);
+            }
+            Place::LocalArr { idx, .. } => self.release(*idx),
+            Place::Mem(r) | Place::Val(r) => self.release(*r),
+            Place::Bits { inner, .. } => self.release_place(inner),
+            _ => {}
+        }
+    }
+
+    /// Narrow `r` to the `width` bits at `shift` (sign-extended when `signed`).
+    fn extract_bits(
+        &mut self,
+        r: u8,
+        shift: u8,
+        width: u8,
+        signed: bool,
+        span: Span,
+    ) -> GResult<()> {
+        if width >= 64 {
+            return Ok(());
+        }
+        let t = self.reg(span)?;
+        self.load_const(t, 64 - shift as u64 - width as u64);
+        self.emit(Op::Sll, r, r, t, 0);
+        self.load_const(t, 64 - width as u64);
+        self.emit(if signed { Op::Sra } else { Op::Srl }, r, r, t, 0);
+        self.release(t);
+        Ok(())
+    }
+
+    /// Read a location into a register.
+    fn load_loc(&mut self, l: Loc<'_>, span: Span) -> GResult<(u8, Ty)> {
+        let (p, ty) = self.place(l, true)?;
+        let r = self.load_place(&p, &ty, span)?;
+        self.release_place(&p);
+        let ty = match ty {
+            Ty::Array(elem, _) if matches!(*elem, Ty::Int { size: 1, .. }) => Ty::Str,
+            Ty::Array(elem, _) => Ty::Ptr(elem),
+            t => t,
+        };
+        Ok((r, ty))
+    }
+
+    /// Read a variable, member, element or memory location.
+    fn rvalue(&mut self, e: &Expr) -> GResult<(u8, Ty)> {
+        let l = self.loc(e)?;
+        if let Loc::Var {
+            ty: Some(Ty::Array(..)),
+            ..
+        } = &l
+        {
+            return self.err(
+                e.span,
+                "[D_OP_ARRFUN] an array variable can only be used with a subscript",
+            );
+        }
+        self.load_loc(l, e.span)
+    }
+
+    /// Fix the type of a variable at its first assignment, or check the assignment against it.
+    fn fix_type(&mut self, l: &Loc<'_>, from: &Ty, span: Span, lit0: bool) -> GResult<Ty> {
+        if let Loc::Var {
+            class, name, ty, ..
+        } = l
+        {
+            match ty {
+                Some(t) => {
+                    self.check_compat(t, from, span, Some(lit0))?;
+                    Ok(t.clone())
+                }
+                None => {
+                    if matches!(from, Ty::Void) {
+                        return self.err(span, "[D_OP_VFPTR] cannot assign a void value");
+                    }
+                    self.t.vty.insert((*class, name.clone()), from.clone());
+                    Ok(from.clone())
+                }
+            }
+        } else {
+            Ok(l.ty().clone())
+        }
+    }
+
     fn assign(
         &mut self,
         op: Option<BinOp>,
@@ -643,53 +1591,41 @@ impl<'a> Gen<'a> {
         rhs: &Expr,
         span: Span,
     ) -> GResult<(u8, Ty)> {
-        // Keys are evaluated once, before the value.
-        let (id, keyregs) = match &lhs.kind {
-            ExprKind::Index(name, keys) => {
-                let id = self.var(Scope::Assoc, name);
-                if self
-                    .t
-                    .var_idx
-                    .contains_key(&(Scope::Global as u32, name.clone()))
-                {
-                    return self.err(
-                        lhs.span,
-                        format!("'{name}' is a scalar elsewhere, an array here"),
-                    );
-                }
-                (id, self.keys(id, keys, lhs.span)?)
+        if let ExprKind::Ident(name) = &lhs.kind {
+            if builtin(name).is_some() {
+                return self.err(
+                    lhs.span,
+                    format!("[D_OP_WRITE] cannot assign to built-in variable '{name}'"),
+                );
             }
-            _ => (0, vec![]),
-        };
+        }
+        let mut l = self.loc(lhs)?;
+        if op.is_none() {
+            if l.ty_opt().is_none() && self.is_storage(rhs) {
+                // `this->p = g` with g a struct: the new variable takes its type.
+                if let t @ Ty::Sou(..) = self.type_of(rhs)? {
+                    self.fix_type(&l, &t, rhs.span, false)?;
+                    if let Loc::Var { ty, .. } = &mut l {
+                        *ty = Some(t);
+                    }
+                }
+            }
+            if let Some(t @ Ty::Sou(..)) = l.ty_opt() {
+                return self.assign_sou(l, &t, rhs, span);
+            }
+        }
+        if let Some(Ty::Array(..)) = l.ty_opt() {
+            return self.err(lhs.span, "[D_OP_ARRFUN] cannot assign to an array");
+        }
+        // Keys are evaluated once, before the value.
+        let is_new = l.ty_opt().is_none();
+        let (p, cur_ty) = self.place(l.clone_shallow(), op.is_some())?;
         let (rv, tv) = match op {
             None => self.expr(rhs)?,
             Some(bop) => {
-                let cur = Expr {
-                    kind: lhs.kind.clone(),
-                    span: lhs.span,
-                };
-                // Re-reading an array element needs the keys pushed again: load by hand.
-                let (rc, tc) = if let ExprKind::Index(..) = lhs.kind {
-                    self.push_keys(&keyregs);
-                    let r = self.reg(lhs.span)?;
-                    self.emit(Op::Ldgaa, r, 0, 0, id);
-                    (r, self.t.vars[id as usize].ty.clone().unwrap_or(I64))
-                } else {
-                    if let ExprKind::Ident(n) | ExprKind::SelfVar(n) = &lhs.kind {
-                        // A compound assignment to a never-assigned variable starts at 0.
-                        let scope = if matches!(lhs.kind, ExprKind::Ident(_)) {
-                            Scope::Global
-                        } else {
-                            Scope::Thread
-                        };
-                        if builtin(n).is_none() {
-                            self.var(scope, n);
-                        }
-                    }
-                    self.expr(&cur)?
-                };
+                let rc = self.load_place(&p, &cur_ty, lhs.span)?;
                 let (rr, tr) = self.expr(rhs)?;
-                let res = self.binary_regs(bop, rc, &tc, rr, &tr, span);
+                let res = self.binary_regs(bop, rc, &cur_ty, rr, &tr, span);
                 self.release(rr);
                 res?
             }
@@ -697,96 +1633,84 @@ impl<'a> Gen<'a> {
         if tv == Ty::Stack {
             return self.err(rhs.span, STACK_USE);
         }
-        let store_ty = |v: &Option<Ty>| v.clone();
-        match &lhs.kind {
-            ExprKind::Ident(name) => {
-                if builtin(name).is_some() {
-                    return self.err(
-                        lhs.span,
-                        format!("cannot assign to built-in variable '{name}'"),
-                    );
-                }
-                if self
-                    .t
-                    .var_idx
-                    .contains_key(&(Scope::Assoc as u32, name.clone()))
-                {
-                    return self.err(
-                        lhs.span,
-                        format!("'{name}' is an array elsewhere, a scalar here"),
-                    );
-                }
-                if tv == Ty::Str {
-                    return self.err(
-                        rhs.span,
-                        "global variables hold integers only: string values are not supported (use this-> for strings)",
-                    );
-                }
-                let id = self.var(Scope::Global, name);
-                let ty = store_ty(&self.t.vars[id as usize].ty).unwrap_or_else(|| tv.clone());
-                self.t.vars[id as usize].ty = Some(ty.clone());
-                self.normalize(rv, &ty);
-                self.emit(Op::Stgs, 0, rv, 0, id);
-                Ok((rv, ty))
+        let lit0 = matches!(rhs.kind, ExprKind::Int(0, _));
+        let ty = if is_new && op.is_some() {
+            // `x += 1` on a never-assigned variable: it starts at 0 of the result's type.
+            self.fix_type(&l, &tv, rhs.span, lit0)?
+        } else {
+            self.fix_type(&l, &tv, rhs.span, lit0)?
+        };
+        self.normalize(rv, &ty);
+        self.store_place(&p, rv, span)?;
+        self.release_place(&p);
+        Ok((rv, ty))
+    }
+
+    /// `a = b` of a struct or union: member by member.
+    fn assign_sou(&mut self, l: Loc<'_>, ty: &Ty, rhs: &Expr, span: Span) -> GResult<(u8, Ty)> {
+        let src_ty = self.type_of(rhs)?;
+        self.check_compat(ty, &src_ty, rhs.span, None)?;
+        let Loc::Var { .. } = &l else {
+            return self.err(
+                span,
+                "[D_OP_WRITE] operator requires a writable variable: kernel memory cannot be modified",
+            );
+        };
+        let leaves = sou_leaves(&self.t.env, ty);
+        for (path, _off, _lty) in leaves {
+            // Each member of the source (a variable path, or memory at its offset) into the
+            // same member of the destination.
+            let mut src = self.loc(rhs)?;
+            let mut dst = l.clone_shallow();
+            for seg in path.split('.').skip(1) {
+                src = self.member(src, seg, span)?;
+                dst = self.member(dst, seg, span)?;
             }
-            ExprKind::SelfVar(name) => {
-                if tv == Ty::Str {
-                    return self.err(
-                        rhs.span,
-                        "thread-local variables hold integers only: string values are not supported",
-                    );
-                }
-                let id = self.var(Scope::Thread, name);
-                let ty = store_ty(&self.t.vars[id as usize].ty).unwrap_or_else(|| tv.clone());
-                self.t.vars[id as usize].ty = Some(ty.clone());
-                self.normalize(rv, &ty);
-                self.emit(Op::Stts, 0, rv, 0, id);
-                Ok((rv, ty))
-            }
-            ExprKind::This(name) => {
-                let slot = self.local(name);
-                let cur = self.t.locals[name].1.clone();
-                let ty = match cur {
-                    None => tv.clone(),
-                    Some(t) => {
-                        if (t == Ty::Str) != (tv == Ty::Str) {
-                            return self.err(
-                                rhs.span,
-                                format!(
-                                    "this->{name} is {}, assigned a {} here",
-                                    t.name(),
-                                    tv.name()
-                                ),
-                            );
-                        }
-                        t
-                    }
-                };
-                self.t
-                    .locals
-                    .get_mut(name)
-                    .expect("local was just created")
-                    .1 = Some(ty.clone());
-                self.normalize(rv, &ty);
-                self.emit(Op::Stls, 0, rv, 0, slot);
-                Ok((rv, ty))
-            }
-            ExprKind::Index(name, _) => {
-                if tv == Ty::Str {
-                    return self.err(
-                        rhs.span,
-                        format!("{name}[] holds integers only: string values are not supported"),
-                    );
-                }
-                let ty = store_ty(&self.t.vars[id as usize].ty).unwrap_or_else(|| tv.clone());
-                self.t.vars[id as usize].ty = Some(ty.clone());
-                self.normalize(rv, &ty);
-                self.push_keys(&keyregs);
-                self.emit(Op::Stgaa, 0, rv, 0, id);
-                self.release_all(&keyregs);
-                Ok((rv, ty))
-            }
-            _ => self.err(lhs.span, "cannot assign to this expression"),
+            let (rv, _) = self.load_loc(src, span)?;
+            let (p, t) = self.place(dst, false)?;
+            self.normalize(rv, &t);
+            self.store_place(&p, rv, span)?;
+            self.release_place(&p);
+            self.release(rv);
+        }
+        let r = self.reg(span)?;
+        Ok((r, I64))
+    }
+
+    /// `++x`, `x++`, `--x`, `x--` on any modifiable lvalue.
+    fn incdec(&mut self, pre: bool, inc: bool, target: &Expr, span: Span) -> GResult<(u8, Ty)> {
+        let l = self.loc(target)?;
+        let (p, ty) = self.place(l.clone_shallow(), true)?;
+        if !ty.is_scalar() {
+            return self.err(
+                target.span,
+                format!(
+                    "[D_OP_SCALAR] operator {} requires an operand of scalar type, not {}",
+                    if inc { "++" } else { "--" },
+                    ty.name()
+                ),
+            );
+        }
+        if l.ty_opt().is_none() {
+            self.fix_type(&l, &ty, span, false)?;
+        }
+        let old = self.load_place(&p, &ty, target.span)?;
+        let new = self.reg(span)?;
+        let step = match &ty {
+            Ty::Ptr(pt) => self.t.env.size(pt, self.t.strsize as u64).max(1),
+            _ => 1,
+        };
+        self.load_const(new, step);
+        self.emit(if inc { Op::Add } else { Op::Sub }, new, old, new, 0);
+        self.normalize(new, &ty);
+        self.store_place(&p, new, span)?;
+        self.release_place(&p);
+        if pre {
+            self.release(old);
+            Ok((new, ty))
+        } else {
+            self.release(new);
+            Ok((old, ty))
         }
     }
 
@@ -838,7 +1762,10 @@ impl<'a> Gen<'a> {
             if args.len() != n {
                 g.err(
                     span,
-                    format!("{name}() takes {n} argument(s), {} given", args.len()),
+                    format!(
+                        "[D_PROTO_LEN] {name}() takes {n} argument(s), {} given",
+                        args.len()
+                    ),
                 )
             } else {
                 Ok(())
@@ -892,14 +1819,12 @@ impl<'a> Gen<'a> {
                     [] => DEFAULT_FRAMES,
                     [e] => match const_eval(e) {
                         Some(v) if (1..=i64::from(MAX_FRAMES)).contains(&v) => v as u32,
-                        _ => {
-                            return self.err(
-                                e.span,
-                                format!(
+                        _ => return self.err(
+                            e.span,
+                            format!(
                                 "stack()'s frame count must be a constant from 1 to {MAX_FRAMES}"
                             ),
-                            )
-                        }
+                        ),
                     },
                     _ => return self.err(span, "stack() takes an optional frame count"),
                 };
@@ -1010,7 +1935,7 @@ impl<'a> Gen<'a> {
                 span,
                 format!("{name}() is an aggregating function: use it as @name[keys] = {name}(...)"),
             ),
-            _ => self.err(span, format!("unknown function '{name}'")),
+            _ => self.err(span, format!("[D_FUNC_UNDEF] unknown function '{name}'")),
         }
     }
 
@@ -1034,6 +1959,36 @@ impl<'a> Gen<'a> {
                 keys,
                 call,
             } => self.agg_stmt(name, *name_span, keys, call),
+            Stmt::If { cond, then, els } => {
+                let (rc, tc) = self.expr(cond)?;
+                if !tc.is_scalar() {
+                    return self.err(
+                        cond.span,
+                        format!(
+                            "[D_OP_SCALAR] the condition of if must be of scalar type, not {}",
+                            tc.name()
+                        ),
+                    );
+                }
+                let j_else = self.emit(Op::Bz, 0, rc, 0, 0);
+                self.release(rc);
+                for s in then {
+                    self.stmt(s)?;
+                }
+                if els.is_empty() {
+                    self.patch(j_else);
+                } else {
+                    let j_end = self.emit(Op::Ba, 0, 0, 0, 0);
+                    self.patch(j_else);
+                    for s in els {
+                        self.stmt(s)?;
+                    }
+                    self.patch(j_end);
+                }
+                Ok(())
+            }
+            // Declarations take effect before code generation (`compile::declare`).
+            Stmt::Decl(_) => Ok(()),
         }
     }
 
@@ -1173,8 +2128,19 @@ impl<'a> Gen<'a> {
         };
         let text = match &f.kind {
             ExprKind::Str(s) => s.clone(),
-            _ => return self.err(f.span, "printf() format must be a string literal"),
+            _ => {
+                return self.err(
+                    f.span,
+                    "[D_PRINTF_ARG_FMT] printf() format must be a string literal",
+                )
+            }
         };
+        if text.is_empty() {
+            return self.err(
+                f.span,
+                "[D_PRINTF_FMT_EMPTY] printf( ) format string is empty",
+            );
+        }
         let pieces = match format::parse(&text, false) {
             Ok(p) => p,
             Err((off, msg)) => {
@@ -1256,7 +2222,7 @@ impl<'a> Gen<'a> {
             None => {
                 return self.err(
                     call.func_span,
-                    format!("unknown aggregating function '{}'", call.func),
+                    format!("[D_AGG_FUNC] unknown aggregating function '{}'", call.func),
                 )
             }
         };
@@ -1329,7 +2295,7 @@ impl<'a> Gen<'a> {
             return self.err(
                 cspan,
                 format!(
-                    "@{name} is used with {}() at {}:{}; it cannot change function or parameters",
+                    "[D_AGG_REDEF] @{name} is used with {}() at {}:{}; it cannot change function or parameters",
                     afunc.name(),
                     first.line,
                     first.col
@@ -1482,4 +2448,193 @@ pub fn const_eval(e: &Expr) -> Option<i64> {
         }
         _ => return None,
     })
+}
+
+static I64_TY: Ty = I64;
+
+/// A key or an index of a variable path.
+#[derive(Clone)]
+pub(super) enum KeyPart<'e> {
+    /// An associative-array key, with its declared type if any.
+    Key(&'e Expr, Option<Ty>),
+    /// An index into a fixed array of the given length.
+    Index(&'e Expr, u64),
+}
+
+/// Where an lvalue is, before its keys are evaluated.
+pub(super) enum Loc<'e> {
+    /// A variable, or a member (`x.a.b`) or element of one: storage class, path, keys,
+    /// type (`None`: not fixed yet).
+    Var {
+        class: DeclClass,
+        name: String,
+        keys: Vec<KeyPart<'e>>,
+        ty: Option<Ty>,
+        span: Span,
+    },
+    /// Kernel memory at the address in a register.
+    Mem { addr: u8, ty: Ty },
+    /// A bit-field in kernel memory: the storage unit (of type `ty`) at `addr`.
+    MemBits {
+        addr: u8,
+        ty: Ty,
+        shift: u8,
+        width: u8,
+    },
+    /// A value in a register (the base of `p[i]` when `p` is not a variable).
+    Val { reg: u8, ty: Ty },
+}
+
+impl<'e> Loc<'e> {
+    fn ty(&self) -> &Ty {
+        match self {
+            Loc::Var { ty, .. } => ty.as_ref().unwrap_or(&I64_TY),
+            Loc::Mem { ty, .. } | Loc::MemBits { ty, .. } | Loc::Val { ty, .. } => ty,
+        }
+    }
+
+    fn ty_opt(&self) -> Option<Ty> {
+        match self {
+            Loc::Var { ty, .. } => ty.clone(),
+            Loc::Mem { ty, .. } | Loc::MemBits { ty, .. } | Loc::Val { ty, .. } => Some(ty.clone()),
+        }
+    }
+
+    fn clone_shallow(&self) -> Loc<'e> {
+        match self {
+            Loc::Var {
+                class,
+                name,
+                keys,
+                ty,
+                span,
+            } => Loc::Var {
+                class: *class,
+                name: name.clone(),
+                keys: keys.clone(),
+                ty: ty.clone(),
+                span: *span,
+            },
+            Loc::Mem { addr, ty } => Loc::Mem {
+                addr: *addr,
+                ty: ty.clone(),
+            },
+            Loc::Val { reg, ty } => Loc::Val {
+                reg: *reg,
+                ty: ty.clone(),
+            },
+            Loc::MemBits {
+                addr,
+                ty,
+                shift,
+                width,
+            } => Loc::MemBits {
+                addr: *addr,
+                ty: ty.clone(),
+                shift: *shift,
+                width: *width,
+            },
+        }
+    }
+}
+
+/// A location with its keys evaluated: what a load or store names.
+pub(super) enum Place {
+    Global(u32),
+    Thread(u32),
+    Local(u32),
+    Assoc {
+        id: u32,
+        keys: Vec<(u8, Ty)>,
+    },
+    LocalArr {
+        slots: Vec<u32>,
+        idx: u8,
+    },
+    Mem(u8),
+    Val(u8),
+    /// A bit-field: in memory, `width` bits at `shift` of the unit; in a variable, a value
+    /// kept narrowed to `width` bits.
+    Bits {
+        inner: Box<Place>,
+        shift: u8,
+        width: u8,
+        signed: bool,
+    },
+}
+
+/// Whether `e` names storage (a variable, member, element or dereference).
+fn is_place(e: &Expr) -> bool {
+    matches!(
+        e.kind,
+        ExprKind::Ident(_)
+            | ExprKind::This(_)
+            | ExprKind::SelfVar(_)
+            | ExprKind::Index(..)
+            | ExprKind::Subscript(..)
+            | ExprKind::Member(..)
+            | ExprKind::Arrow(..)
+            | ExprKind::Unary(UnOp::Deref, _)
+    )
+}
+
+/// Resolve a written type against the declared structs, unions, enums and typedefs.
+pub(super) fn resolve_type(env: &TypeEnv, tn: &TypeName) -> Result<Ty, String> {
+    Ok(match tn {
+        TypeName::Int { size, signed } => Ty::Int {
+            size: *size,
+            signed: *signed,
+        },
+        TypeName::Str => Ty::Str,
+        TypeName::Void => Ty::Void,
+        TypeName::Ptr(p) => match &**p {
+            // A pointer may name a struct that is not defined (yet).
+            TypeName::Sou(n, u) if env.sou(n, *u).is_none() => {
+                return Err(format!(
+                    "[D_TYPE_ERR] {} {n} is not defined",
+                    if *u { "union" } else { "struct" }
+                ))
+            }
+            _ => Ty::Ptr(Box::new(resolve_type(env, p)?)),
+        },
+        TypeName::Sou(n, u) => match env.sou(n, *u) {
+            Some(i) => Ty::Sou(i, env.sous[i].name.clone()),
+            None => {
+                return Err(format!(
+                    "[D_TYPE_ERR] {} {n} is not defined",
+                    if *u { "union" } else { "struct" }
+                ))
+            }
+        },
+        TypeName::Enum(n) => {
+            if !env.enum_tags.contains(n) {
+                return Err(format!("[D_TYPE_ERR] enum {n} is not defined"));
+            }
+            I32
+        }
+        TypeName::Named(n) => match env.typedefs.get(n) {
+            Some(t) => t.clone(),
+            None => return Err(format!("[D_TYPE_ERR] type {n} is not defined")),
+        },
+        TypeName::Array(t, n) => Ty::Array(Box::new(resolve_type(env, t)?), *n),
+    })
+}
+
+/// The scalar and string members of a struct or union, recursively: path (`.a.b`), byte
+/// offset, type. Arrays are not leaves (a struct holding one cannot be copied whole).
+pub(super) fn sou_leaves(env: &TypeEnv, ty: &Ty) -> Vec<(String, u64, Ty)> {
+    let mut out = Vec::new();
+    if let Ty::Sou(i, _) = ty {
+        for m in &env.sous[*i].members {
+            match &m.ty {
+                Ty::Sou(..) => {
+                    for (p, o, t) in sou_leaves(env, &m.ty) {
+                        out.push((format!(".{}{p}", m.name), m.off + o, t));
+                    }
+                }
+                t => out.push((format!(".{}", m.name), m.off, t.clone())),
+            }
+        }
+    }
+    out
 }

@@ -118,7 +118,10 @@ pub fn lex(src: &str) -> Result<Vec<Token>, LexError> {
             loop {
                 match b.get(i) {
                     None | Some(b'\n') => {
-                        return Err((Span::new(start, i), "unterminated string literal".into()))
+                        return Err((
+                            Span::new(start, i),
+                            "[D_STR_NL] unterminated string literal".into(),
+                        ))
                     }
                     Some(b'"') => {
                         i += 1;
@@ -153,7 +156,12 @@ pub fn lex(src: &str) -> Result<Vec<Token>, LexError> {
                     i += 1;
                     ch
                 }
-                _ => return Err((Span::new(start, i + 1), "empty character literal".into())),
+                _ => {
+                    return Err((
+                        Span::new(start, i + 1),
+                        "[D_CHR_NULL] empty character literal".into(),
+                    ))
+                }
             };
             if b.get(i) != Some(&b'\'') {
                 return Err((Span::new(start, i), "unterminated character literal".into()));

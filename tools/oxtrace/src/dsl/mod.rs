@@ -138,6 +138,37 @@ impl CompileOptions {
             xopts: vec![],
         }
     }
+
+    /// Add the macro variables that describe the oxtrace process itself, as dtrace defines
+    /// them for its own process: `$pid`, `$ppid`, `$uid`, `$gid`, `$euid`, `$egid`, `$pgid`,
+    /// `$sid`.
+    pub fn with_process_macros(mut self) -> Self {
+        // SAFETY: these calls take no pointer and cannot fail.
+        let (uid, gid, euid, egid, pgid, sid) = unsafe {
+            (
+                libc::getuid(),
+                libc::getgid(),
+                libc::geteuid(),
+                libc::getegid(),
+                libc::getpgid(0),
+                libc::getsid(0),
+            )
+        };
+        let vals = [
+            ("pid", std::process::id().to_string()),
+            ("ppid", std::os::unix::process::parent_id().to_string()),
+            ("uid", uid.to_string()),
+            ("gid", gid.to_string()),
+            ("euid", euid.to_string()),
+            ("egid", egid.to_string()),
+            ("pgid", pgid.to_string()),
+            ("sid", sid.to_string()),
+        ];
+        for (k, v) in vals {
+            self.macros.entry(k.to_string()).or_insert(v);
+        }
+        self
+    }
 }
 
 /// Compile D source `src` (named `input` in errors: a file name, or `-e`).

@@ -3,7 +3,7 @@
 use super::ast::*;
 use super::error::{CompileError, Span};
 use super::lexer::{Tok, Token};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 /// Macro variables: `$1`.. `$n`, `$target`, `$pid`... by name.
 pub type Macros = HashMap<String, String>;
@@ -15,6 +15,10 @@ pub type Macros = HashMap<String, String>;
 /// end of the stack.
 pub const MAX_DEPTH: usize = 256;
 
+/// Most elements of one array dimension (the run-time bounds check compares with a 32-bit
+/// bound).
+pub const MAX_ARRAY: u64 = 1 << 24;
+
 /// The parser state.
 pub struct Parser<'a> {
     toks: Vec<Token>,
@@ -24,6 +28,8 @@ pub struct Parser<'a> {
     macros: &'a Macros,
     in_pred: bool,
     depth: usize,
+    /// Names declared by `typedef` so far (a cast or declaration may start with one).
+    typedefs: HashSet<String>,
 }
 
 type PResult<T> = Result<T, CompileError>;
@@ -71,7 +77,42 @@ const TYPE_WORDS: &[&str] = &[
     "uid_t",
     "gid_t",
     "off_t",
+    "uchar_t",
+    "ushort_t",
+    "uint_t",
+    "ulong_t",
+    "u_longlong_t",
+    "longlong_t",
+    "u_char",
+    "u_short",
+    "u_int",
+    "u_long",
+    "uint",
+    "ulong",
+    "u_int8_t",
+    "u_int16_t",
+    "u_int32_t",
+    "u_int64_t",
+    "time_t",
+    "clock_t",
+    "id_t",
+    "mode_t",
+    "dev_t",
+    "ino_t",
+    "nlink_t",
+    "caddr_t",
+    "bool",
+    "_Bool",
+    "boolean_t",
+    "struct",
+    "union",
+    "enum",
 ];
+
+/// Whether `w` is a word of a type specifier other than a typedef name.
+fn is_type_word(w: &str) -> bool {
+    TYPE_WORDS.contains(&w)
+}
 
 impl<'a> Parser<'a> {
     /// A parser over `toks` of `src`.
@@ -84,6 +125,7 @@ impl<'a> Parser<'a> {
             macros,
             in_pred: false,
             depth: 0,
+            typedefs: HashSet::new(),
         }
     }
 
@@ -163,7 +205,7 @@ impl<'a> Parser<'a> {
             self.err(
                 t.span,
                 format!(
-                    "syntax error: expected '{p}', found {}",
+                    "[D_SYNTAX] syntax error: expected '{p}', found {}",
                     Self::describe(&t.tok)
                 ),
             )
@@ -178,7 +220,7 @@ impl<'a> Parser<'a> {
                 self.err(
                     sp,
                     format!(
-                        "syntax error: expected a name, found {}",
+                        "[D_SYNTAX] syntax error: expected a name, found {}",
                         Self::describe(&t)
                     ),
                 )
@@ -197,6 +239,10 @@ impl<'a> Parser<'a> {
                     self.bump();
                     items.push(Item::Pragma(text, t.span));
                 }
+                Tok::Punct(";") => {
+                    self.bump();
+                }
+                _ if self.is_decl_start() => self.top_decl(&mut items)?,
                 _ => items.push(Item::Clause(self.clause()?)),
             }
         }
@@ -220,7 +266,7 @@ impl<'a> Parser<'a> {
             if !text.is_empty() && t.span.start != end {
                 return self.err(
                     Span::new(end, t.span.start),
-                    "syntax error: whitespace inside a probe description",
+                    "[D_SYNTAX] syntax error: whitespace inside a probe description",
                 );
             }
             match &t.tok {
@@ -234,7 +280,7 @@ impl<'a> Parser<'a> {
                     return self.err(
                         t.span,
                         format!(
-                            "syntax error: {} in a probe description",
+                            "[D_SYNTAX] syntax error: {} in a probe description",
                             Self::describe(&t.tok)
                         ),
                     )
@@ -249,7 +295,7 @@ impl<'a> Parser<'a> {
             return self.err(
                 t.span,
                 format!(
-                    "syntax error: expected a probe description, found {}",
+                    "[D_SYNTAX] syntax error: expected a probe description, found {}",
                     Self::describe(&t.tok)
                 ),
             );
@@ -288,12 +334,12 @@ impl<'a> Parser<'a> {
             }
             if matches!(self.peek().tok, Tok::Eof) {
                 let sp = self.peek().span;
-                return self.err(sp, "syntax error: expected '}' to close the clause");
+                return self.err(
+                    sp,
+                    "[D_SYNTAX] syntax error: expected '}' to close the clause",
+                );
             }
-            body.push(self.stmt()?);
-            if !self.is("}") {
-                self.expect(";")?;
-            }
+            self.stmt_into(&mut body)?;
         }
         Ok(Clause {
             probes,
@@ -301,6 +347,370 @@ impl<'a> Parser<'a> {
             body,
             span: start.to(head_end),
         })
+    }
+
+    /// One statement (and its terminating `;` where one is needed) appended to `out`; a
+    /// declaration list may append several.
+    fn stmt_into(&mut self, out: &mut Vec<Stmt>) -> PResult<()> {
+        if matches!(&self.peek().tok, Tok::Ident(w) if w == "if") {
+            let s = self.nested(Self::if_stmt)?;
+            out.push(s);
+            return Ok(());
+        }
+        if self.is("{") {
+            let b = self.nested(Self::block)?;
+            out.extend(b);
+            return Ok(());
+        }
+        if self.is_decl_start() {
+            let class = self.decl_class();
+            let (base, _) = self.type_spec(false)?;
+            loop {
+                let d = self.declarator(class, &base)?;
+                out.push(Stmt::Decl(d));
+                if !self.eat(",") {
+                    break;
+                }
+            }
+            if !self.is("}") {
+                self.expect(";")?;
+            }
+            return Ok(());
+        }
+        out.push(self.stmt()?);
+        if !self.is("}") {
+            self.expect(";")?;
+        }
+        Ok(())
+    }
+
+    /// `{ stmts }`.
+    fn block(&mut self) -> PResult<Vec<Stmt>> {
+        self.expect("{")?;
+        let mut body = Vec::new();
+        loop {
+            if self.eat("}") {
+                return Ok(body);
+            }
+            if self.eat(";") {
+                continue;
+            }
+            if matches!(self.peek().tok, Tok::Eof) {
+                let sp = self.peek().span;
+                return self.err(
+                    sp,
+                    "[D_SYNTAX] syntax error: expected '}' to close the block",
+                );
+            }
+            self.stmt_into(&mut body)?;
+        }
+    }
+
+    /// `if (cond) stmt [else stmt]` (DTrace 2).
+    fn if_stmt(&mut self) -> PResult<Stmt> {
+        self.bump();
+        self.expect("(")?;
+        let cond = self.expr()?;
+        self.expect(")")?;
+        let then = self.branch()?;
+        let els = if matches!(&self.peek().tok, Tok::Ident(w) if w == "else") {
+            self.bump();
+            self.branch()?
+        } else {
+            Vec::new()
+        };
+        Ok(Stmt::If { cond, then, els })
+    }
+
+    /// The body of an `if` or `else`: a block or one statement with its `;`.
+    fn branch(&mut self) -> PResult<Vec<Stmt>> {
+        if self.is("{") {
+            return self.block();
+        }
+        let mut v = Vec::new();
+        if matches!(&self.peek().tok, Tok::Ident(w) if w == "if") {
+            v.push(self.nested(Self::if_stmt)?);
+            return Ok(v);
+        }
+        if self.eat(";") {
+            return Ok(v);
+        }
+        v.push(self.stmt()?);
+        if !self.is("}") {
+            self.expect(";")?;
+        }
+        Ok(v)
+    }
+
+    /// Whether a declaration starts here: a type specifier, optionally after `self` or
+    /// `this`, or `typedef`, `inline`.
+    fn is_decl_start(&self) -> bool {
+        match &self.peek().tok {
+            Tok::Ident(w) if w == "self" || w == "this" => {
+                !matches!(self.peek_at(1).tok, Tok::Punct("->")) && self.is_type_start(1)
+            }
+            Tok::Ident(w) if w == "typedef" || w == "inline" => true,
+            _ => self.is_type_start(0),
+        }
+    }
+
+    fn decl_class(&mut self) -> DeclClass {
+        match &self.peek().tok {
+            Tok::Ident(w) if w == "self" => {
+                self.bump();
+                DeclClass::Thread
+            }
+            Tok::Ident(w) if w == "this" => {
+                self.bump();
+                DeclClass::Local
+            }
+            _ => DeclClass::Global,
+        }
+    }
+
+    /// A top-level declaration: variables, struct/union/enum definitions, typedef, inline.
+    fn top_decl(&mut self, items: &mut Vec<Item>) -> PResult<()> {
+        let first = self.peek().clone();
+        if matches!(&first.tok, Tok::Ident(w) if w == "typedef") {
+            self.bump();
+            let (base, defs) = self.type_spec(true)?;
+            items.extend(defs);
+            loop {
+                let (ty, name, span) = self.declarator_parts(&base)?;
+                if !matches!(ty, TypeName::Array(..)) && self.is("[") {
+                    return self.err(
+                        span,
+                        "[D_SYNTAX] syntax error: a typedef cannot be an associative array",
+                    );
+                }
+                self.typedefs.insert(name.clone());
+                items.push(Item::Typedef(ty, name, span));
+                if !self.eat(",") {
+                    break;
+                }
+            }
+            self.expect(";")?;
+            return Ok(());
+        }
+        if matches!(&first.tok, Tok::Ident(w) if w == "inline") {
+            self.bump();
+            let (base, defs) = self.type_spec(true)?;
+            items.extend(defs);
+            let (ty, name, span) = self.declarator_parts(&base)?;
+            self.expect("=")?;
+            let e = self.expr()?;
+            self.expect(";")?;
+            items.push(Item::Inline(ty, name, e, span));
+            return Ok(());
+        }
+        let class = self.decl_class();
+        let (base, defs) = self.type_spec(true)?;
+        items.extend(defs);
+        if self.eat(";") {
+            // A struct, union or enum definition alone.
+            return Ok(());
+        }
+        loop {
+            let d = self.declarator(class, &base)?;
+            items.push(Item::Decl(d));
+            if !self.eat(",") {
+                break;
+            }
+        }
+        self.expect(";")?;
+        Ok(())
+    }
+
+    /// A declarator of a variable: pointers, name, then fixed dimensions or associative
+    /// key types.
+    fn declarator(&mut self, class: DeclClass, base: &TypeName) -> PResult<Decl> {
+        let mut ty = base.clone();
+        let depth = self.depth;
+        while self.is("*") {
+            self.enter()?;
+            self.bump();
+            ty = TypeName::Ptr(Box::new(ty));
+        }
+        self.depth = depth;
+        let (name, span) = self.ident()?;
+        let mut keys = None;
+        let mut dims = Vec::new();
+        while self.is("[") {
+            let open = self.bump().span;
+            if self.is("]") {
+                let close = self.bump().span;
+                return self.err(
+                    open.to(close),
+                    "[D_DECL_ARRNULL] array declaration requires array dimension or tuple signature",
+                );
+            }
+            if self.is_type_start(0) && dims.is_empty() && keys.is_none() {
+                let mut ks = Vec::new();
+                loop {
+                    let k = self.type_name()?;
+                    ks.push(k);
+                    if self.eat("]") {
+                        break;
+                    }
+                    self.expect(",")?;
+                }
+                keys = Some(ks);
+                continue;
+            }
+            let e = self.expr()?;
+            let close = self.expect("]")?;
+            if keys.is_some() {
+                return self.err(
+                    e.span,
+                    "[D_SYNTAX] syntax error: an associative array has no dimension",
+                );
+            }
+            dims.push((e, open.to(close)));
+        }
+        for (e, sp) in dims.into_iter().rev() {
+            let n = match super::gen::const_eval(&e) {
+                Some(n) if n > 0 && n <= MAX_ARRAY as i64 => n as u64,
+                Some(n) if n > 0 => {
+                    return self.err(
+                        sp,
+                        format!("[D_DECL_ARRBIG] array dimension {n} is too big (at most {MAX_ARRAY})"),
+                    )
+                }
+                Some(_) => {
+                    return self.err(sp, "[D_DECL_ARRBIG] array dimension must be positive")
+                }
+                None => {
+                    return self.err(
+                        e.span,
+                        "[D_DECL_ARRSUB] positive integral constant expression or tuple signature expected as array declaration subscript",
+                    )
+                }
+            };
+            ty = TypeName::Array(Box::new(ty), n);
+        }
+        Ok(Decl {
+            class,
+            ty,
+            keys,
+            name,
+            span,
+        })
+    }
+
+    /// A declarator of a typedef, inline or member: pointers, name, fixed dimensions.
+    fn declarator_parts(&mut self, base: &TypeName) -> PResult<(TypeName, String, Span)> {
+        let d = self.declarator(DeclClass::Global, base)?;
+        if d.keys.is_some() {
+            return self.err(
+                d.span,
+                "[D_DECL_ARRNULL] only variables can be associative arrays",
+            );
+        }
+        Ok((d.ty, d.name, d.span))
+    }
+
+    /// A type specifier: integer words, `string`, `void`, a typedef name, or `struct`/
+    /// `union`/`enum` with an optional definition (allowed when `defs_ok`; definitions are
+    /// returned as items).
+    fn type_spec(&mut self, defs_ok: bool) -> PResult<(TypeName, Vec<Item>)> {
+        let t = self.peek().clone();
+        let kw = match &t.tok {
+            Tok::Ident(w) if w == "struct" || w == "union" || w == "enum" => w.clone(),
+            Tok::Ident(w) if self.typedefs.contains(w) && !is_type_word(w) => {
+                self.bump();
+                return Ok((TypeName::Named(w.clone()), vec![]));
+            }
+            _ => return Ok((self.type_words()?, vec![])),
+        };
+        self.bump();
+        let (name, nspan) = match self.peek().tok.clone() {
+            Tok::Ident(n) => {
+                let sp = self.bump().span;
+                (n, sp)
+            }
+            _ => (String::new(), t.span),
+        };
+        let mut defs = Vec::new();
+        if self.is("{") {
+            let open = self.bump().span;
+            if !defs_ok {
+                return self.err(
+                    open,
+                    format!("[D_SYNTAX] syntax error: a {kw} cannot be defined here"),
+                );
+            }
+            if kw == "enum" {
+                let mut items = Vec::new();
+                loop {
+                    if self.eat("}") {
+                        break;
+                    }
+                    let (n, sp) = self.ident()?;
+                    let v = if self.eat("=") {
+                        Some(self.ternary()?)
+                    } else {
+                        None
+                    };
+                    items.push((n, v, sp));
+                    if !self.eat(",") {
+                        self.expect("}")?;
+                        break;
+                    }
+                }
+                defs.push(Item::Enum {
+                    name: name.clone(),
+                    items,
+                });
+            } else {
+                if name.is_empty() {
+                    return self.err(
+                        nspan,
+                        format!("[D_SYNTAX] syntax error: a {kw} needs a tag"),
+                    );
+                }
+                let mut members = Vec::new();
+                loop {
+                    if self.eat("}") {
+                        break;
+                    }
+                    let (mbase, mdefs) = self.nested(|p| p.type_spec(true))?;
+                    defs.extend(mdefs);
+                    loop {
+                        let (ty, mname, span) = self.declarator_parts(&mbase)?;
+                        let bits = if self.eat(":") {
+                            Some(self.ternary()?)
+                        } else {
+                            None
+                        };
+                        members.push(MemberDecl {
+                            ty,
+                            name: mname,
+                            span,
+                            bits,
+                        });
+                        if !self.eat(",") {
+                            break;
+                        }
+                    }
+                    self.expect(";")?;
+                }
+                defs.push(Item::Sou {
+                    name: name.clone(),
+                    union: kw == "union",
+                    members,
+                    span: nspan,
+                });
+            }
+        } else if name.is_empty() {
+            let sp = self.peek().span;
+            return self.err(sp, format!("[D_SYNTAX] syntax error: expected a {kw} tag"));
+        }
+        let ty = if kw == "enum" {
+            TypeName::Enum(name)
+        } else {
+            TypeName::Sou(name, kw == "union")
+        };
+        Ok((ty, defs))
     }
 
     fn stmt(&mut self) -> PResult<Stmt> {
@@ -349,9 +759,22 @@ impl<'a> Parser<'a> {
         }
     }
 
-    /// An expression (no comma operator in this subset).
+    /// An expression: assignments separated by the comma operator.
     pub fn expr(&mut self) -> PResult<Expr> {
-        self.assign()
+        let mut e = self.assign()?;
+        let base = self.depth;
+        while self.is(",") {
+            self.enter()?;
+            self.bump();
+            let rhs = self.assign()?;
+            let span = e.span.to(rhs.span);
+            e = Expr {
+                kind: ExprKind::Comma(Box::new(e), Box::new(rhs)),
+                span,
+            };
+        }
+        self.depth = base;
+        Ok(e)
     }
 
     fn assign(&mut self) -> PResult<Expr> {
@@ -374,7 +797,7 @@ impl<'a> Parser<'a> {
         if !is_lvalue(&lhs) {
             return self.err(
                 lhs.span,
-                "operator requires a modifiable variable on its left",
+                "[D_OP_LVAL] operator = requires a modifiable lvalue as an operand",
             );
         }
         let _ = opspan;
@@ -458,59 +881,125 @@ impl<'a> Parser<'a> {
     }
 
     fn is_type_start(&self, n: usize) -> bool {
-        matches!(&self.peek_at(n).tok, Tok::Ident(s) if TYPE_WORDS.contains(&s.as_str()))
+        matches!(&self.peek_at(n).tok, Tok::Ident(s)
+            if is_type_word(s) || self.typedefs.contains(s))
     }
 
+    /// A type name of a cast, `sizeof` or `offsetof`: a specifier and `*`s.
     fn type_name(&mut self) -> PResult<TypeName> {
-        let mut words = Vec::new();
-        let start = self.peek().span;
-        while let Tok::Ident(s) = self.peek().tok.clone() {
-            if !TYPE_WORDS.contains(&s.as_str()) {
-                break;
-            }
-            words.push(s);
-            self.bump();
-        }
-        let end = self.peek().span;
+        let (mut ty, _) = self.type_spec(false)?;
         let base = self.depth;
-        let w: Vec<&str> = words.iter().map(|s| s.as_str()).collect();
-        let int = |size, signed| TypeName::Int { size, signed };
-        let mut ty = match w.as_slice() {
-            ["char"] | ["signed", "char"] | ["int8_t"] => int(1, true),
-            ["unsigned", "char"] | ["uint8_t"] => int(1, false),
-            ["short"] | ["short", "int"] | ["signed", "short"] | ["int16_t"] => int(2, true),
-            ["unsigned", "short"] | ["unsigned", "short", "int"] | ["uint16_t"] => int(2, false),
-            ["int"] | ["signed"] | ["signed", "int"] | ["int32_t"] | ["pid_t"] => int(4, true),
-            ["unsigned"] | ["unsigned", "int"] | ["uint32_t"] | ["uid_t"] | ["gid_t"] => {
-                int(4, false)
-            }
-            ["long"]
-            | ["long", "int"]
-            | ["long", "long"]
-            | ["long", "long", "int"]
-            | ["signed", "long"]
-            | ["signed", "long", "long"]
-            | ["int64_t"]
-            | ["ssize_t"]
-            | ["intptr_t"]
-            | ["off_t"] => int(8, true),
-            ["unsigned", "long"]
-            | ["unsigned", "long", "long"]
-            | ["unsigned", "long", "int"]
-            | ["unsigned", "long", "long", "int"]
-            | ["uint64_t"]
-            | ["size_t"]
-            | ["uintptr_t"] => int(8, false),
-            ["string"] => TypeName::Str,
-            ["void"] => TypeName::Void,
-            _ => return self.err(start.to(end), format!("unknown type '{}'", w.join(" "))),
-        };
         while self.is("*") {
             self.enter()?;
             self.bump();
             ty = TypeName::Ptr(Box::new(ty));
         }
         self.depth = base;
+        Ok(ty)
+    }
+
+    /// Integer type words (`unsigned long long`, `uint32_t`...), `string` or `void`.
+    fn type_words(&mut self) -> PResult<TypeName> {
+        let mut words = Vec::new();
+        let start = self.peek().span;
+        while let Tok::Ident(s) = self.peek().tok.clone() {
+            if !is_type_word(&s) || matches!(s.as_str(), "struct" | "union" | "enum") {
+                break;
+            }
+            // `unsigned x` is a declaration of x; one specifier word stops before a name.
+            words.push(s);
+            self.bump();
+        }
+        let end = self.peek().span;
+        let w: Vec<&str> = words.iter().map(|s| s.as_str()).collect();
+        let int = |size, signed| TypeName::Int { size, signed };
+        let ty = match w.as_slice() {
+            ["char"] | ["signed", "char"] | ["int8_t"] => int(1, true),
+            ["unsigned", "char"]
+            | ["uint8_t"]
+            | ["uchar_t"]
+            | ["u_char"]
+            | ["u_int8_t"]
+            | ["bool"]
+            | ["_Bool"] => int(1, false),
+            ["short"]
+            | ["short", "int"]
+            | ["signed", "short"]
+            | ["signed", "short", "int"]
+            | ["int16_t"] => int(2, true),
+            ["unsigned", "short"]
+            | ["unsigned", "short", "int"]
+            | ["uint16_t"]
+            | ["ushort_t"]
+            | ["u_short"]
+            | ["u_int16_t"] => int(2, false),
+            ["int"]
+            | ["signed"]
+            | ["signed", "int"]
+            | ["int32_t"]
+            | ["pid_t"]
+            | ["id_t"]
+            | ["boolean_t"] => int(4, true),
+            ["unsigned"]
+            | ["unsigned", "int"]
+            | ["uint32_t"]
+            | ["uid_t"]
+            | ["gid_t"]
+            | ["uint_t"]
+            | ["uint"]
+            | ["u_int"]
+            | ["u_int32_t"]
+            | ["mode_t"]
+            | ["dev_t"]
+            | ["nlink_t"] => int(4, false),
+            ["long"]
+            | ["long", "int"]
+            | ["long", "long"]
+            | ["long", "long", "int"]
+            | ["signed", "long"]
+            | ["signed", "long", "int"]
+            | ["signed", "long", "long"]
+            | ["signed", "long", "long", "int"]
+            | ["int64_t"]
+            | ["longlong_t"]
+            | ["ssize_t"]
+            | ["intptr_t"]
+            | ["off_t"]
+            | ["time_t"]
+            | ["clock_t"] => int(8, true),
+            ["unsigned", "long"]
+            | ["unsigned", "long", "long"]
+            | ["unsigned", "long", "int"]
+            | ["unsigned", "long", "long", "int"]
+            | ["uint64_t"]
+            | ["u_int64_t"]
+            | ["ulong_t"]
+            | ["ulong"]
+            | ["u_long"]
+            | ["u_longlong_t"]
+            | ["size_t"]
+            | ["uintptr_t"]
+            | ["ino_t"] => int(8, false),
+            ["caddr_t"] => TypeName::Ptr(Box::new(int(1, true))),
+            ["string"] => TypeName::Str,
+            ["void"] => TypeName::Void,
+            [] => {
+                let t = self.peek().clone();
+                return self.err(
+                    t.span,
+                    format!(
+                        "[D_SYNTAX] syntax error: expected a type, found {}",
+                        Self::describe(&t.tok)
+                    ),
+                );
+            }
+            _ => {
+                return self.err(
+                    start.to(end),
+                    format!("[D_DECL_COMBO] invalid type combination '{}'", w.join(" ")),
+                )
+            }
+        };
         Ok(ty)
     }
 
@@ -522,6 +1011,7 @@ impl<'a> Parser<'a> {
             Tok::Punct("!") => Some(UnOp::Not),
             Tok::Punct("~") => Some(UnOp::BitNot),
             Tok::Punct("*") => Some(UnOp::Deref),
+            Tok::Punct("&") => Some(UnOp::AddrOf),
             _ => None,
         };
         if let Some(op) = op {
@@ -539,7 +1029,7 @@ impl<'a> Parser<'a> {
             if !is_lvalue(&e) {
                 return self.err(
                     e.span,
-                    format!("operator {p} requires a modifiable variable"),
+                    format!("[D_OP_LVAL] operator {p} requires a modifiable lvalue as an operand"),
                 );
             }
             let span = t.span.to(e.span);
@@ -583,7 +1073,7 @@ impl<'a> Parser<'a> {
                     if !is_lvalue(&e) {
                         return self.err(
                             e.span,
-                            format!("operator {p} requires a modifiable variable"),
+                            format!("[D_OP_LVAL] operator {p} requires a modifiable lvalue as an operand"),
                         );
                     }
                     let span = e.span.to(t.span);
@@ -597,36 +1087,33 @@ impl<'a> Parser<'a> {
                     };
                 }
                 Tok::Punct("[") => {
-                    let name = match &e.kind {
-                        ExprKind::Ident(n) => n.clone(),
-                        _ => {
-                            // p[i] on a pointer is *(p + i), a level deeper each time.
-                            self.enter()?;
-                            self.bump();
-                            let idx = self.expr()?;
-                            let close = self.expect("]")?;
-                            let span = e.span.to(close);
-                            let sum = Expr {
-                                kind: ExprKind::Binary(BinOp::Add, Box::new(e), Box::new(idx)),
-                                span,
-                            };
-                            e = Expr {
-                                kind: ExprKind::Unary(UnOp::Deref, Box::new(sum)),
-                                span,
-                            };
-                            continue;
-                        }
-                    };
+                    self.enter()?;
                     self.bump();
                     let keys = self.expr_list("]")?;
                     if keys.is_empty() {
-                        return self.err(t.span, "an associative array needs at least one key");
+                        return self.err(
+                            t.span,
+                            "[D_SYNTAX] an array subscript needs at least one key",
+                        );
                     }
                     let span = e.span.to(self.toks[self.pos - 1].span);
-                    e = Expr {
-                        kind: ExprKind::Index(name, keys),
-                        span,
+                    let kind = match &e.kind {
+                        ExprKind::Ident(n) => ExprKind::Index(n.clone(), keys),
+                        _ => ExprKind::Subscript(Box::new(e), keys),
                     };
+                    e = Expr { kind, span };
+                }
+                Tok::Punct(p @ ("." | "->")) => {
+                    self.enter()?;
+                    self.bump();
+                    let (m, mspan) = self.ident()?;
+                    let span = e.span.to(mspan);
+                    let kind = if p == "." {
+                        ExprKind::Member(Box::new(e), m)
+                    } else {
+                        ExprKind::Arrow(Box::new(e), m)
+                    };
+                    e = Expr { kind, span };
                 }
                 Tok::Punct("(") => {
                     let name = match &e.kind {
@@ -652,7 +1139,10 @@ impl<'a> Parser<'a> {
         let kind = match t.tok {
             Tok::Int(s) => match parse_int(&s) {
                 Some((v, u)) => ExprKind::Int(v, u),
-                None => return self.err(span, format!("invalid integer constant '{s}'")),
+                None => {
+                    let m = format!("[D_INT_OFLOW] invalid integer constant '{s}'");
+                    return self.err(span, m);
+                }
             },
             Tok::Char(c) => ExprKind::Int(c as i8 as i64 as u64, false),
             Tok::Str(mut s) => {
@@ -667,7 +1157,10 @@ impl<'a> Parser<'a> {
                 let v = match self.macros.get(&name) {
                     Some(v) => v.clone(),
                     None => {
-                        return self.err(span, format!("macro argument ${name} is not defined"))
+                        return self.err(
+                            span,
+                            format!("[D_MACRO_UNDEF] macro argument ${name} is not defined"),
+                        )
                     }
                 };
                 if string {
@@ -690,7 +1183,10 @@ impl<'a> Parser<'a> {
             Tok::Ident(name) if name == "this" || name == "self" => {
                 if !self.eat("->") {
                     let sp = self.peek().span;
-                    return self.err(sp, format!("syntax error: expected '->' after '{name}'"));
+                    return self.err(
+                        sp,
+                        format!("[D_SYNTAX] syntax error: expected '->' after '{name}'"),
+                    );
                 }
                 let (field, fspan) = self.ident()?;
                 let span = span.to(fspan);
@@ -701,6 +1197,34 @@ impl<'a> Parser<'a> {
                         ExprKind::SelfVar(field)
                     },
                     span,
+                });
+            }
+            Tok::Ident(name) if name == "sizeof" => {
+                if self.is("(") && self.is_type_start(1) {
+                    self.bump();
+                    let ty = self.type_name()?;
+                    let close = self.expect(")")?;
+                    return Ok(Expr {
+                        kind: ExprKind::SizeofType(ty),
+                        span: span.to(close),
+                    });
+                }
+                let e = self.nested(Self::unary)?;
+                let span = span.to(e.span);
+                return Ok(Expr {
+                    kind: ExprKind::SizeofExpr(Box::new(e)),
+                    span,
+                });
+            }
+            Tok::Ident(name) if name == "offsetof" => {
+                self.expect("(")?;
+                let ty = self.type_name()?;
+                self.expect(",")?;
+                let (m, _) = self.ident()?;
+                let close = self.expect(")")?;
+                return Ok(Expr {
+                    kind: ExprKind::Offsetof(ty, m),
+                    span: span.to(close),
                 });
             }
             // A tracepoint's `args->FIELD`: a call no program can write, which the code
@@ -729,7 +1253,7 @@ impl<'a> Parser<'a> {
                 return self.err(
                     span,
                     format!(
-                        "syntax error: expected an expression, found {}",
+                        "[D_SYNTAX] syntax error: expected an expression, found {}",
                         Self::describe(&tok)
                     ),
                 )
@@ -743,6 +1267,13 @@ impl<'a> Parser<'a> {
 pub fn is_lvalue(e: &Expr) -> bool {
     matches!(
         e.kind,
-        ExprKind::Ident(_) | ExprKind::This(_) | ExprKind::SelfVar(_) | ExprKind::Index(..)
+        ExprKind::Ident(_)
+            | ExprKind::This(_)
+            | ExprKind::SelfVar(_)
+            | ExprKind::Index(..)
+            | ExprKind::Subscript(..)
+            | ExprKind::Member(..)
+            | ExprKind::Arrow(..)
+            | ExprKind::Unary(UnOp::Deref, _)
     )
 }

@@ -72,6 +72,8 @@ pub struct Firing {
     pub period_ns: u64,
     /// arg0..arg5.
     pub args: [u64; 6],
+    /// arg6..arg9 (on the stack at an x86-64 function entry).
+    pub stack_args: [u64; 4],
     /// Return value (return probes).
     pub retval: u64,
     /// Process id.
@@ -97,6 +99,7 @@ impl Default for Firing {
             func: String::new(),
             period_ns: 0,
             args: [0; 6],
+            stack_args: [0; 4],
             retval: 0,
             pid: 1000,
             tid: 1000,
@@ -116,6 +119,8 @@ pub struct Sim {
     pub globals: HashMap<u32, u64>,
     /// Dynamic variables.
     pub dynvars: HashMap<(u32, Vec<OwnedKey>), u64>,
+    /// String-valued dynamic variables.
+    pub dynstrs: HashMap<(u32, Vec<OwnedKey>), Vec<u8>>,
     /// Aggregation updates in order: (aggregation, keys, [value, weight]).
     pub agg_updates: Vec<(u32, Vec<OwnedKey>, [u64; AGG_NARGS])>,
     /// Records.
@@ -147,7 +152,13 @@ impl Env for FiringEnv<'_> {
         let f = self.f;
         if let Some(src) = probe::arg_source(f.kind, b) {
             return match src {
-                ArgSource::Arg(n) => f.args.get(n as usize).copied().unwrap_or(0),
+                ArgSource::Arg(n) => f
+                    .args
+                    .iter()
+                    .chain(&f.stack_args)
+                    .nth(n as usize)
+                    .copied()
+                    .unwrap_or(0),
                 ArgSource::Retval => f.retval,
                 ArgSource::Zero => 0,
                 // The firing's arguments stand for the call's and the sampled PCs.
@@ -162,6 +173,9 @@ impl Env for FiringEnv<'_> {
             Builtin::Tid => f.tid,
             Builtin::Cpu => f.cpu,
             Builtin::Timestamp => f.timestamp,
+            // The simulated thread has run since the clock started.
+            Builtin::Vtimestamp => f.timestamp,
+            Builtin::Errno => probe::errno(f.kind, self.builtin(Builtin::Retval)),
             Builtin::Walltimestamp => 1_700_000_000_000_000_000 + f.timestamp,
             Builtin::Uid => f.uid,
             Builtin::Id => self.probe_id.into(),
@@ -209,6 +223,22 @@ impl Env for FiringEnv<'_> {
             self.sim.dynvars.remove(&(var, own(keys)));
         } else {
             self.sim.dynvars.insert((var, own(keys)), value);
+        }
+        true
+    }
+
+    fn dynvar_load_str(&mut self, var: u32, keys: &[Key<'_>], out: &mut [u8]) -> usize {
+        match self.sim.dynstrs.get(&(var, own(keys))) {
+            Some(s) => probe::copy(out, s),
+            None => 0,
+        }
+    }
+
+    fn dynvar_store_str(&mut self, var: u32, keys: &[Key<'_>], s: &[u8]) -> bool {
+        if s.is_empty() {
+            self.sim.dynstrs.remove(&(var, own(keys)));
+        } else {
+            self.sim.dynstrs.insert((var, own(keys)), s.to_vec());
         }
         true
     }

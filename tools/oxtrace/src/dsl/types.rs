@@ -1,9 +1,9 @@
 //! Value types of the D subset, C's arithmetic conversions, and the names of the built-in
 //! variables, actions and aggregating functions.
 
-use super::ast::TypeName;
 use super::KeyKind;
 use oxtrace_core::action::{Builtin, IntType};
+use oxtrace_core::stack;
 
 /// A value type.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -21,9 +21,96 @@ pub enum Ty {
     Ptr(Box<Ty>),
     /// `void` (only as a pointee).
     Void,
+    /// A struct or union declared in the program: its index in [`TypeEnv::sous`] and its
+    /// name (`struct foo`).
+    Sou(usize, String),
+    /// A fixed-size array.
+    Array(Box<Ty>, u64),
     /// A kernel stack (`stack()`): a string of encoded frames to the kernel, printed
     /// symbolized by the tool.
     Stack,
+}
+
+/// A member of a D-declared struct or union.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Member {
+    /// Name.
+    pub name: String,
+    /// Type.
+    pub ty: Ty,
+    /// Byte offset (of the storage unit of a bit-field).
+    pub off: u64,
+    /// A bit-field's shift in its storage unit (the member's type) and width.
+    pub bits: Option<(u8, u8)>,
+}
+
+/// A struct or union declared in the program.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SouDef {
+    /// `struct foo` or `union foo`.
+    pub name: String,
+    /// Members in order (empty while only forward-referenced).
+    pub members: Vec<Member>,
+    /// Size in bytes.
+    pub size: u64,
+    /// Alignment in bytes.
+    pub align: u64,
+    /// Whether the definition has been seen.
+    pub complete: bool,
+}
+
+/// The types, enumerators and inlines a program declares.
+#[derive(Clone, Debug, Default)]
+pub struct TypeEnv {
+    /// Structs and unions.
+    pub sous: Vec<SouDef>,
+    /// Typedef names.
+    pub typedefs: std::collections::HashMap<String, Ty>,
+    /// Enumerators and their values.
+    pub enums: std::collections::HashMap<String, i64>,
+    /// Enum tags declared.
+    pub enum_tags: std::collections::HashSet<String>,
+}
+
+impl TypeEnv {
+    /// Index of `struct name` (`union` when `union`), if declared.
+    pub fn sou(&self, name: &str, union: bool) -> Option<usize> {
+        let full = format!("{} {name}", if union { "union" } else { "struct" });
+        self.sous.iter().position(|s| s.name == full)
+    }
+
+    /// Size of a value of `ty` in bytes (strings count `strsize`).
+    pub fn size(&self, ty: &Ty, strsize: u64) -> u64 {
+        match ty {
+            Ty::Int { size, .. } => *size as u64,
+            Ty::Str => strsize,
+            // The encoded frames, as the string the kernel holds.
+            Ty::Stack => (stack::MAX_FRAMES as usize * stack::FRAME_BYTES) as u64,
+            Ty::Ptr(_) => 8,
+            Ty::Void => 1,
+            Ty::Sou(i, _) => self.sous.get(*i).map_or(0, |s| s.size),
+            Ty::Array(t, n) => self.size(t, strsize).saturating_mul(*n),
+        }
+    }
+
+    /// Alignment of `ty`.
+    pub fn align(&self, ty: &Ty) -> u64 {
+        match ty {
+            Ty::Int { size, .. } => *size as u64,
+            Ty::Str | Ty::Void | Ty::Stack => 1,
+            Ty::Ptr(_) => 8,
+            Ty::Sou(i, _) => self.sous.get(*i).map_or(1, |s| s.align),
+            Ty::Array(t, _) => self.align(t),
+        }
+    }
+
+    /// Member `m` of struct/union `ty`.
+    pub fn member(&self, ty: &Ty, m: &str) -> Option<&Member> {
+        match ty {
+            Ty::Sou(i, _) => self.sous.get(*i)?.members.iter().find(|x| x.name == m),
+            _ => None,
+        }
+    }
 }
 
 pub(super) const I64: Ty = Ty::Int {
@@ -62,8 +149,15 @@ impl Ty {
             Ty::Str => "string".into(),
             Ty::Ptr(t) => format!("{} *", t.name()),
             Ty::Void => "void".into(),
+            Ty::Sou(_, n) => n.clone(),
+            Ty::Array(t, n) => format!("{} [{n}]", t.name()),
             Ty::Stack => "stack".into(),
         }
+    }
+
+    /// Whether the type is an integer.
+    pub(super) fn is_int(&self) -> bool {
+        matches!(self, Ty::Int { .. })
     }
 
     pub(super) fn is_scalar(&self) -> bool {
@@ -79,18 +173,6 @@ impl Ty {
 
     pub(super) fn signed(&self) -> bool {
         matches!(self, Ty::Int { signed: true, .. })
-    }
-
-    pub(super) fn from_name(t: &TypeName) -> Ty {
-        match t {
-            TypeName::Int { size, signed } => Ty::Int {
-                size: *size,
-                signed: *signed,
-            },
-            TypeName::Str => Ty::Str,
-            TypeName::Void => Ty::Void,
-            TypeName::Ptr(p) => Ty::Ptr(Box::new(Ty::from_name(p))),
-        }
     }
 
     pub(super) fn key_kind(&self) -> KeyKind {
@@ -151,6 +233,13 @@ pub(super) fn builtin(name: &str) -> Option<(Builtin, Ty)> {
         "arg3" => (Arg3, I64),
         "arg4" => (Arg4, I64),
         "arg5" => (Arg5, I64),
+        "arg6" => (Arg6, I64),
+        "arg7" => (Arg7, I64),
+        "arg8" => (Arg8, I64),
+        "arg9" => (Arg9, I64),
+        "errno" => (Errno, I32),
+        "caller" => (Caller, U64),
+        "vtimestamp" => (Vtimestamp, U64),
         "retval" => (Retval, I64),
         "uid" => (Uid, U32),
         "gid" => (Gid, U32),
