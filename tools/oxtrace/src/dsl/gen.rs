@@ -1815,16 +1815,18 @@ impl<'a> Gen<'a> {
             }
             "stack" => {
                 use oxtrace_core::stack::{DEFAULT_FRAMES, MAX_FRAMES};
+                let depth = |e: &Expr| match const_eval(e) {
+                    Some(v) if (1..=i64::from(MAX_FRAMES)).contains(&v) => Some(v as u32),
+                    _ => None,
+                };
                 let n = match args {
                     [] => DEFAULT_FRAMES,
-                    [e] => match const_eval(e) {
-                        Some(v) if (1..=i64::from(MAX_FRAMES)).contains(&v) => v as u32,
-                        _ => return self.err(
-                            e.span,
-                            format!(
-                                "stack()'s frame count must be a constant from 1 to {MAX_FRAMES}"
-                            ),
-                        ),
+                    [e] => match depth(e) {
+                        Some(n) => n,
+                        None => {
+                            let m = "stack()'s frame count must be a constant from 1 to";
+                            return self.err(e.span, format!("{m} {MAX_FRAMES}"));
+                        }
                     },
                     _ => return self.err(span, "stack() takes an optional frame count"),
                 };
