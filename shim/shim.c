@@ -9,6 +9,7 @@
 #include <linux/cpumask.h>
 #include <linux/cred.h>
 #include <linux/fs.h>
+#include <linux/ftrace.h>
 #include <linux/hrtimer.h>
 #include <linux/irq_work.h>
 #include <linux/kprobes.h>
@@ -17,7 +18,9 @@
 #include <linux/percpu.h>
 #include <linux/rcupdate.h>
 #include <linux/sched.h>
+#include <linux/sched/task_stack.h>
 #include <linux/slab.h>
+#include <linux/sort.h>
 #include <linux/smp.h>
 #include <linux/string.h>
 #include <linux/uaccess.h>
@@ -30,6 +33,8 @@
 #include <asm/io.h>
 #include <asm/msr.h>
 #include <asm/processor.h>
+#include <asm/current.h>
+#include <asm/page.h>
 #include <uapi/linux/oxtrace.h>
 
 #include "shim.h"
@@ -241,6 +246,7 @@ void oxt_guard_exit(void)
 struct oxt_probe {
 	struct kretprobe krp;	/* krp.kp is the probe of an entry probe too */
 	bool is_return;
+	bool in_fset;		/* enabled through an oxt_fset, not by itself */
 	unsigned int slot;
 	const struct oxt_probe_ops *ops;
 	void *cookie;
@@ -261,12 +267,37 @@ struct oxt_probe {
 #define oxt_probe_irq_restore(flags) local_irq_restore(flags)
 #endif
 
+/*
+ * Stack an action may need below the point where a probe fires: the fire path
+ * (scripts/stackcheck.py keeps it under 1 KiB), the kernel functions it calls,
+ * and a page fault taken by a nofault read on the same stack.
+ */
+#define OXT_STACK_MIN 4096
+
+/*
+ * Bytes left below the stack pointer on the task or hard-IRQ stack this runs
+ * on; 0 on any other stack (an exception or NMI stack: too small to guess).
+ */
+static unsigned long oxt_stack_left(void)
+{
+	unsigned long sp = current_stack_pointer;
+	unsigned long lo = (unsigned long)task_stack_page(current);
+
+	if (sp - lo < THREAD_SIZE)
+		return sp - lo;
+	lo = (unsigned long)this_cpu_read(pcpu_hot.hardirq_stack_ptr) + 8 - IRQ_STACK_SIZE;
+	if (sp - lo < IRQ_STACK_SIZE)
+		return sp - lo;
+	return 0;
+}
+
 static void oxt_probe_run(struct oxt_probe *p, struct pt_regs *regs)
 {
 	unsigned long flags;
 
 	oxt_probe_irq_save(flags);
-	if (oxt_guard_enter())
+	/* A hit too deep in its stack is skipped like a recursive one: counted. */
+	if (oxt_guard_enter() && oxt_stack_left() >= OXT_STACK_MIN)
 		p->ops->fire(p->cookie, p->slot, regs, p->is_return);
 	else
 		p->ops->recursion(p->cookie, p->slot);
@@ -284,6 +315,29 @@ static int oxt_kretprobe_ret(struct kretprobe_instance *ri, struct pt_regs *regs
 {
 	oxt_probe_run(container_of(get_kretprobe(ri), struct oxt_probe, krp), regs);
 	return 0;
+}
+
+/*
+ * At the entry of a return-probed function: don't hook its return when the
+ * stack is nearly used up.  rethook runs kernel code after the return handler
+ * (rethook_recycle), outside any guard; if that code reaches a return-probed
+ * function, each return starts another, a nest bounded only by the instances
+ * (max(16, 4 x CPUs)).  Refusing the hook below OXT_STACK_MIN bounds the nest
+ * by the stack instead, whatever the instance count; the skipped return is
+ * counted as recursion.  (rust/core/probesafe.rs refuses the functions known
+ * to nest this way in the first place.)
+ */
+static int oxt_kretprobe_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
+{
+	struct oxt_probe *p = container_of(get_kretprobe(ri), struct oxt_probe, krp);
+	unsigned long flags;
+
+	if (oxt_stack_left() >= OXT_STACK_MIN)
+		return 0;
+	local_irq_save(flags);
+	p->ops->recursion(p->cookie, p->slot);
+	local_irq_restore(flags);
+	return 1;
 }
 
 struct oxt_probe *oxt_probe_alloc(const char *symbol, bool is_return,
@@ -306,6 +360,7 @@ struct oxt_probe *oxt_probe_alloc(const char *symbol, bool is_return,
 	p->krp.kp.flags = KPROBE_FLAG_DISABLED;
 	if (is_return) {
 		p->krp.handler = oxt_kretprobe_ret;
+		p->krp.entry_handler = oxt_kretprobe_entry;
 		/* enough instances for every CPU to be a few calls deep */
 		p->krp.maxactive = max_t(int, 16, 4 * num_possible_cpus());
 	} else {
@@ -321,12 +376,133 @@ int oxt_probe_register(struct oxt_probe *p)
 
 int oxt_probe_enable(struct oxt_probe *p)
 {
-	return enable_kprobe(&p->krp.kp);
+	return p->in_fset ? 0 : enable_kprobe(&p->krp.kp);
 }
 
 int oxt_probe_disable(struct oxt_probe *p)
 {
-	return disable_kprobe(&p->krp.kp);
+	return p->in_fset ? 0 : disable_kprobe(&p->krp.kp);
+}
+
+/*
+ * Entry probes on ftrace locations, switched together through one ftrace_ops:
+ * one ftrace update (one round of text patching) per GO or STOP instead of one
+ * per probe, which made attaching hundreds of functions take seconds.  Their
+ * kprobes stay registered, disabled: registration resolved the name, checked
+ * the kprobe blacklist and found the ftrace location, and keeps the function's
+ * module pinned.  A hit runs the probe's handler exactly as the kprobe would
+ * (oxt_probe_run: interrupts off, the guard, the stack check), under ftrace's
+ * recursion lock as kprobe_ftrace_handler is.
+ */
+struct oxt_fent {
+	unsigned long ip;
+	struct oxt_probe *p;
+};
+
+struct oxt_fset {
+	struct ftrace_ops ops;
+	unsigned int n;
+	bool enabled;
+	struct oxt_fent ent[];	/* sorted by ip */
+};
+
+static int oxt_fent_cmp(const void *a, const void *b)
+{
+	const struct oxt_fent *x = a, *y = b;
+
+	return x->ip < y->ip ? -1 : x->ip > y->ip;
+}
+
+static void oxt_fset_handler(unsigned long ip, unsigned long parent_ip,
+			     struct ftrace_ops *ops, struct ftrace_regs *fregs)
+{
+	struct oxt_fset *s = container_of(ops, struct oxt_fset, ops);
+	struct pt_regs *regs = ftrace_get_regs(fregs);
+	unsigned int lo = 0, hi = s->n;
+	int bit;
+
+	bit = ftrace_test_recursion_trylock(ip, parent_ip);
+	if (bit < 0)
+		return;
+	while (lo < hi) {
+		unsigned int mid = lo + (hi - lo) / 2;
+
+		if (s->ent[mid].ip < ip)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (; lo < s->n && s->ent[lo].ip == ip; lo++)
+		oxt_probe_run(s->ent[lo].p, regs);
+	ftrace_test_recursion_unlock(bit);
+}
+
+struct oxt_fset *oxt_fset_alloc(struct oxt_probe **probes, unsigned int n)
+{
+	struct oxt_fset *s;
+	unsigned long *ips;
+	unsigned int i, m = 0, u = 0;
+
+	for (i = 0; i < n; i++)
+		m += !probes[i]->is_return && kprobe_ftrace(&probes[i]->krp.kp);
+	if (!m)
+		return NULL;
+	s = kvzalloc(struct_size(s, ent, m), GFP_KERNEL_ACCOUNT | __GFP_NOWARN);
+	ips = kvmalloc_array(m, sizeof(*ips), GFP_KERNEL | __GFP_NOWARN);
+	if (!s || !ips)
+		goto fail;
+	for (i = 0; i < n; i++) {
+		struct oxt_probe *p = probes[i];
+
+		if (p->is_return || !kprobe_ftrace(&p->krp.kp))
+			continue;
+		s->ent[s->n++] = (struct oxt_fent){ (unsigned long)p->krp.kp.addr, p };
+	}
+	sort(s->ent, s->n, sizeof(s->ent[0]), oxt_fent_cmp, NULL);
+	for (i = 0; i < s->n; i++)
+		if (!u || ips[u - 1] != s->ent[i].ip)
+			ips[u++] = s->ent[i].ip;
+	s->ops.func = oxt_fset_handler;
+	s->ops.flags = FTRACE_OPS_FL_SAVE_REGS;
+	if (ftrace_set_filter_ips(&s->ops, ips, u, 0, 1))
+		goto fail_filter;
+	kvfree(ips);
+	for (i = 0; i < s->n; i++)
+		s->ent[i].p->in_fset = true;
+	return s;
+fail_filter:
+	ftrace_free_filter(&s->ops);
+fail:
+	kvfree(ips);
+	kvfree(s);
+	return NULL;
+}
+
+int oxt_fset_enable(struct oxt_fset *s)
+{
+	int ret = 0;
+
+	if (!s->enabled)
+		ret = register_ftrace_function(&s->ops);
+	s->enabled = !ret;
+	return ret;
+}
+
+void oxt_fset_disable(struct oxt_fset *s)
+{
+	/* returns when no CPU can still be in the handler */
+	if (s->enabled)
+		unregister_ftrace_function(&s->ops);
+	s->enabled = false;
+}
+
+void oxt_fset_free(struct oxt_fset *s)
+{
+	if (!s)
+		return;
+	oxt_fset_disable(s);
+	ftrace_free_filter(&s->ops);
+	kvfree(s);
 }
 
 void oxt_probes_unregister(struct oxt_probe **probes, unsigned int n)
@@ -645,7 +821,9 @@ void oxt_synchronize_rcu(void)
 
 struct page *oxt_pages_alloc(unsigned int order)
 {
-	return alloc_pages(GFP_KERNEL | __GFP_ZERO | __GFP_NOWARN, order);
+	/* charged to the caller's memory cgroup; fails rather than invoke the OOM killer */
+	return alloc_pages(GFP_KERNEL_ACCOUNT | __GFP_ZERO | __GFP_NOWARN | __GFP_RETRY_MAYFAIL,
+			   order);
 }
 
 void oxt_pages_free(struct page *page, unsigned int order)

@@ -72,6 +72,18 @@ int oxt_probe_register(struct oxt_probe *p);
 int oxt_probe_enable(struct oxt_probe *p);
 int oxt_probe_disable(struct oxt_probe *p);
 void oxt_probes_unregister(struct oxt_probe **probes, unsigned int n);
+/*
+ * The entry probes among probes[0..n) that sit on ftrace locations, enabled
+ * and disabled together in one ftrace update (oxt_probe_enable/disable then
+ * leave them alone).  NULL if there are none or memory is short: the probes
+ * then stay enabled one by one.  Free only after oxt_fset_disable or with
+ * every probe still registered (free disables first).
+ */
+struct oxt_fset;
+struct oxt_fset *oxt_fset_alloc(struct oxt_probe **probes, unsigned int n);
+int oxt_fset_enable(struct oxt_fset *s);
+void oxt_fset_disable(struct oxt_fset *s);
+void oxt_fset_free(struct oxt_fset *s);
 void oxt_probe_free(struct oxt_probe *p);
 unsigned long oxt_probe_missed(const struct oxt_probe *p);
 unsigned long oxt_regs_arg(struct pt_regs *regs, unsigned int n);
@@ -130,7 +142,8 @@ void oxt_run_as_action(void (*fn)(void *info), void *info);
  * tables, the fault-safe RTIT MSR accessors and CPUID.
  */
 struct page;
-/* 2^order zeroed pages, or NULL; never warns on failure. */
+/* 2^order zeroed pages charged to the caller's cgroup, or NULL; never warns
+ * on failure, never OOM-kills (__GFP_RETRY_MAYFAIL). */
 struct page *oxt_pages_alloc(unsigned int order);
 void oxt_pages_free(struct page *page, unsigned int order);
 void *oxt_page_address(struct page *page);

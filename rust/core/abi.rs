@@ -48,6 +48,9 @@ pub const LOADERR_PROBE: u32 = 4;
 /// (`limits::MEM_*`), `err_index` the CPUs, `err_part` 0 per consumer or 1 all consumers,
 /// `err_insn` the KiB needed, `err_arg` the KiB the budget leaves.
 pub const LOADERR_MEMORY: u32 = 5;
+/// [`Load::err_kind`]: attach entry `err_index` names a function that is unsafe to probe
+/// (`EPERM`); `err_code` is the reason, `probesafe::Why`.
+pub const LOADERR_UNSAFE: u32 = 6;
 
 /// [`ProbeInfo::flags`]: a return probe.
 pub const PROBE_RETURN: u32 = 1 << 0;

@@ -22,6 +22,8 @@ pub enum Errno {
     NoEnt,
     /// `E2BIG`: the program's memory is over the budget.
     TooBig,
+    /// `EPERM`: a probe on a function that is unsafe to probe.
+    Perm,
 }
 
 /// Why LOAD refused a program: the errno and what `struct oxt_load` carries back. Every
@@ -108,6 +110,15 @@ impl Refusal {
             code: CODE_DYNVARSIZE,
             arg: (chunk + dynvar::BUCKET_BYTES).min(u32::MAX as usize) as u32,
             ..Self::new(abi::LOADERR_IMAGE, Errno::Inval)
+        }
+    }
+
+    /// Attach entry `entry` names a function that is unsafe to probe, for `why`.
+    pub fn unsafe_probe(entry: u32, why: crate::probesafe::Why) -> Self {
+        Self {
+            index: entry,
+            code: why as u32,
+            ..Self::new(abi::LOADERR_UNSAFE, Errno::Perm)
         }
     }
 

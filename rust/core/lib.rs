@@ -24,6 +24,7 @@ pub mod diag;
 pub mod dynvar;
 pub mod limits;
 pub mod probe;
+pub mod probesafe;
 pub mod program;
 pub mod stack;
 pub mod topa;

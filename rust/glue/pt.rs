@@ -14,6 +14,7 @@
 //! and nothing here takes a lock.
 
 use crate::abi;
+use crate::glue::budget::MemCharge;
 use crate::sys::cpu;
 use crate::sys::msr;
 use crate::sys::pages::{Pages, PAGE_SIZE};
@@ -215,6 +216,8 @@ pub(crate) struct Pt {
     slice_phys: KVVec<u64>,
     table_phys: KVVec<u64>,
     cpus: PerCpu<PtCpu>,
+    /// The buffers' share of the memory budget, released with them.
+    _charge: MemCharge,
 }
 
 /// Whether this CPU has Intel PT with ToPA output; `Some(multi_entry)` if so.
@@ -292,6 +295,10 @@ impl Pt {
         let nslices = cfg.nslices as usize;
         let ntables = nslices.div_ceil(per_table);
         let ncpus = cpu::nr_cpu_ids() as usize;
+        // Every CPU's slices and table pages, charged before any is allocated.
+        let charge = MemCharge::take_bytes(
+            (ncpus as u64).saturating_mul(capacity + (ntables * PAGE_SIZE) as u64),
+        )?;
         let mut slice_phys = KVVec::with_capacity(ncpus * nslices, GFP_KERNEL)?;
         let mut table_phys = KVVec::with_capacity(ncpus * ntables, GFP_KERNEL)?;
         let cpus = PerCpu::new(|_| {
@@ -350,6 +357,7 @@ impl Pt {
                 slice_phys,
                 table_phys,
                 cpus,
+                _charge: charge,
             },
             GFP_KERNEL,
         )?)

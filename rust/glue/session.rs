@@ -17,6 +17,7 @@ use crate::glue::provider::SyscallSlots;
 use crate::glue::pt::Pt;
 use crate::limits::LoadMemory;
 use crate::probe;
+use crate::probesafe;
 use crate::program::ProbeKind;
 use crate::sys::cpu;
 use crate::sys::kprobe::ProbeSet;
@@ -155,6 +156,7 @@ impl From<Refusal> for LoadFail {
                 diag::Errno::Inval => EINVAL,
                 diag::Errno::NoEnt => ENOENT,
                 diag::Errno::TooBig => E2BIG,
+                diag::Errno::Perm => EPERM,
             },
             kind: r.kind,
             index: r.index,
@@ -346,6 +348,14 @@ impl Session {
         let mut nskipped = 0u32;
         let mut attached = KVec::from_elem(false, ndesc, GFP_KERNEL)?;
         for (i, a) in attach.iter().enumerate() {
+            // Functions probe handling reaches itself are never probed (`probesafe`).
+            if let Some(why) = a.name.to_str().ok().and_then(probesafe::refusal) {
+                if a.optional {
+                    nskipped += 1;
+                    continue;
+                }
+                return Err(Refusal::unsafe_probe(i as u32, why).into());
+            }
             let ret = probes.handler().slots[i].kind == ProbeKind::FbtReturn;
             match probes.add_kprobe(a.name, ret, i as u32) {
                 Ok(()) => attached[a.desc as usize] = true,

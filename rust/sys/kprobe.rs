@@ -4,6 +4,8 @@
 //!
 //! Every probe is registered disabled at LOAD, enabled at GO, disabled at STOP, and
 //! unregistered when its [`ProbeSet`] is dropped, which waits until no handler can still run.
+//! Entry probes on ftrace locations are switched together through one ftrace_ops (the shim's
+//! `oxt_fset`): one ftrace update per GO or STOP instead of one per probe.
 //! A hit calls the set's [`Handler`] inside the shim's action guard with interrupts off; the
 //! set owns the handler, so it can't go away while a probe still points to it.
 //!
@@ -136,12 +138,15 @@ impl<H: Handler> Vtable<H> {
 /// # Invariants
 ///
 /// Every pointer is a live shim object this set owns; kprobes are registered, ticks
-/// initialised. Their cookie is `handler`'s heap address: the box is never moved out of, and
+/// initialised; `fset`, once made, covers entry probes of `probes` and is freed before them. Their cookie is `handler`'s heap address: the box is never moved out of, and
 /// only shared references to it are handed out, so it stays valid until the set is dropped,
 /// which unregisters every probe (waiting for running handlers) before the box is freed.
 pub(crate) struct ProbeSet<H: Handler> {
     probes: KVec<NonNull<shim::Probe>>,
     ticks: KVec<NonNull<shim::Tick>>,
+    /// The entry probes on ftrace locations, switched in one ftrace update (made at the
+    /// first `enable`; `None` before, or if there are none or memory was short).
+    fset: Option<NonNull<shim::Fset>>,
     enabled: bool,
     // Declared last: dropped after `Drop::drop` has unregistered the probes.
     handler: KBox<H>,
@@ -161,6 +166,7 @@ impl<H: Handler> ProbeSet<H> {
         Self {
             probes: KVec::new(),
             ticks: KVec::new(),
+            fset: None,
             enabled: false,
             handler,
         }
@@ -223,10 +229,27 @@ impl<H: Handler> ProbeSet<H> {
         self.probes.len()
     }
 
-    /// Enables every probe and starts every tick.
+    /// Enables every probe and starts every tick. The entry probes on ftrace locations go
+    /// together, in one ftrace update; the others one by one.
     pub(crate) fn enable(&mut self) -> Result {
         if self.enabled {
             return Ok(());
+        }
+        if self.fset.is_none() && !self.probes.is_empty() {
+            // SAFETY: every pointer is a registered probe (type invariant); `NonNull<Probe>`
+            // has the layout of `*mut Probe`; the shim only reads the array.
+            let raw = unsafe {
+                shim::oxt_fset_alloc(
+                    self.probes.as_mut_ptr() as *mut *mut shim::Probe,
+                    self.probes.len() as u32,
+                )
+            };
+            // INVARIANT: made of this set's registered entry probes.
+            self.fset = NonNull::new(raw);
+        }
+        if let Some(f) = self.fset {
+            // SAFETY: `f` is live (type invariant); its probes are registered.
+            to_result(unsafe { shim::oxt_fset_enable(f.as_ptr()) })?;
         }
         for (i, p) in self.probes.iter().enumerate() {
             // SAFETY: `p` is registered (type invariant).
@@ -234,6 +257,10 @@ impl<H: Handler> ProbeSet<H> {
                 for q in &self.probes[..i] {
                     // SAFETY: as above.
                     unsafe { shim::oxt_probe_disable(q.as_ptr()) };
+                }
+                if let Some(f) = self.fset {
+                    // SAFETY: `f` is live (type invariant).
+                    unsafe { shim::oxt_fset_disable(f.as_ptr()) };
                 }
                 return Err(e);
             }
@@ -250,6 +277,10 @@ impl<H: Handler> ProbeSet<H> {
     pub(crate) fn disable(&mut self) {
         if !self.enabled {
             return;
+        }
+        if let Some(f) = self.fset {
+            // SAFETY: `f` is live (type invariant).
+            unsafe { shim::oxt_fset_disable(f.as_ptr()) };
         }
         for p in &self.probes {
             // SAFETY: `p` is registered (type invariant).
@@ -275,6 +306,10 @@ impl<H: Handler> ProbeSet<H> {
 impl<H: Handler> Drop for ProbeSet<H> {
     fn drop(&mut self) {
         self.disable();
+        if let Some(f) = self.fset.take() {
+            // SAFETY: `f` is live and disabled above; its probes are still registered.
+            unsafe { shim::oxt_fset_free(f.as_ptr()) };
+        }
         if !self.probes.is_empty() {
             // SAFETY: every pointer is a registered probe; `NonNull<Probe>` has the layout of
             // `*mut Probe`. The call waits for a grace period, after which no handler runs.

@@ -24,6 +24,13 @@ pub(crate) struct Probe {
     _opaque: [u8; 0],
 }
 
+/// `struct oxt_fset` (entry probes switched together through one ftrace_ops), only ever
+/// handled by pointer.
+#[repr(C)]
+pub(crate) struct Fset {
+    _opaque: [u8; 0],
+}
+
 /// `struct oxt_tick` (an hrtimer of the shim), only ever handled by pointer.
 #[repr(C)]
 pub(crate) struct Tick {
@@ -97,6 +104,10 @@ extern "C" {
     pub(crate) fn oxt_probe_disable(p: *mut Probe) -> c_int;
     pub(crate) fn oxt_probes_unregister(probes: *mut *mut Probe, n: c_uint);
     pub(crate) fn oxt_probe_free(p: *mut Probe);
+    pub(crate) fn oxt_fset_alloc(probes: *mut *mut Probe, n: c_uint) -> *mut Fset;
+    pub(crate) fn oxt_fset_enable(s: *mut Fset) -> c_int;
+    pub(crate) fn oxt_fset_disable(s: *mut Fset);
+    pub(crate) fn oxt_fset_free(s: *mut Fset);
     pub(crate) fn oxt_probe_missed(p: *const Probe) -> c_ulong;
     pub(crate) fn oxt_regs_arg(regs: *mut PtRegs, n: c_uint) -> c_ulong;
     pub(crate) fn oxt_regs_retval(regs: *mut PtRegs) -> c_ulong;

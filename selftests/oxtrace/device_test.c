@@ -19,6 +19,7 @@
 #include <linux/capability.h>
 
 #include "oxt_test.h"
+#include "dynvar_images.h"
 #include "kselftest_harness.h"
 
 /* The harness's 30 s per test is a time budget; this is only a hang guard. */
@@ -494,6 +495,47 @@ TEST(consumers_bounded_ebusy)
 	EXPECT_EQ(0, write_param(MAX_CONSUMERS_PARAM, "1024"));
 	EXPECT_EQ(4, n);
 	EXPECT_EQ(EBUSY, err);
+}
+
+/*
+ * LOAD itself refuses a function that is unsafe to probe (rust/core/probesafe.rs), whatever
+ * the tool does: rethook calls rcu_read_lock_held_common after every return handler, so a
+ * return probe there would recurse.  A single name is EPERM with OXT_LOADERR_UNSAFE; the
+ * same name from a glob (OXT_ATTACH_OPTIONAL) is skipped and counted.
+ */
+TEST(unsafe_function_refused)
+{
+	static const char names[] = "__x64_sys_lseek\0rcu_read_lock_held_common";
+	struct oxt_attach att[3] = {
+		{ .probe = 0, .name = 0 },
+		{ .probe = 1, .name = 16 },
+		{ .probe = 1, .name = 0 },
+	};
+	struct oxt_load l;
+	int fd = open(OXT_DEV, O_RDWR);
+
+	ASSERT_LE(0, fd);
+	memset(&l, 0, sizeof(l));
+	l.size = sizeof(l);
+	l.image = (unsigned long)dyn_img_latency;
+	l.image_len = sizeof(dyn_img_latency);
+	l.attach = (unsigned long)att;
+	l.names = (unsigned long)names;
+	l.names_len = sizeof(names);
+	l.nattach = 2;
+	EXPECT_EQ(-1, ioctl(fd, OXT_IOC_LOAD, &l));
+	EXPECT_EQ(EPERM, errno);
+	EXPECT_EQ(OXT_LOADERR_UNSAFE, l.err_kind);
+	EXPECT_EQ(1, l.err_index);
+	EXPECT_EQ(3, l.err_code);	/* probesafe::Why::Rcu */
+
+	att[1].flags = OXT_ATTACH_OPTIONAL;
+	l.nattach = 3;
+	l.err_kind = l.err_index = l.err_code = 0;
+	ASSERT_EQ(0, ioctl(fd, OXT_IOC_LOAD, &l));
+	EXPECT_EQ(2, l.nprobes);
+	EXPECT_EQ(1, l.nskipped);
+	close(fd);
 }
 
 TEST(rmmod_while_open_fails)

@@ -1,14 +1,16 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0
 # Runs every oxtrace selftest in the guest; each prints TAP.
-# ioctl_fuzz's threads_shared_private_swap_fork runs in make stress only: in about 1 of 5
-# runs it sees its own user memory change after a racing PT_CONFIG (issue 15, open).
+# ioctl_fuzz's threads_shared_private_swap_fork runs in make stress only: in 1 to 7 of 10
+# runs kernel data shows up in a fuzzing thread's stack (issue 15, open; what is known is in
+# Documentation/testing.rst, "The shared-fd fuzz failure").
 cd "$(dirname "$0")" || exit 1
 rc=0
 for t in ./device_test ./dynvar_test ./tool_test.sh ./trace_test.sh ./agg_test.sh ./lang_test.sh \
 	./json_test.sh ./provider_test.sh ./stack_test.sh \
 	./oxt-loadtest ./pt_abi_test ./pt_test.sh "./oxt-doctest tutorial.rst" \
-	"./ioctl_fuzz -T threads_shared_private_swap_fork" ./lifecycle_test; do
+	"./ioctl_fuzz -T threads_shared_private_swap_fork" ./lifecycle_test ./probesafe_test.sh \
+	./attach_test.sh; do
 	echo "# selftest: $t"
 	$t || rc=1
 done

@@ -19,8 +19,8 @@ check "bufsize=1g: refused by the tool, naming the limit" sh -c \
 	'! oxtrace -x bufsize=1g -e "BEGIN { exit(0); }" 2>/tmp/err &&
 	grep -q "option bufsize=1g exceeds the largest buffer, 64m" /tmp/err && ! grep -q "os error" /tmp/err'
 check "missing function: LOAD refusal names the probe" sh -c \
-	'! oxtrace -e "fbt::oxt_no_such_function:entry { }" 2>/tmp/err &&
-	grep -q "failed to enable probe fbt::oxt_no_such_function:entry at function oxt_no_such_function: " /tmp/err &&
+	'! oxtrace -e "fbt::no_such_function_oxt:entry { }" 2>/tmp/err &&
+	grep -q "failed to enable probe fbt::no_such_function_oxt:entry at function no_such_function_oxt: " /tmp/err &&
 	! grep -q "os error" /tmp/err || { cat /tmp/err; false; }'
 # LOAD's memory is checked against the budget before anything is allocated:
 # no OOM kill, no allocation-failure warning (the runner also scans the log).

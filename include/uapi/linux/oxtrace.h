@@ -106,6 +106,12 @@ struct oxt_attach {
  * err_arg = KiB the budget leaves.
  */
 #define OXT_LOADERR_MEMORY	5
+/*
+ * ABI 1.5.  Attach entry err_index names a function that is unsafe to probe (EPERM):
+ * err_code = the reason (rust/core/probesafe.rs).  An optional entry (from a
+ * glob) is skipped and counted in nskipped instead.
+ */
+#define OXT_LOADERR_UNSAFE	6
 
 struct oxt_load {
 	__u32 size;		/* in: sizeof(struct oxt_load) */

@@ -123,10 +123,17 @@ fn list(pattern: &str) -> Res<i32> {
         "ID", "PROVIDER", "MODULE", "FUNCTION"
     );
     let mut id = 0;
+    // A function that is unsafe to probe is listed with `unsafe:<reason>` after its name.
     let mut row = |prov: &str, module: &str, func: &str, name: &str| {
         id += 1;
         if want(prov, module, func, name) {
-            println!("{id:>6} {prov:>10} {module:>16} {func:>32} {name}");
+            match oxtrace_core::probesafe::refusal(func).filter(|_| prov == "fbt") {
+                Some(why) => println!(
+                    "{id:>6} {prov:>10} {module:>16} {func:>32} {name} unsafe:{}",
+                    why.tag()
+                ),
+                None => println!("{id:>6} {prov:>10} {module:>16} {func:>32} {name}"),
+            }
         }
     };
     row("dtrace", "", "", "BEGIN");

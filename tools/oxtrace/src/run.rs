@@ -17,6 +17,7 @@ use oxtrace_core::action::{Item, Items, RecordKind};
 use oxtrace_core::buffer::{self, Reader};
 use oxtrace_core::diag::{FaultMsg, ImageMsg, ReasonMsg};
 use oxtrace_core::limits;
+use oxtrace_core::probesafe;
 use oxtrace_core::program::ProbeKind;
 use std::io::{self, Write};
 use std::time::{Duration, Instant};
@@ -64,12 +65,18 @@ impl From<io::Error> for RunError {
     }
 }
 
+/// Above this many probes LOAD reports its progress on stderr.
+const ATTACH_PROGRESS: usize = 100;
+
 /// The attach table of a program: function names for its fbt descriptions.
 pub struct AttachTable {
     /// Entries for LOAD.
     pub entries: Vec<abi::Attach>,
     /// Their NUL-terminated names.
     pub names: Vec<u8>,
+    /// Functions a glob matched that are unsafe to probe, left out: (description, function,
+    /// why).
+    pub unsafe_skipped: Vec<(u32, String, probesafe::Why)>,
 }
 
 /// Expands every fbt description against the probeable functions.
@@ -77,6 +84,7 @@ pub fn attach_table(prog: &Compiled, functions: &[String]) -> Result<AttachTable
     let mut t = AttachTable {
         entries: Vec::new(),
         names: Vec::new(),
+        unsafe_skipped: Vec::new(),
     };
     for (d, spec) in prog.probes.iter().enumerate() {
         if !matches!(spec.kind, ProbeKind::FbtEntry | ProbeKind::FbtReturn) {
@@ -84,18 +92,28 @@ pub fn attach_table(prog: &Compiled, functions: &[String]) -> Result<AttachTable
         }
         let glob = probes::is_glob(&spec.func);
         let names: Vec<&str> = if glob {
-            probes::expand(&spec.func, functions)
-                .into_iter()
-                .filter(|n| n.len() <= limits::MAX_PROBE_NAME)
-                .collect()
+            let mut names = probes::expand(&spec.func, functions);
+            names.retain(|n| match probesafe::refusal(n) {
+                Some(why) => {
+                    t.unsafe_skipped.push((d as u32, n.to_string(), why));
+                    false
+                }
+                None => n.len() <= limits::MAX_PROBE_NAME,
+            });
+            names
         } else {
             vec![spec.func.as_str()]
         };
         if names.is_empty() {
-            return Err(RunError(format!(
-                "probe description {} does not match any probes",
-                spec.text
-            )));
+            let nunsafe = t.unsafe_skipped.iter().filter(|u| u.0 == d as u32).count();
+            return Err(RunError(if nunsafe > 0 {
+                format!(
+                    "probe description {} matches only functions that are unsafe to probe ({nunsafe}; oxtrace -l marks them)",
+                    spec.text
+                )
+            } else {
+                format!("probe description {} does not match any probes", spec.text)
+            }));
         }
         if t.entries.len() + names.len() > limits::MAX_ATTACH {
             return Err(RunError(format!(
@@ -224,6 +242,12 @@ pub fn load_error(
             format!("failed to enable probe {desc} at function {func}: {why}")
         }
         abi::LOADERR_MEMORY => memory_words(prog, l),
+        abi::LOADERR_UNSAFE => {
+            let a = t.entries.get(l.err_index as usize);
+            let func = a.map(|a| name_at(&t.names, a.name)).unwrap_or("?");
+            let why = probesafe::Why::from_code(l.err_code).map_or("refused by the kernel", |w| w.text());
+            format!("function {func} is unsafe to probe: {why}")
+        }
         abi::LOADERR_PROBE => format!(
             "probe description {} does not match any probes",
             prog.probes
@@ -339,6 +363,8 @@ pub struct Run<'a> {
     ncpus: u32,
     exit: Option<i64>,
     header_done: bool,
+    /// What globs matched but were left out as unsafe to probe (`-v` lists them).
+    unsafe_skipped: Vec<(u32, String, probesafe::Why)>,
     /// Dynamic-variable drop warnings, when the program has dynamic variables.
     dyn_drops: Option<DropTracker>,
     /// Where `--listen` publishes the aggregations after every snapshot.
@@ -370,11 +396,23 @@ impl<'a> Run<'a> {
             Vec::new()
         };
         let table = attach_table(prog, &functions)?;
+        // Registering many probes takes a while under emulation: say what is going on.
+        let progress = table.entries.len() > ATTACH_PROGRESS && !prog.quiet && fmt == OutFmt::Text;
+        if progress {
+            eprintln!("oxtrace: attaching {} probes ...", table.entries.len());
+        }
         let t_load = Instant::now();
         let loaded = dev
             .load(&prog.image, &table.entries, &table.names)
             .map_err(|b| RunError(load_error(prog, &src, &table, &b.0, &b.1)))?;
         let load_us = t_load.elapsed().as_micros();
+        if progress {
+            eprintln!(
+                "oxtrace: attached {} probes in {} ms",
+                loaded.nprobes,
+                load_us / 1000
+            );
+        }
         let infos = dev.probes()?;
         let mut per_desc = vec![0usize; prog.probes.len()];
         let names = infos
@@ -432,6 +470,12 @@ impl<'a> Run<'a> {
                 let s = if n == 1 { "" } else { "s" };
                 eprintln!("oxtrace: description '{text}' matched {n} probe{s}");
             }
+            if !table.unsafe_skipped.is_empty() {
+                eprintln!(
+                    "oxtrace: {} matching functions are unsafe to probe and were left out (-v lists them)",
+                    table.unsafe_skipped.len()
+                );
+            }
             if loaded.nskipped > 0 {
                 eprintln!(
                     "oxtrace: {} matching functions could not be probed and were skipped",
@@ -453,6 +497,7 @@ impl<'a> Run<'a> {
             ncpus,
             exit: None,
             header_done: false,
+            unsafe_skipped: table.unsafe_skipped,
             dyn_drops: prog
                 .vars
                 .iter()
@@ -474,6 +519,20 @@ impl<'a> Run<'a> {
     /// Enables the probes, releases the target, drains until done, stops, and prints what
     /// is left. Returns the exit status.
     pub fn run(mut self, target: &mut Target, verbose: bool) -> Result<i32, RunError> {
+        if verbose {
+            for (d, func, why) in &self.unsafe_skipped {
+                let desc = self
+                    .prog
+                    .probes
+                    .get(*d as usize)
+                    .map_or("?", |p| p.text.as_str());
+                eprintln!(
+                    "oxtrace: {desc}: skipped {func} ({}): {}",
+                    why.tag(),
+                    why.text()
+                );
+            }
+        }
         self.dev.go()?;
         if verbose {
             // make bench reads this: what attaching the probes cost.

@@ -430,3 +430,14 @@ fn good_programs_compile() {
         }
     }
 }
+
+#[test]
+fn unsafe_function_refused_at_its_probe() {
+    check(
+        "BEGIN { }\nfbt::rcu_read_lock_held_common:return { @n = count(); }",
+        "2:1",
+        "function rcu_read_lock_held_common is unsafe to probe: an RCU read-side helper that \
+         probe handling calls itself",
+        "^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^",
+    );
+}

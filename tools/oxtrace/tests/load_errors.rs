@@ -141,3 +141,43 @@ fn size_refusals_say_which_size() {
     let msg = words(&p, src, libc::ENOMEM, &l);
     assert!(msg.contains("bufsize=4m, aggsize=4m"), "{msg}");
 }
+
+#[test]
+fn unsafe_functions_are_refused_by_name_and_left_out_of_globs() {
+    let fns: Vec<String> = [
+        "ksys_read",
+        "rcu_read_lock_held_common",
+        "rcu_read_lock_any_held",
+    ]
+    .map(String::from)
+    .to_vec();
+    let p = compile("fbt::*read*:return { }", "t.d", &CompileOptions::default()).unwrap();
+    let t = attach_table(&p, &fns).unwrap();
+    assert_eq!(t.entries.len(), 1);
+    let left: Vec<&str> = t.unsafe_skipped.iter().map(|u| u.1.as_str()).collect();
+    assert_eq!(
+        left,
+        ["rcu_read_lock_held_common", "rcu_read_lock_any_held"]
+    );
+    let p = compile(
+        "fbt::rcu_read_*:return { }",
+        "t.d",
+        &CompileOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(
+        attach_table(&p, &fns).err().unwrap().0,
+        "probe description fbt::rcu_read_*:return matches only functions that are unsafe to \
+         probe (2; oxtrace -l marks them)"
+    );
+    // The kernel's own refusal, had a tool sent it anyway.
+    let src = "fbt::vfs_read:entry { }";
+    let p = compile(src, "t.d", &CompileOptions::default()).unwrap();
+    let r = Refusal::unsafe_probe(0, oxtrace_core::probesafe::Why::Rcu);
+    assert_eq!(r.kind, abi::LOADERR_UNSAFE);
+    assert_eq!(
+        words(&p, src, libc::EPERM, &load_of(&r)),
+        "function vfs_read is unsafe to probe: an RCU read-side helper that probe handling \
+         calls itself"
+    );
+}

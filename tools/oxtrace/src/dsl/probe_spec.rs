@@ -24,6 +24,14 @@ pub(super) fn probe_spec(text: &str) -> Result<Vec<ProbeSpec>, String> {
                 limits::MAX_PROBE_NAME
             ));
         }
+        if let Some(why) =
+            oxtrace_core::probesafe::refusal(func).filter(|_| !crate::probes::is_glob(func))
+        {
+            return Err(format!(
+                "function {func} is unsafe to probe: {}",
+                why.text()
+            ));
+        }
         Ok(ProbeSpec {
             kind,
             func: func.to_string(),
