@@ -27,7 +27,7 @@
 
 /* A new major breaks old tools; a new minor only adds. */
 #define OXT_ABI_MAJOR 1
-#define OXT_ABI_MINOR 5
+#define OXT_ABI_MINOR 6
 
 /* Feature bits of struct oxt_version.features. */
 /* The CPU has Intel PT with ToPA output (CPUID 7.0:EBX[25], 0x14.0:ECX[0]). */
