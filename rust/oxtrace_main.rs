@@ -15,7 +15,9 @@ use kernel::prelude::*;
 // files. Its modules refer to each other as `crate::abi`, ..., in both crates: re-exported.
 #[path = "core/lib.rs"]
 pub mod oxcore;
-pub use oxcore::{abi, action, agg, buffer, diag, dynvar, limits, probe, probesafe, program, topa};
+pub use oxcore::{
+    abi, action, agg, buffer, diag, dynvar, limits, probe, probesafe, program, stack, topa,
+};
 
 // Kernel objects and policy.
 mod glue;

@@ -203,6 +203,15 @@ unsigned long oxt_regs_kernel_pc(struct pt_regs *regs);
 unsigned long oxt_regs_user_pc(struct pt_regs *regs);
 
 /*
+ * The kernel stack of a probe hit into out[0..max): the probed function's
+ * caller first when regs are kernel registers (the frames up to the probed
+ * PC are dropped), else the current stack without the module's frames.
+ * Returns the number of entries.  Safe in probe context.
+ */
+unsigned int oxt_kernel_stack(struct pt_regs *regs, unsigned long *out,
+			      unsigned int max);
+
+/*
  * Tracepoint events: a perf tracepoint counter (config = the event's id) on
  * each CPU online at allocation, sampling every hit with its raw record.  A hit
  * calls ops->fire(cookie, slot, regs, false) under the guard with interrupts

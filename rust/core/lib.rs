@@ -26,4 +26,5 @@ pub mod limits;
 pub mod probe;
 pub mod probesafe;
 pub mod program;
+pub mod stack;
 pub mod topa;

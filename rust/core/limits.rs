@@ -37,6 +37,8 @@ pub const CHILL_MAX_NS: u64 = 500_000_000;
 pub const CHILL_INTERVAL_NS: u64 = 1_000_000_000;
 /// Largest `strsize`.
 pub const MAX_STRSIZE: u32 = 4096;
+/// Most frames of `stack(n)` (and option `stackframes`): as many as fit a string key.
+pub const MAX_STACKFRAMES: u32 = (crate::agg::KEY_STR_MAX / crate::stack::FRAME_BYTES) as u32;
 /// Most clause-local (`this->`) variables of a program.
 pub const MAX_LOCALS: u32 = 256;
 /// Most instructions of one predicate or action program.

@@ -366,6 +366,10 @@ impl Env for KernelEnv<'_> {
         self.write(rec.kind as u32, rec.id, rec.data)
     }
 
+    fn kernel_stack(&mut self, out: &mut [u64]) -> usize {
+        self.regs.kernel_stack(out)
+    }
+
     fn ptwrite(&mut self, value: u64) -> bool {
         match self.pt.as_mut() {
             Some((pt, c)) => pt.ptwrite(c, self.cpu, value),

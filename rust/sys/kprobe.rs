@@ -70,6 +70,16 @@ impl Regs {
         unsafe { shim::oxt_regs_kernel_pc(self.0) as u64 }
     }
 
+    /// The kernel stack of the hit into `out`, the probed function's caller first; returns
+    /// the number of frames. Safe in probe context (no allocation, no fault).
+    pub(crate) fn kernel_stack(&self, out: &mut [u64]) -> usize {
+        let max = out.len().min(c_uint::MAX as usize) as c_uint;
+        // SAFETY: as in `arg` for `self.0`; `out` is valid for `max` writes of `unsigned
+        // long`, which is `u64` on the 64-bit kernels the module builds for.
+        let n = unsafe { shim::oxt_kernel_stack(self.0, out.as_mut_ptr().cast(), max) };
+        (n as usize).min(out.len())
+    }
+
     /// The interrupted user PC, or 0 if these are kernel registers (profile probes).
     pub(crate) fn user_pc(&self) -> u64 {
         // SAFETY: as in `arg`.

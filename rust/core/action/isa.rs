@@ -210,10 +210,13 @@ pub enum Op {
     Raise = 95,
     /// Spin `r1` nanoseconds in probe context (`chill()`; destructive, limited).
     Chill = 96,
+    /// `rd = ` the kernel stack of the probe, at most `imm` frames (clamped to
+    /// [`crate::stack::MAX_FRAMES`]), encoded ([`crate::stack`]) into a scratch string slot.
+    Kstack = 97,
 }
 
 /// Number of opcodes; every byte value at or above it is invalid.
-pub const NOPS: u8 = 97;
+pub const NOPS: u8 = 98;
 
 /// [`Op::Kstr`]'s `imm` bit for a string in user memory (`copyinstr`).
 pub const KSTR_USER: u32 = 1;
@@ -320,6 +323,7 @@ impl Op {
             System,
             Raise,
             Chill,
+            Kstack,
         ];
         ALL.get(b as usize).copied()
     }
@@ -425,6 +429,7 @@ impl Op {
             System => "system",
             Raise => "raise",
             Chill => "chill",
+            Kstack => "kstack",
         }
     }
 }

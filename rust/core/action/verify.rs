@@ -210,6 +210,11 @@ fn shape(op: Op) -> Shape {
             alloc: true,
             ..sh(true, true, false, I::Any)
         },
+        // imm: a frame count, clamped by the interpreter.
+        Kstack => Shape {
+            alloc: true,
+            ..sh(true, false, false, I::Any)
+        },
         Strjoin => Shape {
             alloc: true,
             ..sh(true, true, true, I::Zero)

@@ -54,6 +54,11 @@ pub trait Env {
     /// `chill(ns)`: spin `ns` nanoseconds; false (nothing done) when it would take this CPU
     /// over its chill budget.
     fn chill(&mut self, ns: u64) -> bool;
+    /// Fill `out` with the kernel stack of the probe, the probed function's caller first;
+    /// returns the number of frames. None where no stack can be taken.
+    fn kernel_stack(&mut self, _out: &mut [u64]) -> usize {
+        0
+    }
 }
 
 /// Kind of a runtime fault.
@@ -752,6 +757,21 @@ impl<'s> Vm<'s> {
                     // checked `imm < NREGS`); the others don't read `c`.
                     let c = self.regs.get(imm as usize).copied().unwrap_or(0);
                     out = Some(self.subr(op, a, b, c, dict, env).map_err(f)?);
+                }
+                Kstack => {
+                    let off = self.alloc_slot().ok_or(f(FaultKind::ScratchExhausted))?;
+                    let ss = self.strsize as usize;
+                    let mut pcs = [0u64; crate::stack::MAX_FRAMES as usize];
+                    let want = (imm.min(crate::stack::MAX_FRAMES) as usize)
+                        .min(ss / crate::stack::FRAME_BYTES);
+                    // PANIC: `want <= MAX_FRAMES`, the array's length; `n <= want` below.
+                    let n = env.kernel_stack(&mut pcs[..want]).min(want);
+                    // PANIC: as in `Ldbs`: `slot` is `ss + 1` bytes and `encode` writes at
+                    // most `ss` of them.
+                    let slot = &mut self.scratch[off..off + ss + 1];
+                    let len = crate::stack::encode(&pcs[..n], &mut slot[..ss]);
+                    slot[len] = 0;
+                    out = Some(str_ref(STR_SPACE_SCRATCH, off as u32));
                 }
             }
             if let Some(v) = out {

@@ -34,6 +34,9 @@ pub enum KeyKind {
     },
     /// A string (`execname`, `probefunc`, ...).
     Str,
+    /// A kernel stack (`stack()`): a string of frames (`oxtrace_core::stack`), printed
+    /// symbolized one frame a line.
+    Stack,
 }
 
 /// One member of an aggregation's key tuple.
@@ -633,7 +636,8 @@ fn key_matches_layout(key: &KeyRef<'_>, layout: &[KeyField]) -> bool {
         && key.elems().zip(layout).all(|(e, f)| {
             matches!(
                 (e, f.kind),
-                (KeyElem::Int(_), KeyKind::Int { .. }) | (KeyElem::Str(_), KeyKind::Str)
+                (KeyElem::Int(_), KeyKind::Int { .. })
+                    | (KeyElem::Str(_), KeyKind::Str | KeyKind::Stack)
             )
         })
 }

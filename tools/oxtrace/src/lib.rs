@@ -10,6 +10,7 @@ pub mod dsl;
 pub mod dynstat;
 pub mod exporter;
 pub mod ipt;
+pub mod ksym;
 pub mod output;
 pub mod probes;
 pub mod pt;

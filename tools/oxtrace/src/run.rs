@@ -4,7 +4,7 @@
 
 pub use crate::child::{catch_signals, split_words, Held};
 
-use crate::agg::{AggDef, AggTable, Dictionary, KeyField, SortOrder};
+use crate::agg::{AggDef, AggTable, Dictionary, KeyField, KeyKind, SortOrder};
 use crate::child;
 use crate::device::{Device, DeviceError};
 use crate::dsl::options::size_text;
@@ -328,6 +328,10 @@ pub fn dictionary(prog: &Compiled) -> Result<Dictionary, RunError> {
                 match k {
                     dsl::KeyKind::Int => KeyField::int(&name),
                     dsl::KeyKind::Str => KeyField::string(&name),
+                    dsl::KeyKind::Stack => KeyField {
+                        name,
+                        kind: KeyKind::Stack,
+                    },
                 }
             })
             .collect();

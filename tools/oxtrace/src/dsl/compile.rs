@@ -163,7 +163,7 @@ pub fn compile_items(
         let mask = k
             .iter()
             .enumerate()
-            .filter(|(_, k)| **k == KeyKind::Str)
+            .filter(|(_, k)| matches!(**k, KeyKind::Str | KeyKind::Stack))
             .fold(0u16, |m, (i, _)| m | (1 << i));
         KeyLayout::new(k.len() as u8, mask)
     };

@@ -48,15 +48,17 @@ pub enum ArgKind {
     Int,
     /// A string.
     Str,
+    /// A kernel stack (`%k`, `stack()`).
+    Stack,
 }
 
 impl Conv {
     /// The kind of argument the conversion wants.
     pub fn arg_kind(&self) -> ArgKind {
-        if matches!(self.conv, 's' | 'S') {
-            ArgKind::Str
-        } else {
-            ArgKind::Int
+        match self.conv {
+            's' | 'S' => ArgKind::Str,
+            'k' => ArgKind::Stack,
+            _ => ArgKind::Int,
         }
     }
 
@@ -159,7 +161,7 @@ pub fn parse(fmt: &[u8], printa: bool) -> Result<Vec<Piece>, FormatError> {
             None => return Err((start, "format ends in the middle of a conversion".into())),
             Some(&c) => c as char,
         };
-        if !"diuxXocspSYa".contains(conv) {
+        if !"diuxXocspSYak".contains(conv) {
             return Err((
                 i,
                 format!("conversion %{} is not supported", conv.escape_default()),
@@ -292,6 +294,11 @@ pub fn format_conv(out: &mut Vec<u8>, c: &Conv, item: &Item<'_>) {
                 _ => s,
             };
             pad(out, s, c.width, f.minus);
+        }
+        ('k', Item::Str(s)) => {
+            let mut t = String::new();
+            crate::ksym::render_stack(crate::ksym::Ksyms::kernel(), s, &mut t);
+            out.extend_from_slice(t.as_bytes());
         }
         ('c', Item::Int(v, _)) => pad(out, &[*v as u8], c.width, f.minus),
         (_, Item::Str(s)) => pad(out, s, c.width, f.minus),

@@ -530,6 +530,9 @@ impl<'a> Gen<'a> {
         }
         let (ra, ta) = self.expr(a)?;
         let (rb, tb) = self.expr(b)?;
+        if ta == Ty::Stack || tb == Ty::Stack {
+            return self.err(span, STACK_USE);
+        }
         let cmp = matches!(
             op,
             BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge
@@ -627,7 +630,7 @@ impl<'a> Gen<'a> {
 
     fn push_keys(&mut self, regs: &[(u8, Ty)]) {
         for (r, ty) in regs {
-            if *ty == Ty::Str {
+            if matches!(ty, Ty::Str | Ty::Stack) {
                 self.emit(Op::Pushts, 0, *r, 0, 0);
             } else {
                 self.emit(Op::Pushtv, 0, *r, 0, ty.int_type().0 as u32);
@@ -1634,6 +1637,9 @@ impl<'a> Gen<'a> {
                 res?
             }
         };
+        if tv == Ty::Stack {
+            return self.err(rhs.span, STACK_USE);
+        }
         let lit0 = matches!(rhs.kind, ExprKind::Int(0, _));
         let ty = if is_new && op.is_some() {
             // `x += 1` on a never-assigned variable: it starts at 0 of the result's type.
@@ -1725,6 +1731,9 @@ impl<'a> Gen<'a> {
         tb: &Ty,
         span: Span,
     ) -> GResult<(u8, Ty)> {
+        if *ta == Ty::Stack || *tb == Ty::Stack {
+            return self.err(span, STACK_USE);
+        }
         if *ta == Ty::Str || *tb == Ty::Str {
             return self.err(span, "arithmetic on strings is not supported");
         }
@@ -1820,6 +1829,27 @@ impl<'a> Gen<'a> {
                 Ok((rd, Ty::Str))
             }
             n if subr::is_subr(n) => self.subr_call(n, args, span),
+            "stack" => {
+                use oxtrace_core::stack::{DEFAULT_FRAMES, MAX_FRAMES};
+                let depth = |e: &Expr| match const_eval(e) {
+                    Some(v) if (1..=i64::from(MAX_FRAMES)).contains(&v) => Some(v as u32),
+                    _ => None,
+                };
+                let n = match args {
+                    [] => DEFAULT_FRAMES,
+                    [e] => match depth(e) {
+                        Some(n) => n,
+                        None => {
+                            let m = "stack()'s frame count must be a constant from 1 to";
+                            return self.err(e.span, format!("{m} {MAX_FRAMES}"));
+                        }
+                    },
+                    _ => return self.err(span, "stack() takes an optional frame count"),
+                };
+                let rd = self.reg(span)?;
+                self.emit(Op::Kstack, rd, 0, 0, n);
+                Ok((rd, Ty::Stack))
+            }
             "copyinstr" => {
                 if args.is_empty() || args.len() > 2 {
                     return self.err(span, "copyinstr() takes an address and an optional size");
@@ -2006,9 +2036,16 @@ impl<'a> Gen<'a> {
                     );
                 }
                 let (r, ty) = self.expr(&args[0])?;
+                // The tool prints a stack symbolized: a printf record of format `%k`.
+                let stack = ty == Ty::Stack;
                 self.push_keys(&[(r, ty)]);
                 self.release(r);
-                self.emit(Op::Trace, 0, 0, 0, 0);
+                if stack {
+                    let id = self.t.fmt(b"%k");
+                    self.emit(Op::Printf, 0, 0, 0, id);
+                } else {
+                    self.emit(Op::Trace, 0, 0, 0, 0);
+                }
             }
             "exit" => {
                 if args.len() != 1 {
@@ -2229,6 +2266,7 @@ impl<'a> Gen<'a> {
             let (r, ty) = self.expr(a)?;
             let ok = match kind {
                 ArgKind::Str => ty == Ty::Str,
+                ArgKind::Stack => ty == Ty::Stack,
                 ArgKind::Int => ty.is_scalar(),
             };
             if !ok {
@@ -2242,10 +2280,10 @@ impl<'a> Gen<'a> {
                     a.span,
                     format!(
                         "{name}(): {what} requires {}, argument {} is {}",
-                        if kind == ArgKind::Str {
-                            "a string"
-                        } else {
-                            "an integer"
+                        match kind {
+                            ArgKind::Str => "a string",
+                            ArgKind::Stack => "a stack()",
+                            ArgKind::Int => "an integer",
                         },
                         i + 2,
                         ty.name()
@@ -2422,6 +2460,9 @@ impl<'a> Gen<'a> {
         Ok(())
     }
 }
+
+/// The error for a `stack()` value used as anything but a key.
+const STACK_USE: &str = "a stack() value can only be an aggregation key";
 
 fn kinds_text(k: &[KeyKind]) -> String {
     k.iter().map(|k| k.name()).collect::<Vec<_>>().join(", ")

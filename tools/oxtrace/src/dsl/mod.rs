@@ -32,6 +32,8 @@ pub enum KeyKind {
     Int,
     /// A string.
     Str,
+    /// A kernel stack (`stack()`), a string to the kernel.
+    Stack,
 }
 
 impl KeyKind {
@@ -40,6 +42,7 @@ impl KeyKind {
         match self {
             KeyKind::Int => "integer",
             KeyKind::Str => "string",
+            KeyKind::Stack => "stack",
         }
     }
 }

@@ -90,6 +90,8 @@ pub struct Firing {
     pub execname: String,
     /// The process's ancestors, parent first (`progenyof()`).
     pub ancestors: Vec<u64>,
+    /// Kernel stack (`stack()`), the probed function's caller first.
+    pub kstack: Vec<u64>,
 }
 
 impl Default for Firing {
@@ -108,6 +110,7 @@ impl Default for Firing {
             uid: 0,
             execname: "test".into(),
             ancestors: vec![1],
+            kstack: Vec::new(),
         }
     }
 }
@@ -374,6 +377,12 @@ impl Env for FiringEnv<'_> {
                 self.sim.records.extend(recs);
             }
         }
+    }
+
+    fn kernel_stack(&mut self, out: &mut [u64]) -> usize {
+        let n = self.f.kstack.len().min(out.len());
+        out[..n].copy_from_slice(&self.f.kstack[..n]);
+        n
     }
 }
 

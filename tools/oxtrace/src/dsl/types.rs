@@ -3,6 +3,7 @@
 
 use super::KeyKind;
 use oxtrace_core::action::{Builtin, IntType};
+use oxtrace_core::stack;
 
 /// A value type.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -25,6 +26,9 @@ pub enum Ty {
     Sou(usize, String),
     /// A fixed-size array.
     Array(Box<Ty>, u64),
+    /// A kernel stack (`stack()`): a string of encoded frames to the kernel, printed
+    /// symbolized by the tool.
+    Stack,
 }
 
 /// A member of a D-declared struct or union.
@@ -80,6 +84,8 @@ impl TypeEnv {
         match ty {
             Ty::Int { size, .. } => *size as u64,
             Ty::Str => strsize,
+            // The encoded frames, as the string the kernel holds.
+            Ty::Stack => (stack::MAX_FRAMES as usize * stack::FRAME_BYTES) as u64,
             Ty::Ptr(_) => 8,
             Ty::Void => 1,
             Ty::Sou(i, _) => self.sous.get(*i).map_or(0, |s| s.size),
@@ -91,7 +97,7 @@ impl TypeEnv {
     pub fn align(&self, ty: &Ty) -> u64 {
         match ty {
             Ty::Int { size, .. } => *size as u64,
-            Ty::Str | Ty::Void => 1,
+            Ty::Str | Ty::Void | Ty::Stack => 1,
             Ty::Ptr(_) => 8,
             Ty::Sou(i, _) => self.sous.get(*i).map_or(1, |s| s.align),
             Ty::Array(t, _) => self.align(t),
@@ -145,6 +151,7 @@ impl Ty {
             Ty::Void => "void".into(),
             Ty::Sou(_, n) => n.clone(),
             Ty::Array(t, n) => format!("{} [{n}]", t.name()),
+            Ty::Stack => "stack".into(),
         }
     }
 
@@ -169,10 +176,10 @@ impl Ty {
     }
 
     pub(super) fn key_kind(&self) -> KeyKind {
-        if *self == Ty::Str {
-            KeyKind::Str
-        } else {
-            KeyKind::Int
+        match self {
+            Ty::Str => KeyKind::Str,
+            Ty::Stack => KeyKind::Stack,
+            _ => KeyKind::Int,
         }
     }
 }

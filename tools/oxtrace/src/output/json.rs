@@ -1,7 +1,7 @@
 //! `-o json`: aggregations as JSON lines, and the tool's one string escaper.
 
 use super::int_text;
-use crate::agg::{key_kinds, AggTable, KeyField, SortOrder};
+use crate::agg::{key_kinds, AggTable, KeyField, KeyKind, SortOrder};
 use crate::output::text::print_range;
 use oxtrace_core::agg::KeyElem;
 use std::fmt::Write as _;
@@ -60,6 +60,17 @@ impl AggTable {
                 match el {
                     KeyElem::Int(v) => {
                         let _ = write!(o, "{}", int_text(v, f));
+                    }
+                    KeyElem::Str(s) if f == Some(KeyKind::Stack) => {
+                        let k = crate::ksym::Ksyms::kernel();
+                        o.push('[');
+                        for (i, pc) in oxtrace_core::stack::decode(s).enumerate() {
+                            if i > 0 {
+                                o.push(',');
+                            }
+                            json_str(o, k.format(pc).as_bytes());
+                        }
+                        o.push(']');
                     }
                     KeyElem::Str(s) => json_str(o, s),
                 }

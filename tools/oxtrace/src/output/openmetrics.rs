@@ -1,7 +1,7 @@
 //! OpenMetrics text exposition of the aggregation table (`oxtrace exporter`).
 
 use super::int_text;
-use crate::agg::{key_kinds, AggTable, KeyField, SortOrder};
+use crate::agg::{key_kinds, AggTable, KeyField, KeyKind, SortOrder};
 use crate::output::text::print_range;
 use oxtrace_core::agg::{AggFunc, KeyElem};
 use std::fmt::Write as _;
@@ -46,6 +46,14 @@ impl AggTable {
                     let _ = write!(lab, "{}=\"", labels[n]);
                     match el {
                         KeyElem::Int(v) => lab.push_str(&int_text(v, f)),
+                        KeyElem::Str(s) if f == Some(KeyKind::Stack) => {
+                            // One label value: the frames, outermost last, `;`-separated.
+                            let k = crate::ksym::Ksyms::kernel();
+                            let frames: Vec<String> = oxtrace_core::stack::decode(s)
+                                .map(|pc| k.format(pc))
+                                .collect();
+                            om_escape(&mut lab, frames.join(";").as_bytes());
+                        }
                         KeyElem::Str(s) => om_escape(&mut lab, s),
                     }
                     lab.push('"');

@@ -1,0 +1,50 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Kernel stacks for stack(), with the kernel's stack walker.  Probe context:
+ * no allocation, no sleep.
+ *
+ * stack_trace_save_regs() is not exported, so the walk starts here and the
+ * frames of the probe machinery are cut off: with kernel registers, every
+ * frame up to the last one at the probed PC (the pt_regs on the stack hold
+ * it), else the module's own frames.  The walk goes into a per-CPU buffer,
+ * not one on the stack: the guess unwinder reads every stack word, and would
+ * find the buffer's own entries.  Actions do not nest on a CPU (the shim's
+ * action guard), so one buffer a CPU suffices.
+ */
+#include <linux/kernel.h>
+#include <linux/module.h>
+#include <linux/percpu.h>
+#include <linux/ptrace.h>
+#include <linux/stacktrace.h>
+#include "shim.h"
+
+/* Room for the module's and the probe machinery's frames below the probed context. */
+#define OXT_STACK_MAX 256
+
+static DEFINE_PER_CPU(unsigned long[OXT_STACK_MAX], oxt_stack_buf);
+
+/* Whether pc is the probed PC or the return address of an fentry call at it. */
+static bool oxt_at_probe(unsigned long pc, unsigned long ip)
+{
+	return pc >= ip - 16 && pc <= ip + 16;
+}
+
+unsigned int oxt_kernel_stack(struct pt_regs *regs, unsigned long *out,
+			      unsigned int max)
+{
+	unsigned long *buf = this_cpu_ptr(oxt_stack_buf);
+	unsigned int n, i, from = 0, j = 0;
+
+	n = stack_trace_save(buf, OXT_STACK_MAX, 0);
+	if (regs && !user_mode(regs)) {
+		unsigned long ip = instruction_pointer(regs);
+
+		for (i = 0; i < n; i++)
+			if (oxt_at_probe(buf[i], ip))
+				from = i + 1;
+	}
+	for (i = from; i < n && j < max; i++)
+		if (!within_module(buf[i], THIS_MODULE))
+			out[j++] = buf[i];
+	return j;
+}

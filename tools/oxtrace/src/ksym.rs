@@ -1,0 +1,127 @@
+//! Kernel symbols for `stack()`: /proc/kallsyms read once into a table sorted by address,
+//! a PC found by binary search and printed as DTrace does (`vmlinux`func+0x1f`,
+//! `module`func+0x8`).
+
+use std::sync::OnceLock;
+
+/// A kernel text symbol.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Sym {
+    addr: u64,
+    name: String,
+    /// The module, `None` for the kernel image.
+    module: Option<String>,
+}
+
+/// The kernel's text symbols, sorted by address.
+#[derive(Clone, Debug, Default)]
+pub struct Ksyms {
+    syms: Vec<Sym>,
+}
+
+impl Ksyms {
+    /// Parses kallsyms text (`ffffffff81000000 T _text`, `... t name\t[module]`); keeps the
+    /// text symbols with a known address (an unprivileged reader sees zeros).
+    pub fn parse(text: &str) -> Self {
+        let mut syms: Vec<Sym> = text
+            .lines()
+            .filter_map(|l| {
+                let mut f = l.split_whitespace();
+                let addr = u64::from_str_radix(f.next()?, 16).ok()?;
+                let kind = f.next()?;
+                let name = f.next()?;
+                let module = f
+                    .next()
+                    .and_then(|m| m.strip_prefix('[')?.strip_suffix(']'))
+                    .map(str::to_string);
+                let text = matches!(kind, "t" | "T" | "w" | "W");
+                (addr != 0 && text).then(|| Sym {
+                    addr,
+                    name: name.to_string(),
+                    module,
+                })
+            })
+            .collect();
+        syms.sort_by_key(|s| s.addr);
+        Self { syms }
+    }
+
+    /// The table of the running kernel, read at first use.
+    pub fn kernel() -> &'static Ksyms {
+        static K: OnceLock<Ksyms> = OnceLock::new();
+        K.get_or_init(|| {
+            std::fs::read_to_string("/proc/kallsyms")
+                .map(|t| Ksyms::parse(&t))
+                .unwrap_or_default()
+        })
+    }
+
+    /// `pc` symbolized: `vmlinux`func+0xoff` (no offset at the symbol's start),
+    /// `module`func+0xoff` for a module, the bare hexadecimal address when no symbol is at
+    /// or below it.
+    pub fn format(&self, pc: u64) -> String {
+        let i = self.syms.partition_point(|s| s.addr <= pc);
+        let Some(s) = i.checked_sub(1).and_then(|i| self.syms.get(i)) else {
+            return format!("0x{pc:x}");
+        };
+        let module = s.module.as_deref().unwrap_or("vmlinux");
+        match pc - s.addr {
+            0 => format!("{module}`{}", s.name),
+            off => format!("{module}`{}+0x{off:x}", s.name),
+        }
+    }
+}
+
+/// The frames of an encoded `stack()` value, symbolized, one line each with DTrace's
+/// indentation of 14 columns, after an empty line.
+pub fn render_stack(k: &Ksyms, bytes: &[u8], out: &mut String) {
+    out.push('\n');
+    for pc in oxtrace_core::stack::decode(bytes) {
+        out.push_str(&" ".repeat(14));
+        out.push_str(&k.format(pc));
+        out.push('\n');
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TEXT: &str = "\
+0000000000000000 A fixed_percpu_data
+ffffffff81000000 T _stext
+ffffffff81234500 T ksys_read
+ffffffff81234400 t __x64_sys_read
+ffffffff82000000 D some_data
+ffffffffa0001000 t helper\t[ext4]
+ffffffffa0000000 T ext4_read\t[ext4]
+";
+
+    #[test]
+    fn symbolizes_kernel_and_module_pcs() {
+        let k = Ksyms::parse(TEXT);
+        assert_eq!(k.format(0xffffffff81234500), "vmlinux`ksys_read");
+        assert_eq!(k.format(0xffffffff81234519), "vmlinux`ksys_read+0x19");
+        assert_eq!(k.format(0xffffffff812344ff), "vmlinux`__x64_sys_read+0xff");
+        assert_eq!(k.format(0xffffffffa0000010), "ext4`ext4_read+0x10");
+        assert_eq!(k.format(0xffffffffa0001002), "ext4`helper+0x2");
+        // Data symbols are not text: the PC belongs to the last text symbol before it.
+        assert_eq!(k.format(0xffffffff82000008), "vmlinux`ksys_read+0xdcbb08");
+        assert_eq!(k.format(0x1000), "0x1000");
+    }
+
+    #[test]
+    fn renders_an_encoded_stack() {
+        let k = Ksyms::parse(TEXT);
+        let mut b = [0u8; 16];
+        let n = oxtrace_core::stack::encode(&[0xffffffff81234519, 0xffffffffa0000010], &mut b);
+        assert_eq!(n, 10);
+        assert!(b[..n].iter().all(|c| *c != 0));
+        let mut s = String::new();
+        render_stack(&k, &b[..n], &mut s);
+        assert_eq!(
+            s,
+            "\n              vmlinux`ksys_read+0x19\n              ext4`ext4_read+0x10\n"
+        );
+    }
+}

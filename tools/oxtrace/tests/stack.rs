@@ -1,0 +1,139 @@
+//! `stack()` in the compiler and the simulated kernel: a string key to the kernel, a stack
+//! key to the tool, its depth bounds, and the frames the encoding carries.
+
+use oxtrace::dsl::sim::{Firing, OwnedKey, Sim};
+use oxtrace::dsl::{compile, CompileOptions, Compiled, KeyKind};
+use oxtrace_core::action::{Dict, KeyLayout};
+use oxtrace_core::program::{Image, ProbeKind};
+use oxtrace_core::stack;
+
+fn c(src: &str) -> Compiled {
+    match compile(src, "test.d", &CompileOptions::default()) {
+        Ok(c) => c,
+        Err(e) => panic!("{e}"),
+    }
+}
+
+fn err(src: &str) -> String {
+    match compile(src, "t.d", &CompileOptions::default()) {
+        Ok(_) => panic!("program compiled but should not:\n{src}"),
+        Err(e) => e.to_string(),
+    }
+}
+
+const PCS: [u64; 4] = [
+    0xffff_ffff_8123_4519,
+    0xffff_ffff_8100_0060,
+    0xffff_ffff_a000_0010,
+    0xffff_ffff_8200_004b,
+];
+
+fn fbt(kstack: &[u64]) -> Firing {
+    Firing {
+        kind: ProbeKind::FbtEntry,
+        func: "ksys_read".into(),
+        kstack: kstack.to_vec(),
+        ..Firing::default()
+    }
+}
+
+#[test]
+fn stack_is_a_string_key_to_the_kernel_and_a_stack_to_the_tool() {
+    let p = c("fbt::ksys_read:entry { @[stack(), pid] = count(); }");
+    assert_eq!(p.aggs[0].keys, vec![KeyKind::Stack, KeyKind::Int]);
+    let img = Image::parse(&p.image).unwrap();
+    assert_eq!(img.agg(0), Some(KeyLayout::new(2, 0b01)));
+}
+
+#[test]
+fn stack_collects_the_frames_up_to_its_depth() {
+    let p = c("fbt::ksys_read:entry { @a[stack()] = count(); @b[stack(2)] = count(); }");
+    let mut s = Sim::default();
+    s.fire(&p, &fbt(&PCS));
+    assert!(s.faults.is_empty(), "{:?}", s.faults);
+    let keys: Vec<Vec<u64>> = s
+        .agg_updates
+        .iter()
+        .map(|(_, k, _)| match &k[..] {
+            [OwnedKey::Str(b)] => stack::decode(b).collect(),
+            k => panic!("not a stack key: {k:?}"),
+        })
+        .collect();
+    assert_eq!(keys, vec![PCS.to_vec(), PCS[..2].to_vec()]);
+}
+
+#[test]
+fn a_stack_never_exceeds_a_string_key() {
+    let deep: Vec<u64> = (0..100).map(|i| 0xffff_ffff_8100_0000 + i * 16).collect();
+    let p = c(&format!(
+        "fbt::ksys_read:entry {{ @[stack({})] = count(); }}",
+        stack::MAX_FRAMES
+    ));
+    let mut s = Sim::default();
+    s.fire(&p, &fbt(&deep));
+    let [(_, k, _)] = &s.agg_updates[..] else {
+        panic!("{:?}", s.agg_updates)
+    };
+    let [OwnedKey::Str(b)] = &k[..] else {
+        panic!("{k:?}")
+    };
+    assert_eq!(b.len(), stack::MAX_FRAMES as usize * stack::FRAME_BYTES);
+    assert!(b.len() <= oxtrace_core::agg::KEY_STR_MAX);
+    assert!(stack::decode(b).eq(deep[..stack::MAX_FRAMES as usize].iter().copied()));
+}
+
+#[test]
+fn frames_outside_kernel_text_are_left_out() {
+    let mut b = [0u8; 32];
+    let n = stack::encode(&[0x7fff_0000_1000, PCS[0], 0xffff_ffff_0000_1000], &mut b);
+    assert_eq!(n, stack::FRAME_BYTES);
+    assert!(stack::decode(&b[..n]).eq([PCS[0]]));
+    // Only whole frames fit.
+    assert_eq!(stack::encode(&PCS, &mut b[..12]), 10);
+}
+
+#[test]
+fn stack_depth_errors() {
+    let max = stack::MAX_FRAMES;
+    for bad in ["0".to_string(), (max + 1).to_string(), "pid".into()] {
+        let e = err(&format!("BEGIN {{ @[stack({bad})] = count(); }}"));
+        assert!(
+            e.contains(&format!("frame count must be a constant from 1 to {max}")),
+            "{e}"
+        );
+    }
+    assert!(err("BEGIN { @[stack(1, 2)] = count(); }").contains("optional frame count"));
+    for bad in [
+        "x = stack() + 1;",
+        "x = stack();",
+        "@[stack() == 0] = count();",
+    ] {
+        let e = err(&format!("BEGIN {{ {bad} }}"));
+        assert!(e.contains("can only be an aggregation key"), "{e}");
+    }
+}
+
+#[test]
+fn trace_of_a_stack_is_a_percent_k_printf() {
+    use oxtrace_core::action::RecordKind;
+    let p = c("fbt::ksys_read:entry { trace(stack(2)); printf(\"%d%k\", 1, stack()); }");
+    assert_eq!(p.formats, vec!["%k".to_string(), "%d%k".to_string()]);
+    let mut s = Sim::default();
+    s.fire(&p, &fbt(&PCS));
+    assert!(s.faults.is_empty(), "{:?}", s.faults);
+    let kinds: Vec<(RecordKind, u32)> = s.records.iter().map(|r| (r.kind, r.id)).collect();
+    assert_eq!(
+        kinds,
+        vec![(RecordKind::Printf, 0), (RecordKind::Printf, 1)]
+    );
+    let e = err("BEGIN { printf(\"%k\", 1); }");
+    assert!(
+        e.contains("%k requires a stack(), argument 2 is int"),
+        "{e}"
+    );
+    let e = err("BEGIN { printf(\"%s\", stack()); }");
+    assert!(
+        e.contains("%s requires a string, argument 2 is stack"),
+        "{e}"
+    );
+}
