@@ -284,3 +284,21 @@ pub enum Item {
     /// `inline type name = expr;`.
     Inline(TypeName, String, Expr, Span),
 }
+
+impl Expr {
+    /// Whether the expression names storage (a variable, member, element or dereference):
+    /// what may be assigned to, incremented, or have its address taken.
+    pub fn is_place(&self) -> bool {
+        matches!(
+            self.kind,
+            ExprKind::Ident(_)
+                | ExprKind::This(_)
+                | ExprKind::SelfVar(_)
+                | ExprKind::Index(..)
+                | ExprKind::Subscript(..)
+                | ExprKind::Member(..)
+                | ExprKind::Arrow(..)
+                | ExprKind::Unary(UnOp::Deref, _)
+        )
+    }
+}

@@ -684,7 +684,7 @@ impl<'a> Gen<'a> {
                     && !self.t.inlines.contains_key(n)
                     && !self.t.env.enums.contains_key(n)
             }
-            _ => is_place(e),
+            _ => e.is_place(),
         }
     }
 
@@ -782,7 +782,7 @@ impl<'a> Gen<'a> {
                 }
             }
             ExprKind::Subscript(b, keys) => {
-                let base = if is_place(b) {
+                let base = if b.is_place() {
                     self.loc(b)?
                 } else {
                     let (r, ty) = self.expr(b)?;
@@ -2657,21 +2657,6 @@ pub(super) enum Place {
         width: u8,
         signed: bool,
     },
-}
-
-/// Whether `e` names storage (a variable, member, element or dereference).
-fn is_place(e: &Expr) -> bool {
-    matches!(
-        e.kind,
-        ExprKind::Ident(_)
-            | ExprKind::This(_)
-            | ExprKind::SelfVar(_)
-            | ExprKind::Index(..)
-            | ExprKind::Subscript(..)
-            | ExprKind::Member(..)
-            | ExprKind::Arrow(..)
-            | ExprKind::Unary(UnOp::Deref, _)
-    )
 }
 
 /// Resolve a written type against the declared structs, unions, enums and typedefs.

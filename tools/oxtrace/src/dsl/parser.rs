@@ -794,7 +794,7 @@ impl<'a> Parser<'a> {
             _ => return Ok(lhs),
         };
         let opspan = self.bump().span;
-        if !is_lvalue(&lhs) {
+        if !lhs.is_place() {
             return self.err(
                 lhs.span,
                 "[D_OP_LVAL] operator = requires a modifiable lvalue as an operand",
@@ -1026,7 +1026,7 @@ impl<'a> Parser<'a> {
         if let Tok::Punct(p @ ("++" | "--")) = t.tok {
             self.bump();
             let e = self.nested(Self::unary)?;
-            if !is_lvalue(&e) {
+            if !e.is_place() {
                 return self.err(
                     e.span,
                     format!("[D_OP_LVAL] operator {p} requires a modifiable lvalue as an operand"),
@@ -1070,7 +1070,7 @@ impl<'a> Parser<'a> {
             match t.tok {
                 Tok::Punct(p @ ("++" | "--")) => {
                     self.bump();
-                    if !is_lvalue(&e) {
+                    if !e.is_place() {
                         return self.err(
                             e.span,
                             format!("[D_OP_LVAL] operator {p} requires a modifiable lvalue as an operand"),
@@ -1261,19 +1261,4 @@ impl<'a> Parser<'a> {
         };
         Ok(Expr { kind, span })
     }
-}
-
-/// Whether `e` can be assigned to.
-pub fn is_lvalue(e: &Expr) -> bool {
-    matches!(
-        e.kind,
-        ExprKind::Ident(_)
-            | ExprKind::This(_)
-            | ExprKind::SelfVar(_)
-            | ExprKind::Index(..)
-            | ExprKind::Subscript(..)
-            | ExprKind::Member(..)
-            | ExprKind::Arrow(..)
-            | ExprKind::Unary(UnOp::Deref, _)
-    )
 }
