@@ -1,6 +1,6 @@
-//! Kernel symbols for `stack()`: /proc/kallsyms read once into a table sorted by address,
-//! a PC found by binary search and printed as DTrace does (`vmlinux`func+0x1f`,
-//! `module`func+0x8`).
+//! Kernel symbols for `stack()` and printf's `%a`: /proc/kallsyms read once into a table
+//! sorted by address, an address found by binary search and printed as DTrace does
+//! (`vmlinux`func+0x1f`, `module`func+0x8`).
 
 use std::sync::OnceLock;
 
@@ -11,17 +11,23 @@ struct Sym {
     name: String,
     /// The module, `None` for the kernel image.
     module: Option<String>,
+    /// A text (code) symbol: stack frames are looked up among these only.
+    text: bool,
 }
 
 /// The kernel's text symbols, sorted by address.
 #[derive(Clone, Debug, Default)]
 pub struct Ksyms {
     syms: Vec<Sym>,
+    /// Indices into `syms` of the text symbols, in address order.
+    text: Vec<usize>,
 }
+
+static KERNEL: OnceLock<Ksyms> = OnceLock::new();
 
 impl Ksyms {
     /// Parses kallsyms text (`ffffffff81000000 T _text`, `... t name\t[module]`); keeps the
-    /// text symbols with a known address (an unprivileged reader sees zeros).
+    /// symbols with a known address (an unprivileged reader sees zeros).
     pub fn parse(text: &str) -> Self {
         let mut syms: Vec<Sym> = text
             .lines()
@@ -34,38 +40,55 @@ impl Ksyms {
                     .next()
                     .and_then(|m| m.strip_prefix('[')?.strip_suffix(']'))
                     .map(str::to_string);
-                let text = matches!(kind, "t" | "T" | "w" | "W");
-                (addr != 0 && text).then(|| Sym {
+                (addr != 0).then(|| Sym {
                     addr,
                     name: name.to_string(),
                     module,
+                    text: matches!(kind, "t" | "T" | "w" | "W"),
                 })
             })
             .collect();
         syms.sort_by_key(|s| s.addr);
-        Self { syms }
+        let text = (0..syms.len()).filter(|&i| syms[i].text).collect();
+        Self { syms, text }
     }
 
     /// The table of the running kernel, read at first use.
     pub fn kernel() -> &'static Ksyms {
-        static K: OnceLock<Ksyms> = OnceLock::new();
-        K.get_or_init(|| {
+        KERNEL.get_or_init(|| {
             std::fs::read_to_string("/proc/kallsyms")
                 .map(|t| Ksyms::parse(&t))
                 .unwrap_or_default()
         })
     }
 
+    /// Uses `k` as the running kernel's table (tests); false if one is in use already.
+    pub fn set_kernel(k: Ksyms) -> bool {
+        KERNEL.set(k).is_ok()
+    }
+
     /// `pc` symbolized: `vmlinux`func+0xoff` (no offset at the symbol's start),
-    /// `module`func+0xoff` for a module, the bare hexadecimal address when no symbol is at
-    /// or below it.
+    /// `module`func+0xoff` for a module, the bare hexadecimal address when no text symbol
+    /// is at or below it. For stack frames: only text symbols are considered.
     pub fn format(&self, pc: u64) -> String {
-        let i = self.syms.partition_point(|s| s.addr <= pc);
-        let Some(s) = i.checked_sub(1).and_then(|i| self.syms.get(i)) else {
-            return format!("0x{pc:x}");
+        let i = self.text.partition_point(|&i| self.syms[i].addr <= pc);
+        let s = i.checked_sub(1).and_then(|i| self.syms.get(self.text[i]));
+        Self::render(s, pc)
+    }
+
+    /// `addr` symbolized as [`Ksyms::format`] does, against every symbol, data included
+    /// (printf's `%a`).
+    pub fn format_addr(&self, addr: u64) -> String {
+        let i = self.syms.partition_point(|s| s.addr <= addr);
+        Self::render(i.checked_sub(1).and_then(|i| self.syms.get(i)), addr)
+    }
+
+    fn render(s: Option<&Sym>, addr: u64) -> String {
+        let Some(s) = s else {
+            return format!("0x{addr:x}");
         };
         let module = s.module.as_deref().unwrap_or("vmlinux");
-        match pc - s.addr {
+        match addr - s.addr {
             0 => format!("{module}`{}", s.name),
             off => format!("{module}`{}+0x{off:x}", s.name),
         }
@@ -108,6 +131,9 @@ ffffffffa0000000 T ext4_read\t[ext4]
         // Data symbols are not text: the PC belongs to the last text symbol before it.
         assert_eq!(k.format(0xffffffff82000008), "vmlinux`ksys_read+0xdcbb08");
         assert_eq!(k.format(0x1000), "0x1000");
+        // printf's %a names data too.
+        assert_eq!(k.format_addr(0xffffffff82000008), "vmlinux`some_data+0x8");
+        assert_eq!(k.format_addr(0xffffffff81234519), "vmlinux`ksys_read+0x19");
     }
 
     #[test]

@@ -15,6 +15,5 @@ pub mod output;
 pub mod probes;
 pub mod pt;
 pub mod run;
-pub mod symbols;
 pub mod syscalls;
 pub mod tracepoints;

@@ -285,7 +285,7 @@ pub fn format_conv(out: &mut Vec<u8>, c: &Conv, item: &Item<'_>) {
         }
         ('Y', Item::Int(v, _)) => pad(out, &date_text(*v), c.width, f.minus),
         ('a', Item::Int(v, _)) => {
-            let s = crate::symbols::symbolize(*v).unwrap_or_else(|| format!("{v:#x}"));
+            let s = crate::ksym::Ksyms::kernel().format_addr(*v);
             pad(out, s.as_bytes(), c.width, f.minus);
         }
         ('s', Item::Str(s)) => {
