@@ -231,6 +231,20 @@ pub const RULES: &[(Pat, Why)] = &[
     (Exact("bad_area_nosemaphore"), Why::ActionPath),
     (Exact("__bad_area_nosemaphore"), Why::ActionPath),
     (Exact("pt_regs_offset"), Why::ActionPath),
+    // Callees of later actions, from their source (not yet measured by the test):
+    // stack() walks with stack_trace_save (kernel/stacktrace.c, arch/x86/kernel/unwind_*.c),
+    // copyinstr() reads with the nofault user copies (mm/maccess.c), and the cleaner's
+    // on-demand wake-up, raise() and stop() queue irq_work (kernel/irq_work.c).
+    (Prefix("stack_trace_"), Why::ActionPath),
+    (Exact("arch_stack_walk"), Why::ActionPath),
+    (Prefix("unwind_"), Why::ActionPath),
+    (Prefix("__unwind_"), Why::ActionPath),
+    (Prefix("get_stack_info"), Why::ActionPath),
+    (Prefix("copy_from_user_nofault"), Why::ActionPath),
+    (Prefix("strncpy_from_user_nofault"), Why::ActionPath),
+    (Prefix("irq_work_"), Why::ActionPath),
+    (Prefix("__irq_work_"), Why::ActionPath),
+    (Exact("arch_irq_work_raise"), Why::ActionPath),
     // oxtrace's shim (its C functions are ftrace-traceable, as module code is).
     (Prefix("oxt_"), Why::Oxtrace),
 ];
@@ -275,6 +289,10 @@ mod tests {
             "oxt_kprobe_pre",
             "call_rcu",
             "map_id_up.isra.0",
+            "stack_trace_save",
+            "unwind_next_frame",
+            "copy_from_user_nofault",
+            "irq_work_queue",
         ] {
             assert!(refusal(f).is_some(), "{f} should be refused");
         }
