@@ -7,9 +7,7 @@
 cd "$(dirname "$0")" || exit 1
 rc=0
 for t in ./device_test ./dynvar_test ./tool_test.sh ./trace_test.sh ./agg_test.sh ./lang_test.sh \
-	./json_test.sh ./provider_test.sh \
-	./subr_test.sh \
-	./stack_test.sh \
+	./json_test.sh ./provider_test.sh ./subr_test.sh ./stack_test.sh \
 	./oxt-loadtest ./pt_abi_test ./pt_test.sh "./oxt-doctest tutorial.rst" \
 	"./ioctl_fuzz -T threads_shared_private_swap_fork" ./lifecycle_test ./probesafe_test.sh \
 	./attach_test.sh; do
