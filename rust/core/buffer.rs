@@ -104,7 +104,9 @@ impl<'a> Reader<'a> {
 }
 
 /// The little-endian `u32` at `at`; `b` must hold `at + 4` bytes (callers read headers of
-/// `HDR_LEN` bytes at offsets below 16).
+/// `HDR_LEN` bytes at offsets below 16). Always inlined: probe context reads
+/// speculation buffers with [`Reader`], and `scripts/stackcheck.py` must see one frame.
+#[inline(always)]
 fn le32(b: &[u8], at: usize) -> u32 {
     // PANIC: callers pass `at + 4 <= HDR_LEN <= b.len()` (see above).
     u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
