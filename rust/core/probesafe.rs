@@ -231,7 +231,7 @@ pub const RULES: &[(Pat, Why)] = &[
     (Exact("bad_area_nosemaphore"), Why::ActionPath),
     (Exact("__bad_area_nosemaphore"), Why::ActionPath),
     (Exact("pt_regs_offset"), Why::ActionPath),
-    // Callees of later actions, from their source (the test does not record them yet):
+    // Callees of later actions, from their source (not yet measured by the test):
     // stack() walks with stack_trace_save (kernel/stacktrace.c, arch/x86/kernel/unwind_*.c),
     // copyinstr() reads with the nofault user copies (mm/maccess.c), and the cleaner's
     // on-demand wake-up, raise() and stop() queue irq_work (kernel/irq_work.c).

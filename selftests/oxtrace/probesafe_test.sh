@@ -19,9 +19,7 @@ T=/sys/kernel/tracing
 workload=$(pwd)/oxt_workload
 
 # The shim's entry points of probe context (oxt_probe_run is inlined into the first two).
-# The providers' handlers: raw syscall tracepoints, profile timers, tracepoint counters.
-roots="oxt_kprobe_pre oxt_kretprobe_ret oxt_tick_fn oxt_sys_enter oxt_sys_exit oxt_profile_fn
-oxt_tpev_overflow"
+roots="oxt_kprobe_pre oxt_kretprobe_ret oxt_tick_fn"
 
 graph_record() {
 	echo 0 >$T/tracing_on
@@ -42,21 +40,15 @@ graph_record() {
 	# ftrace's recursion lock, which hides it from the graph tracer); their actions call
 	# everything an entry probe's would.
 	timeout 300 oxtrace -q -e '
-	fbt::ksys_read:entry /pid == $target/ { self->t = timestamp; self->buf = arg1; }
+	fbt::ksys_read:entry /pid == $target/ { self->t = timestamp; }
 	fbt::ksys_read:return /self->t/ {
 		@c[execname, pid, tid, ppid, uid, gid, cpu, id] = count();
 		@q = quantize(timestamp - self->t);
-		@s[stack()] = count();
 		trace(walltimestamp);
 		trace(stringof(0xffffc88000000000));
-		trace(copyinstr(self->buf, 4));
 		self->t = 0;
 	}
 	tick-1ms { @t[execname, pid, ppid, uid] = count(); trace(stringof(0xffffc88000000000)); }
-	syscall::read:entry /pid == $target/ { @r[stack(4)] = count(); trace(copyinstr(0, 4)); }
-	syscall::read:return /pid == $target/ { @e[errno] = count(); }
-	profile-997 { @p[stack(4)] = count(); }
-	tracepoint:sched:sched_switch { @w[args->next_pid] = count(); }
 	' -c "$workload read 2 200" >/tmp/psafe.out 2>&1
 	rc=$?
 	echo 0 >$T/tracing_on
