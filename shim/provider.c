@@ -63,11 +63,7 @@ static void oxt_syshook_run(struct oxt_syshook *h, struct pt_regs *regs, long nr
 	if (nr < 0)
 		return;
 	local_irq_save(flags);
-	if (oxt_guard_enter())
-		h->ops->fire(h->cookie, nr, regs, h->is_return);
-	else
-		h->ops->recursion(h->cookie, nr);
-	oxt_guard_exit();
+	oxt_hit(h->ops, h->cookie, nr, regs, h->is_return);
 	local_irq_restore(flags);
 }
 
@@ -170,11 +166,7 @@ static enum hrtimer_restart oxt_profile_fn(struct hrtimer *timer)
 	struct oxt_profile *p = pc->p;
 
 	/* hard interrupt context: interrupts are already off */
-	if (oxt_guard_enter())
-		p->ops->fire(p->cookie, p->slot, get_irq_regs(), false);
-	else
-		p->ops->recursion(p->cookie, p->slot);
-	oxt_guard_exit();
+	oxt_hit(p->ops, p->cookie, p->slot, get_irq_regs(), false);
 	hrtimer_forward_now(timer, p->period);
 	return HRTIMER_RESTART;
 }
@@ -331,19 +323,16 @@ static void oxt_tpev_overflow(struct perf_event *event, struct perf_sample_data 
 			      struct pt_regs *regs)
 {
 	struct oxt_tpev *t = event->overflow_handler_context;
-	unsigned long flags;
+	unsigned long flags, outer;
 
 	if (!data->raw)
 		return;
 	local_irq_save(flags);
-	if (oxt_guard_enter()) {
-		this_cpu_write(oxt_tp_rec, (unsigned long)data->raw->frag.data);
-		t->ops->fire(t->cookie, t->slot, regs, false);
-		this_cpu_write(oxt_tp_rec, 0);
-	} else {
-		t->ops->recursion(t->cookie, t->slot);
-	}
-	oxt_guard_exit();
+	/* restored after: a hit nested in an action must not clear the action's record */
+	outer = this_cpu_read(oxt_tp_rec);
+	this_cpu_write(oxt_tp_rec, (unsigned long)data->raw->frag.data);
+	oxt_hit(t->ops, t->cookie, t->slot, regs, false);
+	this_cpu_write(oxt_tp_rec, outer);
 	local_irq_restore(flags);
 }
 

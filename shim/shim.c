@@ -329,12 +329,12 @@ long oxt_read_nofault(void *dst, unsigned long src, size_t len)
  */
 static DEFINE_PER_CPU(int, oxt_action_depth);
 
-bool oxt_guard_enter(void)
+static bool oxt_guard_enter(void)
 {
 	return this_cpu_inc_return(oxt_action_depth) == 1;
 }
 
-void oxt_guard_exit(void)
+static void oxt_guard_exit(void)
 {
 	this_cpu_dec(oxt_action_depth);
 }
@@ -387,17 +387,31 @@ static unsigned long oxt_stack_left(void)
 	return 0;
 }
 
+/* oxt_hit(), inlined into the kprobe and tick handlers: no frame on the deepest path. */
+static __always_inline void oxt_hit_here(const struct oxt_probe_ops *ops, void *cookie,
+					 unsigned int slot, struct pt_regs *regs,
+					 bool is_return)
+{
+	/* A hit too deep in its stack is skipped like a recursive one: counted. */
+	if (oxt_guard_enter() && oxt_stack_left() >= OXT_STACK_MIN)
+		ops->fire(cookie, slot, regs, is_return);
+	else
+		ops->recursion(cookie, slot);
+	oxt_guard_exit();
+}
+
+void oxt_hit(const struct oxt_probe_ops *ops, void *cookie, unsigned int slot,
+	     struct pt_regs *regs, bool is_return)
+{
+	oxt_hit_here(ops, cookie, slot, regs, is_return);
+}
+
 static void oxt_probe_run(struct oxt_probe *p, struct pt_regs *regs)
 {
 	unsigned long flags;
 
 	oxt_probe_irq_save(flags);
-	/* A hit too deep in its stack is skipped like a recursive one: counted. */
-	if (oxt_guard_enter() && oxt_stack_left() >= OXT_STACK_MIN)
-		p->ops->fire(p->cookie, p->slot, regs, p->is_return);
-	else
-		p->ops->recursion(p->cookie, p->slot);
-	oxt_guard_exit();
+	oxt_hit_here(p->ops, p->cookie, p->slot, regs, p->is_return);
 	oxt_probe_irq_restore(flags);
 }
 
@@ -683,11 +697,7 @@ static enum hrtimer_restart oxt_tick_fn(struct hrtimer *timer)
 	struct oxt_tick *t = container_of(timer, struct oxt_tick, timer);
 
 	/* hard interrupt context: interrupts are already off */
-	if (oxt_guard_enter())
-		t->ops->fire(t->cookie, t->slot, NULL, false);
-	else
-		t->ops->recursion(t->cookie, t->slot);
-	oxt_guard_exit();
+	oxt_hit_here(t->ops, t->cookie, t->slot, NULL, false);
 	hrtimer_forward_now(timer, t->period);
 	return HRTIMER_RESTART;
 }

@@ -162,11 +162,13 @@ u64 oxt_rdtsc(void);
 unsigned int oxt_phys_bits(void);
 
 /*
- * The per-CPU action guard (shim.c): true if no action runs on this CPU, which
- * then owns it until oxt_guard_exit().  Called with interrupts off.
+ * The one path of every probe hit (shim.c), called with interrupts off:
+ * ops->fire(cookie, slot, regs, is_return) under the per-CPU action guard, or
+ * ops->recursion(cookie, slot) when an action runs on this CPU already or the
+ * stack has less than OXT_STACK_MIN left.
  */
-bool oxt_guard_enter(void);
-void oxt_guard_exit(void);
+void oxt_hit(const struct oxt_probe_ops *ops, void *cookie, unsigned int slot,
+	     struct pt_regs *regs, bool is_return);
 
 /*
  * Providers beyond kprobes (provider.c).
