@@ -156,7 +156,28 @@ struct oxt_profile {
 	struct oxt_profile_cpu __percpu *cpus;
 };
 
+/* Serialises the first use of each cpuhp state below. */
 static DEFINE_MUTEX(oxt_state_lock);
+
+/* Sets up the dynamic cpuhp state *state at its first use; 0 or an errno. */
+static int oxt_state_get(int *state, const char *name,
+			 int (*online)(unsigned int cpu, struct hlist_node *node),
+			 int (*offline)(unsigned int cpu, struct hlist_node *node))
+{
+	int ret = 0;
+
+	mutex_lock(&oxt_state_lock);
+	if (!*state) {
+		ret = cpuhp_setup_state_multi(CPUHP_AP_ONLINE_DYN, name, online, offline);
+		if (ret > 0) {
+			*state = ret;
+			ret = 0;
+		}
+	}
+	mutex_unlock(&oxt_state_lock);
+	return ret;
+}
+
 /* The dynamic cpuhp state of profile timers, set up at first use; 0 if none. */
 static int oxt_profile_state;
 
@@ -198,30 +219,14 @@ static int oxt_profile_offline(unsigned int cpu, struct hlist_node *node)
 	return 0;
 }
 
-static int oxt_profile_state_get(void)
-{
-	int ret = 0;
-
-	mutex_lock(&oxt_state_lock);
-	if (!oxt_profile_state) {
-		ret = cpuhp_setup_state_multi(CPUHP_AP_ONLINE_DYN, "oxtrace/profile:online",
-					      oxt_profile_online, oxt_profile_offline);
-		if (ret > 0) {
-			oxt_profile_state = ret;
-			ret = 0;
-		}
-	}
-	mutex_unlock(&oxt_state_lock);
-	return ret;
-}
-
 struct oxt_profile *oxt_profile_alloc(const struct oxt_probe_ops *ops, void *cookie,
 				      unsigned int slot, u64 period_ns)
 {
 	struct oxt_profile *p;
 	int cpu, ret;
 
-	ret = oxt_profile_state_get();
+	ret = oxt_state_get(&oxt_profile_state, "oxtrace/profile:online",
+			    oxt_profile_online, oxt_profile_offline);
 	if (ret)
 		return ERR_PTR(ret);
 	p = kzalloc(sizeof(*p), GFP_KERNEL);
@@ -391,30 +396,14 @@ static int oxt_tpev_hotplug(unsigned int cpu, struct hlist_node *node)
 	return 0;
 }
 
-static int oxt_tpev_state_get(void)
-{
-	int ret = 0;
-
-	mutex_lock(&oxt_state_lock);
-	if (!oxt_tpev_state) {
-		ret = cpuhp_setup_state_multi(CPUHP_AP_ONLINE_DYN, "oxtrace/tracepoint:online",
-					      oxt_tpev_hotplug, oxt_tpev_hotplug);
-		if (ret > 0) {
-			oxt_tpev_state = ret;
-			ret = 0;
-		}
-	}
-	mutex_unlock(&oxt_state_lock);
-	return ret;
-}
-
 struct oxt_tpev *oxt_tpev_alloc(const struct oxt_probe_ops *ops, void *cookie,
 				unsigned int slot, u64 id)
 {
 	struct oxt_tpev *t;
 	int cpu, ret;
 
-	ret = oxt_tpev_state_get();
+	ret = oxt_state_get(&oxt_tpev_state, "oxtrace/tracepoint:online",
+			    oxt_tpev_hotplug, oxt_tpev_hotplug);
 	if (ret)
 		return ERR_PTR(ret);
 	t = kzalloc(struct_size(t, ev, nr_cpu_ids), GFP_KERNEL);
