@@ -100,8 +100,9 @@ pub(crate) trait Handler: Sync {
 /// # Safety
 ///
 /// Called by the shim inside its action guard with interrupts off, with the cookie of a
-/// probe of a [`ProbeSet<H>`] (a `*const H` valid while the probe is registered) and `regs`,
-/// the hit's registers or null for a tick.
+/// probe of a [`ProbeSet<H>`] or of a profile or tracepoint probe of `sys::provider` (a
+/// `*const H` valid while the probe is registered) and `regs`, the hit's registers or null
+/// for a tick.
 unsafe extern "C" fn fire_trampoline<H: Handler>(
     cookie: *mut c_void,
     slot: c_uint,
@@ -124,10 +125,12 @@ unsafe extern "C" fn recursion_trampoline<H: Handler>(cookie: *mut c_void, slot:
     h.recursion(slot);
 }
 
-struct Vtable<H: Handler>(PhantomData<H>);
+/// The shim's callbacks into a [`Handler`]; `sys::provider`'s profile and tracepoint probes
+/// use them too.
+pub(crate) struct Vtable<H: Handler>(PhantomData<H>);
 
 impl<H: Handler> Vtable<H> {
-    const OPS: shim::ProbeOps = shim::ProbeOps {
+    pub(crate) const OPS: shim::ProbeOps = shim::ProbeOps {
         fire: fire_trampoline::<H>,
         recursion: recursion_trampoline::<H>,
     };

@@ -13,7 +13,7 @@
 //! the event's format), handed to the same [`Handler`]. Hooks are registered at enable and
 //! unregistered at disable; dropping the set waits until no hit can still run.
 
-use crate::sys::kprobe::{Handler, Regs};
+use crate::sys::kprobe::{Handler, Regs, Vtable};
 use crate::sys::percpu::ActionCtx;
 use crate::sys::shim;
 use core::marker::PhantomData;
@@ -64,36 +64,9 @@ unsafe extern "C" fn sys_recursion<H: SyscallHandler, const RET: bool>(
     h.syscall_recursion(nr, RET);
 }
 
-/// # Safety
-///
-/// As [`sys_fire`], for a profile timer: `regs` the interrupted registers or null.
-unsafe extern "C" fn profile_fire<H: Handler>(
-    cookie: *mut c_void,
-    slot: c_uint,
-    regs: *mut shim::PtRegs,
-    is_return: bool,
-) {
-    // SAFETY: as in `sys_fire`.
-    let mut ctx = unsafe { ActionCtx::new() };
-    // SAFETY: as in `sys_fire`.
-    let h = unsafe { &*(cookie as *const H) };
-    // SAFETY: as in `sys_fire`.
-    let regs = unsafe { Regs::from_raw(regs) };
-    h.fire(slot, &mut ctx, &regs, is_return);
-}
-
-/// # Safety
-///
-/// As [`profile_fire`], without the guard.
-unsafe extern "C" fn profile_recursion<H: Handler>(cookie: *mut c_void, slot: c_uint) {
-    // SAFETY: as in `sys_fire`.
-    let h = unsafe { &*(cookie as *const H) };
-    h.recursion(slot);
-}
-
 struct Vtables<H>(PhantomData<H>);
 
-impl<H: Handler + SyscallHandler> Vtables<H> {
+impl<H: SyscallHandler> Vtables<H> {
     const ENTRY: shim::ProbeOps = shim::ProbeOps {
         fire: sys_fire::<H, false>,
         recursion: sys_recursion::<H, false>,
@@ -101,10 +74,6 @@ impl<H: Handler + SyscallHandler> Vtables<H> {
     const EXIT: shim::ProbeOps = shim::ProbeOps {
         fire: sys_fire::<H, true>,
         recursion: sys_recursion::<H, true>,
-    };
-    const PROFILE: shim::ProbeOps = shim::ProbeOps {
-        fire: profile_fire::<H>,
-        recursion: profile_recursion::<H>,
     };
 }
 
@@ -171,7 +140,7 @@ impl<H: Handler + SyscallHandler> Providers<H> {
     /// handler with `slot`.
     pub(crate) fn add_profile(&mut self, period_ns: u64, slot: u32) -> Result {
         self.profiles.reserve(1, GFP_KERNEL)?;
-        let ops = &Vtables::<H>::PROFILE;
+        let ops = &Vtable::<H>::OPS;
         // SAFETY: as in `add_syscalls`.
         let raw = from_err_ptr(unsafe {
             shim::oxt_profile_alloc(ops, self.cookie.cast_mut().cast(), slot, period_ns)
@@ -187,7 +156,7 @@ impl<H: Handler + SyscallHandler> Providers<H> {
     /// [`tp_record`] is the event's record meanwhile.
     pub(crate) fn add_tracepoint(&mut self, id: u64, slot: u32) -> Result {
         self.tracepoints.reserve(1, GFP_KERNEL)?;
-        let ops = &Vtables::<H>::PROFILE;
+        let ops = &Vtable::<H>::OPS;
         // SAFETY: as in `add_syscalls`.
         let raw = from_err_ptr(unsafe {
             shim::oxt_tpev_alloc(ops, self.cookie.cast_mut().cast(), slot, id)
