@@ -95,6 +95,9 @@ impl SyscallSlots {
 }
 
 impl SyscallHandler for Session {
+    // Inlined into the shim's trampoline: the syscall fire path is then no deeper on the
+    // stack than a kprobe's (scripts/stackcheck.py).
+    #[inline(always)]
     fn syscall(&self, nr: u32, ctx: &mut ActionCtx, regs: &Regs, is_return: bool) {
         for &slot in self.syscalls.of(nr, is_return) {
             if let Some(sl) = self.slots.get(slot as usize) {
