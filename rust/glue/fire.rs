@@ -48,7 +48,12 @@ use core::sync::atomic::{AtomicU64, Ordering};
 
 /// Adds one to a counter that only this CPU writes, without a locked instruction.
 fn bump(c: &AtomicU64) {
-    c.store(c.load(Ordering::Relaxed).wrapping_add(1), Ordering::Relaxed);
+    add(c, 1);
+}
+
+/// Adds `n` to a counter that only this CPU writes, without a locked instruction.
+fn add(c: &AtomicU64, n: u64) {
+    c.store(c.load(Ordering::Relaxed).wrapping_add(n), Ordering::Relaxed);
 }
 
 /// The session's probes (kprobes, kretprobes, ticks) call it through `sys::kprobe`.
@@ -428,9 +433,7 @@ impl Env for KernelEnv<'_> {
                 self.pbuf_drops,
             );
             if let Some(c) = self.s.cpu_counters.get(self.cpu as usize) {
-                for _ in before..*self.pbuf_drops {
-                    bump(&c.drops);
-                }
+                add(&c.drops, self.pbuf_drops.wrapping_sub(before));
             }
         }
     }
