@@ -7,9 +7,9 @@ Usage: scripts/stackcheck.py [--limit BYTES] [--verbose] oxtrace.ko
 Every function's frame is read from its code the way the kernel's scripts/checkstack.pl
 does (the `sub $N,%rsp` of its prologue), plus its pushes and return address; direct calls
 (relocations included) give the call graph. The result is the deepest chain from each
-entry point of probe context: the shim's handlers (oxt_kprobe_pre, oxt_kretprobe_ret,
-oxt_tick_fn) up to their indirect call into Rust, plus the deepest chain below the Rust
-trampolines they call (fire_trampoline, recursion_trampoline). Kernel functions outside
+entry point of probe context: the shim's handlers (SHIM_ROOTS: kprobes, ticks and the
+providers' syscall, profile and tracepoint handlers) up to their indirect call into Rust,
+plus the deepest chain below the Rust trampolines they call (RUST_ROOTS). Kernel functions outside
 the module count as 0 here: they are the kernel's budget, and the probesafe list keeps them
 out of reach of probes. Fails (exit 1) when a chain exceeds the limit (default 1024), or
 when the fire path makes an indirect call or a variable-size allocation this script cannot
@@ -21,8 +21,9 @@ import re
 import subprocess
 import sys
 
-SHIM_ROOTS = ["oxt_kprobe_pre", "oxt_kretprobe_ret", "oxt_tick_fn"]
-RUST_ROOTS = ["fire_trampoline", "recursion_trampoline"]
+SHIM_ROOTS = ["oxt_kprobe_pre", "oxt_kretprobe_ret", "oxt_tick_fn", "oxt_sys_enter",
+              "oxt_sys_exit", "oxt_profile_fn", "oxt_tpev_overflow"]
+RUST_ROOTS = ["fire_trampoline", "recursion_trampoline", "sys_fire", "sys_recursion"]
 
 FUNC_RE = re.compile(r"^[0-9a-f]+ <(.+)>:$")
 INSN_RE = re.compile(r"^\s*[0-9a-f]+:\s+(.*)$")
@@ -50,27 +51,34 @@ def parse(ko):
     ).stdout
     funcs = {}
     cur = None
-    last_call = False
+    # The written target of the last call or tail call: in a .ko it is only a placeholder
+    # when a relocation follows (the displacement is 0, so it names the next instruction,
+    # which may be the next function), so it counts only if none does.
+    pending = None
     for line in out.splitlines():
         m = FUNC_RE.match(line)
         if m:
+            if pending:
+                cur.calls.add(pending)
+            pending = None
             cur = Func(m.group(1))
             funcs[cur.name] = cur
-            last_call = False
             continue
         if cur is None:
             continue
         r = RELOC_RE.match(line)
         if r:
-            if last_call:
+            if pending is not None:
                 cur.calls.add(r.group(1))
-            last_call = False
+            pending = None
             continue
         m = INSN_RE.match(line)
         if not m:
             continue
         insn = m.group(1).strip()
-        last_call = False
+        if pending:
+            cur.calls.add(pending)
+        pending = None
         op = insn.split()[0] if insn else ""
         if op in ("push", "pushq"):
             if cur.in_prologue:
@@ -94,19 +102,17 @@ def parse(ko):
                 cur.indirect += 1
             else:
                 t = re.search(r"<([^>+]+)(?:\+0x[0-9a-f]+)?>", target)
-                if t and not target.startswith("0 "):
-                    cur.calls.add(t.group(1))
-                last_call = True
+                pending = t.group(1) if t and not target.startswith("0 ") else ""
         elif op in ("jmp", "jmpq") and ("__x86_indirect_thunk" in insn or "*" in insn):
             cur.indirect += 1
         elif op in ("jmp", "jmpq"):
             # A tail call: the callee reuses this frame's return address slot.
             t = re.search(r"<([^>+]+)(?:\+0x[0-9a-f]+)?>", insn)
-            if t and t.group(1) != cur.name:
-                cur.calls.add(t.group(1))
-            last_call = True
+            pending = t.group(1) if t and t.group(1) != cur.name else ""
         if op not in ("push", "pushq", "mov", "lea", "endbr64", "nop", "nopl", "nopw", "xchg"):
             cur.in_prologue = False
+    if cur and pending:
+        cur.calls.add(pending)
     for f in funcs.values():
         f.calls = {c for c in f.calls if c in funcs and c != f.name}
     return funcs
