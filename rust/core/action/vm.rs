@@ -409,22 +409,9 @@ impl<'s> Vm<'s> {
             let mut next = pc + 1;
             let mut out: Option<u64> = None;
             use Op::*;
-            // A speculated clause records data only: DTrace refuses the rest.
-            if self.spec.is_some()
-                && matches!(
-                    op,
-                    Agg | Printa
-                        | Clear
-                        | Trunc
-                        | Normalize
-                        | Denormalize
-                        | Exit
-                        | Ptwrite
-                        | System
-                        | Raise
-                        | Chill
-                )
-            {
+            // A speculated clause records data only: DTrace refuses the rest, and a
+            // second `speculate()`, a `commit()` or `discard()` with it.
+            if self.spec.is_some() && op.is_action() && !matches!(op, Trace | Printf) {
                 return Err(f(FaultKind::IllegalOp));
             }
             match op {
@@ -729,19 +716,9 @@ impl<'s> Vm<'s> {
                     }
                 }
                 Speculation => out = Some(env.speculation()),
-                Speculate => {
-                    // One speculate() per clause, before its data (the compiler checks it).
-                    if self.spec.is_some() {
-                        return Err(f(FaultKind::IllegalOp));
-                    }
-                    self.spec = Some(a);
-                }
-                Commit | Discard => {
-                    if self.spec.is_some() {
-                        return Err(f(FaultKind::IllegalOp));
-                    }
-                    env.spec_end(a, op == Commit);
-                }
+                // One speculate() per clause, before its data (the compiler checks it).
+                Speculate => self.spec = Some(a),
+                Commit | Discard => env.spec_end(a, op == Commit),
                 Hton => {
                     out = Some(match imm {
                         16 => (a as u16).to_be() as u64,
