@@ -716,19 +716,15 @@ impl<'s> Vm<'s> {
                     out = Some(self.subr(op, a, b, c, dict, env).map_err(f)?);
                 }
                 Kstack => {
-                    let off = self.alloc_slot().ok_or(f(FaultKind::ScratchExhausted))?;
-                    let ss = self.strsize as usize;
-                    let mut pcs = [0u64; crate::stack::MAX_FRAMES as usize];
                     let want = (imm.min(crate::stack::MAX_FRAMES) as usize)
-                        .min(ss / crate::stack::FRAME_BYTES);
-                    // PANIC: `want <= MAX_FRAMES`, the array's length; `n <= want` below.
-                    let n = env.kernel_stack(&mut pcs[..want]).min(want);
-                    // PANIC: as in `Ldbs`: `slot` is `ss + 1` bytes and `encode` writes at
-                    // most `ss` of them.
-                    let slot = &mut self.scratch[off..off + ss + 1];
-                    let len = crate::stack::encode(&pcs[..n], &mut slot[..ss]);
-                    slot[len] = 0;
-                    out = Some(str_ref(STR_SPACE_SCRATCH, off as u32));
+                        .min(self.strsize as usize / crate::stack::FRAME_BYTES);
+                    let r = self.new_str(dict.strtab(), |_, _, slot| {
+                        let mut pcs = [0u64; crate::stack::MAX_FRAMES as usize];
+                        // PANIC: `want <= MAX_FRAMES`, the array's length; `n <= want`.
+                        let n = env.kernel_stack(&mut pcs[..want]).min(want);
+                        Ok(Some(crate::stack::encode(&pcs[..n], slot)))
+                    });
+                    out = Some(r.map_err(f)?);
                 }
             }
             if let Some(v) = out {
