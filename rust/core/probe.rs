@@ -311,31 +311,9 @@ pub fn action_index(code: &crate::action::Code<'_>, pc: u32, in_predicate: bool)
     let done = (0..pc as usize)
         .filter_map(|i| code.word(i))
         .filter(|&w| {
-            use Op::*;
-            matches!(
-                Op::from_u8(Insn::decode(w).op),
-                Some(
-                    Stls | Stgs
-                        | Stts
-                        | Stgaa
-                        | Agg
-                        | Trace
-                        | Printf
-                        | Printa
-                        | Clear
-                        | Trunc
-                        | Normalize
-                        | Denormalize
-                        | Exit
-                        | Ptwrite
-                        | System
-                        | Raise
-                        | Chill
-                        | Speculate
-                        | Commit
-                        | Discard
-                )
-            )
+            Op::from_u8(Insn::decode(w).op).is_some_and(|op| {
+                op.is_action() || matches!(op, Op::Stls | Op::Stgs | Op::Stts | Op::Stgaa)
+            })
         })
         .count();
     done as u64 + 1

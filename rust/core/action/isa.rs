@@ -328,6 +328,31 @@ impl Op {
         ALL.get(b as usize).copied()
     }
 
+    /// Whether the op is an action, a statement of its own that is no expression and no
+    /// store: it ends a statement (with the stores), and a speculated clause may run none
+    /// but `trace` and `printf`.
+    pub const fn is_action(self) -> bool {
+        use Op::*;
+        matches!(
+            self,
+            Agg | Trace
+                | Printf
+                | Printa
+                | Clear
+                | Trunc
+                | Normalize
+                | Denormalize
+                | Exit
+                | Ptwrite
+                | System
+                | Raise
+                | Chill
+                | Speculate
+                | Commit
+                | Discard
+        )
+    }
+
     /// The mnemonic, for disassembly and error messages.
     pub fn name(self) -> &'static str {
         use Op::*;

@@ -409,22 +409,9 @@ impl<'s> Vm<'s> {
             let mut next = pc + 1;
             let mut out: Option<u64> = None;
             use Op::*;
-            // A speculated clause records data only: DTrace refuses the rest.
-            if self.spec.is_some()
-                && matches!(
-                    op,
-                    Agg | Printa
-                        | Clear
-                        | Trunc
-                        | Normalize
-                        | Denormalize
-                        | Exit
-                        | Ptwrite
-                        | System
-                        | Raise
-                        | Chill
-                )
-            {
+            // A speculated clause records data only: DTrace refuses the rest, and a
+            // second `speculate()`, a `commit()` or `discard()` with it.
+            if self.spec.is_some() && op.is_action() && !matches!(op, Trace | Printf) {
                 return Err(f(FaultKind::IllegalOp));
             }
             match op {
@@ -598,30 +585,10 @@ impl<'s> Vm<'s> {
                         Some(v) if v.scope == Scope::Assoc => (v.keys, v.string),
                         _ => return Err(f(FaultKind::Invalid)),
                     };
-                    let ss = self.strsize as usize;
-                    if string {
-                        out = self.string_var(op, imm, layout, a, dict, env).map_err(f)?;
-                        self.tlen = 0;
-                    } else {
-                        let mut keys = [Key::Int(0); MAX_KEYS];
-                        // PANIC: `tlen <= MAX_TUPLE`, the tuple's length (`Pushtv` checks), and
-                        // `build_keys` returns at most `MAX_KEYS`, the keys' length.
-                        let nk = build_keys(
-                            &self.tuple[..self.tlen],
-                            layout,
-                            dict.strtab(),
-                            self.scratch,
-                            ss,
-                            &mut keys,
-                        )
+                    out = self
+                        .assoc(op, imm, layout, string, a, dict, env)
                         .map_err(f)?;
-                        if op == Ldgaa {
-                            out = Some(env.dynvar_load(imm, &keys[..nk]));
-                        } else if !env.dynvar_store(imm, &keys[..nk], a) {
-                            self.losses.dynvars += 1;
-                        }
-                        self.tlen = 0;
-                    }
+                    self.tlen = 0;
                 }
                 Pushtv | Pushts => {
                     if self.tlen >= MAX_TUPLE {
@@ -665,8 +632,8 @@ impl<'s> Vm<'s> {
                     let layout = dict.agg(imm).ok_or(f(FaultKind::Invalid))?;
                     let ss = self.strsize as usize;
                     let mut keys = [Key::Int(0); MAX_KEYS];
-                    // PANIC: as in `Ldgaa`.
-                    let nk = build_keys(
+                    // PANIC: `tlen <= MAX_TUPLE`, the tuple's length (`Pushtv` checks).
+                    let keys = build_keys(
                         &self.tuple[..self.tlen],
                         layout,
                         dict.strtab(),
@@ -675,7 +642,7 @@ impl<'s> Vm<'s> {
                         &mut keys,
                     )
                     .map_err(f)?;
-                    if !env.agg_update(imm, &keys[..nk], &[a, b]) {
+                    if !env.agg_update(imm, keys, &[a, b]) {
                         self.losses.aggs += 1;
                     }
                     self.tlen = 0;
@@ -729,19 +696,9 @@ impl<'s> Vm<'s> {
                     }
                 }
                 Speculation => out = Some(env.speculation()),
-                Speculate => {
-                    // One speculate() per clause, before its data (the compiler checks it).
-                    if self.spec.is_some() {
-                        return Err(f(FaultKind::IllegalOp));
-                    }
-                    self.spec = Some(a);
-                }
-                Commit | Discard => {
-                    if self.spec.is_some() {
-                        return Err(f(FaultKind::IllegalOp));
-                    }
-                    env.spec_end(a, op == Commit);
-                }
+                // One speculate() per clause, before its data (the compiler checks it).
+                Speculate => self.spec = Some(a),
+                Commit | Discard => env.spec_end(a, op == Commit),
                 Hton => {
                     out = Some(match imm {
                         16 => (a as u16).to_be() as u64,
@@ -759,19 +716,15 @@ impl<'s> Vm<'s> {
                     out = Some(self.subr(op, a, b, c, dict, env).map_err(f)?);
                 }
                 Kstack => {
-                    let off = self.alloc_slot().ok_or(f(FaultKind::ScratchExhausted))?;
-                    let ss = self.strsize as usize;
-                    let mut pcs = [0u64; crate::stack::MAX_FRAMES as usize];
                     let want = (imm.min(crate::stack::MAX_FRAMES) as usize)
-                        .min(ss / crate::stack::FRAME_BYTES);
-                    // PANIC: `want <= MAX_FRAMES`, the array's length; `n <= want` below.
-                    let n = env.kernel_stack(&mut pcs[..want]).min(want);
-                    // PANIC: as in `Ldbs`: `slot` is `ss + 1` bytes and `encode` writes at
-                    // most `ss` of them.
-                    let slot = &mut self.scratch[off..off + ss + 1];
-                    let len = crate::stack::encode(&pcs[..n], &mut slot[..ss]);
-                    slot[len] = 0;
-                    out = Some(str_ref(STR_SPACE_SCRATCH, off as u32));
+                        .min(self.strsize as usize / crate::stack::FRAME_BYTES);
+                    let r = self.new_str(dict.strtab(), |_, _, slot| {
+                        let mut pcs = [0u64; crate::stack::MAX_FRAMES as usize];
+                        // PANIC: `want <= MAX_FRAMES`, the array's length; `n <= want`.
+                        let n = env.kernel_stack(&mut pcs[..want]).min(want);
+                        Ok(Some(crate::stack::encode(&pcs[..n], slot)))
+                    });
+                    out = Some(r.map_err(f)?);
                 }
             }
             if let Some(v) = out {
@@ -790,28 +743,30 @@ impl<'s> Vm<'s> {
         })
     }
 
-    /// `ldgaa`/`stgaa` of a string-valued variable: a load copies the value into a new
-    /// scratch slot and returns its reference; a store copies string `a` into the variable.
-    fn string_var<D: Dict + ?Sized, E: Env + ?Sized>(
+    /// `ldgaa`/`stgaa` of associative array `var`, keyed by the tuple: a load returns the
+    /// value (a string copied into a new scratch slot when `string`), a store stores `a`.
+    #[allow(clippy::too_many_arguments)]
+    fn assoc<D: Dict + ?Sized, E: Env + ?Sized>(
         &mut self,
         op: Op,
         var: u32,
         layout: KeyLayout,
+        string: bool,
         a: u64,
         dict: &D,
         env: &mut E,
     ) -> Result<Option<u64>, FaultKind> {
         let ss = self.strsize as usize;
         let strtab = dict.strtab();
-        if op == Op::Ldgaa {
+        let mut keys = [Key::Int(0); MAX_KEYS];
+        if op == Op::Ldgaa && string {
             let off = self.alloc_slot().ok_or(FaultKind::ScratchExhausted)?;
             // PANIC: `alloc_slot` checked that `off + ss + 1` fits the scratch; the keys
             // only borrow the part before `off`.
             let (before, slot_area) = self.scratch.split_at_mut(off);
             let slot = &mut slot_area[..ss + 1];
-            let mut keys = [Key::Int(0); MAX_KEYS];
             // PANIC: `tlen <= MAX_TUPLE`, the tuple's length (`Pushtv` checks).
-            let nk = build_keys(
+            let keys = build_keys(
                 &self.tuple[..self.tlen],
                 layout,
                 strtab,
@@ -819,17 +774,14 @@ impl<'s> Vm<'s> {
                 ss,
                 &mut keys,
             )?;
-            // PANIC: `nk <= MAX_KEYS` (`build_keys`); the length is clamped to `ss`.
-            let len = env
-                .dynvar_load_str(var, &keys[..nk], &mut slot[..ss])
-                .min(ss);
+            // PANIC: the length is clamped to `ss`.
+            let len = env.dynvar_load_str(var, keys, &mut slot[..ss]).min(ss);
             let len = slot[..len].iter().position(|&c| c == 0).unwrap_or(len);
             slot[len] = 0;
             return Ok(Some(str_ref(STR_SPACE_SCRATCH, off as u32)));
         }
-        let mut keys = [Key::Int(0); MAX_KEYS];
         // PANIC: as above.
-        let nk = build_keys(
+        let keys = build_keys(
             &self.tuple[..self.tlen],
             layout,
             strtab,
@@ -837,8 +789,15 @@ impl<'s> Vm<'s> {
             ss,
             &mut keys,
         )?;
-        let s = resolve_str(strtab, self.scratch, ss, a).ok_or(FaultKind::BadString)?;
-        if !env.dynvar_store_str(var, &keys[..nk], s) {
+        let stored = if op == Op::Ldgaa {
+            return Ok(Some(env.dynvar_load(var, keys)));
+        } else if string {
+            let s = resolve_str(strtab, self.scratch, ss, a).ok_or(FaultKind::BadString)?;
+            env.dynvar_store_str(var, keys, s)
+        } else {
+            env.dynvar_store(var, keys, a)
+        };
+        if !stored {
             self.losses.dynvars += 1;
         }
         Ok(None)
@@ -984,15 +943,15 @@ fn resolve_str_in<'b>(
     Some(&tail[..len])
 }
 
-/// Turn the tuple into keys, checking it against `layout`; returns the key count.
-fn build_keys<'b>(
+/// Turn the tuple into keys in `keys`, checking it against `layout`; returns those used.
+fn build_keys<'b, 'k>(
     tuple: &[TupleVal],
     layout: KeyLayout,
     strtab: &'b [u8],
     scratch: &'b [u8],
     strsize: usize,
-    keys: &mut [Key<'b>; MAX_KEYS],
-) -> Result<usize, FaultKind> {
+    keys: &'k mut [Key<'b>; MAX_KEYS],
+) -> Result<&'k [Key<'b>], FaultKind> {
     if tuple.len() != layout.count() || tuple.len() > MAX_KEYS {
         return Err(FaultKind::KeyMismatch);
     }
@@ -1006,5 +965,6 @@ fn build_keys<'b>(
             _ => return Err(FaultKind::KeyMismatch),
         };
     }
-    Ok(tuple.len())
+    // PANIC: `tuple.len() <= MAX_KEYS`, the keys' length (checked above).
+    Ok(&keys[..tuple.len()])
 }
