@@ -1625,7 +1625,6 @@ impl<'a> Gen<'a> {
             return self.err(lhs.span, "[D_OP_ARRFUN] cannot assign to an array");
         }
         // Keys are evaluated once, before the value.
-        let is_new = l.ty_opt().is_none();
         let (p, cur_ty) = self.place(l.clone_shallow(), op.is_some())?;
         let (rv, tv) = match op {
             None => self.expr(rhs)?,
@@ -1641,12 +1640,8 @@ impl<'a> Gen<'a> {
             return self.err(rhs.span, STACK_USE);
         }
         let lit0 = matches!(rhs.kind, ExprKind::Int(0, _));
-        let ty = if is_new && op.is_some() {
-            // `x += 1` on a never-assigned variable: it starts at 0 of the result's type.
-            self.fix_type(&l, &tv, rhs.span, lit0)?
-        } else {
-            self.fix_type(&l, &tv, rhs.span, lit0)?
-        };
+        // `x += 1` on a never-assigned variable: it starts at 0 of the result's type.
+        let ty = self.fix_type(&l, &tv, rhs.span, lit0)?;
         self.normalize(rv, &ty);
         self.store_place(&p, rv, span)?;
         self.release_place(&p);
