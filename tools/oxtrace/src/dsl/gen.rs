@@ -562,44 +562,9 @@ impl<'a> Gen<'a> {
             self.release(rb);
             return Ok((ra, I32));
         }
-        // Pointer arithmetic scales by the pointee's size.
-        let scale = |t: &Ty| match t {
-            Ty::Ptr(p) => match **p {
-                Ty::Int { size, .. } => size as u64,
-                Ty::Ptr(_) => 8,
-                _ => 1,
-            },
-            _ => 1,
-        };
-        if let (Ty::Ptr(_), BinOp::Add | BinOp::Sub, Ty::Int { .. }) = (&ta, op, &tb) {
-            let s = scale(&ta);
-            if s > 1 {
-                let rs = self.reg(span)?;
-                self.load_const(rs, s);
-                self.emit(Op::Mul, rb, rb, rs, 0);
-                self.release(rs);
-            }
-            self.emit(
-                if op == BinOp::Add { Op::Add } else { Op::Sub },
-                ra,
-                ra,
-                rb,
-                0,
-            );
+        if let Some(res) = self.ptr_arith(op, ra, &ta, rb, &tb, span)? {
             self.release(rb);
-            return Ok((ra, ta));
-        }
-        if let (Ty::Int { .. }, BinOp::Add, Ty::Ptr(_)) = (&ta, op, &tb) {
-            let s = scale(&tb);
-            if s > 1 {
-                let rs = self.reg(span)?;
-                self.load_const(rs, s);
-                self.emit(Op::Mul, ra, ra, rs, 0);
-                self.release(rs);
-            }
-            self.emit(Op::Add, ra, ra, rb, 0);
-            self.release(rb);
-            return Ok((ra, tb));
+            return Ok(res);
         }
         let rt = match op {
             BinOp::Shl | BinOp::Shr => arith(&ta, &I32),
@@ -912,14 +877,55 @@ impl<'a> Gen<'a> {
         }
     }
 
-    /// `addr += idx * size`; releases `idx`.
-    fn scale_add(&mut self, addr: u8, idx: u8, size: u64, span: Span) -> GResult<()> {
-        if size != 1 {
+    /// What `ty` steps by in `+`, `-`, `++`, `--`: the pointee's size for a pointer.
+    fn stride(&self, ty: &Ty) -> u64 {
+        match ty {
+            Ty::Ptr(pt) => self.t.env.size(pt, self.t.strsize as u64).max(1),
+            _ => 1,
+        }
+    }
+
+    /// `ptr ± int` and `int + ptr`, the integer scaled by the pointee's size; `None` for
+    /// any other operands. Leaves `rb` to the caller.
+    fn ptr_arith(
+        &mut self,
+        op: BinOp,
+        ra: u8,
+        ta: &Ty,
+        rb: u8,
+        tb: &Ty,
+        span: Span,
+    ) -> GResult<Option<(u8, Ty)>> {
+        match (ta, op, tb) {
+            (Ty::Ptr(_), BinOp::Add | BinOp::Sub, Ty::Int { .. }) => {
+                self.mul_const(rb, self.stride(ta), span)?;
+                let o = if op == BinOp::Add { Op::Add } else { Op::Sub };
+                self.emit(o, ra, ra, rb, 0);
+                Ok(Some((ra, ta.clone())))
+            }
+            (Ty::Int { .. }, BinOp::Add, Ty::Ptr(_)) => {
+                self.mul_const(ra, self.stride(tb), span)?;
+                self.emit(Op::Add, ra, ra, rb, 0);
+                Ok(Some((ra, tb.clone())))
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// `r *= k`, skipped for `k == 1`.
+    fn mul_const(&mut self, r: u8, k: u64, span: Span) -> GResult<()> {
+        if k != 1 {
             let rs = self.reg(span)?;
-            self.load_const(rs, size);
-            self.emit(Op::Mul, idx, idx, rs, 0);
+            self.load_const(rs, k);
+            self.emit(Op::Mul, r, r, rs, 0);
             self.release(rs);
         }
+        Ok(())
+    }
+
+    /// `addr += idx * size`; releases `idx`.
+    fn scale_add(&mut self, addr: u8, idx: u8, size: u64, span: Span) -> GResult<()> {
+        self.mul_const(idx, size, span)?;
         self.emit(Op::Add, addr, addr, idx, 0);
         self.release(idx);
         Ok(())
@@ -1698,11 +1704,7 @@ impl<'a> Gen<'a> {
         }
         let old = self.load_place(&p, &ty, target.span)?;
         let new = self.reg(span)?;
-        let step = match &ty {
-            Ty::Ptr(pt) => self.t.env.size(pt, self.t.strsize as u64).max(1),
-            _ => 1,
-        };
-        self.load_const(new, step);
+        self.load_const(new, self.stride(&ty));
         self.emit(if inc { Op::Add } else { Op::Sub }, new, old, new, 0);
         self.normalize(new, &ty);
         self.store_place(&p, new, span)?;
@@ -1731,6 +1733,9 @@ impl<'a> Gen<'a> {
         }
         if *ta == Ty::Str || *tb == Ty::Str {
             return self.err(span, "arithmetic on strings is not supported");
+        }
+        if let Some(res) = self.ptr_arith(op, ra, ta, rb, tb, span)? {
+            return Ok(res);
         }
         let rt = match op {
             BinOp::Shl | BinOp::Shr => arith(ta, &I32),
