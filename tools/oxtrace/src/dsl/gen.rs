@@ -570,22 +570,8 @@ impl<'a> Gen<'a> {
             BinOp::Shl | BinOp::Shr => arith(&ta, &I32),
             _ => arith(&ta, &tb),
         };
-        let signed = rt.signed();
-        let o = match op {
-            BinOp::Add => Op::Add,
-            BinOp::Sub => Op::Sub,
-            BinOp::Mul => Op::Mul,
-            BinOp::Div if signed => Op::Sdiv,
-            BinOp::Div => Op::Udiv,
-            BinOp::Mod if signed => Op::Srem,
-            BinOp::Mod => Op::Urem,
-            BinOp::And => Op::And,
-            BinOp::Or => Op::Or,
-            BinOp::Xor => Op::Xor,
-            BinOp::Shl => Op::Sll,
-            BinOp::Shr if signed => Op::Sra,
-            BinOp::Shr => Op::Srl,
-            _ => return self.err(span, "internal error: unexpected operator"),
+        let Some(o) = arith_op(op, rt.signed()) else {
+            return self.err(span, "internal error: unexpected operator");
         };
         self.emit(o, ra, ra, rb, 0);
         self.release(rb);
@@ -1742,22 +1728,8 @@ impl<'a> Gen<'a> {
             _ => arith(ta, tb),
         };
         let rt = if let Ty::Ptr(_) = ta { ta.clone() } else { rt };
-        let signed = rt.signed();
-        let o = match op {
-            BinOp::Add => Op::Add,
-            BinOp::Sub => Op::Sub,
-            BinOp::Mul => Op::Mul,
-            BinOp::Div if signed => Op::Sdiv,
-            BinOp::Div => Op::Udiv,
-            BinOp::Mod if signed => Op::Srem,
-            BinOp::Mod => Op::Urem,
-            BinOp::And => Op::And,
-            BinOp::Or => Op::Or,
-            BinOp::Xor => Op::Xor,
-            BinOp::Shl => Op::Sll,
-            BinOp::Shr if signed => Op::Sra,
-            BinOp::Shr => Op::Srl,
-            _ => return self.err(span, "invalid compound assignment"),
+        let Some(o) = arith_op(op, rt.signed()) else {
+            return self.err(span, "invalid compound assignment");
         };
         self.emit(o, ra, ra, rb, 0);
         self.normalize(ra, &rt);
@@ -2490,6 +2462,26 @@ fn binop_text(op: BinOp) -> &'static str {
         BinOp::LOr => "||",
         BinOp::LXor => "^^",
     }
+}
+
+/// The instruction of an arithmetic or bitwise operator.
+fn arith_op(op: BinOp, signed: bool) -> Option<Op> {
+    Some(match op {
+        BinOp::Add => Op::Add,
+        BinOp::Sub => Op::Sub,
+        BinOp::Mul => Op::Mul,
+        BinOp::Div if signed => Op::Sdiv,
+        BinOp::Div => Op::Udiv,
+        BinOp::Mod if signed => Op::Srem,
+        BinOp::Mod => Op::Urem,
+        BinOp::And => Op::And,
+        BinOp::Or => Op::Or,
+        BinOp::Xor => Op::Xor,
+        BinOp::Shl => Op::Sll,
+        BinOp::Shr if signed => Op::Sra,
+        BinOp::Shr => Op::Srl,
+        _ => return None,
+    })
 }
 
 fn cmp_op(op: BinOp, signed: bool) -> Op {
