@@ -323,24 +323,7 @@ impl<'a> Parser<'a> {
             None
         };
         let head_end = self.peek().span;
-        self.expect("{")?;
-        let mut body = Vec::new();
-        loop {
-            if self.eat("}") {
-                break;
-            }
-            if self.eat(";") {
-                continue;
-            }
-            if matches!(self.peek().tok, Tok::Eof) {
-                let sp = self.peek().span;
-                return self.err(
-                    sp,
-                    "[D_SYNTAX] syntax error: expected '}' to close the clause",
-                );
-            }
-            self.stmt_into(&mut body)?;
-        }
+        let body = self.braced("clause")?;
         Ok(Clause {
             probes,
             pred,
@@ -386,6 +369,11 @@ impl<'a> Parser<'a> {
 
     /// `{ stmts }`.
     fn block(&mut self) -> PResult<Vec<Stmt>> {
+        self.braced("block")
+    }
+
+    /// `{ stmts }` of a clause or block; `what` names it in the error at end of input.
+    fn braced(&mut self, what: &str) -> PResult<Vec<Stmt>> {
         self.expect("{")?;
         let mut body = Vec::new();
         loop {
@@ -399,7 +387,7 @@ impl<'a> Parser<'a> {
                 let sp = self.peek().span;
                 return self.err(
                     sp,
-                    "[D_SYNTAX] syntax error: expected '}' to close the block",
+                    format!("[D_SYNTAX] syntax error: expected '}}' to close the {what}"),
                 );
             }
             self.stmt_into(&mut body)?;
