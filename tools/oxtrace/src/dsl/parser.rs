@@ -335,16 +335,6 @@ impl<'a> Parser<'a> {
     /// One statement (and its terminating `;` where one is needed) appended to `out`; a
     /// declaration list may append several.
     fn stmt_into(&mut self, out: &mut Vec<Stmt>) -> PResult<()> {
-        if matches!(&self.peek().tok, Tok::Ident(w) if w == "if") {
-            let s = self.nested(Self::if_stmt)?;
-            out.push(s);
-            return Ok(());
-        }
-        if self.is("{") {
-            let b = self.nested(Self::block)?;
-            out.extend(b);
-            return Ok(());
-        }
         if self.is_decl_start() {
             let class = self.decl_class();
             let (base, _) = self.type_spec(false)?;
@@ -358,6 +348,21 @@ impl<'a> Parser<'a> {
             if !self.is("}") {
                 self.expect(";")?;
             }
+            return Ok(());
+        }
+        self.exec_stmt_into(out)
+    }
+
+    /// One statement that is not a declaration (as the body of `if` or `else` must be).
+    fn exec_stmt_into(&mut self, out: &mut Vec<Stmt>) -> PResult<()> {
+        if matches!(&self.peek().tok, Tok::Ident(w) if w == "if") {
+            let s = self.nested(Self::if_stmt)?;
+            out.push(s);
+            return Ok(());
+        }
+        if self.is("{") {
+            let b = self.nested(Self::block)?;
+            out.extend(b);
             return Ok(());
         }
         out.push(self.stmt()?);
@@ -412,20 +417,9 @@ impl<'a> Parser<'a> {
 
     /// The body of an `if` or `else`: a block or one statement with its `;`.
     fn branch(&mut self) -> PResult<Vec<Stmt>> {
-        if self.is("{") {
-            return self.block();
-        }
         let mut v = Vec::new();
-        if matches!(&self.peek().tok, Tok::Ident(w) if w == "if") {
-            v.push(self.nested(Self::if_stmt)?);
-            return Ok(v);
-        }
-        if self.eat(";") {
-            return Ok(v);
-        }
-        v.push(self.stmt()?);
-        if !self.is("}") {
-            self.expect(";")?;
+        if !self.eat(";") {
+            self.exec_stmt_into(&mut v)?;
         }
         Ok(v)
     }
