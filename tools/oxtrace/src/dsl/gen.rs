@@ -1737,18 +1737,9 @@ impl<'a> Gen<'a> {
     }
 
     fn call(&mut self, name: &str, args: &[Expr], span: Span) -> GResult<(u8, Ty)> {
-        let nargs = |g: &Self, n: usize| -> GResult<()> {
-            if args.len() != n {
-                g.err(
-                    span,
-                    format!(
-                        "[D_PROTO_LEN] {name}() takes {n} argument(s), {} given",
-                        args.len()
-                    ),
-                )
-            } else {
-                Ok(())
-            }
+        let nargs = |g: &Self, n: usize| match arity_error(name, args.len(), n, n) {
+            Some(m) => g.err(span, format!("[D_PROTO_LEN] {m}")),
+            None => Ok(()),
         };
         match name {
             "speculation" => {
@@ -2001,11 +1992,8 @@ impl<'a> Gen<'a> {
             "speculate" | "commit" | "discard" => self.spec_action(name, args, span)?,
             "system" | "raise" | "stop" | "chill" => self.destructive_action(name, args, span)?,
             "trace" => {
-                if args.len() != 1 {
-                    return self.err(
-                        span,
-                        format!("trace() takes 1 argument, {} given", args.len()),
-                    );
+                if let Some(m) = arity_error(name, args.len(), 1, 1) {
+                    return self.err(span, m);
                 }
                 let (r, ty) = self.expr(&args[0])?;
                 // The tool prints a stack symbolized: a printf record of format `%k`.
@@ -2020,11 +2008,8 @@ impl<'a> Gen<'a> {
                 }
             }
             "exit" => {
-                if args.len() != 1 {
-                    return self.err(
-                        span,
-                        format!("exit() takes 1 argument, {} given", args.len()),
-                    );
+                if let Some(m) = arity_error(name, args.len(), 1, 1) {
+                    return self.err(span, m);
                 }
                 let (r, ty) = self.expr(&args[0])?;
                 self.need_scalar(&ty, args[0].span, "exit()")?;
@@ -2032,11 +2017,8 @@ impl<'a> Gen<'a> {
                 self.release(r);
             }
             "ptwrite" => {
-                if args.len() != 1 {
-                    return self.err(
-                        span,
-                        format!("ptwrite() takes 1 argument, {} given", args.len()),
-                    );
+                if let Some(m) = arity_error(name, args.len(), 1, 1) {
+                    return self.err(span, m);
                 }
                 let (r, ty) = self.expr(&args[0])?;
                 self.need_scalar(&ty, args[0].span, "ptwrite()")?;
@@ -2302,17 +2284,8 @@ impl<'a> Gen<'a> {
             AggKind::Llquantize => (5, 6),
             _ => (1, 1),
         };
-        let n = call.args.len();
-        if n < min || n > max {
-            let want = if min == max {
-                format!("{min}")
-            } else {
-                format!("{min} to {max}")
-            };
-            return self.err(
-                cspan,
-                format!("{}() takes {want} argument(s), {n} given", call.func),
-            );
+        if let Some(m) = arity_error(&call.func, call.args.len(), min, max) {
+            return self.err(cspan, m);
         }
         let mut params = [0i64; 4];
         let mut incr: Option<&Expr> = None;
@@ -2462,6 +2435,17 @@ fn binop_text(op: BinOp) -> &'static str {
         BinOp::LOr => "||",
         BinOp::LXor => "^^",
     }
+}
+
+/// The error for `n` arguments to `name()`, which takes `min..=max`; `None` if `n` fits.
+fn arity_error(name: &str, n: usize, min: usize, max: usize) -> Option<String> {
+    let want = match max - min {
+        _ if (min..=max).contains(&n) => return None,
+        0 => format!("{min}"),
+        1 => format!("{min} or {max}"),
+        _ => format!("{min} to {max}"),
+    };
+    Some(format!("{name}() takes {want} argument(s), {n} given"))
 }
 
 /// The instruction of an arithmetic or bitwise operator.
