@@ -349,6 +349,11 @@ fn operator_errors() {
         "[D_OP_SCALAR] the condition of if must be of scalar type, not string",
     );
     bad(
+        "BEGIN /execname/ { x = 1; }",
+        "1:8",
+        "[D_PRED_SCALAR] predicate result must be of scalar type, not string",
+    );
+    bad(
         "BEGIN { x = 1; x[1] = 2; }",
         "1:16",
         "[D_ARR_BADREF] x is a scalar at 1:9, an array here",

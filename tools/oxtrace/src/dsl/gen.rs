@@ -446,6 +446,18 @@ impl<'a> Gen<'a> {
         }
     }
 
+    /// A predicate or `if` condition, which must be scalar; `what` begins the error.
+    pub(super) fn condition(&mut self, e: &Expr, what: &str) -> GResult<u8> {
+        let (r, ty) = self.expr(e)?;
+        if !ty.is_scalar() {
+            return self.err(
+                e.span,
+                format!("{what} must be of scalar type, not {}", ty.name()),
+            );
+        }
+        Ok(r)
+    }
+
     fn need_scalar(&self, ty: &Ty, span: Span, what: &str) -> GResult<()> {
         if ty.is_scalar() {
             Ok(())
@@ -1944,16 +1956,7 @@ impl<'a> Gen<'a> {
                 self.agg_stmt(name, *name_span, keys, call)
             }
             Stmt::If { cond, then, els } => {
-                let (rc, tc) = self.expr(cond)?;
-                if !tc.is_scalar() {
-                    return self.err(
-                        cond.span,
-                        format!(
-                            "[D_OP_SCALAR] the condition of if must be of scalar type, not {}",
-                            tc.name()
-                        ),
-                    );
-                }
+                let rc = self.condition(cond, "[D_OP_SCALAR] the condition of if")?;
                 let j_else = self.emit(Op::Bz, 0, rc, 0, 0);
                 self.release(rc);
                 for s in then {
