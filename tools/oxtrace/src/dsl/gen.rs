@@ -446,6 +446,14 @@ impl<'a> Gen<'a> {
         }
     }
 
+    /// `e` as a constant in `1..=max`; `what` names it in the error.
+    fn const_upto(&self, e: &Expr, max: u32, what: &str) -> GResult<u32> {
+        match const_eval(e) {
+            Some(v) if (1..=i64::from(max)).contains(&v) => Ok(v as u32),
+            _ => self.err(e.span, format!("{what} must be a constant from 1 to {max}")),
+        }
+    }
+
     /// A predicate or `if` condition, which must be scalar; `what` begins the error.
     pub(super) fn condition(&mut self, e: &Expr, what: &str) -> GResult<u8> {
         let (r, ty) = self.expr(e)?;
@@ -1806,19 +1814,9 @@ impl<'a> Gen<'a> {
             n if subr::is_subr(n) => self.subr_call(n, args, span),
             "stack" => {
                 use oxtrace_core::stack::{DEFAULT_FRAMES, MAX_FRAMES};
-                let depth = |e: &Expr| match const_eval(e) {
-                    Some(v) if (1..=i64::from(MAX_FRAMES)).contains(&v) => Some(v as u32),
-                    _ => None,
-                };
                 let n = match args {
                     [] => DEFAULT_FRAMES,
-                    [e] => match depth(e) {
-                        Some(n) => n,
-                        None => {
-                            let m = "stack()'s frame count must be a constant from 1 to";
-                            return self.err(e.span, format!("{m} {MAX_FRAMES}"));
-                        }
-                    },
+                    [e] => self.const_upto(e, MAX_FRAMES, "stack()'s frame count")?,
                     _ => return self.err(span, "stack() takes an optional frame count"),
                 };
                 let rd = self.reg(span)?;
@@ -1831,22 +1829,10 @@ impl<'a> Gen<'a> {
                 }
                 let max = match args.get(1) {
                     None => 0,
-                    Some(e) => match const_eval(e) {
-                        Some(v)
-                            if (1..=i64::from(oxtrace_core::limits::MAX_STRSIZE)).contains(&v) =>
-                        {
-                            v as u32
-                        }
-                        _ => {
-                            return self.err(
-                                e.span,
-                                format!(
-                                    "copyinstr()'s size must be a constant from 1 to {}",
-                                    oxtrace_core::limits::MAX_STRSIZE
-                                ),
-                            )
-                        }
-                    },
+                    Some(e) => {
+                        let most = oxtrace_core::limits::MAX_STRSIZE;
+                        self.const_upto(e, most, "copyinstr()'s size")?
+                    }
                 };
                 let (r, ty) = self.expr(&args[0])?;
                 if !ty.is_scalar() {
