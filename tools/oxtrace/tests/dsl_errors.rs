@@ -177,6 +177,29 @@ fn bad_lquantize_bounds() {
 }
 
 #[test]
+fn wrong_argument_counts() {
+    // One wording for every function: "N", "N or M" or "N to M" argument(s).
+    check(
+        "BEGIN { @a = quantize(); }",
+        "1:14",
+        "quantize() takes 1 or 2 argument(s), 0 given",
+        "             ^^^^^^^^",
+    );
+    check(
+        "BEGIN { @a = lquantize(1); }",
+        "1:14",
+        "lquantize() takes 3 to 5 argument(s), 1 given",
+        "             ^^^^^^^^^",
+    );
+    check(
+        "BEGIN { exit(); }",
+        "1:9",
+        "exit() takes 1 argument(s), 0 given",
+        "        ^^^^^^",
+    );
+}
+
+#[test]
 fn non_constant_aggregation_parameter() {
     check(
         "BEGIN { @a = lquantize(arg0, arg1, 10); }",

@@ -205,6 +205,16 @@ fn pointers_to_d_structs_read_kernel_memory() {
 }
 
 #[test]
+fn pointer_arithmetic_steps_by_the_pointee_size() {
+    // `p + 1`, `1 + p`, `p += 1` and `p++` all step by sizeof(*p), as in C.
+    let src = "struct s { long a; int b; };\n\
+        BEGIN { p = (struct s *)0x1000; q = (int *)0x1000; r = p; r += 2; t = q; t++;\n\
+        printf(\"%x %x %x %x %x %x\\n\", (long)(p + 1), (long)(1 + p), (long)r,\n\
+        (long)(q + 1), (long)(q - 1), (long)t); }";
+    assert_eq!(run(src), "1010 1010 1020 1004 ffc 1004\n");
+}
+
+#[test]
 fn long_string_literals_are_truncated_to_strsize() {
     assert_eq!(
         run("#pragma D option strsize=4\nBEGIN { printf(\"%s|\\n\", \"hello\"); }"),
@@ -337,6 +347,11 @@ fn operator_errors() {
         "BEGIN { if (execname) { x = 1; } }",
         "1:13",
         "[D_OP_SCALAR] the condition of if must be of scalar type, not string",
+    );
+    bad(
+        "BEGIN /execname/ { x = 1; }",
+        "1:8",
+        "[D_PRED_SCALAR] predicate result must be of scalar type, not string",
     );
     bad(
         "BEGIN { x = 1; x[1] = 2; }",

@@ -328,16 +328,7 @@ fn gen_clause(
     let pred_len = match &cl.pred {
         Some(e) => {
             let mut g = Gen::new(t, src, input);
-            let (r, ty) = g.expr(e)?;
-            if !ty.is_scalar() {
-                return g.err(
-                    e.span,
-                    format!(
-                        "[D_PRED_SCALAR] predicate result must be of scalar type, not {}",
-                        ty.name()
-                    ),
-                );
-            }
+            let r = g.condition(e, "[D_PRED_SCALAR] predicate result")?;
             g.emit(Op::Ret, 0, r, 0, 0);
             let n = g.code.len();
             code.extend(g.code);

@@ -446,6 +446,26 @@ impl<'a> Gen<'a> {
         }
     }
 
+    /// `e` as a constant in `1..=max`; `what` names it in the error.
+    fn const_upto(&self, e: &Expr, max: u32, what: &str) -> GResult<u32> {
+        match const_eval(e) {
+            Some(v) if (1..=i64::from(max)).contains(&v) => Ok(v as u32),
+            _ => self.err(e.span, format!("{what} must be a constant from 1 to {max}")),
+        }
+    }
+
+    /// A predicate or `if` condition, which must be scalar; `what` begins the error.
+    pub(super) fn condition(&mut self, e: &Expr, what: &str) -> GResult<u8> {
+        let (r, ty) = self.expr(e)?;
+        if !ty.is_scalar() {
+            return self.err(
+                e.span,
+                format!("{what} must be of scalar type, not {}", ty.name()),
+            );
+        }
+        Ok(r)
+    }
+
     fn need_scalar(&self, ty: &Ty, span: Span, what: &str) -> GResult<()> {
         if ty.is_scalar() {
             Ok(())
@@ -562,65 +582,16 @@ impl<'a> Gen<'a> {
             self.release(rb);
             return Ok((ra, I32));
         }
-        // Pointer arithmetic scales by the pointee's size.
-        let scale = |t: &Ty| match t {
-            Ty::Ptr(p) => match **p {
-                Ty::Int { size, .. } => size as u64,
-                Ty::Ptr(_) => 8,
-                _ => 1,
-            },
-            _ => 1,
-        };
-        if let (Ty::Ptr(_), BinOp::Add | BinOp::Sub, Ty::Int { .. }) = (&ta, op, &tb) {
-            let s = scale(&ta);
-            if s > 1 {
-                let rs = self.reg(span)?;
-                self.load_const(rs, s);
-                self.emit(Op::Mul, rb, rb, rs, 0);
-                self.release(rs);
-            }
-            self.emit(
-                if op == BinOp::Add { Op::Add } else { Op::Sub },
-                ra,
-                ra,
-                rb,
-                0,
-            );
+        if let Some(res) = self.ptr_arith(op, ra, &ta, rb, &tb, span)? {
             self.release(rb);
-            return Ok((ra, ta));
-        }
-        if let (Ty::Int { .. }, BinOp::Add, Ty::Ptr(_)) = (&ta, op, &tb) {
-            let s = scale(&tb);
-            if s > 1 {
-                let rs = self.reg(span)?;
-                self.load_const(rs, s);
-                self.emit(Op::Mul, ra, ra, rs, 0);
-                self.release(rs);
-            }
-            self.emit(Op::Add, ra, ra, rb, 0);
-            self.release(rb);
-            return Ok((ra, tb));
+            return Ok(res);
         }
         let rt = match op {
             BinOp::Shl | BinOp::Shr => arith(&ta, &I32),
             _ => arith(&ta, &tb),
         };
-        let signed = rt.signed();
-        let o = match op {
-            BinOp::Add => Op::Add,
-            BinOp::Sub => Op::Sub,
-            BinOp::Mul => Op::Mul,
-            BinOp::Div if signed => Op::Sdiv,
-            BinOp::Div => Op::Udiv,
-            BinOp::Mod if signed => Op::Srem,
-            BinOp::Mod => Op::Urem,
-            BinOp::And => Op::And,
-            BinOp::Or => Op::Or,
-            BinOp::Xor => Op::Xor,
-            BinOp::Shl => Op::Sll,
-            BinOp::Shr if signed => Op::Sra,
-            BinOp::Shr => Op::Srl,
-            _ => return self.err(span, "internal error: unexpected operator"),
+        let Some(o) = arith_op(op, rt.signed()) else {
+            return self.err(span, "internal error: unexpected operator");
         };
         self.emit(o, ra, ra, rb, 0);
         self.release(rb);
@@ -912,14 +883,55 @@ impl<'a> Gen<'a> {
         }
     }
 
-    /// `addr += idx * size`; releases `idx`.
-    fn scale_add(&mut self, addr: u8, idx: u8, size: u64, span: Span) -> GResult<()> {
-        if size != 1 {
+    /// What `ty` steps by in `+`, `-`, `++`, `--`: the pointee's size for a pointer.
+    fn stride(&self, ty: &Ty) -> u64 {
+        match ty {
+            Ty::Ptr(pt) => self.t.env.size(pt, self.t.strsize as u64).max(1),
+            _ => 1,
+        }
+    }
+
+    /// `ptr ± int` and `int + ptr`, the integer scaled by the pointee's size; `None` for
+    /// any other operands. Leaves `rb` to the caller.
+    fn ptr_arith(
+        &mut self,
+        op: BinOp,
+        ra: u8,
+        ta: &Ty,
+        rb: u8,
+        tb: &Ty,
+        span: Span,
+    ) -> GResult<Option<(u8, Ty)>> {
+        match (ta, op, tb) {
+            (Ty::Ptr(_), BinOp::Add | BinOp::Sub, Ty::Int { .. }) => {
+                self.mul_const(rb, self.stride(ta), span)?;
+                let o = if op == BinOp::Add { Op::Add } else { Op::Sub };
+                self.emit(o, ra, ra, rb, 0);
+                Ok(Some((ra, ta.clone())))
+            }
+            (Ty::Int { .. }, BinOp::Add, Ty::Ptr(_)) => {
+                self.mul_const(ra, self.stride(tb), span)?;
+                self.emit(Op::Add, ra, ra, rb, 0);
+                Ok(Some((ra, tb.clone())))
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// `r *= k`, skipped for `k == 1`.
+    fn mul_const(&mut self, r: u8, k: u64, span: Span) -> GResult<()> {
+        if k != 1 {
             let rs = self.reg(span)?;
-            self.load_const(rs, size);
-            self.emit(Op::Mul, idx, idx, rs, 0);
+            self.load_const(rs, k);
+            self.emit(Op::Mul, r, r, rs, 0);
             self.release(rs);
         }
+        Ok(())
+    }
+
+    /// `addr += idx * size`; releases `idx`.
+    fn scale_add(&mut self, addr: u8, idx: u8, size: u64, span: Span) -> GResult<()> {
+        self.mul_const(idx, size, span)?;
         self.emit(Op::Add, addr, addr, idx, 0);
         self.release(idx);
         Ok(())
@@ -1625,7 +1637,6 @@ impl<'a> Gen<'a> {
             return self.err(lhs.span, "[D_OP_ARRFUN] cannot assign to an array");
         }
         // Keys are evaluated once, before the value.
-        let is_new = l.ty_opt().is_none();
         let (p, cur_ty) = self.place(l.clone_shallow(), op.is_some())?;
         let (rv, tv) = match op {
             None => self.expr(rhs)?,
@@ -1641,12 +1652,8 @@ impl<'a> Gen<'a> {
             return self.err(rhs.span, STACK_USE);
         }
         let lit0 = matches!(rhs.kind, ExprKind::Int(0, _));
-        let ty = if is_new && op.is_some() {
-            // `x += 1` on a never-assigned variable: it starts at 0 of the result's type.
-            self.fix_type(&l, &tv, rhs.span, lit0)?
-        } else {
-            self.fix_type(&l, &tv, rhs.span, lit0)?
-        };
+        // `x += 1` on a never-assigned variable: it starts at 0 of the result's type.
+        let ty = self.fix_type(&l, &tv, rhs.span, lit0)?;
         self.normalize(rv, &ty);
         self.store_place(&p, rv, span)?;
         self.release_place(&p);
@@ -1703,11 +1710,7 @@ impl<'a> Gen<'a> {
         }
         let old = self.load_place(&p, &ty, target.span)?;
         let new = self.reg(span)?;
-        let step = match &ty {
-            Ty::Ptr(pt) => self.t.env.size(pt, self.t.strsize as u64).max(1),
-            _ => 1,
-        };
-        self.load_const(new, step);
+        self.load_const(new, self.stride(&ty));
         self.emit(if inc { Op::Add } else { Op::Sub }, new, old, new, 0);
         self.normalize(new, &ty);
         self.store_place(&p, new, span)?;
@@ -1737,27 +1740,16 @@ impl<'a> Gen<'a> {
         if *ta == Ty::Str || *tb == Ty::Str {
             return self.err(span, "arithmetic on strings is not supported");
         }
+        if let Some(res) = self.ptr_arith(op, ra, ta, rb, tb, span)? {
+            return Ok(res);
+        }
         let rt = match op {
             BinOp::Shl | BinOp::Shr => arith(ta, &I32),
             _ => arith(ta, tb),
         };
         let rt = if let Ty::Ptr(_) = ta { ta.clone() } else { rt };
-        let signed = rt.signed();
-        let o = match op {
-            BinOp::Add => Op::Add,
-            BinOp::Sub => Op::Sub,
-            BinOp::Mul => Op::Mul,
-            BinOp::Div if signed => Op::Sdiv,
-            BinOp::Div => Op::Udiv,
-            BinOp::Mod if signed => Op::Srem,
-            BinOp::Mod => Op::Urem,
-            BinOp::And => Op::And,
-            BinOp::Or => Op::Or,
-            BinOp::Xor => Op::Xor,
-            BinOp::Shl => Op::Sll,
-            BinOp::Shr if signed => Op::Sra,
-            BinOp::Shr => Op::Srl,
-            _ => return self.err(span, "invalid compound assignment"),
+        let Some(o) = arith_op(op, rt.signed()) else {
+            return self.err(span, "invalid compound assignment");
         };
         self.emit(o, ra, ra, rb, 0);
         self.normalize(ra, &rt);
@@ -1765,18 +1757,9 @@ impl<'a> Gen<'a> {
     }
 
     fn call(&mut self, name: &str, args: &[Expr], span: Span) -> GResult<(u8, Ty)> {
-        let nargs = |g: &Self, n: usize| -> GResult<()> {
-            if args.len() != n {
-                g.err(
-                    span,
-                    format!(
-                        "[D_PROTO_LEN] {name}() takes {n} argument(s), {} given",
-                        args.len()
-                    ),
-                )
-            } else {
-                Ok(())
-            }
+        let nargs = |g: &Self, n: usize| match arity_error(name, args.len(), n, n) {
+            Some(m) => g.err(span, format!("[D_PROTO_LEN] {m}")),
+            None => Ok(()),
         };
         match name {
             "speculation" => {
@@ -1831,19 +1814,9 @@ impl<'a> Gen<'a> {
             n if subr::is_subr(n) => self.subr_call(n, args, span),
             "stack" => {
                 use oxtrace_core::stack::{DEFAULT_FRAMES, MAX_FRAMES};
-                let depth = |e: &Expr| match const_eval(e) {
-                    Some(v) if (1..=i64::from(MAX_FRAMES)).contains(&v) => Some(v as u32),
-                    _ => None,
-                };
                 let n = match args {
                     [] => DEFAULT_FRAMES,
-                    [e] => match depth(e) {
-                        Some(n) => n,
-                        None => {
-                            let m = "stack()'s frame count must be a constant from 1 to";
-                            return self.err(e.span, format!("{m} {MAX_FRAMES}"));
-                        }
-                    },
+                    [e] => self.const_upto(e, MAX_FRAMES, "stack()'s frame count")?,
                     _ => return self.err(span, "stack() takes an optional frame count"),
                 };
                 let rd = self.reg(span)?;
@@ -1856,22 +1829,10 @@ impl<'a> Gen<'a> {
                 }
                 let max = match args.get(1) {
                     None => 0,
-                    Some(e) => match const_eval(e) {
-                        Some(v)
-                            if (1..=i64::from(oxtrace_core::limits::MAX_STRSIZE)).contains(&v) =>
-                        {
-                            v as u32
-                        }
-                        _ => {
-                            return self.err(
-                                e.span,
-                                format!(
-                                    "copyinstr()'s size must be a constant from 1 to {}",
-                                    oxtrace_core::limits::MAX_STRSIZE
-                                ),
-                            )
-                        }
-                    },
+                    Some(e) => {
+                        let most = oxtrace_core::limits::MAX_STRSIZE;
+                        self.const_upto(e, most, "copyinstr()'s size")?
+                    }
                 };
                 let (r, ty) = self.expr(&args[0])?;
                 if !ty.is_scalar() {
@@ -1981,16 +1942,7 @@ impl<'a> Gen<'a> {
                 self.agg_stmt(name, *name_span, keys, call)
             }
             Stmt::If { cond, then, els } => {
-                let (rc, tc) = self.expr(cond)?;
-                if !tc.is_scalar() {
-                    return self.err(
-                        cond.span,
-                        format!(
-                            "[D_OP_SCALAR] the condition of if must be of scalar type, not {}",
-                            tc.name()
-                        ),
-                    );
-                }
+                let rc = self.condition(cond, "[D_OP_SCALAR] the condition of if")?;
                 let j_else = self.emit(Op::Bz, 0, rc, 0, 0);
                 self.release(rc);
                 for s in then {
@@ -2029,11 +1981,8 @@ impl<'a> Gen<'a> {
             "speculate" | "commit" | "discard" => self.spec_action(name, args, span)?,
             "system" | "raise" | "stop" | "chill" => self.destructive_action(name, args, span)?,
             "trace" => {
-                if args.len() != 1 {
-                    return self.err(
-                        span,
-                        format!("trace() takes 1 argument, {} given", args.len()),
-                    );
+                if let Some(m) = arity_error(name, args.len(), 1, 1) {
+                    return self.err(span, m);
                 }
                 let (r, ty) = self.expr(&args[0])?;
                 // The tool prints a stack symbolized: a printf record of format `%k`.
@@ -2048,11 +1997,8 @@ impl<'a> Gen<'a> {
                 }
             }
             "exit" => {
-                if args.len() != 1 {
-                    return self.err(
-                        span,
-                        format!("exit() takes 1 argument, {} given", args.len()),
-                    );
+                if let Some(m) = arity_error(name, args.len(), 1, 1) {
+                    return self.err(span, m);
                 }
                 let (r, ty) = self.expr(&args[0])?;
                 self.need_scalar(&ty, args[0].span, "exit()")?;
@@ -2060,11 +2006,8 @@ impl<'a> Gen<'a> {
                 self.release(r);
             }
             "ptwrite" => {
-                if args.len() != 1 {
-                    return self.err(
-                        span,
-                        format!("ptwrite() takes 1 argument, {} given", args.len()),
-                    );
+                if let Some(m) = arity_error(name, args.len(), 1, 1) {
+                    return self.err(span, m);
                 }
                 let (r, ty) = self.expr(&args[0])?;
                 self.need_scalar(&ty, args[0].span, "ptwrite()")?;
@@ -2330,17 +2273,8 @@ impl<'a> Gen<'a> {
             AggKind::Llquantize => (5, 6),
             _ => (1, 1),
         };
-        let n = call.args.len();
-        if n < min || n > max {
-            let want = if min == max {
-                format!("{min}")
-            } else {
-                format!("{min} to {max}")
-            };
-            return self.err(
-                cspan,
-                format!("{}() takes {want} argument(s), {n} given", call.func),
-            );
+        if let Some(m) = arity_error(&call.func, call.args.len(), min, max) {
+            return self.err(cspan, m);
         }
         let mut params = [0i64; 4];
         let mut incr: Option<&Expr> = None;
@@ -2490,6 +2424,37 @@ fn binop_text(op: BinOp) -> &'static str {
         BinOp::LOr => "||",
         BinOp::LXor => "^^",
     }
+}
+
+/// The error for `n` arguments to `name()`, which takes `min..=max`; `None` if `n` fits.
+fn arity_error(name: &str, n: usize, min: usize, max: usize) -> Option<String> {
+    let want = match max - min {
+        _ if (min..=max).contains(&n) => return None,
+        0 => format!("{min}"),
+        1 => format!("{min} or {max}"),
+        _ => format!("{min} to {max}"),
+    };
+    Some(format!("{name}() takes {want} argument(s), {n} given"))
+}
+
+/// The instruction of an arithmetic or bitwise operator.
+fn arith_op(op: BinOp, signed: bool) -> Option<Op> {
+    Some(match op {
+        BinOp::Add => Op::Add,
+        BinOp::Sub => Op::Sub,
+        BinOp::Mul => Op::Mul,
+        BinOp::Div if signed => Op::Sdiv,
+        BinOp::Div => Op::Udiv,
+        BinOp::Mod if signed => Op::Srem,
+        BinOp::Mod => Op::Urem,
+        BinOp::And => Op::And,
+        BinOp::Or => Op::Or,
+        BinOp::Xor => Op::Xor,
+        BinOp::Shl => Op::Sll,
+        BinOp::Shr if signed => Op::Sra,
+        BinOp::Shr => Op::Srl,
+        _ => return None,
+    })
 }
 
 fn cmp_op(op: BinOp, signed: bool) -> Op {

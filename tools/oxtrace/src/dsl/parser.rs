@@ -323,24 +323,7 @@ impl<'a> Parser<'a> {
             None
         };
         let head_end = self.peek().span;
-        self.expect("{")?;
-        let mut body = Vec::new();
-        loop {
-            if self.eat("}") {
-                break;
-            }
-            if self.eat(";") {
-                continue;
-            }
-            if matches!(self.peek().tok, Tok::Eof) {
-                let sp = self.peek().span;
-                return self.err(
-                    sp,
-                    "[D_SYNTAX] syntax error: expected '}' to close the clause",
-                );
-            }
-            self.stmt_into(&mut body)?;
-        }
+        let body = self.braced("clause")?;
         Ok(Clause {
             probes,
             pred,
@@ -352,16 +335,6 @@ impl<'a> Parser<'a> {
     /// One statement (and its terminating `;` where one is needed) appended to `out`; a
     /// declaration list may append several.
     fn stmt_into(&mut self, out: &mut Vec<Stmt>) -> PResult<()> {
-        if matches!(&self.peek().tok, Tok::Ident(w) if w == "if") {
-            let s = self.nested(Self::if_stmt)?;
-            out.push(s);
-            return Ok(());
-        }
-        if self.is("{") {
-            let b = self.nested(Self::block)?;
-            out.extend(b);
-            return Ok(());
-        }
         if self.is_decl_start() {
             let class = self.decl_class();
             let (base, _) = self.type_spec(false)?;
@@ -377,6 +350,21 @@ impl<'a> Parser<'a> {
             }
             return Ok(());
         }
+        self.exec_stmt_into(out)
+    }
+
+    /// One statement that is not a declaration (as the body of `if` or `else` must be).
+    fn exec_stmt_into(&mut self, out: &mut Vec<Stmt>) -> PResult<()> {
+        if matches!(&self.peek().tok, Tok::Ident(w) if w == "if") {
+            let s = self.nested(Self::if_stmt)?;
+            out.push(s);
+            return Ok(());
+        }
+        if self.is("{") {
+            let b = self.nested(Self::block)?;
+            out.extend(b);
+            return Ok(());
+        }
         out.push(self.stmt()?);
         if !self.is("}") {
             self.expect(";")?;
@@ -386,6 +374,11 @@ impl<'a> Parser<'a> {
 
     /// `{ stmts }`.
     fn block(&mut self) -> PResult<Vec<Stmt>> {
+        self.braced("block")
+    }
+
+    /// `{ stmts }` of a clause or block; `what` names it in the error at end of input.
+    fn braced(&mut self, what: &str) -> PResult<Vec<Stmt>> {
         self.expect("{")?;
         let mut body = Vec::new();
         loop {
@@ -399,7 +392,7 @@ impl<'a> Parser<'a> {
                 let sp = self.peek().span;
                 return self.err(
                     sp,
-                    "[D_SYNTAX] syntax error: expected '}' to close the block",
+                    format!("[D_SYNTAX] syntax error: expected '}}' to close the {what}"),
                 );
             }
             self.stmt_into(&mut body)?;
@@ -424,20 +417,9 @@ impl<'a> Parser<'a> {
 
     /// The body of an `if` or `else`: a block or one statement with its `;`.
     fn branch(&mut self) -> PResult<Vec<Stmt>> {
-        if self.is("{") {
-            return self.block();
-        }
         let mut v = Vec::new();
-        if matches!(&self.peek().tok, Tok::Ident(w) if w == "if") {
-            v.push(self.nested(Self::if_stmt)?);
-            return Ok(v);
-        }
-        if self.eat(";") {
-            return Ok(v);
-        }
-        v.push(self.stmt()?);
-        if !self.is("}") {
-            self.expect(";")?;
+        if !self.eat(";") {
+            self.exec_stmt_into(&mut v)?;
         }
         Ok(v)
     }

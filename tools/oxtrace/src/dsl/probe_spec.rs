@@ -45,35 +45,28 @@ pub(super) fn probe_spec(text: &str) -> Result<Vec<ProbeSpec>, String> {
         period_ns,
         text: text.to_string(),
     };
+    // A `tick-N` or `profile-N` period; `what` and `eg` word the errors.
+    let periodic = |kind, n: &str, what: [&str; 2], eg: &str| match parse_interval(n) {
+        Some(ns) if (prog::TICK_MIN_NS..=prog::TICK_MAX_NS).contains(&ns) => Ok(other(kind, ns)),
+        Some(_) => Err(format!(
+            "{} interval out of range ({} µs to 1 hour)",
+            what[0],
+            prog::TICK_MIN_NS / 1000
+        )),
+        None => Err(format!(
+            "invalid {} {} '{n}' (use e.g. {eg})",
+            what[0], what[1]
+        )),
+    };
     let tick = |name: &str| -> Option<Result<ProbeSpec, String>> {
         let rest = name.strip_prefix("tick-")?;
-        Some(match parse_interval(rest) {
-            Some(ns) if (prog::TICK_MIN_NS..=prog::TICK_MAX_NS).contains(&ns) => {
-                Ok(other(ProbeKind::Tick, ns))
-            }
-            Some(_) => Err(format!(
-                "tick interval out of range ({} µs to 1 hour)",
-                prog::TICK_MIN_NS / 1000
-            )),
-            None => Err(format!(
-                "invalid tick interval '{rest}' (use e.g. tick-1s, tick-10ms, tick-100hz)"
-            )),
-        })
+        let eg = "tick-1s, tick-10ms, tick-100hz";
+        Some(periodic(ProbeKind::Tick, rest, ["tick", "interval"], eg))
     };
     // profile-N: on every CPU; N in hertz unless it has a unit (DTrace's profile provider).
-    let profile = |n: &str| -> Result<ProbeSpec, String> {
-        match parse_interval(n) {
-            Some(ns) if (prog::TICK_MIN_NS..=prog::TICK_MAX_NS).contains(&ns) => {
-                Ok(other(ProbeKind::Profile, ns))
-            }
-            Some(_) => Err(format!(
-                "profile interval out of range ({} µs to 1 hour)",
-                prog::TICK_MIN_NS / 1000
-            )),
-            None => Err(format!(
-                "invalid profile rate '{n}' (use e.g. profile-997, profile-1ms, profile-100hz)"
-            )),
-        }
+    let profile = |n: &str| {
+        let eg = "profile-997, profile-1ms, profile-100hz";
+        periodic(ProbeKind::Profile, n, ["profile", "rate"], eg)
     };
     // bpftrace's `profile:UNIT:N` and `interval:UNIT:N`.
     let with_unit = |unit: &str, n: &str| -> Result<String, String> {

@@ -156,17 +156,8 @@ impl Gen<'_> {
         want: &[Want],
         min: usize,
     ) -> GResult<Vec<u8>> {
-        let max = want.len();
-        if args.len() < min || args.len() > max {
-            let n = if min == max {
-                format!("{min}")
-            } else {
-                format!("{min} or {max}")
-            };
-            return self.err(
-                span,
-                format!("{name}() takes {n} argument(s), {} given", args.len()),
-            );
+        if let Some(m) = super::arity_error(name, args.len(), min, want.len()) {
+            return self.err(span, m);
         }
         let mut regs = Vec::new();
         for (a, w) in args.iter().zip(want) {
