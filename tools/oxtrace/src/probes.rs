@@ -11,10 +11,7 @@ use std::io;
 
 /// Where tracefs is mounted: its own mount point, else debugfs's automount of it.
 const TRACEFS: [&str; 2] = ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"];
-const BLACKLIST: [&str; 2] = [
-    "/sys/kernel/debug/kprobes/blacklist",
-    "/sys/kernel/tracing/../debug/kprobes/blacklist",
-];
+const BLACKLIST: &str = "/sys/kernel/debug/kprobes/blacklist";
 
 /// Where the function list came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -34,9 +31,7 @@ pub fn tracefs() -> Option<&'static str> {
 
 /// The probeable kernel functions, sorted and deduplicated.
 pub fn functions() -> io::Result<(Vec<String>, Source)> {
-    let blacklist = BLACKLIST
-        .iter()
-        .find_map(|p| fs::read_to_string(p).ok())
+    let blacklist = fs::read_to_string(BLACKLIST)
         .map(|s| parse_blacklist(&s))
         .unwrap_or_default();
     if let Some(s) = tracefs()
