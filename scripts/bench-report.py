@@ -140,16 +140,24 @@ for wl in ("1t", "4t"):
     md.append(target("count action / bare kprobe", wl, "count", "action_over_probe", 0.25))
 md.append("")
 
+def timed(runs, count):
+    """The microseconds of each run, its `count` column and the median in ms."""
+    us = [int(r["us"]) for r in runs if r.get("us")]
+    n = [int(r[count]) for r in runs if r.get(count)]
+    return {"us": us, count: n, "median_ms": statistics.median(us) / 1000 if us else None}
+
+
+def ms_list(us):
+    return ", ".join(f"{u / 1000:.1f}" for u in us)
+
+
 if keys:
-    us = [int(k["us"]) for k in keys if k.get("us")]
-    nk = [int(k["keys"]) for k in keys if k.get("keys")]
-    data["snapshot_merge"] = {"us": us, "keys": nk,
-                              "median_ms": statistics.median(us) / 1000 if us else None}
+    data["snapshot_merge"] = sm = timed(keys, "keys")
+    us, nk = sm["us"], sm["keys"]
     if us:
         md += ["## Aggregation snapshot + merge", "",
                f"End-of-run snapshot of every CPU + merge into the tool's table, {max(nk)} keys: "
-               f"median {statistics.median(us) / 1000:.1f} ms (runs: "
-               f"{', '.join(f'{u / 1000:.1f}' for u in us)} ms); target ≤ 150 ms: "
+               f"median {sm['median_ms']:.1f} ms (runs: {ms_list(us)} ms); target ≤ 150 ms: "
                f"{'met' if statistics.median(us) <= 150000 else 'NOT met'}. Of that, the "
                f"AGGSNAP ioctls (the kernel's part): "
                f"{', '.join(k.get('ioctl_us', '-') for k in keys)} us.", ""]
@@ -158,15 +166,13 @@ if keys:
                                 "met": statistics.median(us) <= 150000})
 
 if attach:
-    us = [int(a["us"]) for a in attach if a.get("us")]
-    npr = [int(a["probes"]) for a in attach if a.get("probes")]
-    data["attach"] = {"us": us, "probes": npr,
-                      "median_ms": statistics.median(us) / 1000 if us else None}
+    data["attach"] = at = timed(attach, "probes")
+    us, npr = at["us"], at["probes"]
     if us:
         md += ["## Attaching probes", "",
                f"LOAD of one clause on {max(npr)} fbt entry probes (spread over the kernel's "
-               f"functions), timed around the ioctl: median {statistics.median(us) / 1000:.1f} ms "
-               f"(runs: {', '.join(f'{u / 1000:.1f}' for u in us)} ms).", ""]
+               f"functions), timed around the ioctl: median {at['median_ms']:.1f} ms "
+               f"(runs: {ms_list(us)} ms).", ""]
 
 ten = data["workloads"].get("1t", {}).get("pairs", {}).get("ten")
 if ten:

@@ -43,6 +43,23 @@ run() {
 	err=$(cat /tmp/err)
 }
 
+# expect_fail NAME TEXT: the last `run` exited 1 and its stderr has TEXT (a fixed string).
+expect_fail() {
+	if [ "$rc" = 1 ] && echo "$err" | grep -qF -- "$2"; then ok "$1"; else
+		nok "$1" "rc=$rc" "$err"; fi
+}
+
+# expect_clause_error NAME ERROR OUT: the last `run` reported ERROR for dtrace:::BEGIN,
+# went on with the next clause (its whole stdout is OUT) and exited 0.
+expect_clause_error() {
+	if echo "$err" | grep -qF "error on enabled probe ID 0 (dtrace:::BEGIN): $2" &&
+		[ "$out" = "$3" ] && [ "$rc" = 0 ]; then
+		ok "$1"
+	else
+		nok "$1" "$out" "$err" "rc=$rc"
+	fi
+}
+
 # wait_for FILE REGEX [PID]: until FILE has a line matching REGEX.  Fails at once if
 # PID has exited, and after 300 s: a guard against a hang, not a guess at how long
 # anything takes (a saturated host may need much longer than an idle one).

@@ -161,39 +161,28 @@ impl Device {
         self.simple("STOP", abi::IOC_STOP)
     }
 
-    fn snap(
-        &self,
-        what: &'static str,
-        cmd: u32,
-        cpu: u32,
-        buf: &mut [u8],
-    ) -> Result<abi::Snapshot, DeviceError> {
-        let mut s = abi::Snapshot {
+    /// The argument of a snapshot of `cpu` into `buf`.
+    fn snap_arg(cpu: u32, buf: &mut [u8]) -> abi::Snapshot {
+        abi::Snapshot {
             size: size_of::<abi::Snapshot>() as u32,
             cpu,
             buf: buf.as_mut_ptr() as u64,
             buf_len: buf.len() as u64,
             ..Default::default()
-        };
-        self.ioctl(what, cmd, &mut s)?;
-        Ok(s)
+        }
     }
 
     /// `OXT_IOC_SNAPSHOT`: `cpu`'s principal buffer into `buf` (at least bufsize bytes).
     pub fn snapshot(&self, cpu: u32, buf: &mut [u8]) -> Result<abi::Snapshot, DeviceError> {
-        self.snap("SNAPSHOT", abi::IOC_SNAPSHOT, cpu, buf)
+        let mut s = Self::snap_arg(cpu, buf);
+        self.ioctl("SNAPSHOT", abi::IOC_SNAPSHOT, &mut s)?;
+        Ok(s)
     }
 
     /// `OXT_IOC_AGGSNAP`: `cpu`'s aggregation data sets into `buf`, which grows until they fit.
     pub fn aggsnap(&self, cpu: u32, buf: &mut Vec<u8>) -> Result<abi::Snapshot, DeviceError> {
         loop {
-            let mut s = abi::Snapshot {
-                size: size_of::<abi::Snapshot>() as u32,
-                cpu,
-                buf: buf.as_mut_ptr() as u64,
-                buf_len: buf.len() as u64,
-                ..Default::default()
-            };
+            let mut s = Self::snap_arg(cpu, buf);
             match self.ioctl("AGGSNAP", abi::IOC_AGGSNAP, &mut s) {
                 // The kernel keeps the data sets aside and hands them to the next call, and
                 // says in `len` how many bytes they need: one retry with that much room

@@ -9,14 +9,9 @@ use std::collections::BTreeSet;
 use std::fs;
 use std::io;
 
-const FILTER_FUNCTIONS: [&str; 2] = [
-    "/sys/kernel/tracing/available_filter_functions",
-    "/sys/kernel/debug/tracing/available_filter_functions",
-];
-const BLACKLIST: [&str; 2] = [
-    "/sys/kernel/debug/kprobes/blacklist",
-    "/sys/kernel/tracing/../debug/kprobes/blacklist",
-];
+/// Where tracefs is mounted: its own mount point, else debugfs's automount of it.
+const TRACEFS: [&str; 2] = ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"];
+const BLACKLIST: &str = "/sys/kernel/debug/kprobes/blacklist";
 
 /// Where the function list came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -27,19 +22,23 @@ pub enum Source {
     Kallsyms,
 }
 
+/// The root of the mounted tracefs (its `trace` file is there), if any.
+pub fn tracefs() -> Option<&'static str> {
+    TRACEFS
+        .into_iter()
+        .find(|d| fs::metadata(format!("{d}/trace")).is_ok())
+}
+
 /// The probeable kernel functions, sorted and deduplicated.
 pub fn functions() -> io::Result<(Vec<String>, Source)> {
-    let blacklist = BLACKLIST
-        .iter()
-        .find_map(|p| fs::read_to_string(p).ok())
+    let blacklist = fs::read_to_string(BLACKLIST)
         .map(|s| parse_blacklist(&s))
         .unwrap_or_default();
-    for p in FILTER_FUNCTIONS {
-        if let Ok(s) = fs::read_to_string(p) {
-            if !s.is_empty() {
-                return Ok((parse_filter_functions(&s, &blacklist), Source::Ftrace));
-            }
-        }
+    if let Some(s) = tracefs()
+        .and_then(|t| fs::read_to_string(format!("{t}/available_filter_functions")).ok())
+        .filter(|s| !s.is_empty())
+    {
+        return Ok((parse_filter_functions(&s, &blacklist), Source::Ftrace));
     }
     let s = fs::read_to_string("/proc/kallsyms")?;
     Ok((parse_kallsyms(&s, &blacklist), Source::Kallsyms))

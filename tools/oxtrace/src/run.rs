@@ -157,8 +157,6 @@ pub struct Source<'a> {
     pub name: &'a str,
 }
 
-/// Words for a failed LOAD: every refusal names the probe, clause, aggregation or option
-/// and why, in `diag`'s words; never a bare errno.
 /// A byte count as the options write it, in whole MiB (rounded down) when not exact.
 fn mem_text(n: u64) -> String {
     if n >= 1 << 20 && !n.is_multiple_of(1 << 20) {
@@ -206,6 +204,8 @@ fn memory_words(prog: &Compiled, l: &abi::Load) -> String {
     )
 }
 
+/// Words for a failed LOAD: every refusal names the probe, clause, aggregation or option
+/// and why, in `diag`'s words; never a bare errno.
 pub fn load_error(
     prog: &Compiled,
     src: &Source<'_>,

@@ -22,16 +22,12 @@ pub struct Syscall {
     pub name: &'static str,
 }
 
-const EVENTS: [&str; 2] = [
-    "/sys/kernel/tracing/events/syscalls",
-    "/sys/kernel/debug/tracing/events/syscalls",
-];
-
 /// The system calls of the running kernel, by number (read once).
 pub fn list() -> &'static [Syscall] {
     static LIST: OnceLock<Vec<Syscall>> = OnceLock::new();
     LIST.get_or_init(|| {
-        if let Some(names) = EVENTS.iter().find_map(|d| event_names(d)) {
+        let events = crate::probes::tracefs().map(|t| format!("{t}/events/syscalls"));
+        if let Some(names) = events.and_then(|d| event_names(&d)) {
             return filter(|_, name| names.contains(name));
         }
         match fs::read_to_string("/proc/kallsyms") {

@@ -25,12 +25,6 @@ pub fn known(name: &str) -> Option<Format> {
     KNOWN.with(|m| m.borrow().get(name).cloned())
 }
 
-/// Where tracefs lists the events.
-pub const EVENTS: [&str; 2] = [
-    "/sys/kernel/tracing/events",
-    "/sys/kernel/debug/tracing/events",
-];
-
 /// What a field of a record holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FieldKind {
@@ -178,9 +172,10 @@ fn parse_field(line: &str) -> Result<Field, String> {
 
 /// The events of tracefs as `(subsystem, event)`, sorted; empty if tracefs is not mounted.
 pub fn events() -> Vec<(String, String)> {
-    let Some(root) = EVENTS.iter().find(|d| fs::metadata(d).is_ok()) else {
+    let Some(t) = crate::probes::tracefs() else {
         return Vec::new();
     };
+    let root = format!("{t}/events");
     let mut v = Vec::new();
     let dirs = |p: &str| -> Vec<String> {
         fs::read_dir(p)
@@ -194,7 +189,7 @@ pub fn events() -> Vec<(String, String)> {
             })
             .unwrap_or_default()
     };
-    for s in dirs(root) {
+    for s in dirs(&root) {
         for e in dirs(&format!("{root}/{s}")) {
             v.push((s.clone(), e));
         }
@@ -205,11 +200,9 @@ pub fn events() -> Vec<(String, String)> {
 
 /// Reads and parses the format of `subsys:event`.
 pub fn load(subsys: &str, event: &str) -> Result<Format, String> {
-    let root = EVENTS
-        .iter()
-        .find(|d| fs::metadata(d).is_ok())
+    let root = crate::probes::tracefs()
         .ok_or("tracefs is not mounted (mount -t tracefs nodev /sys/kernel/tracing)")?;
-    let path = format!("{root}/{subsys}/{event}/format");
+    let path = format!("{root}/events/{subsys}/{event}/format");
     let text = fs::read_to_string(&path).map_err(|e| format!("{path}: {e}"))?;
     parse_format(&format!("{subsys}:{event}"), &text)
         .map_err(|e| format!("cannot parse the format of {subsys}:{event}: {e}"))
