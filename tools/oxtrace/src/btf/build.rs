@@ -44,7 +44,7 @@ impl Builder {
 
     /// An integer of `size` bytes.
     pub fn int(&mut self, name: &str, size: u32, signed: bool) -> u32 {
-        let enc = u32::from(signed) << 24 | size * 8;
+        let enc = (u32::from(signed) << 24) | (size * 8);
         self.add(name, info(1, 0, false), size, &[enc])
     }
 
