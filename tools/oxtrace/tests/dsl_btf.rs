@@ -268,8 +268,23 @@ fn return_globs_and_other_probes() {
         c(src);
     }
     assert_eq!(
-        err("fbt::vfs_read:entry, fbt::do_sys_openat2:entry { trace(args[0]->f_pos); }", true),
-        "1:56: [D_OP_PTR] operator -> must be applied to a pointer to a struct or union, not int64_t"
+        err(
+            "fbt::vfs_read:entry, fbt::do_sys_openat2:entry { trace(args[0]->f_pos); }",
+            true
+        ),
+        "1:56: [D_OP_PTR] operator -> must be applied to a pointer to a struct or union, not \
+         int64_t (args[0] is untyped: vfs_read() and do_sys_openat2() have different types \
+         there (struct file * and int): cast it)"
+    );
+    assert_eq!(
+        err("fbt::vfs_read:return { trace(args[0]->f_pos); }", true),
+        "1:30: [D_OP_PTR] operator -> must be applied to a pointer to a struct or union, not \
+         int64_t (args[0] is untyped: on return only args[1], the return value, is typed)"
+    );
+    assert_eq!(
+        err("syscall::read:entry { trace(args[0]->f_pos); }", true),
+        "1:29: [D_OP_PTR] operator -> must be applied to a pointer to a struct or union, not \
+         int64_t (args[0] is untyped: only fbt probes have typed arguments)"
     );
     // A function BTF does not know: untyped.
     c("fbt::not_in_btf:entry { trace(args[3] * 2); }");
@@ -348,7 +363,8 @@ fn without_btf_args_are_untyped_and_kernel_types_unknown() {
     );
     assert_eq!(
         err("fbt::vfs_read:entry { trace(args[0]->f_path); }", false),
-        "1:29: [D_OP_PTR] operator -> must be applied to a pointer to a struct or union, not int64_t"
+        "1:29: [D_OP_PTR] operator -> must be applied to a pointer to a struct or union, not \
+         int64_t (args[0] is untyped: the kernel has no BTF)"
     );
     assert_eq!(
         err("BEGIN { trace(curthread->pid); }", false),

@@ -26,6 +26,8 @@ pub struct BtfTypes {
     todo: Vec<(usize, u32)>,
     /// The probes of the clause being compiled: kind and function (or glob).
     pub(super) clause: Vec<(ProbeKind, String)>,
+    /// Why the last `args[i]` compiled is untyped, for the errors of its uses.
+    pub(super) untyped: Option<String>,
 }
 
 impl BtfTypes {
@@ -208,20 +210,30 @@ impl TypeEnv {
 
     /// The type of `args[i]` in the clause being compiled: the function's parameter on fbt
     /// entry (its return type for `args[1]` on return), where BTF knows the function and
-    /// every probe of the clause agrees; else an untyped 64-bit integer.
+    /// every probe of the clause agrees; else an untyped 64-bit integer, and why is kept
+    /// for the errors of its uses.
     pub(super) fn btf_arg(&mut self, i: usize) -> Result<Ty, String> {
+        let t = self.arg_type(i)?;
+        self.btf.untyped = t
+            .as_ref()
+            .err()
+            .map(|why| format!("args[{i}] is untyped: {why}"));
+        Ok(t.unwrap_or(I64))
+    }
+
+    fn arg_type(&mut self, i: usize) -> Result<Result<Ty, String>, String> {
         let clause = self.btf.clause.clone();
         if clause.iter().any(|(k, _)| *k == ProbeKind::Tracepoint) {
             return Err("a tracepoint's arguments are named by its format: use args->FIELD".into());
         }
         let Some(btf) = self.btf.btf.clone() else {
-            return Ok(I64);
+            return Ok(Err("the kernel has no BTF".into()));
         };
         let fbt = |k: &ProbeKind| matches!(k, ProbeKind::FbtEntry | ProbeKind::FbtReturn);
         if clause.is_empty() || !clause.iter().all(|(k, _)| fbt(k)) {
-            return Ok(I64);
+            return Ok(Err("only fbt probes have typed arguments".into()));
         }
-        let mut found: Option<Ty> = None;
+        let mut found: Option<(Ty, String)> = None;
         for (kind, pat) in &clause {
             let funcs: Vec<String> = if crate::probes::is_glob(pat) {
                 btf.names(NameKind::Func)
@@ -233,11 +245,15 @@ impl TypeEnv {
             };
             for f in funcs {
                 let Some((ret, params)) = btf.func(&f) else {
-                    return Ok(I64);
+                    return Ok(Err(format!("{f}() is not in the kernel's BTF")));
                 };
                 let id = match kind {
                     ProbeKind::FbtReturn if i == 1 => ret,
-                    ProbeKind::FbtReturn => return Ok(I64),
+                    ProbeKind::FbtReturn => {
+                        return Ok(Err(
+                            "on return only args[1], the return value, is typed".into()
+                        ))
+                    }
                     _ => match params.get(i) {
                         Some(p) if p.ty != 0 => p.ty,
                         _ if clause.len() == 1 && !crate::probes::is_glob(pat) => {
@@ -247,21 +263,33 @@ impl TypeEnv {
                                 if params.len() == 1 { "" } else { "s" }
                             ))
                         }
-                        _ => return Ok(I64),
+                        _ => return Ok(Err(format!("{f}() has no args[{i}]"))),
                     },
                 };
                 let ty = match self.btf_ty(&btf, id) {
                     t @ (Ty::Int { .. } | Ty::Ptr(_)) => t,
                     // A struct passed by value, or void: its register, untyped.
-                    _ => I64,
+                    _ => {
+                        let what = btf.type_name(id);
+                        return Ok(Err(format!("{f}() passes a {what} there")));
+                    }
                 };
                 match &found {
-                    Some(t) if *t != ty => return Ok(I64),
-                    _ => found = Some(ty),
+                    Some((t, other)) if *t != ty => {
+                        return Ok(Err(format!(
+                            "{other}() and {f}() have different types there ({} and {}): cast it",
+                            t.name(),
+                            ty.name()
+                        )))
+                    }
+                    Some(_) => {}
+                    None => found = Some((ty, f)),
                 }
             }
         }
-        Ok(found.unwrap_or(I64))
+        Ok(found
+            .map(|f| f.0)
+            .ok_or_else(|| "no function matches".to_string()))
     }
 
     /// The error for member `m` missing from `ty`, in C's words for a kernel type, with the

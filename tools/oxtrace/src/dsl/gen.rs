@@ -787,13 +787,16 @@ impl<'a> Gen<'a> {
                 let pointee = match &ty {
                     Ty::Ptr(p) if matches!(**p, Ty::Sou(..)) => (**p).clone(),
                     _ => {
-                        return self.err(
-                            e.span,
-                            format!(
-                                "[D_OP_PTR] operator -> must be applied to a pointer to a struct or union, not {}",
-                                ty.name()
-                            ),
-                        )
+                        let mut msg = format!(
+                            "[D_OP_PTR] operator -> must be applied to a pointer to a struct or union, not {}",
+                            ty.name()
+                        );
+                        if matches!(&b.kind, ExprKind::Index(n, _) if n == "args") {
+                            if let Some(why) = &self.t.env.btf.untyped {
+                                msg = format!("{msg} ({why})");
+                            }
+                        }
+                        return self.err(e.span, msg);
                     }
                 };
                 self.member(
