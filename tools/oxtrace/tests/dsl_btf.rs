@@ -371,3 +371,38 @@ fn without_btf_args_are_untyped_and_kernel_types_unknown() {
         "1:15: [D_OP_PTR] operator -> must be applied to a pointer to a struct or union, not void *"
     );
 }
+
+#[test]
+fn hostile_type_cycles_end() {
+    // A typedef and a pointer that name themselves, a struct holding itself by value and
+    // an anonymous member that is its own struct: each import ends.
+    let mut b = Builder::new();
+    let int = b.int("int", 4, true);
+    let loop_td = b.typedef("loop_t", int + 1);
+    let ptr = b.ptr(int + 2);
+    assert_eq!((loop_td, ptr), (int + 1, int + 2));
+    let me = int + 3;
+    b.sou(
+        false,
+        "me",
+        16,
+        &[
+            ("x", int, 0, 0),
+            ("self", me, 32, 0),
+            ("", me, 64, 0),
+            ("p", ptr, 96, 0),
+            ("l", loop_td, 0, 0),
+        ],
+    );
+    // The pointer to `me` comes after the prototype and the function.
+    b.func("f", int, &[("m", me + 3)]);
+    b.ptr(me);
+    let btf = Arc::new(Btf::parse(&b.finish()).unwrap());
+    let o = CompileOptions {
+        btf: Some(btf),
+        ..CompileOptions::default()
+    };
+    let src = "fbt::f:entry { trace(args[0]->x); trace(args[0]->self.self.x); trace(sizeof(struct me)); }";
+    compile(src, "t.d", &o).unwrap_or_else(|e| panic!("{e}"));
+    compile("BEGIN { trace((loop_t)1); }", "t.d", &o).unwrap_err();
+}
