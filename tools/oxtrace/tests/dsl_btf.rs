@@ -406,3 +406,43 @@ fn hostile_type_cycles_end() {
     compile(src, "t.d", &o).unwrap_or_else(|e| panic!("{e}"));
     compile("BEGIN { trace((loop_t)1); }", "t.d", &o).unwrap_err();
 }
+
+/// The running kernel's own BTF, when it has some: the guest test's programs compile
+/// against a real kernel's layouts, and offsets that every Linux shares come out right.
+#[test]
+fn the_running_kernels_types() {
+    let Some(btf) = Btf::kernel() else {
+        eprintln!("no {}: nothing to check", oxtrace::btf::KERNEL_PATH);
+        return;
+    };
+    let o = CompileOptions {
+        btf: Some(Arc::new(btf.unwrap())),
+        ..CompileOptions::default()
+    };
+    for src in [
+        "fbt::vfs_read:entry { @[stringof(args[0]->f_path.dentry->d_name.name)] = count(); }",
+        "fbt::vfs_read:entry { @[stringof(((struct file *)arg0)->f_path.dentry->d_name.name)] = count(); }",
+        "fbt::vfs_read:entry /args[0]->f_path.dentry->d_name.len == 4/ { @s = sum(args[2]); }",
+        "fbt::vfs_read:return { @s = sum(args[1] > 0 ? args[1] : 0); }",
+        "BEGIN { @[stringof(curthread->comm)] = sum(curthread->pid == tid && curthread->tgid == pid); }",
+    ] {
+        compile(src, "t.d", &o).unwrap_or_else(|e| panic!("{e}"));
+    }
+    let p = compile(
+        "BEGIN { trace(offsetof(struct qstr, name)); trace(sizeof(struct list_head));
+                 trace(offsetof(struct path, dentry)); trace(sizeof(args[0])); }",
+        "t.d",
+        &o,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let mut s = Sim::default();
+    s.fire(&p, &Firing::default());
+    let got: Vec<_> = items(&s)
+        .into_iter()
+        .map(|i| match i {
+            OwnedItem::Int(v, _) => v,
+            OwnedItem::Str(_) => u64::MAX,
+        })
+        .collect();
+    assert_eq!(got, [8, 16, 8, 8]);
+}
