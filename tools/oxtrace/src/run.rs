@@ -31,6 +31,8 @@ pub enum OutFmt {
     Json,
     /// Aggregations in the OpenMetrics text format at the end.
     OpenMetrics,
+    /// Aggregations keyed by stacks as folded stacks at the end (flame graphs).
+    Folded,
 }
 
 /// What the run watches besides the program.
@@ -632,6 +634,7 @@ impl<'a> Run<'a> {
             OutFmt::Text => self.aggs.print_unprinted(SortOrder::default(), &mut s),
             OutFmt::Json => s = self.aggs.to_json(SortOrder::default()),
             OutFmt::OpenMetrics => s = self.aggs.to_openmetrics("oxtrace"),
+            OutFmt::Folded => s = self.aggs.to_folded(SortOrder::default()),
         }
         self.out.write_all(s.as_bytes())?;
         self.out.flush()?;
@@ -789,7 +792,7 @@ impl<'a> Run<'a> {
                         o.push('}');
                         writeln!(self.out, "{o}")?;
                     }
-                    OutFmt::OpenMetrics => {}
+                    OutFmt::OpenMetrics | OutFmt::Folded => {}
                     OutFmt::Text => {
                         if !self.quiet && first {
                             self.prefix(cpu, h.probe)?;
@@ -862,7 +865,7 @@ impl<'a> Run<'a> {
                         }
                         self.out.write_all(o.as_bytes())?;
                     }
-                    OutFmt::OpenMetrics => {}
+                    OutFmt::OpenMetrics | OutFmt::Folded => {}
                 }
             }
             RecordKind::Clear
