@@ -47,7 +47,9 @@ impl ElfSyms {
         if syms.is_empty() {
             syms = f.dynamic_symbols().filter_map(|s| func(&s)).collect();
         }
-        syms.sort();
+        // Of the names at one address (glibc's `__libc_read`, `__read`, `read`), the one
+        // with the fewest leading underscores: the name a program calls.
+        syms.sort_by_key(|(a, _, n)| (*a, n.len() - n.trim_start_matches('_').len(), n.clone()));
         syms.dedup_by_key(|s| s.0);
         let segs = f
             .segments()
@@ -263,6 +265,17 @@ mod tests {
 7ffff7ff0000-7ffff7ff2000 r-xp 00000000 00:00 0      [vdso]
 7ffffffde000-7ffffffff000 rw-p 00000000 00:00 0      [stack]
 ";
+
+    #[test]
+    fn aliases_prefer_the_plain_name() {
+        let mut syms = vec![
+            (0x10, 8, "__libc_read".to_string()),
+            (0x10, 8, "read".to_string()),
+            (0x10, 8, "__read".to_string()),
+        ];
+        syms.sort_by_key(|(a, _, n)| (*a, n.len() - n.trim_start_matches('_').len(), n.clone()));
+        assert_eq!(syms[0].2, "read");
+    }
 
     #[test]
     fn maps_keep_file_mappings() {
