@@ -381,6 +381,9 @@ pub struct Run<'a> {
     dyn_drops: Option<DropTracker>,
     /// Where `--listen` publishes the aggregations after every snapshot.
     metrics: Option<Metrics>,
+    /// Whether an aggregation has a stack key (a user stack's process is read at each
+    /// snapshot).
+    user_stacks: bool,
     out: io::BufWriter<io::Stdout>,
     /// Time of the LOAD ioctl (image check and attaching every probe), µs.
     load_us: u128,
@@ -527,6 +530,10 @@ impl<'a> Run<'a> {
                 .any(|v| v.scope != oxtrace_core::action::Scope::Global)
                 .then(DropTracker::default),
             metrics: None,
+            user_stacks: prog
+                .aggs
+                .iter()
+                .any(|a| a.keys.contains(&dsl::KeyKind::Stack)),
             out: io::BufWriter::new(io::stdout()),
             load_us,
             snap_us: 0,
@@ -906,6 +913,10 @@ impl<'a> Run<'a> {
                     .merge_snapshots(&self.aggbuf[..s.len as usize])
                     .map_err(|e| RunError(e.to_string()))?;
             }
+        }
+        if self.user_stacks {
+            // Name user stacks while their processes live: one may exit before the end.
+            crate::usym::prime_table(&self.aggs);
         }
         if let Some(m) = &self.metrics {
             m.publish(self.aggs.to_openmetrics("oxtrace"));

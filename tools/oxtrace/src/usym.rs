@@ -155,6 +155,20 @@ impl Usyms {
             .clone()
     }
 
+    /// Reads the mappings of `pid` and the symbols of its mapped files now, if not yet done,
+    /// so that its stacks are named even if it exits before the tool prints them.
+    pub fn prime(&mut self, pid: u64) {
+        if self.procs.contains_key(&pid) {
+            return;
+        }
+        let Some(maps) = self.maps(pid) else {
+            return;
+        };
+        for m in maps.iter() {
+            self.file(pid, &m.path);
+        }
+    }
+
     /// Resolves `addr` in process `pid`.
     pub fn resolve(&mut self, pid: u64, addr: u64) -> Resolved {
         let none = Resolved {
@@ -199,6 +213,33 @@ impl Usyms {
 pub fn system() -> &'static Mutex<Usyms> {
     static U: OnceLock<Mutex<Usyms>> = OnceLock::new();
     U.get_or_init(|| Mutex::new(Usyms::new()))
+}
+
+/// Primes the system cache ([`Usyms::prime`]) for every process of a user value in the
+/// stack keys of `t`: the run calls this at each aggregation snapshot.
+pub fn prime_table(t: &crate::agg::AggTable) {
+    use crate::agg::{KeyKind, SortOrder};
+    use oxtrace_core::agg::KeyElem;
+    let mut pids = std::collections::BTreeSet::new();
+    for def in t.dictionary().iter() {
+        if !def.keys.iter().any(|k| k.kind == KeyKind::Stack) {
+            continue;
+        }
+        for e in t.sorted(def.id, SortOrder::default()).unwrap_or_default() {
+            for el in e.key.elems() {
+                if let KeyElem::Str(s) = el {
+                    match Decoded::new(s) {
+                        Some(d) if d.style.user() => pids.insert(d.pid),
+                        _ => false,
+                    };
+                }
+            }
+        }
+    }
+    let mut u = system().lock().unwrap_or_else(|e| e.into_inner());
+    for pid in pids {
+        u.prime(pid);
+    }
 }
 
 /// Kernel address `addr` printed in `style` (`sym()`, `func()`, `mod()`).
