@@ -47,10 +47,7 @@ impl ElfSyms {
         if syms.is_empty() {
             syms = f.dynamic_symbols().filter_map(|s| func(&s)).collect();
         }
-        // Of the names at one address (glibc's `__libc_read`, `__read`, `read`), the one
-        // with the fewest leading underscores: the name a program calls.
-        syms.sort_by_key(|(a, _, n)| (*a, n.len() - n.trim_start_matches('_').len(), n.clone()));
-        syms.dedup_by_key(|s| s.0);
+        sort_syms(&mut syms);
         let segs = f
             .segments()
             .map(|s| {
@@ -75,6 +72,14 @@ impl ElfSyms {
         let (a, size, name) = &self.syms[i];
         (*size == 0 || v < a + size).then_some((name.as_str(), v - a))
     }
+}
+
+/// Sorts symbols by address and keeps one name an address: of glibc's `__libc_read`,
+/// `__read` and `read`, the one with the fewest leading underscores, the name a program
+/// calls.
+fn sort_syms(syms: &mut Vec<(u64, u64, String)>) {
+    syms.sort_by_key(|(a, _, n)| (*a, n.len() - n.trim_start_matches('_').len(), n.clone()));
+    syms.dedup_by_key(|s| s.0);
 }
 
 /// What an address is, as far as it is known.
@@ -310,12 +315,14 @@ mod tests {
     #[test]
     fn aliases_prefer_the_plain_name() {
         let mut syms = vec![
+            (0x20, 8, "next".to_string()),
             (0x10, 8, "__libc_read".to_string()),
             (0x10, 8, "read".to_string()),
             (0x10, 8, "__read".to_string()),
         ];
-        syms.sort_by_key(|(a, _, n)| (*a, n.len() - n.trim_start_matches('_').len(), n.clone()));
-        assert_eq!(syms[0].2, "read");
+        sort_syms(&mut syms);
+        let names: Vec<&str> = syms.iter().map(|s| s.2.as_str()).collect();
+        assert_eq!(names, ["read", "next"]);
     }
 
     #[test]

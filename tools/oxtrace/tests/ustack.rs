@@ -8,12 +8,13 @@ use oxtrace_core::program::ProbeKind;
 use oxtrace_core::ustack::{Decoded, Style, MAX_FRAMES};
 
 fn opts(x: &[(&str, &str)]) -> CompileOptions {
-    let mut o = CompileOptions::default();
-    o.xopts = x
-        .iter()
-        .map(|(k, v)| (k.to_string(), Some(v.to_string())))
-        .collect();
-    o
+    CompileOptions {
+        xopts: x
+            .iter()
+            .map(|(k, v)| (k.to_string(), Some(v.to_string())))
+            .collect(),
+        ..CompileOptions::default()
+    }
 }
 
 fn c_with(src: &str, o: &CompileOptions) -> Compiled {
