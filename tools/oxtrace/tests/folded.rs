@@ -1,4 +1,5 @@
-//! `-o folded`: stack aggregations as the folded stacks flame graph tools read.
+//! `-o folded`: stack aggregations as the folded stacks flame graph tools read; printa's
+//! `%k` of a stack key.
 
 use oxtrace::agg::*;
 use oxtrace::ksym::Ksyms;
@@ -43,10 +44,10 @@ fn stack_key() -> KeyField {
 
 #[test]
 fn stack_aggregations_fold_root_first() {
-    assert!(Ksyms::set_kernel(Ksyms::parse(
+    let _ = Ksyms::set_kernel(Ksyms::parse(
         "ffffffff81000000 T do_syscall_64\nffffffff81100000 T ksys_read\n\
-         ffffffff81200000 T vfs_read\n"
-    )));
+         ffffffff81200000 T vfs_read\n",
+    ));
     let enc = |pcs: &[u64]| {
         let mut b = vec![0u8; 64];
         let n = oxtrace_core::stack::encode(pcs, &mut b);
@@ -80,5 +81,37 @@ fn stack_aggregations_fold_root_first() {
         "cat;vmlinux`do_syscall_64+0x30;vmlinux`ksys_read+0x20 1\n\
          cat;vmlinux`do_syscall_64+0x30;vmlinux`ksys_read+0x20;vmlinux`vfs_read+0x10 2\n\
          vmlinux`do_syscall_64+0x30;vmlinux`ksys_read+0x20;vmlinux`vfs_read+0x10 9\n"
+    );
+}
+
+#[test]
+fn printa_percent_k_prints_a_stack_key_symbolized() {
+    // The kernel table is the one the other test sets (one per test binary): set it here
+    // too, whichever runs first.
+    let _ = Ksyms::set_kernel(Ksyms::parse(
+        "ffffffff81000000 T do_syscall_64\nffffffff81100000 T ksys_read\n\
+         ffffffff81200000 T vfs_read\n",
+    ));
+    let mut b = vec![0u8; 64];
+    let n = oxtrace_core::stack::encode(&[0xffffffff81100020, 0xffffffff81000030], &mut b);
+    b.truncate(n);
+    let mut sym = [0u8; 16];
+    let m = oxtrace_core::ustack::encode_sym(
+        oxtrace_core::ustack::Style::Kfunc,
+        0,
+        0xffffffff81200010,
+        &mut sym,
+    );
+    let mut t = table(
+        vec![def(0, AggFunc::Count, vec![stack_key(), stack_key()])],
+        &[(0, vec![KeyElem::Str(&b), KeyElem::Str(&sym[..m])], 0)],
+    );
+    let mut s = String::new();
+    t.printa_format(0, "%k|%s|%@d\n", SortOrder::default(), &mut s)
+        .unwrap();
+    assert_eq!(
+        s,
+        "\n              vmlinux`ksys_read+0x20\n              vmlinux`do_syscall_64+0x30\n\
+         |vmlinux`vfs_read|1\n"
     );
 }

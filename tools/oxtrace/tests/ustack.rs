@@ -220,6 +220,8 @@ fn printf_percent_a_records_the_process() {
     s.fire(&p, &f);
     assert!(s.faults.is_empty(), "{:?}", s.faults);
     assert_eq!(s.records.len(), 2);
+    // printa's %k takes a stack key.
+    c("profile-1ms { @[ustack(), usym(arg1)] = count(); } END { printa(\"%k %k %@d\\n\", @); }");
     let e = err("BEGIN { printf(\"%A\", \"s\"); }");
     assert!(
         e.contains("%A requires an integer, argument 2 is string"),

@@ -272,6 +272,12 @@ pub fn format_entry_multi(
                     spec.int(conv, v, out);
                 }
             }
+            // A stack (`%k`) or symbol value, symbolized as the default format prints it.
+            Some((KeyElem::Str(s), Some(KeyKind::Stack))) => {
+                let mut t = String::new();
+                crate::usym::render(s, &mut t);
+                spec.pad(&t, out);
+            }
             Some((KeyElem::Str(s), _)) => {
                 let s = String::from_utf8_lossy(s);
                 let s: String = match spec.prec {
