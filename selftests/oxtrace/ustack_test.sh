@@ -6,7 +6,7 @@ cd "$(dirname "$0")" || exit 1
 . ./tap.sh
 
 echo "TAP version 13"
-echo "1..9"
+echo "1..10"
 
 # The frames without their offsets (they change with the build) and the counts, one line.
 frames() {
@@ -29,6 +29,13 @@ if echo "$out" | grep -Eq '^              oxt_ustack`oxt_zero_read\+0x[0-9a-f]+$
 else
 	nok "frames printed as module\`func+0xoff, indented 14 columns" "$out"
 fi
+
+# printa's %k: the frames, then the rest of the format.
+run "fbt::ksys_read:entry /pid == \$target/ { @[ustack(2)] = count(); n++; } $STOP
+	END { printa(\"%k|%@d|\\n\", @); }" -c "$R"
+expect "printa %k of a ustack() key" \
+	"oxt_ustack\`oxt_zero_read oxt_ustack\`oxt_zero_mid |8|" \
+	"$(echo "$out" | frames) $(echo "$out" | tail -n 1)"
 
 # The symbol functions on the user caller and the kernel caller, and the depths.
 run "fbt::ksys_read:entry /pid == \$target/ {
@@ -65,6 +72,7 @@ fi
 X='+0x[0-9a-f]*'
 if echo "$out" | grep -q "oxt_ustack\`main$X;oxt_ustack\`oxt_spin_mid$X;oxt_ustack\`oxt_spin_leaf$X [0-9]*$"; then
 	ok "profile user stacks: main, oxt_spin_mid, oxt_spin_leaf, root first"
+	echo "$out" | grep "oxt_spin_leaf" | head -n 2 | sed 's/^/# /'
 else
 	nok "profile user stacks: main, oxt_spin_mid, oxt_spin_leaf, root first" "$out"
 fi
