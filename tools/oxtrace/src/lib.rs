@@ -18,3 +18,4 @@ pub mod pt;
 pub mod run;
 pub mod syscalls;
 pub mod tracepoints;
+pub mod usym;
