@@ -540,16 +540,34 @@ impl AggTable {
     /// [`value_order`]) then by key, or the other way round.
     pub fn sorted(&self, id: u32, order: SortOrder) -> Result<Vec<EntryRef<'_>>, AggTableError> {
         let (def, st) = self.state(id)?;
-        let mut v: Vec<(SortVal, EntryRef<'_>)> = st
+        // The first key element, when an integer, is decoded once (as it compares) rather
+        // than at every comparison: the common keys (pid, cpu, arg2) then sort on two
+        // integers, and key_cmp only breaks ties of those.
+        let first = key_kinds(&def.keys).next().flatten();
+        let k0 = |key: &KeyRef<'_>| match key.elems().next() {
+            Some(KeyElem::Int(x)) => match first {
+                Some(KeyKind::Int { signed: false, .. }) => x as i128,
+                _ => x as i64 as i128,
+            },
+            _ => 0,
+        };
+        let mut v: Vec<(SortVal, i128, EntryRef<'_>)> = st
             .entries
             .iter()
             .filter_map(|(k, vals)| {
                 let key = KeyRef::new(k).ok()?;
-                Some((sort_val(&def.func, vals), EntryRef { key, values: vals }))
+                Some((
+                    sort_val(&def.func, vals),
+                    k0(&key),
+                    EntryRef { key, values: vals },
+                ))
             })
             .collect();
         v.sort_unstable_by(|a, b| {
-            let kc = || key_cmp(&a.1.key, &b.1.key, &def.keys);
+            let kc = || {
+                a.1.cmp(&b.1)
+                    .then_with(|| key_cmp(&a.2.key, &b.2.key, &def.keys))
+            };
             let o = if order.by_key {
                 kc().then_with(|| a.0.cmp(&b.0))
             } else {
@@ -561,7 +579,7 @@ impl AggTable {
                 o
             }
         });
-        Ok(v.into_iter().map(|(_, e)| e).collect())
+        Ok(v.into_iter().map(|(_, _, e)| e).collect())
     }
 
     /// `printa(@a)` with the default format, appended to `out`; marks `id` printed.
