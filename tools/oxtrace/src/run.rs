@@ -515,7 +515,7 @@ impl<'a> Run<'a> {
             names,
             aggs: AggTable::new(dictionary(prog)?),
             buf: vec![0; prog.options.bufsize as usize],
-            aggbuf: vec![0; 1 << 16],
+            aggbuf: Vec::with_capacity(1 << 16),
             ncpus,
             exit: None,
             exit_at: None,
@@ -909,7 +909,7 @@ impl<'a> Run<'a> {
             if s.len > 0 {
                 let t = Instant::now();
                 self.aggs
-                    .merge_snapshots(&self.aggbuf[..s.len as usize])
+                    .merge_snapshots(&self.aggbuf)
                     .map_err(|e| RunError(e.to_string()))?;
                 self.merge_us += t.elapsed().as_micros();
             }
