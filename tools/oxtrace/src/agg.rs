@@ -321,6 +321,10 @@ struct AggState {
     entries: Entries,
     normal: u64,
     printed: bool,
+    /// The key descriptor word (the first eight key bytes, which give every element's
+    /// kind and length) last found to match the key layout: keys that share it need no
+    /// check.
+    layout_ok: Option<[u8; 8]>,
 }
 
 /// What one merged snapshot stream reported.
@@ -373,6 +377,7 @@ impl AggTable {
                         entries: Entries::new(d.func.value_words()),
                         normal: 1,
                         printed: false,
+                        layout_ok: None,
                     },
                 )
             })
@@ -413,8 +418,27 @@ impl AggTable {
                         .reserve(h.records as usize, h.payload_len as usize);
                 }
             }
+            // The aggregation of the previous record, looked up again only when the id
+            // changes (a stream holds few aggregations, and records of one often follow
+            // each other).
+            let mut cur: Option<(u32, &AggDef, &mut AggState)> = None;
             for r in recs {
-                self.merge_record(&r?)?;
+                let r = r?;
+                if cur.as_ref().map(|c| c.0) != Some(r.agg_id) {
+                    let id = r.agg_id;
+                    let d = self
+                        .dict
+                        .get(id)
+                        .ok_or(AggTableError::UnknownAggregation(id))?;
+                    let s = self
+                        .aggs
+                        .get_mut(&id)
+                        .ok_or(AggTableError::UnknownAggregation(id))?;
+                    cur = Some((id, d, s));
+                }
+                if let Some((_, def, state)) = cur.as_mut() {
+                    merge_into(def, state, &mut self.scratch, &r)?;
+                }
                 st.records += 1;
             }
             bytes = rest;
@@ -429,28 +453,11 @@ impl AggTable {
             .dict
             .get(r.agg_id)
             .ok_or(AggTableError::UnknownAggregation(r.agg_id))?;
-        let func = def.func;
-        if r.value_words() != func.value_words() {
-            return Err(AggTableError::ValueLength(r.agg_id));
-        }
-        self.scratch.clear();
-        self.scratch.extend(r.values());
         let st = self
             .aggs
             .get_mut(&r.agg_id)
             .ok_or(AggTableError::UnknownAggregation(r.agg_id))?;
-        let kb = r.key.bytes();
-        let i = st.entries.find_or_insert(
-            key_hash(kb),
-            kb,
-            || match key_matches_layout(&r.key, &def.keys) {
-                true => Ok(()),
-                false => Err(AggTableError::KeyLayout(r.agg_id)),
-            },
-            |v| func.init(v),
-        )?;
-        func.merge(st.entries.value_mut(i), &self.scratch)
-            .map_err(|_| AggTableError::ValueLength(r.agg_id))
+        merge_into(def, st, &mut self.scratch, r)
     }
 
     fn state(&self, id: u32) -> Result<(&AggDef, &AggState), AggTableError> {
@@ -683,6 +690,52 @@ impl AggTable {
             let _ = self.printa(id, order, out);
         }
     }
+}
+
+/// [`AggTable::merge_record`] into `st`, the state of `def`'s aggregation; `scratch` holds
+/// value words that do not fit on the stack.
+fn merge_into(
+    def: &AggDef,
+    st: &mut AggState,
+    scratch: &mut Vec<u64>,
+    r: &Record<'_>,
+) -> Result<(), AggTableError> {
+    let func = def.func;
+    let nw = func.value_words();
+    if r.value_words() != nw {
+        return Err(AggTableError::ValueLength(r.agg_id));
+    }
+    let mut small = [0u64; 4];
+    let src: &[u64] = if nw <= small.len() {
+        for (d, w) in small.iter_mut().zip(r.values()) {
+            *d = w;
+        }
+        &small[..nw]
+    } else {
+        scratch.clear();
+        scratch.extend(r.values());
+        scratch
+    };
+    let kb = r.key.bytes();
+    let desc = kb.first_chunk::<8>().copied();
+    let layout_ok = &mut st.layout_ok;
+    let i = st.entries.find_or_insert(
+        key_hash(kb),
+        kb,
+        || {
+            if desc.is_some() && *layout_ok == desc {
+                return Ok(());
+            }
+            if !key_matches_layout(&r.key, &def.keys) {
+                return Err(AggTableError::KeyLayout(r.agg_id));
+            }
+            *layout_ok = desc;
+            Ok(())
+        },
+        |v| func.init(v),
+    )?;
+    func.merge(st.entries.value_mut(i), src)
+        .map_err(|_| AggTableError::ValueLength(r.agg_id))
 }
 
 pub(crate) fn key_kinds(keys: &[KeyField]) -> impl Iterator<Item = Option<KeyKind>> + '_ {
