@@ -31,6 +31,8 @@ pub enum OutFmt {
     Json,
     /// Aggregations in the OpenMetrics text format at the end.
     OpenMetrics,
+    /// Aggregations keyed by stacks as folded stacks at the end (flame graphs).
+    Folded,
 }
 
 /// What the run watches besides the program.
@@ -379,6 +381,9 @@ pub struct Run<'a> {
     dyn_drops: Option<DropTracker>,
     /// Where `--listen` publishes the aggregations after every snapshot.
     metrics: Option<Metrics>,
+    /// Whether an aggregation has a stack key (a user stack's process is read at each
+    /// snapshot).
+    user_stacks: bool,
     out: io::BufWriter<io::Stdout>,
     /// Time of the LOAD ioctl (image check and attaching every probe), µs.
     load_us: u128,
@@ -527,6 +532,10 @@ impl<'a> Run<'a> {
                 .any(|v| v.scope != oxtrace_core::action::Scope::Global)
                 .then(DropTracker::default),
             metrics: None,
+            user_stacks: prog
+                .aggs
+                .iter()
+                .any(|a| a.keys.contains(&dsl::KeyKind::Stack)),
             out: io::BufWriter::new(io::stdout()),
             load_us,
             snap_us: 0,
@@ -626,6 +635,7 @@ impl<'a> Run<'a> {
             OutFmt::Text => self.aggs.print_unprinted(SortOrder::default(), &mut s),
             OutFmt::Json => s = self.aggs.to_json(SortOrder::default()),
             OutFmt::OpenMetrics => s = self.aggs.to_openmetrics("oxtrace"),
+            OutFmt::Folded => s = self.aggs.to_folded(SortOrder::default()),
         }
         if verbose {
             // make bench reads this: the end-of-run snapshot of every CPU plus the merge,
@@ -797,7 +807,7 @@ impl<'a> Run<'a> {
                         o.push('}');
                         writeln!(self.out, "{o}")?;
                     }
-                    OutFmt::OpenMetrics => {}
+                    OutFmt::OpenMetrics | OutFmt::Folded => {}
                     OutFmt::Text => {
                         if !self.quiet && first {
                             self.prefix(cpu, h.probe)?;
@@ -870,7 +880,7 @@ impl<'a> Run<'a> {
                         }
                         self.out.write_all(o.as_bytes())?;
                     }
-                    OutFmt::OpenMetrics => {}
+                    OutFmt::OpenMetrics | OutFmt::Folded => {}
                 }
             }
             RecordKind::Clear
@@ -913,6 +923,10 @@ impl<'a> Run<'a> {
                     .map_err(|e| RunError(e.to_string()))?;
                 self.merge_us += t.elapsed().as_micros();
             }
+        }
+        if self.user_stacks {
+            // Name user stacks while their processes live: one may exit before the end.
+            crate::usym::prime_table(&self.aggs);
         }
         if let Some(m) = &self.metrics {
             m.publish(self.aggs.to_openmetrics("oxtrace"));
