@@ -73,9 +73,11 @@ pub const MAX_KEYS: usize = 16;
 pub const MAX_CHUNK_BYTES: usize = 1 << 16;
 /// Smallest chunk: header, one value word, one integer key (descriptor and value).
 pub const MIN_CHUNK_BYTES: usize = (HEADER_WORDS + 1 + 2) * 8;
-/// Size of a hash bucket: one cache line, so CPUs working on neighbouring buckets do not
-/// share a line.
-pub const BUCKET_BYTES: usize = 64;
+/// Size of a hash bucket: its two words, packed. A bucket per cache line (64 bytes) cost as
+/// much memory as a `self->x` chunk, half the dynamic memory, against false sharing that a
+/// hash spreading tuples over one bucket per chunk makes rare (`Documentation/dynvar.rst`,
+/// "Data layout").
+pub const BUCKET_BYTES: usize = 8;
 /// Default `dynvarsize` option (1 MiB).
 pub const DEFAULT_DYNVARSIZE: usize = 1 << 20;
 /// Most chunks one dynamic memory may have (indices must stay below the list sentinels).
@@ -467,9 +469,9 @@ impl Word {
     }
 }
 
-/// One hash bucket: the head of a hash chain and the deletion lock (US 7,302,542 ¶44), alone on
-/// its cache line.
-#[repr(C, align(64))]
+/// One hash bucket: the head of a hash chain and the deletion lock (US 7,302,542 ¶44), eight
+/// to a cache line ([`BUCKET_BYTES`]).
+#[repr(C, align(8))]
 #[derive(Default)]
 pub struct Bucket {
     /// First chunk of the chain, [`SINK`] when empty.

@@ -54,3 +54,37 @@ fn sqrt() {
     assert_eq!(isqrt128(15), 3);
     assert_eq!(isqrt128(16), 4);
 }
+
+/// A reset with few data sets clears only their buckets; the table must still be all
+/// empty afterwards, as after a reset with many (the whole table cleared).
+#[test]
+fn reset_clears_every_used_bucket() {
+    for n in [0u64, 1, 3, 40, 5000] {
+        let mut mem = vec![0u64; 1 << 16];
+        let mut b = AggBuffer::format(&mut mem).unwrap();
+        let nb = b.buckets();
+        for k in 0..n {
+            b.apply(1, &AggFunc::Count, &[KeyElem::Int(k)], 0, 1)
+                .unwrap();
+        }
+        let sparse = (n as usize) < nb / 8;
+        assert_eq!(
+            b.snapshot_len(),
+            SNAPSHOT_HEADER_BYTES + b.iter().map(|d| d.record_len()).sum::<usize>()
+        );
+        b.reset();
+        assert!(
+            mem[buffer::HEADER_WORDS..buffer::HEADER_WORDS + nb]
+                .iter()
+                .all(|&w| w == 0),
+            "n={n} sparse={sparse}"
+        );
+        let mut b = AggBuffer::attach(&mut mem).unwrap();
+        assert!(b.is_empty());
+        assert_eq!(b.snapshot_len(), SNAPSHOT_HEADER_BYTES);
+        b.apply(1, &AggFunc::Count, &[KeyElem::Int(7)], 0, 1)
+            .unwrap();
+        assert_eq!(b.lookup(1, &[KeyElem::Int(7)]), Some(&[1][..]));
+        assert_eq!(b.lookup(1, &[KeyElem::Int(8)]), None);
+    }
+}

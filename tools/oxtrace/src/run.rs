@@ -389,6 +389,8 @@ pub struct Run<'a> {
     load_us: u128,
     /// Time spent in AGGSNAP ioctls since it was last zeroed, µs.
     snap_us: u128,
+    /// Of the same, the microseconds spent merging into the tool's table.
+    merge_us: u128,
 }
 
 impl<'a> Run<'a> {
@@ -518,7 +520,7 @@ impl<'a> Run<'a> {
             names,
             aggs: AggTable::new(dictionary(prog)?),
             buf: vec![0; prog.options.bufsize as usize],
-            aggbuf: vec![0; 1 << 16],
+            aggbuf: Vec::with_capacity(1 << 16),
             ncpus,
             exit: None,
             exit_at: None,
@@ -537,6 +539,7 @@ impl<'a> Run<'a> {
             out: io::BufWriter::new(io::stdout()),
             load_us,
             snap_us: 0,
+            merge_us: 0,
         })
     }
 
@@ -623,25 +626,30 @@ impl<'a> Run<'a> {
         self.drain()?;
         let t0 = Instant::now();
         self.snap_us = 0;
+        self.merge_us = 0;
         self.snap_aggs()?;
-        if verbose {
-            // make bench reads this: the end-of-run snapshot of every CPU plus the merge,
-            // and of that the AGGSNAP ioctls (the kernel's part).
-            eprintln!(
-                "oxtrace: final aggregation snapshot+merge {} us (ioctls {} us), {} keys",
-                t0.elapsed().as_micros(),
-                self.snap_us,
-                (0..self.prog.aggs.len() as u32)
-                    .map(|i| self.aggs.len(i))
-                    .sum::<usize>()
-            );
-        }
+        let snap = t0.elapsed().as_micros();
+        let t1 = Instant::now();
         let mut s = String::new();
         match self.fmt {
             OutFmt::Text => self.aggs.print_unprinted(SortOrder::default(), &mut s),
             OutFmt::Json => s = self.aggs.to_json(SortOrder::default()),
             OutFmt::OpenMetrics => s = self.aggs.to_openmetrics("oxtrace"),
             OutFmt::Folded => s = self.aggs.to_folded(SortOrder::default()),
+        }
+        if verbose {
+            // make bench reads this: the end-of-run snapshot of every CPU plus the merge,
+            // of that the AGGSNAP ioctls (the kernel's part) and the merge into the table,
+            // and then the sorting and formatting of the output.
+            eprintln!(
+                "oxtrace: final aggregation snapshot+merge {snap} us (ioctls {} us, merge {} us), {} keys, sort+format {} us",
+                self.snap_us,
+                self.merge_us,
+                (0..self.prog.aggs.len() as u32)
+                    .map(|i| self.aggs.len(i))
+                    .sum::<usize>(),
+                t1.elapsed().as_micros()
+            );
         }
         self.out.write_all(s.as_bytes())?;
         self.out.flush()?;
@@ -909,9 +917,11 @@ impl<'a> Run<'a> {
                 eprintln!("oxtrace: {} aggregation drops on CPU {cpu}", s.drops);
             }
             if s.len > 0 {
+                let t = Instant::now();
                 self.aggs
-                    .merge_snapshots(&self.aggbuf[..s.len as usize])
+                    .merge_snapshots(&self.aggbuf)
                     .map_err(|e| RunError(e.to_string()))?;
+                self.merge_us += t.elapsed().as_micros();
             }
         }
         if self.user_stacks {
@@ -950,7 +960,7 @@ impl<'a> Run<'a> {
             let (e, di, r, sz) = d.drops();
             let frees: u64 = d.cpus.iter().map(|c| c.frees).sum();
             eprintln!(
-                "oxtrace: dynvars allocs {} frees {} drops {} (empty {e} dirty {di} rinsing {r} size {sz}) cleaner runs {} passes {} period {} ns chunks {} high water {}",
+                "oxtrace: dynvars allocs {} frees {} drops {} (empty {e} dirty {di} rinsing {r} size {sz}) cleaner runs {} passes {} period {} ns chunks {} high water {} idle passes {} failclean {} borrowed {} steals {}",
                 d.allocs(),
                 frees,
                 e + di + r + sz,
@@ -958,7 +968,11 @@ impl<'a> Run<'a> {
                 d.st.passes,
                 d.st.cleanrate_ns,
                 d.st.nchunks,
-                d.st.high_water
+                d.st.high_water,
+                d.st.idle_passes,
+                d.st.failclean,
+                d.st.borrowed,
+                d.cpus.iter().map(|c| c.steals).sum::<u64>()
             );
         }
         let errors: u64 = cpus.iter().map(|c| c.errors).sum();
