@@ -32,6 +32,7 @@ use crate::action::{self, Builtin, Env, Key, Record, RecordKind, Vm, AGG_NARGS};
 use crate::agg::AggBuffer;
 use crate::buffer;
 use crate::diag;
+use crate::glue::dynmem::DynKeys;
 use crate::glue::pt::{Pt, PtCpu};
 use crate::glue::session::{ProbeSlot, Session};
 use crate::glue::spec::{Lost, Refused, SpecCpu};
@@ -115,7 +116,7 @@ pub(super) fn fire(s: &Session, slot: &ProbeSlot, ctx: &mut ActionCtx, regs: &Re
         }
         None => (s.cpus.local(ctx), None),
     };
-    let Ok(mut vm) = Vm::new(&mut st.scratch, s.nlocals, s.strsize) else {
+    let Ok(mut vm) = Vm::new(&mut st.vm, &mut st.scratch, s.nlocals, s.strsize) else {
         return;
     };
     let mut env = KernelEnv {
@@ -128,6 +129,7 @@ pub(super) fn fire(s: &Session, slot: &ProbeSlot, ctx: &mut ActionCtx, regs: &Re
         pbuf_off: &mut st.pbuf_off,
         pbuf_drops: &mut st.pbuf_drops,
         agg: st.agg.as_mut(),
+        keys: &mut st.keys,
         spec: st.spec.as_mut(),
         pt,
         err_args: None,
@@ -154,6 +156,8 @@ struct KernelEnv<'a> {
     pbuf_off: &'a mut usize,
     pbuf_drops: &'a mut u64,
     agg: Option<&'a mut Halves<u64>>,
+    /// This CPU's room for a dynamic variable's tuple.
+    keys: &'a mut DynKeys,
     /// This CPU's speculative buffers, if the program speculates.
     spec: Option<&'a mut SpecCpu>,
     pt: Option<(&'a Pt, &'a mut PtCpu)>,
@@ -312,7 +316,7 @@ impl Env for KernelEnv<'_> {
     }
 
     fn dynvar_load(&mut self, var: u32, keys: &[Key<'_>]) -> u64 {
-        self.s.dynvars.as_ref().map_or(0, |d| d.load(var, keys))
+        self.s.dynvars.as_ref().map_or(0, |d| d.load(var, keys, self.keys))
     }
 
     // A dropped store is counted by the dynamic memory (by state and by variable).
@@ -320,14 +324,14 @@ impl Env for KernelEnv<'_> {
         self.s
             .dynvars
             .as_ref()
-            .is_some_and(|d| d.store(self.cpu, var, keys, value))
+            .is_some_and(|d| d.store(self.cpu, var, keys, self.keys, value))
     }
 
     fn dynvar_load_str(&mut self, var: u32, keys: &[Key<'_>], out: &mut [u8]) -> usize {
         self.s
             .dynvars
             .as_ref()
-            .map_or(0, |d| d.load_str(var, keys, out))
+            .map_or(0, |d| d.load_str(var, keys, self.keys, out))
     }
 
     // A dropped store is counted like an integer one.
@@ -335,7 +339,7 @@ impl Env for KernelEnv<'_> {
         self.s
             .dynvars
             .as_ref()
-            .is_some_and(|d| d.store_str(self.cpu, var, keys, s))
+            .is_some_and(|d| d.store_str(self.cpu, var, keys, self.keys, s))
     }
 
     fn agg_update(&mut self, id: u32, keys: &[Key<'_>], args: &[u64; AGG_NARGS]) -> bool {

@@ -114,7 +114,36 @@ enum TupleVal {
     Str(u64),
 }
 
-/// The interpreter state of one CPU: registers, tuple stack and the caller's scratch area.
+/// The interpreter's registers, tuple stack and key room: built once per CPU at LOAD and
+/// kept out of the probe's stack, which may be an interrupt stack already deep in use.
+/// A [`Vm`] borrows it for one firing; only what a clause uses is reset.
+pub struct VmState {
+    regs: [u64; NREGS],
+    tuple: [TupleVal; MAX_TUPLE],
+    tlen: usize,
+    /// The keys of one variable or aggregation access, built from the tuple.
+    keys: KeyBuf<MAX_KEYS>,
+}
+
+impl VmState {
+    /// A state for a CPU; its contents are set by the [`Vm`] before they are read.
+    pub const fn new() -> Self {
+        VmState {
+            regs: [0; NREGS],
+            tuple: [TupleVal::Int(0, IntType::I64); MAX_TUPLE],
+            tlen: 0,
+            keys: KeyBuf::new(),
+        }
+    }
+}
+
+impl Default for VmState {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// The interpreter of one firing: the CPU's [`VmState`] and scratch area.
 ///
 /// Scratch layout: `nlocals` `u64` locals, the record-assembly buffer, then string slots of
 /// `strsize + 1` bytes allocated in order during a clause.
@@ -123,9 +152,7 @@ enum TupleVal {
 ///
 /// `strsize` is in `1..=MAX_STRSIZE`; `next_slot` is at or after the slot area's start.
 pub struct Vm<'s> {
-    regs: [u64; NREGS],
-    tuple: [TupleVal; MAX_TUPLE],
-    tlen: usize,
+    st: &'s mut VmState,
     scratch: &'s mut [u8],
     nlocals: u32,
     strsize: u32,
@@ -151,8 +178,14 @@ pub enum VmError {
 }
 
 impl<'s> Vm<'s> {
-    /// A VM over `scratch` for programs with `nlocals` locals and strings of `strsize`.
-    pub fn new(scratch: &'s mut [u8], nlocals: u32, strsize: u32) -> Result<Self, VmError> {
+    /// A VM over `st` and `scratch` for programs with `nlocals` locals and strings of
+    /// `strsize`.
+    pub fn new(
+        st: &'s mut VmState,
+        scratch: &'s mut [u8],
+        nlocals: u32,
+        strsize: u32,
+    ) -> Result<Self, VmError> {
         if strsize == 0 || strsize > MAX_STRSIZE || nlocals > MAX_LOCALS {
             return Err(VmError::BadParams);
         }
@@ -161,10 +194,9 @@ impl<'s> Vm<'s> {
             return Err(VmError::ScratchTooSmall);
         }
         // INVARIANT: parameters checked; the slot area starts at `base`.
+        st.tlen = 0;
         Ok(Vm {
-            regs: [0; NREGS],
-            tuple: [TupleVal::Int(0, IntType::I64); MAX_TUPLE],
-            tlen: 0,
+            st,
             scratch,
             nlocals,
             strsize,
@@ -382,8 +414,8 @@ impl<'s> Vm<'s> {
         dict: &D,
         env: &mut E,
     ) -> Result<u64, Fault> {
-        self.regs = [0; NREGS];
-        self.tlen = 0;
+        self.st.regs = [0; NREGS];
+        self.st.tlen = 0;
         let code = prog.code;
         let n = code.len();
         let mut pc = 0usize;
@@ -403,8 +435,8 @@ impl<'s> Vm<'s> {
                 return Err(f(FaultKind::Invalid));
             }
             // PANIC: `r1` and `r2` are below `NREGS`, the length of `regs` (checked above).
-            let a = self.regs[r1];
-            let b = self.regs[r2];
+            let a = self.st.regs[r1];
+            let b = self.st.regs[r2];
             let imm = ins.imm;
             let mut next = pc + 1;
             let mut out: Option<u64> = None;
@@ -588,14 +620,14 @@ impl<'s> Vm<'s> {
                     out = self
                         .assoc(op, imm, layout, string, a, dict, env)
                         .map_err(f)?;
-                    self.tlen = 0;
+                    self.st.tlen = 0;
                 }
                 Pushtv | Pushts => {
-                    if self.tlen >= MAX_TUPLE {
+                    if self.st.tlen >= MAX_TUPLE {
                         return Err(f(FaultKind::TupleOverflow));
                     }
                     // PANIC: `tlen < MAX_TUPLE`, the tuple's length (checked just above).
-                    self.tuple[self.tlen] = if op == Pushtv {
+                    self.st.tuple[self.st.tlen] = if op == Pushtv {
                         let t = IntType(imm as u8);
                         if imm >= 8 {
                             return Err(f(FaultKind::Invalid));
@@ -607,9 +639,9 @@ impl<'s> Vm<'s> {
                             .ok_or(f(FaultKind::BadString))?;
                         TupleVal::Str(a)
                     };
-                    self.tlen += 1;
+                    self.st.tlen += 1;
                 }
-                Flusht => self.tlen = 0,
+                Flusht => self.st.tlen = 0,
                 Scmp => {
                     let ss = self.strsize as usize;
                     let strtab = dict.strtab();
@@ -631,21 +663,20 @@ impl<'s> Vm<'s> {
                 Agg => {
                     let layout = dict.agg(imm).ok_or(f(FaultKind::Invalid))?;
                     let ss = self.strsize as usize;
-                    let mut keys = [Key::Int(0); MAX_KEYS];
                     // PANIC: `tlen <= MAX_TUPLE`, the tuple's length (`Pushtv` checks).
                     let keys = build_keys(
-                        &self.tuple[..self.tlen],
+                        &self.st.tuple[..self.st.tlen],
                         layout,
                         dict.strtab(),
                         self.scratch,
                         ss,
-                        &mut keys,
+                        &mut self.st.keys,
                     )
                     .map_err(f)?;
                     if !env.agg_update(imm, keys, &[a, b]) {
                         self.losses.aggs += 1;
                     }
-                    self.tlen = 0;
+                    self.st.tlen = 0;
                 }
                 Trace | Printf | System => {
                     let (kind, id) = if op == Trace {
@@ -662,7 +693,7 @@ impl<'s> Vm<'s> {
                         (k, imm)
                     };
                     let len = self.assemble(dict.strtab()).map_err(f)?;
-                    self.tlen = 0;
+                    self.st.tlen = 0;
                     self.emit(env, kind, id, len);
                 }
                 Printa => {
@@ -712,7 +743,7 @@ impl<'s> Vm<'s> {
                 | Rand | Progenyof => {
                     // The third register of `Substr`, `Index` and `Rindex` (the verifier
                     // checked `imm < NREGS`); the others don't read `c`.
-                    let c = self.regs.get(imm as usize).copied().unwrap_or(0);
+                    let c = self.st.regs.get(imm as usize).copied().unwrap_or(0);
                     out = Some(self.subr(op, a, b, c, dict, env).map_err(f)?);
                 }
                 Kstack => {
@@ -732,7 +763,7 @@ impl<'s> Vm<'s> {
                     return Err(f(FaultKind::Invalid));
                 }
                 // PANIC: `rd < NREGS` (checked at decode).
-                self.regs[rd] = v;
+                self.st.regs[rd] = v;
             }
             pc = next;
         }
@@ -758,7 +789,6 @@ impl<'s> Vm<'s> {
     ) -> Result<Option<u64>, FaultKind> {
         let ss = self.strsize as usize;
         let strtab = dict.strtab();
-        let mut keys = [Key::Int(0); MAX_KEYS];
         if op == Op::Ldgaa && string {
             let off = self.alloc_slot().ok_or(FaultKind::ScratchExhausted)?;
             // PANIC: `alloc_slot` checked that `off + ss + 1` fits the scratch; the keys
@@ -767,12 +797,12 @@ impl<'s> Vm<'s> {
             let slot = &mut slot_area[..ss + 1];
             // PANIC: `tlen <= MAX_TUPLE`, the tuple's length (`Pushtv` checks).
             let keys = build_keys(
-                &self.tuple[..self.tlen],
+                &self.st.tuple[..self.st.tlen],
                 layout,
                 strtab,
                 before,
                 ss,
-                &mut keys,
+                &mut self.st.keys,
             )?;
             // PANIC: the length is clamped to `ss`.
             let len = env.dynvar_load_str(var, keys, &mut slot[..ss]).min(ss);
@@ -782,12 +812,12 @@ impl<'s> Vm<'s> {
         }
         // PANIC: as above.
         let keys = build_keys(
-            &self.tuple[..self.tlen],
+            &self.st.tuple[..self.st.tlen],
             layout,
             strtab,
             self.scratch,
             ss,
-            &mut keys,
+            &mut self.st.keys,
         )?;
         let stored = if op == Op::Ldgaa {
             return Ok(Some(env.dynvar_load(var, keys)));
@@ -815,7 +845,7 @@ impl<'s> Vm<'s> {
         let rb = &mut head[rb_start..];
         let slots_base = rb_start + rb_len;
         let mut n = 0usize;
-        for t in &self.tuple[..self.tlen] {
+        for t in &self.st.tuple[..self.st.tlen] {
             match *t {
                 TupleVal::Int(v, ty) => {
                     let d = rb.get_mut(n..n + 9).ok_or(FaultKind::Invalid)?;
@@ -943,28 +973,26 @@ fn resolve_str_in<'b>(
     Some(&tail[..len])
 }
 
-/// Turn the tuple into keys in `keys`, checking it against `layout`; returns those used.
+/// Turn the tuple into keys in `keys`, checking it against `layout`; returns them.
 fn build_keys<'b, 'k>(
     tuple: &[TupleVal],
     layout: KeyLayout,
     strtab: &'b [u8],
     scratch: &'b [u8],
     strsize: usize,
-    keys: &'k mut [Key<'b>; MAX_KEYS],
+    keys: &'k mut KeyBuf<MAX_KEYS>,
 ) -> Result<&'k [Key<'b>], FaultKind> {
-    if tuple.len() != layout.count() || tuple.len() > MAX_KEYS {
+    if tuple.len() != layout.count() {
         return Err(FaultKind::KeyMismatch);
     }
-    for (i, t) in tuple.iter().enumerate() {
-        // PANIC: `i < tuple.len() <= MAX_KEYS`, the keys' length (checked above).
-        keys[i] = match (*t, layout.is_str(i)) {
-            (TupleVal::Int(v, _), false) => Key::Int(v),
-            (TupleVal::Str(r), true) => {
-                Key::Str(resolve_str(strtab, scratch, strsize, r).ok_or(FaultKind::BadString)?)
-            }
-            _ => return Err(FaultKind::KeyMismatch),
-        };
-    }
-    // PANIC: `tuple.len() <= MAX_KEYS`, the keys' length (checked above).
-    Ok(&keys[..tuple.len()])
+    let key = |i: usize| match (tuple.get(i), layout.is_str(i)) {
+        (Some(&TupleVal::Int(v, _)), false) => Ok(Key::Int(v)),
+        (Some(&TupleVal::Str(r)), true) => resolve_str(strtab, scratch, strsize, r)
+            .map(Key::Str)
+            .ok_or(FaultKind::BadString),
+        _ => Err(FaultKind::KeyMismatch),
+    };
+    // More than `MAX_KEYS` keys is a mismatch too.
+    keys.fill(tuple.len(), key)
+        .unwrap_or(Err(FaultKind::KeyMismatch))
 }
