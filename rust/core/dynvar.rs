@@ -1355,6 +1355,8 @@ impl<'a> Dstate<'a> {
     /// the free list), then the other CPUs' lists in turn. When a whole lap finds nothing the
     /// consumer state becomes EMPTY, DIRTY or RINSING (¶41) and the drop is counted by the
     /// state then in force (¶37).
+    // Out of line: a lookup, the commonest walk, does not carry its frame.
+    #[inline(never)]
     fn alloc_chunk(&self, me: usize, var: u32) -> Result<u32, DynvarError> {
         let n = self.layout.ncpus();
         let mine = self.cpu(me)?;

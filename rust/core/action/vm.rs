@@ -123,6 +123,8 @@ pub struct VmState {
     tlen: usize,
     /// The keys of one variable or aggregation access, built from the tuple.
     keys: KeyBuf<MAX_KEYS>,
+    /// ERROR's `arg0..arg5` while the clauses of a fault run (`probe::run_clauses`).
+    error_args: [u64; 6],
 }
 
 impl VmState {
@@ -133,6 +135,7 @@ impl VmState {
             tuple: [TupleVal::Int(0, IntType::I64); MAX_TUPLE],
             tlen: 0,
             keys: KeyBuf::new(),
+            error_args: [0; 6],
         }
     }
 }
@@ -206,6 +209,13 @@ impl<'s> Vm<'s> {
             spec: None,
             losses: Losses::default(),
         })
+    }
+
+    /// Room for ERROR's arguments while the clauses of a fault run: the faulting clause
+    /// is over by then, and ERROR's clauses do not fire ERROR again, so one set per CPU is
+    /// enough.
+    pub fn error_args(&mut self) -> &mut [u64; 6] {
+        &mut self.st.error_args
     }
 
     fn slots_start(&self) -> usize {
@@ -286,6 +296,9 @@ impl<'s> Vm<'s> {
     }
 
     /// Runs a subroutine opcode (`Substr` ..= `Progenyof` but `Hton`); returns the value of `rd`.
+    // Out of line, like the other rare opcodes' bodies: their locals stay out of `run`'s
+    // frame, which is on the stack under every call the interpreter makes.
+    #[inline(never)]
     fn subr<D: Dict + ?Sized, E: Env + ?Sized>(
         &mut self,
         op: Op,
@@ -527,19 +540,8 @@ impl<'s> Vm<'s> {
                     let bi = Builtin::from_u32(imm).ok_or(f(FaultKind::Invalid))?;
                     out = Some(env.builtin(bi));
                 }
-                Ldbs => {
-                    let bi = Builtin::from_u32(imm).ok_or(f(FaultKind::Invalid))?;
-                    let off = self.alloc_slot().ok_or(f(FaultKind::ScratchExhausted))?;
-                    let ss = self.strsize as usize;
-                    // PANIC: `alloc_slot` checked that `off + slot_size` (`ss + 1`) fits the
-                    // scratch, and `len <= ss` below, so `slot` is `ss + 1` bytes and every
-                    // index into it is in range.
-                    let slot = &mut self.scratch[off..off + ss + 1];
-                    let len = env.builtin_str(bi, &mut slot[..ss]).min(ss);
-                    // Stop at an embedded NUL like a C string would.
-                    let len = slot[..len].iter().position(|&c| c == 0).unwrap_or(len);
-                    slot[len] = 0;
-                    out = Some(str_ref(STR_SPACE_SCRATCH, off as u32));
+                Ldbs | Kstr | Strjoin => {
+                    out = Some(self.strop(op, a, b, imm, dict, env).map_err(f)?)
                 }
                 Ldsb | Ldsh | Ldsw | Ldub | Lduh | Lduw | Ldx => {
                     let addr = a.wrapping_add(imm as i32 as i64 as u64);
@@ -561,39 +563,6 @@ impl<'s> Vm<'s> {
                         Ldsw => v as i32 as i64 as u64,
                         _ => v,
                     });
-                }
-                Kstr => {
-                    let off = self.alloc_slot().ok_or(f(FaultKind::ScratchExhausted))?;
-                    let ss = self.strsize as usize;
-                    // PANIC: as in `Ldbs`: `slot` is `ss + 1` bytes and `read_kernel_str`
-                    // returns at most `ss`.
-                    let slot = &mut self.scratch[off..off + ss + 1];
-                    let max = match (imm >> 1) as usize {
-                        0 => ss,
-                        m => m.min(ss),
-                    };
-                    let user = imm & KSTR_USER != 0;
-                    let len = read_kernel_str(env, a, &mut slot[..max], user)
-                        .map_err(|addr| f(FaultKind::BadAddr(addr)))?;
-                    slot[len] = 0;
-                    out = Some(str_ref(STR_SPACE_SCRATCH, off as u32));
-                }
-                Strjoin => {
-                    let off = self.alloc_slot().ok_or(f(FaultKind::ScratchExhausted))?;
-                    let ss = self.strsize as usize;
-                    let strtab = dict.strtab();
-                    // PANIC: `alloc_slot` checked that `off + ss + 1` fits the scratch; then
-                    // `l1 <= ss`, `l1 + l2 <= ss` and `l1`, `l2` are within `s1`, `s2`.
-                    let (before, slot_area) = self.scratch.split_at_mut(off);
-                    let slot = &mut slot_area[..ss + 1];
-                    let s1 = resolve_str(strtab, before, ss, a).ok_or(f(FaultKind::BadString))?;
-                    let s2 = resolve_str(strtab, before, ss, b).ok_or(f(FaultKind::BadString))?;
-                    let l1 = s1.len().min(ss);
-                    slot[..l1].copy_from_slice(&s1[..l1]);
-                    let l2 = s2.len().min(ss - l1);
-                    slot[l1..l1 + l2].copy_from_slice(&s2[..l2]);
-                    slot[l1 + l2] = 0;
-                    out = Some(str_ref(STR_SPACE_SCRATCH, off as u32));
                 }
                 Ldls => out = Some(self.local(imm).ok_or(f(FaultKind::Invalid))?),
                 Stls => {
@@ -660,24 +629,7 @@ impl<'s> Vm<'s> {
                         .ok_or(f(FaultKind::BadString))?;
                     out = Some(s.len() as u64);
                 }
-                Agg => {
-                    let layout = dict.agg(imm).ok_or(f(FaultKind::Invalid))?;
-                    let ss = self.strsize as usize;
-                    // PANIC: `tlen <= MAX_TUPLE`, the tuple's length (`Pushtv` checks).
-                    let keys = build_keys(
-                        &self.st.tuple[..self.st.tlen],
-                        layout,
-                        dict.strtab(),
-                        self.scratch,
-                        ss,
-                        &mut self.st.keys,
-                    )
-                    .map_err(f)?;
-                    if !env.agg_update(imm, keys, &[a, b]) {
-                        self.losses.aggs += 1;
-                    }
-                    self.st.tlen = 0;
-                }
+                Agg => self.agg(imm, a, b, dict, env).map_err(f)?,
                 Trace | Printf | System => {
                     let (kind, id) = if op == Trace {
                         (RecordKind::Trace, 0)
@@ -746,17 +698,7 @@ impl<'s> Vm<'s> {
                     let c = self.st.regs.get(imm as usize).copied().unwrap_or(0);
                     out = Some(self.subr(op, a, b, c, dict, env).map_err(f)?);
                 }
-                Kstack => {
-                    let want = (imm.min(crate::stack::MAX_FRAMES) as usize)
-                        .min(self.strsize as usize / crate::stack::FRAME_BYTES);
-                    let r = self.new_str(dict.strtab(), |_, _, slot| {
-                        let mut pcs = [0u64; crate::stack::MAX_FRAMES as usize];
-                        // PANIC: `want <= MAX_FRAMES`, the array's length; `n <= want`.
-                        let n = env.kernel_stack(&mut pcs[..want]).min(want);
-                        Ok(Some(crate::stack::encode(&pcs[..n], slot)))
-                    });
-                    out = Some(r.map_err(f)?);
-                }
+                Kstack => out = Some(self.kstack(imm, dict, env).map_err(f)?),
             }
             if let Some(v) = out {
                 if rd == 0 {
@@ -771,6 +713,116 @@ impl<'s> Vm<'s> {
         Err(Fault {
             pc: pc as u32,
             kind: FaultKind::Invalid,
+        })
+    }
+
+    /// `Ldbs`, `Kstr` and `Strjoin`: a new string in a scratch slot; returns its reference.
+    #[inline(never)]
+    fn strop<D: Dict + ?Sized, E: Env + ?Sized>(
+        &mut self,
+        op: Op,
+        a: u64,
+        b: u64,
+        imm: u32,
+        dict: &D,
+        env: &mut E,
+    ) -> Result<u64, FaultKind> {
+        use Op::*;
+        Ok(match op {
+            Ldbs => {
+                let bi = Builtin::from_u32(imm).ok_or(FaultKind::Invalid)?;
+                let off = self.alloc_slot().ok_or(FaultKind::ScratchExhausted)?;
+                let ss = self.strsize as usize;
+                // PANIC: `alloc_slot` checked that `off + slot_size` (`ss + 1`) fits the
+                // scratch, and `len <= ss` below, so `slot` is `ss + 1` bytes and every
+                // index into it is in range.
+                let slot = &mut self.scratch[off..off + ss + 1];
+                let len = env.builtin_str(bi, &mut slot[..ss]).min(ss);
+                // Stop at an embedded NUL like a C string would.
+                let len = slot[..len].iter().position(|&c| c == 0).unwrap_or(len);
+                slot[len] = 0;
+                str_ref(STR_SPACE_SCRATCH, off as u32)
+            }
+            Kstr => {
+                let off = self.alloc_slot().ok_or(FaultKind::ScratchExhausted)?;
+                let ss = self.strsize as usize;
+                // PANIC: as in `Ldbs`: `slot` is `ss + 1` bytes and `read_kernel_str`
+                // returns at most `ss`.
+                let slot = &mut self.scratch[off..off + ss + 1];
+                let max = match (imm >> 1) as usize {
+                    0 => ss,
+                    m => m.min(ss),
+                };
+                let user = imm & KSTR_USER != 0;
+                let len =
+                    read_kernel_str(env, a, &mut slot[..max], user).map_err(FaultKind::BadAddr)?;
+                slot[len] = 0;
+                str_ref(STR_SPACE_SCRATCH, off as u32)
+            }
+            Strjoin => {
+                let off = self.alloc_slot().ok_or(FaultKind::ScratchExhausted)?;
+                let ss = self.strsize as usize;
+                let strtab = dict.strtab();
+                // PANIC: `alloc_slot` checked that `off + ss + 1` fits the scratch; then
+                // `l1 <= ss`, `l1 + l2 <= ss` and `l1`, `l2` are within `s1`, `s2`.
+                let (before, slot_area) = self.scratch.split_at_mut(off);
+                let slot = &mut slot_area[..ss + 1];
+                let s1 = resolve_str(strtab, before, ss, a).ok_or(FaultKind::BadString)?;
+                let s2 = resolve_str(strtab, before, ss, b).ok_or(FaultKind::BadString)?;
+                let l1 = s1.len().min(ss);
+                slot[..l1].copy_from_slice(&s1[..l1]);
+                let l2 = s2.len().min(ss - l1);
+                slot[l1..l1 + l2].copy_from_slice(&s2[..l2]);
+                slot[l1 + l2] = 0;
+                str_ref(STR_SPACE_SCRATCH, off as u32)
+            }
+            _ => return Err(FaultKind::Invalid),
+        })
+    }
+
+    /// `Agg`: applies aggregation `imm` at the tuple's keys to value `a` and weight `b`.
+    #[inline(never)]
+    fn agg<D: Dict + ?Sized, E: Env + ?Sized>(
+        &mut self,
+        imm: u32,
+        a: u64,
+        b: u64,
+        dict: &D,
+        env: &mut E,
+    ) -> Result<(), FaultKind> {
+        let layout = dict.agg(imm).ok_or(FaultKind::Invalid)?;
+        let ss = self.strsize as usize;
+        // PANIC: `tlen <= MAX_TUPLE`, the tuple's length (`Pushtv` checks).
+        let keys = build_keys(
+            &self.st.tuple[..self.st.tlen],
+            layout,
+            dict.strtab(),
+            self.scratch,
+            ss,
+            &mut self.st.keys,
+        )?;
+        if !env.agg_update(imm, keys, &[a, b]) {
+            self.losses.aggs += 1;
+        }
+        self.st.tlen = 0;
+        Ok(())
+    }
+
+    /// `stack(imm)`: the kernel stack, at most `imm` frames, in a new string slot.
+    #[inline(never)]
+    fn kstack<D: Dict + ?Sized, E: Env + ?Sized>(
+        &mut self,
+        imm: u32,
+        dict: &D,
+        env: &mut E,
+    ) -> Result<u64, FaultKind> {
+        let want = (imm.min(crate::stack::MAX_FRAMES) as usize)
+            .min(self.strsize as usize / crate::stack::FRAME_BYTES);
+        self.new_str(dict.strtab(), |_, _, slot| {
+            let mut pcs = [0u64; crate::stack::MAX_FRAMES as usize];
+            // PANIC: `want <= MAX_FRAMES`, the array's length; `n <= want`.
+            let n = env.kernel_stack(&mut pcs[..want]).min(want);
+            Ok(Some(crate::stack::encode(&pcs[..n], slot)))
         })
     }
 
