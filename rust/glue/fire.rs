@@ -129,10 +129,9 @@ pub(super) fn fire(s: &Session, slot: &ProbeSlot, ctx: &mut ActionCtx, regs: &Re
         pbuf_off: &mut st.pbuf_off,
         pbuf_drops: &mut st.pbuf_drops,
         agg: st.agg.as_mut(),
-        keys: &mut st.keys,
+        room: &mut st.room,
         spec: st.spec.as_mut(),
         pt,
-        err_args: None,
         faulting: None,
     };
     probe::run_clauses(
@@ -142,6 +141,23 @@ pub(super) fn fire(s: &Session, slot: &ProbeSlot, ctx: &mut ActionCtx, regs: &Re
         order.iter().copied(),
         &mut env,
     );
+}
+
+/// What a firing of a session keeps per CPU rather than on the stack (built at LOAD).
+pub(super) struct EnvCpu {
+    /// Room for a dynamic variable's tuple.
+    keys: DynKeys,
+    /// While ERROR's clauses run: its `arg0..arg5`.
+    err_args: [u64; 6],
+}
+
+impl EnvCpu {
+    pub(super) const fn new() -> Self {
+        Self {
+            keys: DynKeys::new(),
+            err_args: [0; 6],
+        }
+    }
 }
 
 /// What the interpreter sees of the kernel during one firing.
@@ -156,14 +172,13 @@ struct KernelEnv<'a> {
     pbuf_off: &'a mut usize,
     pbuf_drops: &'a mut u64,
     agg: Option<&'a mut Halves<u64>>,
-    /// This CPU's room for a dynamic variable's tuple.
-    keys: &'a mut DynKeys,
+    /// This CPU's room for what a firing keeps off the stack.
+    room: &'a mut EnvCpu,
     /// This CPU's speculative buffers, if the program speculates.
     spec: Option<&'a mut SpecCpu>,
     pt: Option<(&'a Pt, &'a mut PtCpu)>,
-    /// While ERROR's clauses run: its `arg0..arg5`.
-    err_args: Option<[u64; 6]>,
-    /// While ERROR's clauses run: the faulting probe's slot, `slot` being ERROR's.
+    /// While ERROR's clauses run: the faulting probe's slot, `slot` being ERROR's (whose
+    /// `arg0..arg5` are then in `room.err_args`).
     faulting: Option<&'a ProbeSlot>,
 }
 
@@ -220,7 +235,7 @@ impl ClauseEnv for KernelEnv<'_> {
         }
         self.faulting = Some(self.slot);
         self.slot = err;
-        self.err_args = Some(*args);
+        self.room.err_args = *args;
         true
     }
 
@@ -228,7 +243,6 @@ impl ClauseEnv for KernelEnv<'_> {
         if let Some(sl) = self.faulting.take() {
             self.slot = sl;
         }
-        self.err_args = None;
     }
 }
 
@@ -236,8 +250,8 @@ impl Env for KernelEnv<'_> {
     fn builtin(&mut self, b: Builtin) -> u64 {
         if let Some(src) = probe::arg_source(self.slot.kind, b) {
             return match src {
-                ArgSource::Arg(n) => match &self.err_args {
-                    Some(a) => a.get(n as usize).copied().unwrap_or(0),
+                ArgSource::Arg(n) => match self.faulting {
+                    Some(_) => self.room.err_args.get(n as usize).copied().unwrap_or(0),
                     None => self.regs.arg(n),
                 },
                 ArgSource::Retval => self.regs.retval(),
@@ -316,7 +330,7 @@ impl Env for KernelEnv<'_> {
     }
 
     fn dynvar_load(&mut self, var: u32, keys: &[Key<'_>]) -> u64 {
-        self.s.dynvars.as_ref().map_or(0, |d| d.load(var, keys, self.keys))
+        self.s.dynvars.as_ref().map_or(0, |d| d.load(var, keys, &mut self.room.keys))
     }
 
     // A dropped store is counted by the dynamic memory (by state and by variable).
@@ -324,14 +338,14 @@ impl Env for KernelEnv<'_> {
         self.s
             .dynvars
             .as_ref()
-            .is_some_and(|d| d.store(self.cpu, var, keys, self.keys, value))
+            .is_some_and(|d| d.store(self.cpu, var, keys, &mut self.room.keys, value))
     }
 
     fn dynvar_load_str(&mut self, var: u32, keys: &[Key<'_>], out: &mut [u8]) -> usize {
         self.s
             .dynvars
             .as_ref()
-            .map_or(0, |d| d.load_str(var, keys, self.keys, out))
+            .map_or(0, |d| d.load_str(var, keys, &mut self.room.keys, out))
     }
 
     // A dropped store is counted like an integer one.
@@ -339,7 +353,7 @@ impl Env for KernelEnv<'_> {
         self.s
             .dynvars
             .as_ref()
-            .is_some_and(|d| d.store_str(self.cpu, var, keys, self.keys, s))
+            .is_some_and(|d| d.store_str(self.cpu, var, keys, &mut self.room.keys, s))
     }
 
     fn agg_update(&mut self, id: u32, keys: &[Key<'_>], args: &[u64; AGG_NARGS]) -> bool {

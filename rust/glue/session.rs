@@ -12,7 +12,8 @@ use crate::agg::{self, AggBuffer};
 use crate::diag::{self, Refusal};
 use crate::glue::budget::MemCharge;
 use crate::action::VmState;
-use crate::glue::dynmem::{DynKeys, DynVars};
+use crate::glue::dynmem::DynVars;
+use crate::glue::fire::EnvCpu;
 use crate::glue::image::OwnedImage;
 use crate::glue::provider::SyscallSlots;
 use crate::glue::pt::Pt;
@@ -80,8 +81,8 @@ pub(crate) struct CpuCounters {
 pub(super) struct CpuState {
     /// The interpreter's registers and tuple stack (kept off the probe's stack).
     pub(super) vm: KBox<VmState>,
-    /// Room for a dynamic variable's whole tuple (kept off the probe's stack).
-    pub(super) keys: KBox<DynKeys>,
+    /// What a firing keeps off the probe's stack besides.
+    pub(super) room: KBox<EnvCpu>,
     pub(super) scratch: VVec<u8>,
     pub(super) pbuf: Halves<u8>,
     pub(super) pbuf_off: usize,
@@ -292,7 +293,7 @@ impl Session {
         let cpus = PerCpu::new(|c| {
             Ok(CpuState {
                 vm: KBox::new(VmState::new(), GFP_KERNEL)?,
-                keys: KBox::new(DynKeys::new(), GFP_KERNEL)?,
+                room: KBox::new(EnvCpu::new(), GFP_KERNEL)?,
                 scratch: VVec::from_elem(0u8, scratch, crate::sys::gfp_big())?,
                 pbuf: pbuf_mem.halves(c).ok_or(EINVAL)?,
                 pbuf_off: 0,

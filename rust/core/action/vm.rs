@@ -125,6 +125,15 @@ pub struct VmState {
     keys: KeyBuf<MAX_KEYS>,
     /// ERROR's `arg0..arg5` while the clauses of a fault run (`probe::run_clauses`).
     error_args: [u64; 6],
+    /// Where `strtok(NULL, ...)` goes on: a string reference into the clause's last
+    /// `strtok()` string, or 0.
+    strtok: u64,
+    /// `rand()` calls so far, mixed into the seed so that calls in one firing differ.
+    rand_n: u64,
+    /// The speculation the clause's records go to (`speculate()`), or `None`.
+    spec: Option<u64>,
+    /// Losses counted since the VM was created.
+    losses: Losses,
 }
 
 impl VmState {
@@ -136,6 +145,15 @@ impl VmState {
             tlen: 0,
             keys: KeyBuf::new(),
             error_args: [0; 6],
+            strtok: 0,
+            rand_n: 0,
+            spec: None,
+            losses: Losses {
+                records: 0,
+                dynvars: 0,
+                aggs: 0,
+                ptwrites: 0,
+            },
         }
     }
 }
@@ -160,15 +178,6 @@ pub struct Vm<'s> {
     nlocals: u32,
     strsize: u32,
     next_slot: usize,
-    /// Where `strtok(NULL, ...)` goes on: a string reference into the clause's last
-    /// `strtok()` string, or 0.
-    strtok: u64,
-    /// `rand()` calls so far, mixed into the seed so that calls in one firing differ.
-    rand_n: u64,
-    /// The speculation the clause's records go to (`speculate()`), or `None`.
-    spec: Option<u64>,
-    /// Losses counted since the VM was created (the caller may reset them).
-    pub losses: Losses,
 }
 
 /// The VM could not be created.
@@ -198,17 +207,22 @@ impl<'s> Vm<'s> {
         }
         // INVARIANT: parameters checked; the slot area starts at `base`.
         st.tlen = 0;
+        st.strtok = 0;
+        st.rand_n = 0;
+        st.spec = None;
+        st.losses = Losses::default();
         Ok(Vm {
             st,
             scratch,
             nlocals,
             strsize,
             next_slot: base,
-            strtok: 0,
-            rand_n: 0,
-            spec: None,
-            losses: Losses::default(),
         })
+    }
+
+    /// Losses counted since the VM was created.
+    pub fn losses(&self) -> Losses {
+        self.st.losses
     }
 
     /// Room for ERROR's arguments while the clauses of a fault run: the faulting clause
@@ -230,8 +244,8 @@ impl<'s> Vm<'s> {
         }
         self.next_slot = self.slots_start();
         // The string it pointed into lived in a slot just freed.
-        self.strtok = 0;
-        self.spec = None;
+        self.st.strtok = 0;
+        self.st.spec = None;
     }
 
     /// Value of clause-local `idx` (for tests and the glue).
@@ -346,7 +360,7 @@ impl<'s> Vm<'s> {
                 }
             }
             Strtok => {
-                let cur = if a == 0 { self.strtok } else { a };
+                let cur = if a == 0 { self.st.strtok } else { a };
                 if cur == 0 {
                     // Like DTrace: no string to go on with gives NULL.
                     return self.new_str(strtab, |_, _, _| Ok(None));
@@ -362,7 +376,7 @@ impl<'s> Vm<'s> {
                         subr::copy(&s[start..end], out)
                     }))
                 })?;
-                self.strtok = next;
+                self.st.strtok = next;
                 r
             }
             Lltostr => self.new_str(strtab, |_, _, out| {
@@ -406,10 +420,10 @@ impl<'s> Vm<'s> {
                 })?
             }
             Rand => {
-                self.rand_n = self.rand_n.wrapping_add(1);
+                self.st.rand_n = self.st.rand_n.wrapping_add(1);
                 let seed = env.builtin(Builtin::Timestamp)
                     ^ env.builtin(Builtin::Cpu).rotate_left(48)
-                    ^ self.rand_n.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+                    ^ self.st.rand_n.wrapping_mul(0x9e37_79b9_7f4a_7c15);
                 subr::rand_from(seed)
             }
             Progenyof => env.progenyof(a) as u64,
@@ -456,7 +470,7 @@ impl<'s> Vm<'s> {
             use Op::*;
             // A speculated clause records data only: DTrace refuses the rest, and a
             // second `speculate()`, a `commit()` or `discard()` with it.
-            if self.spec.is_some() && op.is_action() && !matches!(op, Trace | Printf) {
+            if self.st.spec.is_some() && op.is_action() && !matches!(op, Trace | Printf) {
                 return Err(f(FaultKind::IllegalOp));
             }
             match op {
@@ -578,7 +592,7 @@ impl<'s> Vm<'s> {
                     if op == Ldts {
                         out = Some(env.dynvar_load(imm, &keys));
                     } else if !env.dynvar_store(imm, &keys, a) {
-                        self.losses.dynvars += 1;
+                        self.st.losses.dynvars += 1;
                     }
                 }
                 Ldgaa | Stgaa => {
@@ -660,7 +674,7 @@ impl<'s> Vm<'s> {
                 Exit => self.emit_int(env, RecordKind::Exit, 0, a),
                 Ptwrite => {
                     if !env.ptwrite(a) {
-                        self.losses.ptwrites += 1;
+                        self.st.losses.ptwrites += 1;
                     }
                 }
                 Chkb => {
@@ -680,7 +694,7 @@ impl<'s> Vm<'s> {
                 }
                 Speculation => out = Some(env.speculation()),
                 // One speculate() per clause, before its data (the compiler checks it).
-                Speculate => self.spec = Some(a),
+                Speculate => self.st.spec = Some(a),
                 Commit | Discard => env.spec_end(a, op == Commit),
                 Hton => {
                     out = Some(match imm {
@@ -802,7 +816,7 @@ impl<'s> Vm<'s> {
             &mut self.st.keys,
         )?;
         if !env.agg_update(imm, keys, &[a, b]) {
-            self.losses.aggs += 1;
+            self.st.losses.aggs += 1;
         }
         self.st.tlen = 0;
         Ok(())
@@ -880,7 +894,7 @@ impl<'s> Vm<'s> {
             env.dynvar_store(var, keys, a)
         };
         if !stored {
-            self.losses.dynvars += 1;
+            self.st.losses.dynvars += 1;
         }
         Ok(None)
     }
@@ -923,14 +937,14 @@ impl<'s> Vm<'s> {
         let rb_start = self.nlocals as usize * 8;
         let data = self.scratch.get(rb_start..rb_start + len).unwrap_or(&[]);
         let rec = Record { kind, id, data };
-        match self.spec {
+        match self.st.spec {
             // The environment counts speculative drops itself.
             Some(s) => {
                 env.emit_spec(s, &rec);
             }
             None => {
                 if !env.emit(&rec) {
-                    self.losses.records += 1;
+                    self.st.losses.records += 1;
                 }
             }
         }
@@ -941,7 +955,7 @@ impl<'s> Vm<'s> {
         d[0] = IntType::I64.0;
         d[1..].copy_from_slice(&v.to_le_bytes());
         if !env.emit(&Record { kind, id, data: &d }) {
-            self.losses.records += 1;
+            self.st.losses.records += 1;
         }
     }
 
@@ -951,7 +965,7 @@ impl<'s> Vm<'s> {
             id,
             data: &[],
         }) {
-            self.losses.records += 1;
+            self.st.losses.records += 1;
         }
     }
 }

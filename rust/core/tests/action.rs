@@ -844,7 +844,7 @@ fn run_dynvar_drop_is_counted_not_fatal() {
     let mut vm = Vm::new(&mut vmst, &mut scratch, d.nlocals, d.strsize).unwrap();
     vm.begin_clause();
     assert_eq!(vm.run(&v, &d, &mut env), Ok(3));
-    assert_eq!(vm.losses.dynvars, 1);
+    assert_eq!(vm.losses().dynvars, 1);
 }
 
 #[test]
@@ -899,7 +899,7 @@ fn run_aggregation_drop_is_counted() {
     let mut vm = Vm::new(&mut vmst, &mut scratch, d.nlocals, d.strsize).unwrap();
     vm.begin_clause();
     assert_eq!(vm.run(&v, &d, &mut env), Ok(0));
-    assert_eq!(vm.losses.aggs, 1);
+    assert_eq!(vm.losses().aggs, 1);
 }
 
 #[test]
@@ -951,7 +951,7 @@ fn run_record_drop_is_counted() {
     let mut vm = Vm::new(&mut vmst, &mut scratch, d.nlocals, d.strsize).unwrap();
     vm.begin_clause();
     assert_eq!(vm.run(&v, &d, &mut env), Ok(0));
-    assert_eq!(vm.losses.records, 2);
+    assert_eq!(vm.losses().records, 2);
     assert_eq!(env.records.len(), 1);
 }
 
@@ -1070,7 +1070,7 @@ fn run_ptwrite_values_in_order_and_losses_counted() {
     vm.begin_clause();
     assert_eq!(vm.run(&v, &d, &mut env), Ok(0));
     assert_eq!(env.ptw, vec![7, u64::MAX]);
-    assert_eq!(vm.losses.ptwrites, 1);
+    assert_eq!(vm.losses().ptwrites, 1);
 }
 
 #[test]
