@@ -975,6 +975,7 @@ impl<'a> Dstate<'a> {
     // ---- probe context ----------------------------------------------------------------
 
     /// Finds the variable named by `keys`; no lock, no allocation.
+    #[inline]
     pub fn lookup(&self, keys: &[Key<'_>]) -> Result<Option<VarRef<'a>>, DynvarError> {
         Ok(self
             .dynvar(0, 0, keys, Op::Lookup)?
@@ -989,6 +990,7 @@ impl<'a> Dstate<'a> {
     /// The variable, allocated on `cpu` with `value_bytes` of zeroed value space if it does
     /// not exist yet (claim 10: an existing variable is never allocated again). `var` is the
     /// variable id whose drop counter counts a failure.
+    #[inline]
     pub fn get_or_alloc(
         &self,
         cpu: usize,

@@ -99,7 +99,9 @@ impl DynMem {
                 let Some(&Key::Int(tid)) = keys.first() else {
                     return None;
                 };
-                Some(f(&thread_tuple(tid, var)))
+                let [k0, k1] = thread_tuple(tid, var);
+                let t = room.fill(2, |i| Ok::<_, ()>(if i == 0 { k0 } else { k1 }))?;
+                Some(f(t.ok()?))
             }
             Scope::Assoc => {
                 // The array's own key, then the element's.
