@@ -289,10 +289,9 @@ impl DynVars {
         value: u64,
     ) -> bool {
         let d = &self.mem.dstate;
-        let Some(ok) = self
-            .mem
-            .with_tuple(var, keys, room, |t| d.store(cpu as usize, var, t, value).is_ok())
-        else {
+        let Some(ok) = self.mem.with_tuple(var, keys, room, |t| {
+            d.store(cpu as usize, var, t, value).is_ok()
+        }) else {
             return false;
         };
         if d.wants_clean(cpu as usize) {

@@ -330,7 +330,10 @@ impl Env for KernelEnv<'_> {
     }
 
     fn dynvar_load(&mut self, var: u32, keys: &[Key<'_>]) -> u64 {
-        self.s.dynvars.as_ref().map_or(0, |d| d.load(var, keys, &mut self.room.keys))
+        self.s
+            .dynvars
+            .as_ref()
+            .map_or(0, |d| d.load(var, keys, &mut self.room.keys))
     }
 
     // A dropped store is counted by the dynamic memory (by state and by variable).

@@ -8,10 +8,10 @@
 //! without locks. The consumer owns it; the probes that point into it are dropped first.
 
 use crate::abi;
+use crate::action::VmState;
 use crate::agg::{self, AggBuffer};
 use crate::diag::{self, Refusal};
 use crate::glue::budget::MemCharge;
-use crate::action::VmState;
 use crate::glue::dynmem::DynVars;
 use crate::glue::fire::EnvCpu;
 use crate::glue::image::OwnedImage;
