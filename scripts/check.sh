@@ -65,8 +65,8 @@ step "logscan" "$OXT_ROOT/scripts/test-logscan.sh"
 say "module build (warnings, clippy's included, are errors)"
 step "module build" env OXT_CLIPPY=1 "$OXT_ROOT/scripts/build.sh" module
 # Probe context may run deep in an IRQ stack: its deepest call chain may not grow. The
-# ceiling is the depth measured when it was set (1,432 bytes in this clippy build, 1,416
-# in make module's, since the interpreter's state moved per CPU) plus a small margin; the
+# ceiling is the depth measured when it was set (1,416 to 1,432 bytes in this clippy
+# build, since the interpreter's state moved per CPU) plus a small margin; the
 # target is 1 KiB (Documentation/testing.rst, "Probe-context stack"): lower it as frames
 # shrink.
 step "probe-context stack" python3 "$OXT_ROOT/scripts/stackcheck.py" --limit 1472 "$OXT_ROOT/build/oxtrace.ko"
