@@ -32,6 +32,7 @@ use crate::action::{self, Builtin, Env, Key, Record, RecordKind, Vm, AGG_NARGS};
 use crate::agg::AggBuffer;
 use crate::buffer;
 use crate::diag;
+use crate::glue::dynmem::DynKeys;
 use crate::glue::pt::{Pt, PtCpu};
 use crate::glue::session::{ProbeSlot, Session};
 use crate::glue::spec::{Lost, Refused, SpecCpu};
@@ -116,7 +117,7 @@ pub(super) fn fire(s: &Session, slot: &ProbeSlot, ctx: &mut ActionCtx, regs: &Re
         }
         None => (s.cpus.local(ctx), None),
     };
-    let Ok(mut vm) = Vm::new(&mut st.scratch, s.nlocals, s.strsize) else {
+    let Ok(mut vm) = Vm::new(&mut st.vm, &mut st.scratch, s.nlocals, s.strsize) else {
         return;
     };
     let mut env = KernelEnv {
@@ -129,9 +130,9 @@ pub(super) fn fire(s: &Session, slot: &ProbeSlot, ctx: &mut ActionCtx, regs: &Re
         pbuf_off: &mut st.pbuf_off,
         pbuf_drops: &mut st.pbuf_drops,
         agg: st.agg.as_mut(),
+        room: &mut st.room,
         spec: st.spec.as_mut(),
         pt,
-        err_args: None,
         faulting: None,
     };
     probe::run_clauses(
@@ -141,6 +142,23 @@ pub(super) fn fire(s: &Session, slot: &ProbeSlot, ctx: &mut ActionCtx, regs: &Re
         order.iter().copied(),
         &mut env,
     );
+}
+
+/// What a firing of a session keeps per CPU rather than on the stack (built at LOAD).
+pub(super) struct EnvCpu {
+    /// Room for a dynamic variable's tuple.
+    keys: DynKeys,
+    /// While ERROR's clauses run: its `arg0..arg5`.
+    err_args: [u64; 6],
+}
+
+impl EnvCpu {
+    pub(super) const fn new() -> Self {
+        Self {
+            keys: DynKeys::new(),
+            err_args: [0; 6],
+        }
+    }
 }
 
 /// What the interpreter sees of the kernel during one firing.
@@ -155,12 +173,13 @@ struct KernelEnv<'a> {
     pbuf_off: &'a mut usize,
     pbuf_drops: &'a mut u64,
     agg: Option<&'a mut Halves<u64>>,
+    /// This CPU's room for what a firing keeps off the stack.
+    room: &'a mut EnvCpu,
     /// This CPU's speculative buffers, if the program speculates.
     spec: Option<&'a mut SpecCpu>,
     pt: Option<(&'a Pt, &'a mut PtCpu)>,
-    /// While ERROR's clauses run: its `arg0..arg5`.
-    err_args: Option<[u64; 6]>,
-    /// While ERROR's clauses run: the faulting probe's slot, `slot` being ERROR's.
+    /// While ERROR's clauses run: the faulting probe's slot, `slot` being ERROR's (whose
+    /// `arg0..arg5` are then in `room.err_args`).
     faulting: Option<&'a ProbeSlot>,
 }
 
@@ -217,7 +236,7 @@ impl ClauseEnv for KernelEnv<'_> {
         }
         self.faulting = Some(self.slot);
         self.slot = err;
-        self.err_args = Some(*args);
+        self.room.err_args = *args;
         true
     }
 
@@ -225,7 +244,6 @@ impl ClauseEnv for KernelEnv<'_> {
         if let Some(sl) = self.faulting.take() {
             self.slot = sl;
         }
-        self.err_args = None;
     }
 }
 
@@ -233,8 +251,8 @@ impl Env for KernelEnv<'_> {
     fn builtin(&mut self, b: Builtin) -> u64 {
         if let Some(src) = probe::arg_source(self.slot.kind, b) {
             return match src {
-                ArgSource::Arg(n) => match &self.err_args {
-                    Some(a) => a.get(n as usize).copied().unwrap_or(0),
+                ArgSource::Arg(n) => match self.faulting {
+                    Some(_) => self.room.err_args.get(n as usize).copied().unwrap_or(0),
                     None => self.regs.arg(n),
                 },
                 ArgSource::Retval => self.regs.retval(),
@@ -313,7 +331,10 @@ impl Env for KernelEnv<'_> {
     }
 
     fn dynvar_load(&mut self, var: u32, keys: &[Key<'_>]) -> u64 {
-        self.s.dynvars.as_ref().map_or(0, |d| d.load(var, keys))
+        self.s
+            .dynvars
+            .as_ref()
+            .map_or(0, |d| d.load(var, keys, &mut self.room.keys))
     }
 
     // A dropped store is counted by the dynamic memory (by state and by variable).
@@ -321,14 +342,14 @@ impl Env for KernelEnv<'_> {
         self.s
             .dynvars
             .as_ref()
-            .is_some_and(|d| d.store(self.cpu, var, keys, value))
+            .is_some_and(|d| d.store(self.cpu, var, keys, &mut self.room.keys, value))
     }
 
     fn dynvar_load_str(&mut self, var: u32, keys: &[Key<'_>], out: &mut [u8]) -> usize {
         self.s
             .dynvars
             .as_ref()
-            .map_or(0, |d| d.load_str(var, keys, out))
+            .map_or(0, |d| d.load_str(var, keys, &mut self.room.keys, out))
     }
 
     // A dropped store is counted like an integer one.
@@ -336,7 +357,7 @@ impl Env for KernelEnv<'_> {
         self.s
             .dynvars
             .as_ref()
-            .is_some_and(|d| d.store_str(self.cpu, var, keys, s))
+            .is_some_and(|d| d.store_str(self.cpu, var, keys, &mut self.room.keys, s))
     }
 
     fn agg_update(&mut self, id: u32, keys: &[Key<'_>], args: &[u64; AGG_NARGS]) -> bool {

@@ -8,11 +8,12 @@
 //! without locks. The consumer owns it; the probes that point into it are dropped first.
 
 use crate::abi;
+use crate::action::VmState;
 use crate::agg::{self, AggBuffer};
 use crate::diag::{self, Refusal};
 use crate::glue::budget::MemCharge;
 use crate::glue::dynmem::DynVars;
-use crate::glue::fire;
+use crate::glue::fire::{self, EnvCpu};
 use crate::glue::image::OwnedImage;
 use crate::glue::provider::SyscallSlots;
 use crate::glue::pt::Pt;
@@ -88,6 +89,10 @@ impl CpuCounters {
 
 /// What one CPU's actions use.
 pub(super) struct CpuState {
+    /// The interpreter's registers and tuple stack (kept off the probe's stack).
+    pub(super) vm: KBox<VmState>,
+    /// What a firing keeps off the probe's stack besides.
+    pub(super) room: KBox<EnvCpu>,
     pub(super) scratch: VVec<u8>,
     pub(super) pbuf: Halves<u8>,
     pub(super) pbuf_off: usize,
@@ -297,6 +302,8 @@ impl Session {
         }
         let cpus = PerCpu::new(|c| {
             Ok(CpuState {
+                vm: KBox::new(VmState::new(), GFP_KERNEL)?,
+                room: KBox::new(EnvCpu::new(), GFP_KERNEL)?,
                 scratch: VVec::from_elem(0u8, scratch, crate::sys::gfp_big())?,
                 pbuf: pbuf_mem.halves(c).ok_or(EINVAL)?,
                 pbuf_off: 0,

@@ -61,12 +61,14 @@ pub const fn scratch_size(nlocals: u32, strsize: u32, slots: u32) -> usize {
 }
 
 mod isa;
+mod keybuf;
 mod record;
 pub mod subr;
 mod verify;
 mod vm;
 
 pub use isa::*;
+pub use keybuf::KeyBuf;
 pub use record::*;
 pub use verify::*;
 pub use vm::*;

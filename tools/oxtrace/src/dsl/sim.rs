@@ -5,7 +5,7 @@
 use super::Compiled;
 use crate::probes::glob_match;
 use oxtrace_core::action::{
-    Builtin, Dict, Env, Fault, Item, Items, Key, Record, RecordKind, Vm, AGG_NARGS,
+    Builtin, Dict, Env, Fault, Item, Items, Key, Record, RecordKind, Vm, VmState, AGG_NARGS,
 };
 use oxtrace_core::probe::{self, ArgSource, ClauseEnv};
 use oxtrace_core::program::{Image, ProbeKind};
@@ -451,7 +451,9 @@ impl Sim {
         if self.specs.len() != nspec {
             self.specs.resize(nspec, None);
         }
-        let mut vm = Vm::new(&mut scratch, img.nlocals(), img.strsize()).expect("valid VM");
+        let mut vmst = VmState::new();
+        let mut vm =
+            Vm::new(&mut vmst, &mut scratch, img.nlocals(), img.strsize()).expect("valid VM");
         let world = if self.functions.is_empty() {
             std::slice::from_ref(&f.func)
         } else {
