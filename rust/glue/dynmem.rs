@@ -193,7 +193,7 @@ impl DynVars {
         )
         .map_err(layout_errno)?;
         let r = layout.regions();
-        let mut mem = VVec::from_elem(0u8, r.size, crate::sys::gfp_big())?;
+        let mut mem = VVec::from_elem(0u8, r.size, crate::sys::gfp_load())?;
         let base = mem.as_mut_ptr();
         // vmalloc memory is page aligned; check rather than assume.
         if base as usize % r.align.max(1) != 0 {

@@ -304,7 +304,7 @@ impl Session {
             Ok(CpuState {
                 vm: KBox::new(VmState::new(), GFP_KERNEL)?,
                 room: KBox::new(EnvCpu::new(), GFP_KERNEL)?,
-                scratch: VVec::from_elem(0u8, scratch, crate::sys::gfp_big())?,
+                scratch: VVec::from_elem(0u8, scratch, crate::sys::gfp_load())?,
                 pbuf: pbuf_mem.halves(c).ok_or(EINVAL)?,
                 pbuf_off: 0,
                 pbuf_drops: 0,

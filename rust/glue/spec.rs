@@ -117,7 +117,7 @@ impl Specs {
     pub(crate) fn new_cpu(&self) -> Result<SpecCpu> {
         let bytes = self.nspec.checked_mul(self.specsize).ok_or(EINVAL)?;
         Ok(SpecCpu {
-            buf: VVec::from_elem(0u8, bytes, crate::sys::gfp_big())?,
+            buf: VVec::from_elem(0u8, bytes, crate::sys::gfp_load())?,
             off: KVec::from_elem(0usize, self.nspec, gfp_load())?,
         })
     }

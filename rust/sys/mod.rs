@@ -37,8 +37,3 @@ pub(crate) fn gfp_load() -> Flags {
     // that field spans all of it at offset 0 and every `u32` is a valid `Flags`.
     unsafe { core::mem::transmute::<u32, Flags>(raw) }
 }
-
-/// The flags of LOAD's large allocations (buffers, dynamic memory, scratch): [`gfp_load`].
-pub(crate) fn gfp_big() -> Flags {
-    gfp_load()
-}

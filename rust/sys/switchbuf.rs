@@ -70,8 +70,8 @@ impl<T: Copy> HalvesMem<T> {
         let mut ptrs = KVec::with_capacity(ncpus as usize, gfp_load())?;
         for _ in 0..ncpus {
             let mut h = [
-                VVec::from_elem(fill, len, super::gfp_big())?,
-                VVec::from_elem(fill, len, super::gfp_big())?,
+                VVec::from_elem(fill, len, super::gfp_load())?,
+                VVec::from_elem(fill, len, super::gfp_load())?,
             ];
             ptrs.push([h[0].as_mut_ptr(), h[1].as_mut_ptr()], gfp_load())?;
             mem.push(h, gfp_load())?;
