@@ -132,6 +132,7 @@ pub(super) fn fire(s: &Session, slot: &ProbeSlot, ctx: &mut ActionCtx, regs: &Re
         pt,
         err_args: None,
         faulting: None,
+        clause: 0,
     };
     probe::run_clauses(
         &mut vm,
@@ -161,6 +162,8 @@ struct KernelEnv<'a> {
     err_args: Option<[u64; 6]>,
     /// While ERROR's clauses run: the faulting probe's slot, `slot` being ERROR's.
     faulting: Option<&'a ProbeSlot>,
+    /// The clause running, written into every record's kind word.
+    clause: u32,
 }
 
 impl KernelEnv<'_> {
@@ -172,6 +175,7 @@ impl KernelEnv<'_> {
     fn write(&mut self, kind: u32, id: u32, data: &[u8]) -> bool {
         let ts = self.ts();
         let buf = self.pbuf.active();
+        let kind = buffer::with_clause(kind, self.clause);
         let ok = buffer::write(buf, self.pbuf_off, kind, self.slot.id, id, ts, data);
         if !ok {
             *self.pbuf_drops += 1;
@@ -184,6 +188,10 @@ impl KernelEnv<'_> {
 }
 
 impl ClauseEnv for KernelEnv<'_> {
+    fn enter_clause(&mut self, clause: u32) {
+        self.clause = clause;
+    }
+
     /// Counts a fault and records where it happened (clause, instruction, what, address).
     fn fault(&mut self, clause: u32, f: action::Fault) {
         if let Some(k) = self.s.counter(self.cpu, self.slot.id) {
@@ -405,7 +413,7 @@ impl Env for KernelEnv<'_> {
         let (Some(specs), Some(sc)) = (self.s.specs.as_ref(), self.spec.as_deref_mut()) else {
             return false;
         };
-        match specs.write(self.cpu, sc, id, self.slot.id, ts, rec) {
+        match specs.write(self.cpu, sc, id, self.slot.id, self.clause, ts, rec) {
             Ok(()) => true,
             Err(Lost::Drop) => {
                 if let Some(c) = self.s.cpu_counters.get(self.cpu as usize) {

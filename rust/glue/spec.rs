@@ -163,14 +163,15 @@ impl Specs {
         self.held.get(cpu as usize * self.nspec + i)
     }
 
-    /// Appends `rec` (of probe `probe`, fired at `ts`) to the buffer `sc` of this CPU, `cpu`,
-    /// for speculation `id`.
+    /// Appends `rec` (of probe `probe`, clause `clause`, fired at `ts`) to the buffer `sc` of
+    /// this CPU, `cpu`, for speculation `id`.
     pub(crate) fn write(
         &self,
         cpu: u32,
         sc: &mut SpecCpu,
         id: u64,
         probe: u32,
+        clause: u32,
         ts: u64,
         rec: &Record<'_>,
     ) -> core::result::Result<(), Lost> {
@@ -208,7 +209,15 @@ impl Specs {
             .buf
             .get_mut(start..start + self.specsize)
             .ok_or(Lost::Silent)?;
-        if buffer::write(area, off, rec.kind as u32, probe, rec.id, ts, rec.data) {
+        if buffer::write(
+            area,
+            off,
+            buffer::with_clause(rec.kind as u32, clause),
+            probe,
+            rec.id,
+            ts,
+            rec.data,
+        ) {
             Ok(())
         } else {
             Err(Lost::Drop)

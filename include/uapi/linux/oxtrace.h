@@ -29,10 +29,11 @@
  * A new major breaks old tools; a new minor only adds.  Minor 5: the speculation
  * counters of struct oxt_cpu_status, image options nspec and specsize, the ERROR probe
  * kind, opcodes 72-96, the system record, and the LOAD refusals OXT_LOADERR_MEMORY and
- * OXT_LOADERR_UNSAFE.  Minor 6: opcode 97, kstack.
+ * OXT_LOADERR_UNSAFE.  Minor 6: opcode 97, kstack.  Minor 7: the clause that wrote a
+ * principal-buffer record in bits 16-31 of its kind word.
  */
 #define OXT_ABI_MAJOR 1
-#define OXT_ABI_MINOR 6
+#define OXT_ABI_MINOR 7
 
 /* Feature bits of struct oxt_version.features. */
 /* The CPU has Intel PT with ToPA output (CPUID 7.0:EBX[25], 0x14.0:ECX[0]). */

@@ -1,6 +1,7 @@
 //! Renderers of the merged aggregation table: DTrace's text, JSON and OpenMetrics.
 
 pub mod json;
+pub mod lines;
 pub mod openmetrics;
 pub mod text;
 
