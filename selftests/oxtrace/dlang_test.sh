@@ -7,7 +7,7 @@ cd "$(dirname "$0")" || exit 1
 . ./tap.sh
 
 echo "TAP version 13"
-echo "1..3"
+echo "1..6"
 
 # expect_file NAME: /tmp/out is exactly /tmp/want (trailing blank lines included).
 expect_file() {
@@ -45,5 +45,39 @@ timeout 60 oxtrace -e '#pragma D option quiet
 BEGIN { trace(42); trace("hi"); printf("|\n"); exit(0); }' >/tmp/out 2>/tmp/err
 printf '42hi|\n' >/tmp/want
 expect_file "quiet pragma: records alone"
+
+# setopt(): quiet unset at run time turns the default layout on for the records after it.
+timeout 60 oxtrace -e '#pragma D option quiet
+BEGIN { printf("a\n"); setopt("quiet", "no"); } BEGIN { trace(7); exit(0); }' \
+	>/tmp/raw 2>/tmp/err
+sed 's/^  [0-9] /  C /' /tmp/raw >/tmp/out
+{
+	printf 'a\n%3s %6s %32s\n' CPU ID FUNCTION:NAME
+	printf '  C %6d %32s %9d\n\n' 1 :BEGIN 7
+} >/tmp/want
+expect_file "setopt(\"quiet\", \"no\") while tracing"
+
+# setopt() of the sort options, then printa: by key, reversed; the second key member first.
+run 'BEGIN { @a["a", 1] = sum(30); @a["b", 0] = sum(20); @a["c", 2] = sum(10);
+       setopt("aggsortkey"); setopt("aggsortrev"); printa("%s %d %@d\n", @a);
+       setopt("aggsortrev", "off"); setopt("aggsortkeypos", "1"); printa("%s %d %@d\n", @a);
+       exit(0); }'
+expect "setopt() of aggsortkey, aggsortrev, aggsortkeypos" "c 2 10
+b 0 20
+a 1 30
+b 0 20
+a 1 30
+c 2 10 rc=0" "$out rc=$rc"
+
+# -x aggsortrev orders the print at exit; aggsortpos the lines of a printa of two.
+timeout 60 oxtrace -q -x aggsortrev -e 'BEGIN { @["x"] = count(); @["y"] = count();
+     @["y"] = count(); @s["x"] = sum(1); @s["y"] = sum(9); @t["x"] = sum(5); @t["y"] = sum(2);
+     printa("%s %@d %@d\n", @s, @t); setopt("aggsortrev", ""); setopt("aggsortpos", "1");
+     printa("%s %@d %@d\n", @s, @t); exit(0); }' >/tmp/out 2>/tmp/err
+{
+	printf 'y 9 2\nx 1 5\ny 9 2\nx 1 5\n\n'
+	printf '  %-50s %16d\n' x 1 y 2
+} >/tmp/want
+expect_file "-x aggsortrev, setopt(\"aggsortpos\") with printa of two, the print at exit"
 
 tap_exit

@@ -309,6 +309,30 @@ pub struct SortOrder {
     pub by_key: bool,
     /// Reverse the order (`aggsortrev`).
     pub reverse: bool,
+    /// Of a `printa` of several aggregations, the one whose values order the lines
+    /// (`aggsortpos`, from 0).
+    pub pos: usize,
+    /// The key member compared first (`aggsortkeypos`, from 0); the others follow in order,
+    /// wrapping around, as dtrace compares them.
+    pub keypos: usize,
+}
+
+impl SortOrder {
+    /// The order the `aggsort*` options in `opts` (tool options by name, as `-x`,
+    /// `#pragma D option` or `setopt()` left them) ask for.
+    pub fn from_options(opts: &BTreeMap<String, String>) -> Self {
+        let get = |n: &str| -> Option<u64> {
+            let v = opts.get(n)?;
+            let v = if v.is_empty() { None } else { Some(v.as_str()) };
+            crate::dsl::options::runtime_value(n, v).ok().flatten()
+        };
+        SortOrder {
+            by_key: get("aggsortkey").is_some(),
+            reverse: get("aggsortrev").is_some(),
+            pos: get("aggsortpos").unwrap_or(0) as usize,
+            keypos: get("aggsortkeypos").unwrap_or(0) as usize,
+        }
+    }
 }
 
 /// One entry of an aggregation, as handed to renderers.
@@ -507,7 +531,7 @@ impl AggTable {
             })
             .collect();
         v.sort_unstable_by(|a, b| {
-            let kc = || key_cmp(&a.1.key, &b.1.key, &def.keys);
+            let kc = || key_cmp_from(&a.1.key, &b.1.key, &def.keys, order.keypos);
             let o = if order.by_key {
                 kc().then_with(|| a.0.cmp(&b.0))
             } else {
@@ -576,7 +600,15 @@ impl AggTable {
         {
             let mut keys: Vec<Vec<u8>> = Vec::new();
             let mut seen = std::collections::HashSet::new();
-            for &id in ids {
+            // aggsortpos: that aggregation's order first, then the others' for its missing keys.
+            let pos = if order.pos < ids.len() { order.pos } else { 0 };
+            let by = std::iter::once(ids[pos]).chain(
+                ids.iter()
+                    .enumerate()
+                    .filter(|(i, _)| *i != pos)
+                    .map(|(_, id)| *id),
+            );
+            for id in by {
                 for e in self.sorted(id, order)? {
                     if seen.insert(e.key.bytes().to_vec()) {
                         keys.push(e.key.bytes().to_vec());
@@ -710,10 +742,16 @@ pub(crate) fn pow_i64(b: u64, e: u32) -> i64 {
     (0..e).fold(1i64, |a, _| a.saturating_mul(b as i64))
 }
 
-fn key_cmp(a: &KeyRef<'_>, b: &KeyRef<'_>, layout: &[KeyField]) -> Ordering {
-    for ((x, y), f) in a.elems().zip(b.elems()).zip(key_kinds(layout)) {
-        let o = match (x, y) {
-            (KeyElem::Int(x), KeyElem::Int(y)) => match f {
+/// Key order from member `first` on, wrapping around (`aggsortkeypos`; a `first` beyond the
+/// members compares from the first, as dtrace does), then by length.
+fn key_cmp_from(a: &KeyRef<'_>, b: &KeyRef<'_>, layout: &[KeyField], first: usize) -> Ordering {
+    let (xa, xb): (Vec<_>, Vec<_>) = (a.elems().collect(), b.elems().collect());
+    let n = xa.len().min(xb.len());
+    let first = if first < n { first } else { 0 };
+    let kinds: Vec<_> = key_kinds(layout).take(n).collect();
+    for i in (first..n).chain(0..first) {
+        let o = match (xa[i], xb[i]) {
+            (KeyElem::Int(x), KeyElem::Int(y)) => match kinds[i] {
                 Some(KeyKind::Int { signed: false, .. }) => x.cmp(&y),
                 _ => (x as i64).cmp(&(y as i64)),
             },
@@ -725,5 +763,5 @@ fn key_cmp(a: &KeyRef<'_>, b: &KeyRef<'_>, layout: &[KeyField]) -> Ordering {
             return o;
         }
     }
-    a.len().cmp(&b.len())
+    xa.len().cmp(&xb.len())
 }

@@ -403,6 +403,8 @@ pub struct Run<'a> {
     exit_at: Option<u64>,
     /// dtrace's default output around the records.
     lines: Lines,
+    /// The options the consumer uses, as `-x`, pragmas and `setopt()` left them.
+    opts: std::collections::BTreeMap<String, String>,
     /// What globs matched but were left out as unsafe to probe (`-v` lists them).
     unsafe_skipped: Vec<(u32, String, probesafe::Why)>,
     /// Dynamic-variable drop warnings, when the program has dynamic variables.
@@ -554,6 +556,7 @@ impl<'a> Run<'a> {
             exit: None,
             exit_at: None,
             lines: Lines::new(quiet),
+            opts: prog.tool_options.clone(),
             unsafe_skipped: table.unsafe_skipped,
             dyn_drops: prog
                 .vars
@@ -664,7 +667,7 @@ impl<'a> Run<'a> {
             );
         }
         let mut s = String::new();
-        let order = SortOrder::default();
+        let order = self.order();
         match self.fmt {
             OutFmt::Text => {
                 self.aggs.print_unprinted(order, &mut s);
@@ -760,6 +763,30 @@ impl<'a> Run<'a> {
             .map_or(("?", "?"), |n| (n.short.as_str(), n.full.as_str()))
     }
 
+    /// How aggregations are sorted now (the `aggsort*` options).
+    fn order(&self) -> SortOrder {
+        SortOrder::from_options(&self.opts)
+    }
+
+    /// A `setopt()` record: sets runtime option `name` to `value` (unset by "", "no", ...).
+    fn setopt(&mut self, name: &str, value: Option<&str>) {
+        match dsl::options::runtime_value(name, value) {
+            Ok(v) => {
+                if name == "quiet" {
+                    self.lines.quiet = v.is_some();
+                }
+                match v {
+                    Some(v) => self.opts.insert(name.to_string(), v.to_string()),
+                    None => self.opts.remove(name),
+                };
+            }
+            Err(e) => eprintln!(
+                "oxtrace: couldn't set option \"{name}\" to \"{}\": {e}",
+                value.unwrap_or("")
+            ),
+        }
+    }
+
     /// dtrace's `CPU ID FUNCTION:NAME` prefix before a record of `h` (without `-q`).
     fn prefix(&mut self, cpu: u32, h: &buffer::Header) -> Result<(), RunError> {
         let at = ClauseFiring {
@@ -811,6 +838,11 @@ impl<'a> Run<'a> {
         }
         let items: Vec<Item<'_>> = Items::new(data).collect();
         match kind {
+            RecordKind::Printf if self.prog.setopts.contains_key(&h.id) => {
+                if let Some((n, v)) = self.prog.setopts.get(&h.id).cloned() {
+                    self.setopt(&n, v.as_deref());
+                }
+            }
             RecordKind::Trace | RecordKind::Printf => {
                 let text = if kind == RecordKind::Printf {
                     self.prog.format_printf(h.id, &items).unwrap_or_default()
@@ -880,7 +912,7 @@ impl<'a> Run<'a> {
                 let fmt = fmt_id.and_then(|v| self.prog.formats.get(v as usize).cloned());
                 let group = fmt_id.and_then(|v| self.prog.printa_aggs.get(&v)).cloned();
                 let mut s = String::new();
-                let order = SortOrder::default();
+                let order = self.order();
                 let r = match (fmt, &group) {
                     (Some(f), Some(ids)) => self.aggs.printa_multi(ids, &f, order, &mut s),
                     (Some(f), None) => self.aggs.printa_format(h.id, &f, order, &mut s),

@@ -348,6 +348,7 @@ fn custom_printa_format() {
         SortOrder {
             by_key: true,
             reverse: true,
+            ..SortOrder::default()
         },
         &mut s,
     )

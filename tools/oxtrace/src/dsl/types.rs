@@ -271,4 +271,5 @@ pub(super) const ACTIONS: &[&str] = &[
     "raise",
     "stop",
     "chill",
+    "setopt",
 ];
