@@ -7,7 +7,7 @@ cd "$(dirname "$0")" || exit 1
 . ./tap.sh
 
 echo "TAP version 13"
-echo "1..6"
+echo "1..7"
 
 # expect_file NAME: /tmp/out is exactly /tmp/want (trailing blank lines included).
 expect_file() {
@@ -79,5 +79,23 @@ timeout 60 oxtrace -q -x aggsortrev -e 'BEGIN { @["x"] = count(); @["y"] = count
 	printf '  %-50s %16d\n' x 1 y 2
 } >/tmp/want
 expect_file "-x aggsortrev, setopt(\"aggsortpos\") with printa of two, the print at exit"
+
+# llquantize as Oracle DTrace prints it: negative buckets mirror the positive ones, the zero
+# bucket is 0 at magnitude 0 (abs() < factor^low above it).
+run 'BEGIN { @l = llquantize(-20, 10, 0, 2, 10); @l = llquantize(0, 10, 0, 2, 10);
+       @l = llquantize(3, 10, 0, 2, 10); @m = llquantize(-5, 10, 1, 2, 10); exit(0); }'
+want=$(
+	for l in -30 -20 -10 -9 -8 -7 -6 -5 -4 -3 -2 -1 0 1 2 3 4; do
+		case $l in
+		-20 | 0 | 3) printf '%16s |%-40s %-9d\n' "$l" @@@@@@@@@@@@@ 1 ;;
+		*) printf '%16s |%40s %-9d\n' "$l" "" 0 ;;
+		esac
+	done
+	printf '%16s |%40s %-9d\n' -10 "" 0
+	printf '%16s |%-40s %-9d\n' "abs() < 10" @@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@ 1
+	printf '%16s |%40s %-9d\n' 10 "" 0
+)
+expect "llquantize: negative buckets, the zero bucket, abs() < factor^low" "$want" \
+	"$(echo "$out" | grep '|')$err"
 
 tap_exit

@@ -722,13 +722,13 @@ fn sort_val(func: &AggFunc, v: &[u64]) -> SortVal {
             }
         }
         AggFunc::Llquantize(p) => {
-            let mut labels = p.labels();
-            let first = pow_i64(p.factor(), p.low());
+            // A bucket weighs as its bound nearest to zero (the zero bucket as 0).
             for (b, c) in v.iter().enumerate() {
-                let w = if b == 0 {
-                    first - 1
-                } else {
-                    labels.next().unwrap_or(i64::MAX)
+                let w = match p.bucket_range(b) {
+                    _ if b == p.zero_bucket() => 0,
+                    (Some(lo), _) if b > p.zero_bucket() => lo,
+                    (_, Some(hi)) => hi,
+                    _ => 0,
                 };
                 add(w, *c);
             }
