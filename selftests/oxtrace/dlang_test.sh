@@ -7,7 +7,7 @@ cd "$(dirname "$0")" || exit 1
 . ./tap.sh
 
 echo "TAP version 13"
-echo "1..7"
+echo "1..8"
 
 # expect_file NAME: /tmp/out is exactly /tmp/want (trailing blank lines included).
 expect_file() {
@@ -97,5 +97,11 @@ want=$(
 )
 expect "llquantize: negative buckets, the zero bucket, abs() < factor^low" "$want" \
 	"$(echo "$out" | grep '|')$err"
+
+# strtok(NULL, ...) goes on in the next clause of the firing, as DTrace keeps it per CPU.
+run 'BEGIN { printf("%s ", strtok(strjoin("x,", "yy,zzz"), ",")); }
+     BEGIN { printf("%s ", strtok(0, ",")); this->x = strjoin("q", "r"); }
+     BEGIN { printf("%s\n", strtok(0, ",")); exit(0); }'
+expect "strtok(NULL) across the clauses of a firing" "x yy zzz rc=0" "$out rc=$rc"
 
 tap_exit

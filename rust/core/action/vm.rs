@@ -116,8 +116,8 @@ enum TupleVal {
 
 /// The interpreter state of one CPU: registers, tuple stack and the caller's scratch area.
 ///
-/// Scratch layout: `nlocals` `u64` locals, the record-assembly buffer, then string slots of
-/// `strsize + 1` bytes allocated in order during a clause.
+/// Scratch layout: `nlocals` `u64` locals, the record-assembly buffer, the `strtok` slot,
+/// then string slots of `strsize + 1` bytes allocated in order during a clause.
 ///
 /// # Invariants
 ///
@@ -130,8 +130,8 @@ pub struct Vm<'s> {
     nlocals: u32,
     strsize: u32,
     next_slot: usize,
-    /// Where `strtok(NULL, ...)` goes on: a string reference into the clause's last
-    /// `strtok()` string, or 0.
+    /// Where `strtok(NULL, ...)` goes on: a reference to the `strtok` slot, which holds what
+    /// is left of the last `strtok()` string of this firing, or 0.
     strtok: u64,
     /// `rand()` calls so far, mixed into the seed so that calls in one firing differ.
     rand_n: u64,
@@ -187,8 +187,7 @@ impl<'s> Vm<'s> {
             *b = 0;
         }
         self.next_slot = self.slots_start();
-        // The string it pointed into lived in a slot just freed.
-        self.strtok = 0;
+        // `strtok` goes on in the next clause: its string is in the strtok slot, not freed.
         self.spec = None;
     }
 
@@ -253,6 +252,33 @@ impl<'s> Vm<'s> {
         }
     }
 
+    /// Copies what follows byte `end` of string `cur` into the `strtok` slot (in place when
+    /// `cur` is that slot); returns the slot's reference.
+    fn keep_strtok(&mut self, strtab: &[u8], cur: u64, end: usize) -> Result<u64, FaultKind> {
+        let ss = self.strsize as usize;
+        let keep = self.nlocals as usize * 8 + record_buf_size(self.strsize);
+        let len = resolve_str(strtab, self.scratch, ss, cur)
+            .ok_or(FaultKind::BadString)?
+            .len();
+        let end = end.min(len);
+        if (cur >> 40) & 0xff == STR_SPACE_SCRATCH {
+            // The strtok slot itself or a later slot of this clause: `copy_within` allows the
+            // overlap of the first.
+            let off = cur as u32 as usize;
+            // PANIC: `resolve_str` found `len` bytes at `off`, so `off + len` is in the
+            // scratch; `Vm::new` checked that it holds the strtok slot (`keep + ss + 1`).
+            self.scratch.copy_within(off + end..off + len, keep);
+        } else {
+            let rest = resolve_str(strtab, &[], ss, cur).unwrap_or(&[]);
+            // PANIC: as above; `rest.len() - end <= ss`.
+            let out = &mut self.scratch[keep..keep + ss];
+            subr::copy(rest.get(end..).unwrap_or(&[]), out);
+        }
+        // PANIC: `len - end <= ss`, and the slot has `ss + 1` bytes.
+        self.scratch[keep + len - end] = 0;
+        Ok(str_ref(STR_SPACE_SCRATCH, keep as u32))
+    }
+
     /// Runs a subroutine opcode (`Substr` ..= `Progenyof` but `Hton`); returns the value of `rd`.
     fn subr<D: Dict + ?Sized, E: Env + ?Sized>(
         &mut self,
@@ -306,18 +332,20 @@ impl<'s> Vm<'s> {
                     // Like DTrace: no string to go on with gives NULL.
                     return self.new_str(strtab, |_, _, _| Ok(None));
                 }
-                let mut next = 0u64;
+                let mut cut = None;
                 let r = self.new_str(strtab, |t, sc, out| {
                     let s = get(t, sc, ss, cur)?;
                     let d = get(t, sc, ss, b)?;
                     Ok(subr::strtok(s, d).map(|(start, end)| {
-                        // The offset is the low 32 bits; `end <= strsize` keeps it in range.
-                        next = (cur & !0xffff_ffff) | (cur as u32).wrapping_add(end as u32) as u64;
+                        cut = Some(end);
                         // PANIC: `strtok` returns `start <= end <= s.len()`.
                         subr::copy(&s[start..end], out)
                     }))
                 })?;
-                self.strtok = next;
+                self.strtok = match cut {
+                    Some(end) => self.keep_strtok(strtab, cur, end)?,
+                    None => 0,
+                };
                 r
             }
             Lltostr => self.new_str(strtab, |_, _, out| {
