@@ -274,6 +274,11 @@ impl Env for KernelEnv<'_> {
                 _ => 0,
             },
             Builtin::Vtimestamp => task::vtime(),
+            Builtin::Epid => {
+                let n = self.s.prog.clauses().len() as u32;
+                probe::epid(self.slot.id, self.clause, n)
+            }
+            Builtin::Ipl => task::irq_level() as u64,
             _ => 0,
         }
     }

@@ -7,7 +7,7 @@ cd "$(dirname "$0")" || exit 1
 . ./tap.sh
 
 echo "TAP version 13"
-echo "1..8"
+echo "1..10"
 
 # expect_file NAME: /tmp/out is exactly /tmp/want (trailing blank lines included).
 expect_file() {
@@ -103,5 +103,16 @@ run 'BEGIN { printf("%s ", strtok(strjoin("x,", "yy,zzz"), ",")); }
      BEGIN { printf("%s ", strtok(0, ",")); this->x = strjoin("q", "r"); }
      BEGIN { printf("%s\n", strtok(0, ",")); exit(0); }'
 expect "strtok(NULL) across the clauses of a firing" "x yy zzz rc=0" "$out rc=$rc"
+
+# epid: probe x clauses + clause + 1 (BEGIN is probe 0, ERROR 1, two clauses), ERROR's arg1.
+run 'BEGIN { x = 0; y = 1 / x; } ERROR { printf("%d %d\n", arg1, epid); exit(0); }'
+expect "epid, and ERROR's arg1 is the faulting clause's" "1 4" "$out"
+
+# ipl: 0 in a task (read(2)), 2 in a hardirq (tick's hrtimer).
+run 'fbt::ksys_read:entry /pid == $target/ { @r[ipl] = count(); } END { printa("%d %@d\n", @r); }' \
+	-c "./oxt_workload read 1 5"
+run2=$out
+run 'tick-10ms { @t[ipl] = count(); exit(0); } END { printa("%d %@d\n", @t); }'
+expect "ipl in a task and in a hardirq" "0 5 2 1" "$run2 $out"
 
 tap_exit

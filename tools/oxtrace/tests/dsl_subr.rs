@@ -92,6 +92,17 @@ fn strtok_goes_on_across_clauses_of_a_firing() {
 }
 
 #[test]
+fn epid_and_ipl() {
+    // Each description is a probe (BEGIN 0, END 1, BEGIN 2), three clauses: epid = probe * 3
+    // + clause + 1. The simulator fires in a task (ipl 0).
+    let out = begin(
+        r#"BEGIN { printf("%d ", epid); } END { x = 1; }
+        BEGIN { printf("%d %d\n", epid, ipl); }"#,
+    );
+    assert_eq!(out, "1 9 0\n");
+}
+
+#[test]
 fn byte_order_and_dev_t() {
     let out = begin(
         r#"BEGIN {
@@ -325,4 +336,14 @@ fn destructive_actions_run() {
         e.msg,
         "system(): %d requires an integer, argument 2 is string"
     );
+}
+
+/// ERROR's arg1 is the faulting clause's epid (BEGIN is probe 0, ERROR 1; two clauses).
+#[test]
+fn error_arg1_is_the_epid() {
+    let p = c(r#"BEGIN { x = 0; y = 1 / x; } ERROR { printf("%d %d\n", arg1, epid); }"#);
+    let mut s = Sim::default();
+    s.fire(&p, &Firing::default());
+    assert_eq!(s.faults.len(), 1);
+    assert_eq!(s.printf_output(&p), "1 4\n");
 }

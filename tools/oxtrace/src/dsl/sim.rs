@@ -173,6 +173,8 @@ struct FiringEnv<'s> {
     err: Option<([u64; 6], u32)>,
     /// Option `specsize`.
     specsize: usize,
+    /// Clauses of the program (for `epid`).
+    nclauses: u32,
 }
 
 impl FiringEnv<'_> {
@@ -220,6 +222,7 @@ impl Env for FiringEnv<'_> {
             Builtin::Walltimestamp => 1_700_000_000_000_000_000 + f.timestamp,
             Builtin::Uid => f.uid,
             Builtin::Id => self.probe_id.into(),
+            Builtin::Epid => probe::epid(self.probe_id, self.clause as u32, self.nclauses),
             _ => 0,
         }
     }
@@ -494,6 +497,7 @@ impl Sim {
                 error_ids: &error_ids,
                 err: None,
                 specsize: img.options().specsize as usize,
+                nclauses: clauses.len() as u32,
             };
             let order = probe::clauses_of(&img, pi as u32);
             probe::run_clauses(&mut vm, &img, &clauses, order, &mut env);
