@@ -98,7 +98,8 @@ want=$(
 expect "llquantize: negative buckets, the zero bucket, abs() < factor^low" "$want" \
 	"$(echo "$out" | grep '|')$err"
 
-# strtok(NULL, ...) goes on in the next clause of the firing, as DTrace keeps it per CPU.
+# strtok(NULL, ...) goes on in the next clause, as DTrace keeps its place per CPU (here
+# three BEGIN descriptions, three firings on the CPU of the GO ioctl).
 run 'BEGIN { printf("%s ", strtok(strjoin("x,", "yy,zzz"), ",")); }
      BEGIN { printf("%s ", strtok(0, ",")); this->x = strjoin("q", "r"); }
      BEGIN { printf("%s\n", strtok(0, ",")); exit(0); }'

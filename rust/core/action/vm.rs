@@ -114,6 +114,9 @@ enum TupleVal {
     Str(u64),
 }
 
+/// The strtok slot's last byte when it holds a string `strtok(NULL, ...)` goes on with.
+const STRTOK_KEPT: u8 = 1;
+
 /// The interpreter state of one CPU: registers, tuple stack and the caller's scratch area.
 ///
 /// Scratch layout: `nlocals` `u64` locals, the record-assembly buffer, the `strtok` slot,
@@ -131,7 +134,7 @@ pub struct Vm<'s> {
     strsize: u32,
     next_slot: usize,
     /// Where `strtok(NULL, ...)` goes on: a reference to the `strtok` slot, which holds what
-    /// is left of the last `strtok()` string of this firing, or 0.
+    /// is left of the CPU's last `strtok()` string, or 0.
     strtok: u64,
     /// `rand()` calls so far, mixed into the seed so that calls in one firing differ.
     rand_n: u64,
@@ -160,6 +163,16 @@ impl<'s> Vm<'s> {
         if scratch.len() < base {
             return Err(VmError::ScratchTooSmall);
         }
+        // The strtok slot's last byte says whether it holds a string to go on with (a rest is
+        // shorter than `strsize`, so that byte is never part of it): the place is kept per
+        // CPU, in the CPU's scratch, as DTrace keeps it.
+        let keep = nlocals as usize * 8 + record_buf_size(strsize);
+        // PANIC: `base` (checked above) covers the strtok slot, `keep + strsize + 1` bytes.
+        let strtok = if scratch[keep + strsize as usize] == STRTOK_KEPT {
+            str_ref(STR_SPACE_SCRATCH, keep as u32)
+        } else {
+            0
+        };
         // INVARIANT: parameters checked; the slot area starts at `base`.
         Ok(Vm {
             regs: [0; NREGS],
@@ -169,7 +182,7 @@ impl<'s> Vm<'s> {
             nlocals,
             strsize,
             next_slot: base,
-            strtok: 0,
+            strtok,
             rand_n: 0,
             spec: None,
             losses: Losses::default(),
@@ -276,6 +289,7 @@ impl<'s> Vm<'s> {
         }
         // PANIC: `len - end <= ss`, and the slot has `ss + 1` bytes.
         self.scratch[keep + len - end] = 0;
+        self.scratch[keep + ss] = STRTOK_KEPT;
         Ok(str_ref(STR_SPACE_SCRATCH, keep as u32))
     }
 
@@ -344,7 +358,12 @@ impl<'s> Vm<'s> {
                 })?;
                 self.strtok = match cut {
                     Some(end) => self.keep_strtok(strtab, cur, end)?,
-                    None => 0,
+                    None => {
+                        let flag = self.nlocals as usize * 8 + record_buf_size(self.strsize) + ss;
+                        // PANIC: the strtok slot is within `slots_start()` (see `Vm::new`).
+                        self.scratch[flag] = 0;
+                        0
+                    }
                 };
                 r
             }

@@ -65,11 +65,10 @@ fn strtok_cuts_a_string_in_one_clause() {
     assert_eq!(out, "a b c\n");
 }
 
-/// DTrace keeps strtok's place per CPU: `strtok(NULL, ...)` goes on in the next clause of the
-/// firing (the string it cuts lived in the first clause's scratch), and a new firing starts
-/// without one.
+/// DTrace keeps strtok's place per CPU: `strtok(NULL, ...)` goes on in the next clause (the
+/// string it cuts lived in the first clause's scratch) and in a later firing on the CPU.
 #[test]
-fn strtok_goes_on_across_clauses_of_a_firing() {
+fn strtok_goes_on_across_clauses_and_firings() {
     let p = c(
         r#"BEGIN { printf("%s ", strtok(strjoin("x,", "yy,zzz"), ",")); }
         BEGIN { printf("%s ", strtok(0, ",")); this->x = strjoin("q", "r"); }
@@ -80,14 +79,18 @@ fn strtok_goes_on_across_clauses_of_a_firing() {
     s.fire(&p, &Firing::default());
     assert!(s.faults.is_empty(), "{:?}", s.faults);
     assert_eq!(s.printf_output(&p), "x yy zzz|\nk l\n");
-    // The next firing has no string to go on with: NULL, which faults when printed.
+    // The next firing goes on; at the end strtok gives NULL, which faults when printed, and
+    // forgets the string.
     let p = c(r#"BEGIN { x++; } BEGIN /x == 1/ { strtok("a,b", ","); }
-        BEGIN /x == 2/ { printf("%s\n", strtok(0, ",")); }"#);
+        BEGIN /x > 1/ { printf("%s\n", strtok(0, ",")); }"#);
     let mut s = Sim::default();
     s.fire(&p, &Firing::default());
-    assert!(s.faults.is_empty(), "{:?}", s.faults);
     s.fire(&p, &Firing::default());
-    assert_eq!(s.faults.len(), 1);
+    assert!(s.faults.is_empty(), "{:?}", s.faults);
+    assert_eq!(s.printf_output(&p), "b\n");
+    s.fire(&p, &Firing::default());
+    s.fire(&p, &Firing::default());
+    assert_eq!(s.faults.len(), 2);
     assert_eq!(s.faults[0].1.kind, FaultKind::BadString);
 }
 

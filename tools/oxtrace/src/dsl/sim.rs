@@ -149,6 +149,9 @@ pub struct Sim {
     pub raised: Vec<u64>,
     /// Nanoseconds `chill()` would have spun.
     pub chilled: u64,
+    /// The simulated CPU's scratch, kept from firing to firing as the kernel keeps each
+    /// CPU's (its strtok slot lives on).
+    pub scratch: Vec<u8>,
 }
 
 fn owned_items(rec: &Record<'_>) -> Vec<OwnedItem> {
@@ -435,7 +438,10 @@ impl Sim {
                     .expect("verified")
             })
             .collect();
-        let mut scratch = vec![0u8; need];
+        let mut scratch = std::mem::take(&mut self.scratch);
+        if scratch.len() != need {
+            scratch = vec![0u8; need];
+        }
         let nspec = img.options().nspec as usize;
         if self.specs.len() != nspec {
             self.specs.resize(nspec, None);
@@ -502,6 +508,8 @@ impl Sim {
             let order = probe::clauses_of(&img, pi as u32);
             probe::run_clauses(&mut vm, &img, &clauses, order, &mut env);
         }
+        drop(vm);
+        self.scratch = scratch;
     }
 
     /// Format the printf records received so far, concatenated.
