@@ -52,7 +52,7 @@ fn bump(c: &AtomicU64) {
 }
 
 /// Adds `n` to a counter that only this CPU writes, without a locked instruction.
-fn add(c: &AtomicU64, n: u64) {
+pub(super) fn add(c: &AtomicU64, n: u64) {
     c.store(c.load(Ordering::Relaxed).wrapping_add(n), Ordering::Relaxed);
 }
 
@@ -437,17 +437,14 @@ impl Env for KernelEnv<'_> {
         };
         if specs.end(id, commit, ts) {
             // This CPU's share now; the others' at their next buffer switch.
-            let before = *self.pbuf_drops;
             specs.settle(
                 self.cpu,
                 sc,
                 self.pbuf.active(),
                 self.pbuf_off,
                 self.pbuf_drops,
+                self.s.cpu_counters.get(self.cpu as usize),
             );
-            if let Some(c) = self.s.cpu_counters.get(self.cpu as usize) {
-                add(&c.drops, self.pbuf_drops.wrapping_sub(before));
-            }
         }
     }
 

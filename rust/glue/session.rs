@@ -12,6 +12,7 @@ use crate::agg::{self, AggBuffer};
 use crate::diag::{self, Refusal};
 use crate::glue::budget::MemCharge;
 use crate::glue::dynmem::DynVars;
+use crate::glue::fire;
 use crate::glue::image::OwnedImage;
 use crate::glue::provider::SyscallSlots;
 use crate::glue::pt::Pt;
@@ -73,6 +74,15 @@ pub(crate) struct CpuCounters {
     /// `chill()`: start of the current window, and nanoseconds spun in it.
     pub(super) chill_start: AtomicU64,
     pub(super) chill_used: AtomicU64,
+}
+
+impl CpuCounters {
+    /// Counts records written to and dropped from the principal buffer; only this CPU calls
+    /// it.
+    pub(super) fn count_records(&self, written: u64, dropped: u64) {
+        fire::add(&self.records, written);
+        fire::add(&self.drops, dropped);
+    }
 }
 
 /// What one CPU's actions use.
@@ -566,6 +576,7 @@ impl Session {
                     st.pbuf.active(),
                     &mut st.pbuf_off,
                     &mut st.pbuf_drops,
+                    self.cpu_counters.get(cpu as usize),
                 );
             }
             got.store(st.pbuf.switch() as u64, Ordering::Relaxed);

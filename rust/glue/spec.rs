@@ -21,6 +21,7 @@
 
 use crate::action::Record;
 use crate::buffer::{self, Reader};
+use crate::glue::session::CpuCounters;
 use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::alloc::{flags::GFP_KERNEL, KVec, VVec};
 use kernel::prelude::*;
@@ -289,7 +290,8 @@ impl Specs {
     /// Settles every committing or discarding speculation on `cpu`, whose buffers `sc` are
     /// (borrowed from its per-CPU state, so this runs on it): a commit copies its records to
     /// the principal buffer `pbuf` at `off` with the commit's timestamp (they appear where the
-    /// commit is); `drops` counts what did not fit.
+    /// commit is); `drops` counts what did not fit. `counters`, `cpu`'s, count the records
+    /// written and dropped as the principal buffer's own writes do.
     pub(crate) fn settle(
         &self,
         cpu: u32,
@@ -297,7 +299,9 @@ impl Specs {
         pbuf: &mut [u8],
         off: &mut usize,
         drops: &mut u64,
+        counters: Option<&CpuCounters>,
     ) {
+        let (mut written, mut dropped) = (0u64, 0u64);
         for i in 0..self.nspec {
             let Some(v) = self.claim(cpu, i) else {
                 continue;
@@ -315,14 +319,20 @@ impl Specs {
                 if let Some(area) = sc.buf.get(start..start + used) {
                     for r in Reader::new(area).flatten() {
                         let h = r.hdr;
-                        if !buffer::write(pbuf, off, h.kind, h.probe, h.id, ts, r.data) {
-                            *drops += 1;
+                        if buffer::write(pbuf, off, h.kind, h.probe, h.id, ts, r.data) {
+                            written += 1;
+                        } else {
+                            dropped += 1;
                         }
                     }
                 }
             }
             *o = 0;
             self.settled_one(i);
+        }
+        *drops += dropped;
+        if let Some(c) = counters {
+            c.count_records(written, dropped);
         }
     }
 
