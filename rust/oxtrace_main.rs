@@ -17,6 +17,7 @@ use kernel::prelude::*;
 pub mod oxcore;
 pub use oxcore::{
     abi, action, agg, buffer, diag, dynvar, limits, probe, probesafe, program, stack, topa,
+    ustack,
 };
 
 // Kernel objects and policy.

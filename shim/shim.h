@@ -214,6 +214,14 @@ unsigned long oxt_regs_user_pc(struct pt_regs *regs);
  */
 unsigned int oxt_kernel_stack(struct pt_regs *regs, unsigned long *out,
 			      unsigned int max);
+/* The number of entries oxt_kernel_stack() finds without a bound (stackdepth). */
+unsigned int oxt_kernel_stack_depth(struct pt_regs *regs);
+/*
+ * The user PC and frame pointer of current (ustack()): from regs when they are
+ * user registers, else from the registers saved at its kernel entry.  False
+ * for a kernel thread or a task without user memory.  Safe in probe context.
+ */
+bool oxt_user_regs(struct pt_regs *regs, unsigned long *pc, unsigned long *fp);
 
 /*
  * Tracepoint events: a perf tracepoint counter (config = the event's id) on

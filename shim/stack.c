@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Kernel stacks for stack(), with the kernel's stack walker.  Probe context:
- * no allocation, no sleep.
+ * Kernel stacks for stack(), with the kernel's stack walker, and the user
+ * registers ustack() walks from.  Probe context: no allocation, no sleep.
  *
  * stack_trace_save_regs() is not exported, so the walk starts here and the
  * frames of the probe machinery are cut off: with kernel registers, every
@@ -15,6 +15,8 @@
 #include <linux/module.h>
 #include <linux/percpu.h>
 #include <linux/ptrace.h>
+#include <linux/sched.h>
+#include <linux/sched/task_stack.h>
 #include <linux/stacktrace.h>
 #include "shim.h"
 
@@ -43,8 +45,35 @@ unsigned int oxt_kernel_stack(struct pt_regs *regs, unsigned long *out,
 			if (oxt_at_probe(buf[i], ip))
 				from = i + 1;
 	}
-	for (i = from; i < n && j < max; i++)
-		if (!within_module(buf[i], THIS_MODULE))
-			out[j++] = buf[i];
+	for (i = from; i < n && j < max; i++) {
+		if (within_module(buf[i], THIS_MODULE))
+			continue;
+		if (out)
+			out[j] = buf[i];
+		j++;
+	}
 	return j;
+}
+
+unsigned int oxt_kernel_stack_depth(struct pt_regs *regs)
+{
+	return oxt_kernel_stack(regs, NULL, UINT_MAX);
+}
+
+/*
+ * The user registers of current: the probe's when it interrupted user mode,
+ * else the ones its last entry into the kernel saved at the top of its kernel
+ * stack (a system call, an interrupt, a fault).  A kernel thread has none; a
+ * task past exit_mm() has no user memory left to walk.
+ */
+bool oxt_user_regs(struct pt_regs *regs, unsigned long *pc, unsigned long *fp)
+{
+	if (!regs || !user_mode(regs)) {
+		if ((current->flags & PF_KTHREAD) || !current->mm)
+			return false;
+		regs = task_pt_regs(current);
+	}
+	*pc = instruction_pointer(regs);
+	*fp = frame_pointer(regs);
+	return true;
 }

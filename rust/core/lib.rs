@@ -28,3 +28,4 @@ pub mod probesafe;
 pub mod program;
 pub mod stack;
 pub mod topa;
+pub mod ustack;

@@ -39,6 +39,9 @@ pub const CHILL_INTERVAL_NS: u64 = 1_000_000_000;
 pub const MAX_STRSIZE: u32 = 4096;
 /// Most frames of `stack(n)` (and option `stackframes`): as many as fit a string key.
 pub const MAX_STACKFRAMES: u32 = (crate::agg::KEY_STR_MAX / crate::stack::FRAME_BYTES) as u32;
+/// Most frames of `ustack(n)` (and option `ustackframes`), the bound of every user stack
+/// walk (`ustackdepth` too): a frame takes at least one byte of a string key.
+pub const MAX_USTACKFRAMES: u32 = crate::agg::KEY_STR_MAX as u32;
 /// Most clause-local (`this->`) variables of a program.
 pub const MAX_LOCALS: u32 = 256;
 /// Most instructions of one predicate or action program.

@@ -242,6 +242,10 @@ pub const RULES: &[(Pat, Why)] = &[
     (Prefix("get_stack_info"), Why::ActionPath),
     (Prefix("copy_from_user_nofault"), Why::ActionPath),
     (Prefix("strncpy_from_user_nofault"), Why::ActionPath),
+    // ustack()'s frame-pointer walk reads user memory with those copies: a frame that is
+    // not present faults into the user half of the page-fault handler
+    // (arch/x86/mm/fault.c), which sees the faults disabled and fixes the copy up.
+    (Exact("do_user_addr_fault"), Why::ActionPath),
     (Prefix("irq_work_"), Why::ActionPath),
     (Prefix("__irq_work_"), Why::ActionPath),
     (Exact("arch_irq_work_raise"), Why::ActionPath),
@@ -292,6 +296,7 @@ mod tests {
             "stack_trace_save",
             "unwind_next_frame",
             "copy_from_user_nofault",
+            "do_user_addr_fault",
             "irq_work_queue",
         ] {
             assert!(refusal(f).is_some(), "{f} should be refused");

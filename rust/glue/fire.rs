@@ -44,6 +44,7 @@ use crate::sys::percpu::ActionCtx;
 use crate::sys::switchbuf::Halves;
 use crate::sys::task;
 use crate::sys::xcall;
+use crate::ustack::UserRegs;
 use core::sync::atomic::{AtomicU64, Ordering};
 
 /// Adds one to a counter that only this CPU writes, without a locked instruction.
@@ -386,6 +387,14 @@ impl Env for KernelEnv<'_> {
 
     fn kernel_stack(&mut self, out: &mut [u64]) -> usize {
         self.regs.kernel_stack(out)
+    }
+
+    fn kernel_stack_depth(&mut self) -> usize {
+        self.regs.kernel_stack_depth()
+    }
+
+    fn user_regs(&mut self) -> Option<UserRegs> {
+        self.regs.user_regs().map(|(pc, fp)| UserRegs { pc, fp })
     }
 
     fn ptwrite(&mut self, value: u64) -> bool {

@@ -16,7 +16,7 @@ use crate::sys::shim;
 use core::marker::PhantomData;
 use core::ptr::NonNull;
 use kernel::error::to_result;
-use kernel::ffi::{c_uint, c_void};
+use kernel::ffi::{c_uint, c_ulong, c_void};
 use kernel::prelude::*;
 use kernel::str::CStr;
 
@@ -78,6 +78,21 @@ impl Regs {
         // long`, which is `u64` on the 64-bit kernels the module builds for.
         let n = unsafe { shim::oxt_kernel_stack(self.0, out.as_mut_ptr().cast(), max) };
         (n as usize).min(out.len())
+    }
+
+    /// The number of frames [`Regs::kernel_stack`] finds without a bound (`stackdepth`).
+    pub(crate) fn kernel_stack_depth(&self) -> usize {
+        // SAFETY: as in `arg`.
+        unsafe { shim::oxt_kernel_stack_depth(self.0) as usize }
+    }
+
+    /// The user PC and frame pointer of the current task: these registers' when they are
+    /// user ones, else those saved at the task's kernel entry; `None` for a kernel thread.
+    pub(crate) fn user_regs(&self) -> Option<(u64, u64)> {
+        let (mut pc, mut fp): (c_ulong, c_ulong) = (0, 0);
+        // SAFETY: as in `arg` for `self.0`; `pc` and `fp` are valid for one write each.
+        let ok = unsafe { shim::oxt_user_regs(self.0, &mut pc, &mut fp) };
+        ok.then_some((pc as u64, fp as u64))
     }
 
     /// The interrupted user PC, or 0 if these are kernel registers (profile probes).

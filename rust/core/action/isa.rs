@@ -213,7 +213,26 @@ pub enum Op {
     /// `rd = ` the kernel stack of the probe, at most `imm` frames (clamped to
     /// [`crate::stack::MAX_FRAMES`]), encoded ([`crate::stack`]) into a scratch string slot.
     Kstack = 97,
+    /// `rd = ` the user stack of the current thread, at most `imm` frames (clamped to
+    /// [`crate::ustack::MAX_FRAMES`]), encoded ([`crate::ustack`]) into a scratch string
+    /// slot; the empty string where there is none (a kernel thread).
+    Ustack = 120,
+    /// `rd = ` the depth of the user stack (`ustackdepth`), at most
+    /// [`crate::ustack::MAX_FRAMES`].
+    Ustackdepth = 121,
+    /// `rd = ` the depth of the kernel stack of the probe (`stackdepth`).
+    Kstackdepth = 122,
+    /// `rd = ` address `r1` as a value of style `imm` ([`crate::ustack::Style`], not
+    /// `Ustack`; a user style records the current process), in a scratch string slot
+    /// (`usym()`, `sym()`, ...).
+    Symval = 123,
+    /// `rd = ` the return address of the current user function (`ucaller`), 0 when unknown.
+    Ucaller = 124,
 }
+
+/// The opcodes of the user stack range ([`Op::Ustack`] ..= [`Op::Ucaller`]), which
+/// lies apart from the contiguous ones below [`NOPS`].
+pub const USTACK_OPS: core::ops::RangeInclusive<u8> = 120..=124;
 
 /// Number of opcodes; every byte value at or above it is invalid.
 pub const NOPS: u8 = 98;
@@ -325,7 +344,14 @@ impl Op {
             Chill,
             Kstack,
         ];
-        ALL.get(b as usize).copied()
+        match b {
+            120 => Some(Ustack),
+            121 => Some(Ustackdepth),
+            122 => Some(Kstackdepth),
+            123 => Some(Symval),
+            124 => Some(Ucaller),
+            _ => ALL.get(b as usize).copied(),
+        }
     }
 
     /// Whether the op is an action, a statement of its own that is no expression and no
@@ -455,6 +481,11 @@ impl Op {
             Raise => "raise",
             Chill => "chill",
             Kstack => "kstack",
+            Ustack => "ustack",
+            Ustackdepth => "ustackdepth",
+            Kstackdepth => "kstackdepth",
+            Symval => "symval",
+            Ucaller => "ucaller",
         }
     }
 }

@@ -161,6 +161,8 @@ enum ImmKind {
     Reg,
     /// A byte-swap width: 16, 32 or 64.
     SwapWidth,
+    /// A symbol value's style ([`crate::ustack::Style`]) other than a stack.
+    SymStyle,
 }
 
 /// Operand shape of an opcode: destination written, sources read, immediate kind, and
@@ -214,6 +216,16 @@ fn shape(op: Op) -> Shape {
         Kstack => Shape {
             alloc: true,
             ..sh(true, false, false, I::Any)
+        },
+        // imm: a frame count, clamped by the interpreter.
+        Ustack => Shape {
+            alloc: true,
+            ..sh(true, false, false, I::Any)
+        },
+        Ustackdepth | Kstackdepth | Ucaller => sh(true, false, false, I::Zero),
+        Symval => Shape {
+            alloc: true,
+            ..sh(true, true, false, I::SymStyle)
         },
         Strjoin => Shape {
             alloc: true,
@@ -377,6 +389,10 @@ pub fn verify<'a, D: Dict + ?Sized>(
                 return Err(err(i, Reason::BadWidth(imm)))
             }
             ImmKind::SwapWidth => {}
+            ImmKind::SymStyle => match crate::ustack::Style::from_u8(imm.min(255) as u8) {
+                Some(st) if imm < 256 && st != crate::ustack::Style::Ustack => {}
+                _ => return Err(err(i, Reason::BadType(imm))),
+            },
         }
         // A load of a string-valued variable copies it into a new slot.
         let string_load = op == Op::Ldgaa && dict.var(imm).is_some_and(|v| v.string);

@@ -59,6 +59,25 @@ pub trait Env {
     fn kernel_stack(&mut self, _out: &mut [u64]) -> usize {
         0
     }
+    /// The depth of the kernel stack of the probe (`stackdepth`), as [`Env::kernel_stack`]
+    /// would fill it without a bound.
+    fn kernel_stack_depth(&mut self) -> usize {
+        0
+    }
+    /// The user registers of the current thread (the probe's own when it interrupted user
+    /// mode, else those saved at its last kernel entry); `None` for a kernel thread.
+    fn user_regs(&mut self) -> Option<crate::ustack::UserRegs> {
+        None
+    }
+}
+
+/// An [`Env`]'s user memory as a frame reader (the non-faulting [`Env::read_user`]).
+struct UserFrames<'e, E: Env + ?Sized>(&'e mut E);
+
+impl<E: Env + ?Sized> crate::ustack::FrameReader for UserFrames<'_, E> {
+    fn read(&mut self, addr: u64, out: &mut [u8; 16]) -> bool {
+        self.0.read_user(addr, out)
+    }
 }
 
 /// Kind of a runtime fault.
@@ -291,6 +310,71 @@ impl<'s> Vm<'s> {
         self.scratch[keep + len - end] = 0;
         self.scratch[keep + ss] = STRTOK_KEPT;
         Ok(str_ref(STR_SPACE_SCRATCH, keep as u32))
+    }
+
+    /// Runs a user stack or symbol opcode (`Ustack` ..= `Ucaller`); returns the value of
+    /// `rd`. Apart from [`Vm::run`] so that its locals do not grow that frame.
+    #[inline(never)]
+    fn user_op<D: Dict + ?Sized, E: Env + ?Sized>(
+        &mut self,
+        op: Op,
+        a: u64,
+        imm: u32,
+        dict: &D,
+        env: &mut E,
+    ) -> Result<u64, FaultKind> {
+        use crate::ustack::{self, Style};
+        match op {
+            Op::Ustack => {
+                let max = imm.min(ustack::MAX_FRAMES);
+                let regs = env.user_regs();
+                let pid = env.builtin(Builtin::Pid);
+                self.new_str(dict.strtab(), |_, _, slot| {
+                    let Some(regs) = regs else {
+                        return Ok(Some(0));
+                    };
+                    // A key string holds at most `KEY_STR_MAX` bytes.
+                    let room = slot.len().min(crate::agg::KEY_STR_MAX);
+                    // PANIC: `room <= slot.len()`.
+                    let slot = &mut slot[..room];
+                    let mut r = UserFrames(env);
+                    Ok(Some(ustack::encode(pid, regs, max, &mut r, slot)))
+                })
+            }
+            Op::Ustackdepth | Op::Ucaller => {
+                let Some(regs) = env.user_regs() else {
+                    return Ok(0);
+                };
+                let max = if op == Op::Ucaller {
+                    2
+                } else {
+                    ustack::MAX_FRAMES
+                };
+                let mut last = 0u64;
+                let n = ustack::walk(regs, max, &mut UserFrames(env), |pc| {
+                    last = pc;
+                    true
+                });
+                Ok(match op {
+                    Op::Ucaller if n == 2 => last,
+                    Op::Ucaller => 0,
+                    _ => n as u64,
+                })
+            }
+            Op::Kstackdepth => Ok(env.kernel_stack_depth() as u64),
+            Op::Symval => {
+                let style = Style::from_u8(imm.min(255) as u8).ok_or(FaultKind::Invalid)?;
+                let pid = if style.user() {
+                    env.builtin(Builtin::Pid)
+                } else {
+                    0
+                };
+                self.new_str(dict.strtab(), |_, _, slot| {
+                    Ok(Some(ustack::encode_sym(style, pid, a, slot)))
+                })
+            }
+            _ => Err(FaultKind::Invalid),
+        }
     }
 
     /// Runs a subroutine opcode (`Substr` ..= `Progenyof` but `Hton`); returns the value of `rd`.
@@ -772,6 +856,9 @@ impl<'s> Vm<'s> {
                         Ok(Some(crate::stack::encode(&pcs[..n], slot)))
                     });
                     out = Some(r.map_err(f)?);
+                }
+                Ustack | Ustackdepth | Ucaller | Kstackdepth | Symval => {
+                    out = Some(self.user_op(op, a, imm, dict, env).map_err(f)?);
                 }
             }
             if let Some(v) = out {

@@ -62,12 +62,13 @@ pub struct Cli {
     /// Serve the aggregations as OpenMetrics on http://ADDR/metrics while the program runs.
     #[arg(long, value_name = "ADDR")]
     pub listen: Option<String>,
-    /// Output format: text, json or openmetrics.
+    /// Output format: text, json, openmetrics or folded (stack aggregations for flame
+    /// graphs).
     #[arg(
         short = 'o',
         value_name = "FORMAT",
         default_value = "text",
-        value_parser = ["text", "json", "openmetrics"]
+        value_parser = ["text", "json", "openmetrics", "folded"]
     )]
     pub output: String,
     /// Arguments of the program ($1, $2, ...); without a program: `version` (the module's ABI

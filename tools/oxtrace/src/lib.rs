@@ -17,3 +17,4 @@ pub mod pt;
 pub mod run;
 pub mod syscalls;
 pub mod tracepoints;
+pub mod usym;

@@ -200,6 +200,7 @@ fn trace(cli: &Cli) -> Res<i32> {
         "text" => OutFmt::Text,
         "json" => OutFmt::Json,
         "openmetrics" => OutFmt::OpenMetrics,
+        "folded" => OutFmt::Folded,
         o => return Err(format!("unknown output format '{o}': text, json or openmetrics").into()),
     };
     run::catch_signals();

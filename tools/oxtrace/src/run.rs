@@ -32,6 +32,8 @@ pub enum OutFmt {
     Json,
     /// Aggregations in the OpenMetrics text format at the end.
     OpenMetrics,
+    /// Aggregations keyed by stacks as folded stacks at the end (flame graphs).
+    Folded,
 }
 
 /// What the run watches besides the program.
@@ -411,6 +413,9 @@ pub struct Run<'a> {
     dyn_drops: Option<DropTracker>,
     /// Where `--listen` publishes the aggregations after every snapshot.
     metrics: Option<Metrics>,
+    /// Whether an aggregation has a stack key (a user stack's process is read at each
+    /// snapshot).
+    user_stacks: bool,
     out: io::BufWriter<io::Stdout>,
     /// Time of the LOAD ioctl (image check and attaching every probe), µs.
     load_us: u128,
@@ -564,6 +569,10 @@ impl<'a> Run<'a> {
                 .any(|v| v.scope != oxtrace_core::action::Scope::Global)
                 .then(DropTracker::default),
             metrics: None,
+            user_stacks: prog
+                .aggs
+                .iter()
+                .any(|a| a.keys.contains(&dsl::KeyKind::Stack)),
             out: io::BufWriter::new(io::stdout()),
             load_us,
             snap_us: 0,
@@ -675,6 +684,7 @@ impl<'a> Run<'a> {
             }
             OutFmt::Json => s = self.aggs.to_json(order),
             OutFmt::OpenMetrics => s = self.aggs.to_openmetrics("oxtrace"),
+            OutFmt::Folded => s = self.aggs.to_folded(SortOrder::default()),
         }
         self.out.write_all(s.as_bytes())?;
         self.out.flush()?;
@@ -873,7 +883,7 @@ impl<'a> Run<'a> {
                         o.push('}');
                         writeln!(self.out, "{o}")?;
                     }
-                    OutFmt::OpenMetrics => {}
+                    OutFmt::OpenMetrics | OutFmt::Folded => {}
                     OutFmt::Text => self.out.write_all(&text)?,
                 }
             }
@@ -929,7 +939,7 @@ impl<'a> Run<'a> {
                         }
                         self.out.write_all(o.as_bytes())?;
                     }
-                    OutFmt::OpenMetrics => {}
+                    OutFmt::OpenMetrics | OutFmt::Folded => {}
                 }
             }
             RecordKind::Clear
@@ -970,6 +980,10 @@ impl<'a> Run<'a> {
                     .merge_snapshots(&self.aggbuf[..s.len as usize])
                     .map_err(|e| RunError(e.to_string()))?;
             }
+        }
+        if self.user_stacks {
+            // Name user stacks while their processes live: one may exit before the end.
+            crate::usym::prime_table(&self.aggs);
         }
         if let Some(m) = &self.metrics {
             m.publish(self.aggs.to_openmetrics("oxtrace"));

@@ -23,6 +23,14 @@ pub use super::types::Ty;
 /// Scratch bytes the kernel allows one clause (the compiler checks against the same bound).
 pub const SCRATCH_LIMIT: usize = limits::MAX_SCRATCH;
 
+/// The value of frame-count option `name` (checked when it was set), else `default`.
+fn frames_option(c: &Compiled, name: &str, default: u32) -> u32 {
+    c.tool_options
+        .get(name)
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
 /// Compile a parsed program.
 pub fn compile_items(
     items: &[Item],
@@ -61,6 +69,8 @@ pub fn compile_items(
         fmt_text: vec![],
         locals: HashMap::new(),
         strsize: c.options.strsize as u32,
+        stackframes: frames_option(&c, "stackframes", oxtrace_core::stack::DEFAULT_FRAMES),
+        ustackframes: frames_option(&c, "ustackframes", oxtrace_core::ustack::DEFAULT_FRAMES),
         checked,
         printa_groups: vec![],
         setopts: vec![],

@@ -50,6 +50,8 @@ pub enum ArgKind {
     Str,
     /// A kernel stack (`%k`, `stack()`).
     Stack,
+    /// A user address (`%A`), which the compiler records with the process as `uaddr()`.
+    Uaddr,
 }
 
 impl Conv {
@@ -58,6 +60,7 @@ impl Conv {
         match self.conv {
             's' | 'S' => ArgKind::Str,
             'k' => ArgKind::Stack,
+            'A' => ArgKind::Uaddr,
             _ => ArgKind::Int,
         }
     }
@@ -161,7 +164,7 @@ pub fn parse(fmt: &[u8], printa: bool) -> Result<Vec<Piece>, FormatError> {
             None => return Err((start, "format ends in the middle of a conversion".into())),
             Some(&c) => c as char,
         };
-        if !"diuxXocspSYak".contains(conv) {
+        if !"diuxXocspSYakA".contains(conv) {
             return Err((
                 i,
                 format!("conversion %{} is not supported", conv.escape_default()),
@@ -297,8 +300,14 @@ pub fn format_conv(out: &mut Vec<u8>, c: &Conv, item: &Item<'_>) {
         }
         ('k', Item::Str(s)) => {
             let mut t = String::new();
-            crate::ksym::render_stack(crate::ksym::Ksyms::kernel(), s, &mut t);
+            crate::usym::render(s, &mut t);
             out.extend_from_slice(t.as_bytes());
+        }
+        // The compiler made the address a `uaddr()` value, which carries the process.
+        ('A', Item::Str(s)) => {
+            let mut t = String::new();
+            crate::usym::render(s, &mut t);
+            pad(out, t.as_bytes(), c.width, f.minus);
         }
         ('c', Item::Int(v, _)) => pad(out, &[*v as u8], c.width, f.minus),
         (_, Item::Str(s)) => pad(out, s, c.width, f.minus),

@@ -15,6 +15,9 @@ use std::collections::{HashMap, HashSet};
 #[path = "subr.rs"]
 mod subr;
 
+#[path = "ustack.rs"]
+mod ustack;
+
 #[derive(Clone)]
 pub(super) struct Var {
     pub(super) name: String,
@@ -53,6 +56,10 @@ pub(super) struct Tables {
     pub(super) fmt_text: Vec<String>,
     pub(super) locals: HashMap<String, (u32, Option<Ty>)>,
     pub(super) strsize: u32,
+    /// Frames of `stack()` and `ustack()` without a count (options `stackframes`,
+    /// `ustackframes`).
+    pub(super) stackframes: u32,
+    pub(super) ustackframes: u32,
     /// Declared structs, unions, typedefs and enumerators.
     pub(super) env: TypeEnv,
     /// The value type of each variable (and member path `x.m`) by storage class and name:
@@ -252,6 +259,9 @@ impl<'a> Gen<'a> {
                 Ok((r, Ty::Str))
             }
             ExprKind::Ident(name) => {
+                if let Some(r) = self.stack_ident(name, e.span) {
+                    return r;
+                }
                 if let Some((b, ty)) = builtin(name) {
                     let r = self.reg(e.span)?;
                     let op = if b.is_string() { Op::Ldbs } else { Op::Ldb };
@@ -664,6 +674,7 @@ impl<'a> Gen<'a> {
         match &e.kind {
             ExprKind::Ident(n) => {
                 builtin(n).is_none()
+                    && !ustack::is_ident(n)
                     && !self.t.inlines.contains_key(n)
                     && !self.t.env.enums.contains_key(n)
             }
@@ -720,7 +731,10 @@ impl<'a> Gen<'a> {
         };
         match &e.kind {
             ExprKind::Ident(name) => {
-                if builtin(name).is_some() || self.t.env.enums.contains_key(name) {
+                if builtin(name).is_some()
+                    || ustack::is_ident(name)
+                    || self.t.env.enums.contains_key(name)
+                {
                     return self.err(
                         e.span,
                         format!(
@@ -1623,7 +1637,7 @@ impl<'a> Gen<'a> {
         span: Span,
     ) -> GResult<(u8, Ty)> {
         if let ExprKind::Ident(name) = &lhs.kind {
-            if builtin(name).is_some() {
+            if builtin(name).is_some() || ustack::is_ident(name) {
                 return self.err(
                     lhs.span,
                     format!("[D_OP_WRITE] cannot assign to built-in variable '{name}'"),
@@ -1824,10 +1838,11 @@ impl<'a> Gen<'a> {
                 Ok((rd, Ty::Str))
             }
             n if subr::is_subr(n) => self.subr_call(n, args, span),
+            n if ustack::is_call(n) => self.stack_call(n, args, span),
             "stack" => {
-                use oxtrace_core::stack::{DEFAULT_FRAMES, MAX_FRAMES};
+                use oxtrace_core::stack::MAX_FRAMES;
                 let n = match args {
-                    [] => DEFAULT_FRAMES,
+                    [] => self.t.stackframes,
                     [e] => self.const_upto(e, MAX_FRAMES, "stack()'s frame count")?,
                     _ => return self.err(span, "stack() takes an optional frame count"),
                 };
@@ -2263,11 +2278,11 @@ impl<'a> Gen<'a> {
         }
         let mut regs = Vec::new();
         for (i, (a, &(kind, c, star))) in given.iter().zip(&slots).enumerate() {
-            let (r, ty) = self.expr(a)?;
+            let (r, mut ty) = self.expr(a)?;
             let ok = match kind {
                 ArgKind::Str => ty == Ty::Str,
                 ArgKind::Stack => ty == Ty::Stack,
-                ArgKind::Int => ty.is_scalar(),
+                ArgKind::Int | ArgKind::Uaddr => ty.is_scalar(),
             };
             if !ok {
                 let conv = String::from_utf8_lossy(&text[c.start..c.end]).into_owned();
@@ -2283,12 +2298,15 @@ impl<'a> Gen<'a> {
                         match kind {
                             ArgKind::Str => "a string",
                             ArgKind::Stack => "a stack()",
-                            ArgKind::Int => "an integer",
+                            ArgKind::Int | ArgKind::Uaddr => "an integer",
                         },
                         i + 2,
                         ty.name()
                     ),
                 );
+            }
+            if kind == ArgKind::Uaddr {
+                ty = self.user_addr(r);
             }
             regs.push((r, ty));
         }

@@ -127,6 +127,8 @@ pub const TOOL_OPTIONS: &[&str] = &[
     "aggsortpos",
     "aggsortkeypos",
     "destructive",
+    "stackframes",
+    "ustackframes",
 ];
 
 /// The options `setopt()` may change while tracing: those the consumer uses.
@@ -174,6 +176,16 @@ pub fn runtime_value(name: &str, value: Option<&str>) -> Result<Option<u64>, Str
     };
     n.map(Some)
         .ok_or_else(|| format!("invalid value '{v}' for option '{name}'"))
+}
+
+/// The depth bound of option `stackframes` or `ustackframes` (the compiler's default
+/// frame count of `stack()`, `ustack()`), from rust/core's limits.
+pub fn frames_bound(name: &str) -> Option<u32> {
+    match name {
+        "stackframes" => Some(oxtrace_core::limits::MAX_STACKFRAMES),
+        "ustackframes" => Some(oxtrace_core::limits::MAX_USTACKFRAMES),
+        _ => None,
+    }
 }
 
 /// Apply option `name[=value]`; errors carry the message.
@@ -224,6 +236,17 @@ pub(super) fn set_option(
         return Ok(());
     }
     if TOOL_OPTIONS.contains(&name) {
+        if let Some(max) = frames_bound(name) {
+            let v = value.ok_or_else(|| format!("option '{name}' requires a value"))?;
+            match v.parse::<u32>() {
+                Ok(n) if (1..=max).contains(&n) => {}
+                _ => {
+                    return Err(format!(
+                        "invalid value '{v}' for option '{name}': a frame count from 1 to {max}"
+                    ))
+                }
+            }
+        }
         if name == "quiet" {
             c.quiet = true;
         }

@@ -92,6 +92,9 @@ pub struct Firing {
     pub ancestors: Vec<u64>,
     /// Kernel stack (`stack()`), the probed function's caller first.
     pub kstack: Vec<u64>,
+    /// User PC and frame pointer (`ustack()` walks from them through `Sim::user_mem`);
+    /// `None` for a kernel thread.
+    pub uregs: Option<(u64, u64)>,
 }
 
 impl Default for Firing {
@@ -111,6 +114,7 @@ impl Default for Firing {
             execname: "test".into(),
             ancestors: vec![1],
             kstack: Vec::new(),
+            uregs: None,
         }
     }
 }
@@ -389,6 +393,16 @@ impl Env for FiringEnv<'_> {
         let n = self.f.kstack.len().min(out.len());
         out[..n].copy_from_slice(&self.f.kstack[..n]);
         n
+    }
+
+    fn kernel_stack_depth(&mut self) -> usize {
+        self.f.kstack.len()
+    }
+
+    fn user_regs(&mut self) -> Option<oxtrace_core::ustack::UserRegs> {
+        self.f
+            .uregs
+            .map(|(pc, fp)| oxtrace_core::ustack::UserRegs { pc, fp })
     }
 }
 

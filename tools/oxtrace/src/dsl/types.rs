@@ -3,7 +3,6 @@
 
 use super::KeyKind;
 use oxtrace_core::action::{Builtin, IntType};
-use oxtrace_core::stack;
 
 /// A value type.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -85,7 +84,8 @@ impl TypeEnv {
             Ty::Int { size, .. } => *size as u64,
             Ty::Str => strsize,
             // The encoded frames, as the string the kernel holds.
-            Ty::Stack => (stack::MAX_FRAMES as usize * stack::FRAME_BYTES) as u64,
+            // (A user stack or symbol value fits a key string too.)
+            Ty::Stack => oxtrace_core::agg::KEY_STR_MAX as u64,
             Ty::Ptr(_) => 8,
             Ty::Void => 1,
             Ty::Sou(i, _) => self.sous.get(*i).map_or(0, |s| s.size),

@@ -62,13 +62,12 @@ impl AggTable {
                         let _ = write!(o, "{}", int_text(v, f));
                     }
                     KeyElem::Str(s) if f == Some(KeyKind::Stack) => {
-                        let k = crate::ksym::Ksyms::kernel();
                         o.push('[');
-                        for (i, pc) in oxtrace_core::stack::decode(s).enumerate() {
+                        for (i, frame) in crate::usym::frames(s).iter().enumerate() {
                             if i > 0 {
                                 o.push(',');
                             }
-                            json_str(o, k.format(pc).as_bytes());
+                            json_str(o, frame.as_bytes());
                         }
                         o.push(']');
                     }

@@ -1,5 +1,7 @@
-//! Renderers of the merged aggregation table: DTrace's text, JSON and OpenMetrics.
+//! Renderers of the merged aggregation table: DTrace's text, JSON, OpenMetrics and folded
+//! stacks.
 
+pub mod folded;
 pub mod json;
 pub mod lines;
 pub mod openmetrics;

@@ -26,9 +26,12 @@ fn render_key(def: &AggDef, key: &KeyRef<'_>, out: &mut String) {
                 };
                 let _ = write!(out, " {:>w$}", int_text(v, f));
             }
-            KeyElem::Str(s) if f == Some(KeyKind::Stack) => {
-                crate::ksym::render_stack(crate::ksym::Ksyms::kernel(), s, out);
+            KeyElem::Str(s) if f == Some(KeyKind::Stack) && crate::usym::is_symbol(s) => {
+                let mut t = String::new();
+                crate::usym::render(s, &mut t);
+                let _ = write!(out, "  {t:<50}");
             }
+            KeyElem::Str(s) if f == Some(KeyKind::Stack) => crate::usym::render(s, out),
             KeyElem::Str(s) => {
                 let _ = write!(out, "  {:<50}", String::from_utf8_lossy(s));
             }
@@ -299,6 +302,12 @@ pub fn format_entry_multi(
                 } else {
                     spec.int(conv, v, out);
                 }
+            }
+            // A stack (`%k`) or symbol value, symbolized as the default format prints it.
+            Some((KeyElem::Str(s), Some(KeyKind::Stack))) => {
+                let mut t = String::new();
+                crate::usym::render(s, &mut t);
+                spec.pad(&t, out);
             }
             Some((KeyElem::Str(s), _)) => {
                 let s = String::from_utf8_lossy(s);
