@@ -522,7 +522,6 @@ impl Sim {
             let order = probe::clauses_of(&img, pi as u32);
             probe::run_clauses(&mut vm, &img, &clauses, order, &mut env);
         }
-        drop(vm);
         self.scratch = scratch;
     }
 
