@@ -14,6 +14,7 @@ use crate::dynvar::{
 use crate::program::{Image, OptKey, Options};
 use crate::sys::clean::{self, AllCpus, Periodic, PeriodicThread};
 use crate::sys::cpu;
+use crate::sys::gfp_load;
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use kernel::prelude::*;
 
@@ -110,7 +111,7 @@ impl DynMem {
 
     fn audit_now(&self) -> Result<Audit, AuditError> {
         let words = self.dstate.layout().audit_bitmap_words();
-        let mut seen = KVVec::from_elem(0u64, words, GFP_KERNEL).map_err(|_| AuditError::Bitmap)?;
+        let mut seen = KVVec::from_elem(0u64, words, gfp_load()).map_err(|_| AuditError::Bitmap)?;
         self.dstate.audit(&mut seen)
     }
 
@@ -173,9 +174,9 @@ impl DynVars {
         if opts.dynvarsize > OptKey::Dynvarsize.range().1 {
             return Err(E2BIG);
         }
-        let mut scopes = KVec::with_capacity(nvars, GFP_KERNEL)?;
+        let mut scopes = KVec::with_capacity(nvars, gfp_load())?;
         for id in 0..nvars as u32 {
-            scopes.push(image.var(id).ok_or(EINVAL)?.scope, GFP_KERNEL)?;
+            scopes.push(image.var(id).ok_or(EINVAL)?.scope, gfp_load())?;
         }
         let layout = Layout::new(
             opts.dynvarsize as usize,
@@ -231,7 +232,7 @@ impl DynVars {
                 audit: Default::default(),
                 _mem: mem,
             },
-            GFP_KERNEL,
+            gfp_load(),
         )?;
         // SAFETY: `mem` is boxed and stored next to the thread object, which is dropped first
         // (`DynVars` field order); dropping the thread object stops the thread.

@@ -22,8 +22,9 @@
 use crate::action::Record;
 use crate::buffer::{self, Reader};
 use crate::glue::session::CpuCounters;
+use crate::sys::gfp_load;
 use core::sync::atomic::{AtomicU64, Ordering};
-use kernel::alloc::{flags::GFP_KERNEL, KVec, VVec};
+use kernel::alloc::{KVec, VVec};
 use kernel::prelude::*;
 
 const INACTIVE: u64 = 0;
@@ -91,16 +92,16 @@ pub(crate) struct SpecCpu {
 impl Specs {
     /// `nspec` speculations over `ncpus` CPUs, buffers of `specsize` bytes.
     pub(crate) fn new(nspec: usize, ncpus: u32, specsize: usize) -> Result<Self> {
-        let mut states = KVec::with_capacity(nspec, GFP_KERNEL)?;
-        let mut commit_ts = KVec::with_capacity(nspec, GFP_KERNEL)?;
+        let mut states = KVec::with_capacity(nspec, gfp_load())?;
+        let mut commit_ts = KVec::with_capacity(nspec, gfp_load())?;
         for _ in 0..nspec {
-            states.push(AtomicU64::new(pack(INACTIVE, 0, 0)), GFP_KERNEL)?;
-            commit_ts.push(AtomicU64::new(0), GFP_KERNEL)?;
+            states.push(AtomicU64::new(pack(INACTIVE, 0, 0)), gfp_load())?;
+            commit_ts.push(AtomicU64::new(0), gfp_load())?;
         }
         let n = nspec.checked_mul(ncpus as usize).ok_or(EINVAL)?;
-        let mut held = KVec::with_capacity(n, GFP_KERNEL)?;
+        let mut held = KVec::with_capacity(n, gfp_load())?;
         for _ in 0..n {
-            held.push(AtomicU64::new(0), GFP_KERNEL)?;
+            held.push(AtomicU64::new(0), gfp_load())?;
         }
         // INVARIANT: the lengths are built above; nothing is active, nothing held.
         Ok(Self {
@@ -117,7 +118,7 @@ impl Specs {
         let bytes = self.nspec.checked_mul(self.specsize).ok_or(EINVAL)?;
         Ok(SpecCpu {
             buf: VVec::from_elem(0u8, bytes, crate::sys::gfp_big())?,
-            off: KVec::from_elem(0usize, self.nspec, GFP_KERNEL)?,
+            off: KVec::from_elem(0usize, self.nspec, gfp_load())?,
         })
     }
 

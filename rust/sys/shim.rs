@@ -148,6 +148,7 @@ extern "C" {
     pub(crate) fn oxt_periodic_free(p: *mut Periodic);
     pub(crate) fn oxt_synchronize_rcu();
 
+    pub(crate) fn oxt_gfp_load() -> u32;
     pub(crate) fn oxt_pages_alloc(order: c_uint) -> *mut Page;
     pub(crate) fn oxt_pages_free(page: *mut Page, order: c_uint);
     pub(crate) fn oxt_page_address(page: *mut Page) -> *mut c_void;
