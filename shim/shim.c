@@ -306,6 +306,17 @@ u64 oxt_current_vtime(void)
 	return READ_ONCE(current->se.sum_exec_runtime);
 }
 
+u32 oxt_irq_level(void)
+{
+	if (in_nmi())
+		return 3;
+	if (in_hardirq())
+		return 2;
+	if (in_serving_softirq())
+		return 1;
+	return 0;
+}
+
 size_t oxt_current_comm(char *buf, size_t len)
 {
 	ssize_t n;

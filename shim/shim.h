@@ -61,6 +61,8 @@ void oxt_ndelay(u64 ns);
 unsigned long oxt_current_task(void);
 /* Nanoseconds the current thread has run on a CPU (D's vtimestamp). */
 u64 oxt_current_vtime(void);
+/* The interrupt level of this context (D's ipl): 0 task, 1 softirq, 2 hardirq, 3 NMI. */
+u32 oxt_irq_level(void);
 /* Copies current->comm (NUL-terminated, at most len bytes); returns its length. */
 size_t oxt_current_comm(char *buf, size_t len);
 /* 0, or -EFAULT when [src, src + len) can't be read. */

@@ -322,6 +322,13 @@ pub fn action_index(code: &crate::action::Code<'_>, pc: u32, in_predicate: bool)
     done as u64 + 1
 }
 
+/// DTrace's enabled probe ID (`epid`, ERROR's `arg1`) of clause `clause` firing on probe
+/// (slot) `slot` of a program of `nclauses` clauses: one number per probe and clause, from 1.
+/// (dtrace numbers its enablings densely in creation order; these are not dense.)
+pub fn epid(slot: u32, clause: u32, nclauses: u32) -> u64 {
+    slot as u64 * nclauses as u64 + clause as u64 + 1
+}
+
 /// Runs one firing: for each clause index of `order` (an index of `clauses`), the predicate,
 /// then the actions if it held. A fault abandons that clause only (after
 /// [`ClauseEnv::fault`]), fires every ERROR description, and the next clause runs, as
@@ -474,7 +481,7 @@ fn on_fault<E: ClauseEnv>(
     let (ty, addr) = fault_type(&f.kind);
     *args = [
         0,
-        env.builtin(Builtin::Id),
+        env.builtin(Builtin::Epid),
         action_index(&code, f.pc, in_pred),
         f.pc as u64,
         ty,

@@ -35,7 +35,7 @@ use crate::diag;
 use crate::glue::dynmem::DynKeys;
 use crate::glue::pt::{Pt, PtCpu};
 use crate::glue::session::{ProbeSlot, Session};
-use crate::glue::spec::{Lost, Refused, SpecCpu};
+use crate::glue::spec::{Lost, Origin, Refused, SpecCpu};
 use crate::limits;
 use crate::probe::{self, ArgSource, ClauseEnv};
 use crate::program::ProbeKind;
@@ -134,6 +134,7 @@ pub(super) fn fire(s: &Session, slot: &ProbeSlot, ctx: &mut ActionCtx, regs: &Re
         spec: st.spec.as_mut(),
         pt,
         faulting: None,
+        clause: 0,
     };
     probe::run_clauses(
         &mut vm,
@@ -181,6 +182,8 @@ struct KernelEnv<'a> {
     /// While ERROR's clauses run: the faulting probe's slot, `slot` being ERROR's (whose
     /// `arg0..arg5` are then in `room.err_args`).
     faulting: Option<&'a ProbeSlot>,
+    /// The clause running, written into every record's kind word.
+    clause: u32,
 }
 
 impl KernelEnv<'_> {
@@ -192,6 +195,7 @@ impl KernelEnv<'_> {
     fn write(&mut self, kind: u32, id: u32, data: &[u8]) -> bool {
         let ts = self.ts();
         let buf = self.pbuf.active();
+        let kind = buffer::with_clause(kind, self.clause);
         let ok = buffer::write(buf, self.pbuf_off, kind, self.slot.id, id, ts, data);
         if !ok {
             *self.pbuf_drops += 1;
@@ -204,6 +208,10 @@ impl KernelEnv<'_> {
 }
 
 impl ClauseEnv for KernelEnv<'_> {
+    fn enter_clause(&mut self, clause: u32) {
+        self.clause = clause;
+    }
+
     /// Counts a fault and records where it happened (clause, instruction, what, address).
     fn fault(&mut self, clause: u32, f: action::Fault) {
         if let Some(k) = self.s.counter(self.cpu, self.slot.id) {
@@ -285,6 +293,11 @@ impl Env for KernelEnv<'_> {
                 _ => 0,
             },
             Builtin::Vtimestamp => task::vtime(),
+            Builtin::Epid => {
+                let n = self.s.prog.clauses().len() as u32;
+                probe::epid(self.slot.id, self.clause, n)
+            }
+            Builtin::Ipl => task::irq_level() as u64,
             _ => 0,
         }
     }
@@ -435,7 +448,12 @@ impl Env for KernelEnv<'_> {
         let (Some(specs), Some(sc)) = (self.s.specs.as_ref(), self.spec.as_deref_mut()) else {
             return false;
         };
-        match specs.write(self.cpu, sc, id, self.slot.id, ts, rec) {
+        let from = Origin {
+            probe: self.slot.id,
+            clause: self.clause,
+            ts,
+        };
+        match specs.write(self.cpu, sc, id, from, rec) {
             Ok(()) => true,
             Err(Lost::Drop) => {
                 if let Some(c) = self.s.cpu_counters.get(self.cpu as usize) {

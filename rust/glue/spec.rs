@@ -27,6 +27,13 @@ use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::alloc::{KVec, VVec};
 use kernel::prelude::*;
 
+/// Who wrote a speculated record: the probe, the clause and the firing's timestamp.
+pub(crate) struct Origin {
+    pub(crate) probe: u32,
+    pub(crate) clause: u32,
+    pub(crate) ts: u64,
+}
+
 const INACTIVE: u64 = 0;
 const ACTIVE: u64 = 1;
 const COMMITTING: u64 = 2;
@@ -165,17 +172,17 @@ impl Specs {
         self.held.get(cpu as usize * self.nspec + i)
     }
 
-    /// Appends `rec` (of probe `probe`, fired at `ts`) to the buffer `sc` of this CPU, `cpu`,
-    /// for speculation `id`.
+    /// Appends `rec`, written by `from`, to the buffer `sc` of this CPU, `cpu`, for
+    /// speculation `id`.
     pub(crate) fn write(
         &self,
         cpu: u32,
         sc: &mut SpecCpu,
         id: u64,
-        probe: u32,
-        ts: u64,
+        from: Origin,
         rec: &Record<'_>,
     ) -> core::result::Result<(), Lost> {
+        let Origin { probe, clause, ts } = from;
         let i = self.index(id).ok_or(Lost::Silent)?;
         let (Some(s), Some(held), Some(off)) =
             (self.states.get(i), self.held(cpu, i), sc.off.get_mut(i))
@@ -210,7 +217,15 @@ impl Specs {
             .buf
             .get_mut(start..start + self.specsize)
             .ok_or(Lost::Silent)?;
-        if buffer::write(area, off, rec.kind as u32, probe, rec.id, ts, rec.data) {
+        if buffer::write(
+            area,
+            off,
+            buffer::with_clause(rec.kind as u32, clause),
+            probe,
+            rec.id,
+            ts,
+            rec.data,
+        ) {
             Ok(())
         } else {
             Err(Lost::Drop)

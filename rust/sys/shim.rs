@@ -94,6 +94,7 @@ extern "C" {
     pub(crate) fn oxt_ndelay(ns: u64);
     pub(crate) fn oxt_current_task() -> c_ulong;
     pub(crate) fn oxt_current_vtime() -> u64;
+    pub(crate) fn oxt_irq_level() -> u32;
     pub(crate) fn oxt_current_comm(buf: *mut u8, len: usize) -> usize;
     pub(crate) fn oxt_read_nofault(dst: *mut c_void, src: c_ulong, len: usize) -> c_long;
 

@@ -133,6 +133,9 @@ enum TupleVal {
     Str(u64),
 }
 
+/// The strtok slot's last byte when it holds a string `strtok(NULL, ...)` goes on with.
+const STRTOK_KEPT: u8 = 1;
+
 /// The interpreter's registers, tuple stack and key room: built once per CPU at LOAD and
 /// kept out of the probe's stack, which may be an interrupt stack already deep in use.
 /// A [`Vm`] borrows it for one firing; only what a clause uses is reset.
@@ -144,8 +147,8 @@ pub struct VmState {
     keys: KeyBuf<MAX_KEYS>,
     /// ERROR's `arg0..arg5` while the clauses of a fault run (`probe::run_clauses`).
     error_args: [u64; 6],
-    /// Where `strtok(NULL, ...)` goes on: a string reference into the clause's last
-    /// `strtok()` string, or 0.
+    /// Where `strtok(NULL, ...)` goes on: a reference to the `strtok` slot, which holds what
+    /// is left of the CPU's last `strtok()` string, or 0.
     strtok: u64,
     /// `rand()` calls so far, mixed into the seed so that calls in one firing differ.
     rand_n: u64,
@@ -185,8 +188,8 @@ impl Default for VmState {
 
 /// The interpreter of one firing: the CPU's [`VmState`] and scratch area.
 ///
-/// Scratch layout: `nlocals` `u64` locals, the record-assembly buffer, then string slots of
-/// `strsize + 1` bytes allocated in order during a clause.
+/// Scratch layout: `nlocals` `u64` locals, the record-assembly buffer, the `strtok` slot,
+/// then string slots of `strsize + 1` bytes allocated in order during a clause.
 ///
 /// # Invariants
 ///
@@ -224,9 +227,19 @@ impl<'s> Vm<'s> {
         if scratch.len() < base {
             return Err(VmError::ScratchTooSmall);
         }
+        // The strtok slot's last byte says whether it holds a string to go on with (a rest is
+        // shorter than `strsize`, so that byte is never part of it): the place is kept per
+        // CPU, in the CPU's scratch, as DTrace keeps it.
+        let keep = nlocals as usize * 8 + record_buf_size(strsize);
+        // PANIC: `base` (checked above) covers the strtok slot, `keep + strsize + 1` bytes.
+        let strtok = if scratch[keep + strsize as usize] == STRTOK_KEPT {
+            str_ref(STR_SPACE_SCRATCH, keep as u32)
+        } else {
+            0
+        };
         // INVARIANT: parameters checked; the slot area starts at `base`.
         st.tlen = 0;
-        st.strtok = 0;
+        st.strtok = strtok;
         st.rand_n = 0;
         st.spec = None;
         st.losses = Losses::default();
@@ -262,8 +275,7 @@ impl<'s> Vm<'s> {
             *b = 0;
         }
         self.next_slot = self.slots_start();
-        // The string it pointed into lived in a slot just freed.
-        self.st.strtok = 0;
+        // `strtok` goes on in the next clause: its string is in the strtok slot, not freed.
         self.st.spec = None;
     }
 
@@ -326,6 +338,34 @@ impl<'s> Vm<'s> {
                 Ok(0)
             }
         }
+    }
+
+    /// Copies what follows byte `end` of string `cur` into the `strtok` slot (in place when
+    /// `cur` is that slot); returns the slot's reference.
+    fn keep_strtok(&mut self, strtab: &[u8], cur: u64, end: usize) -> Result<u64, FaultKind> {
+        let ss = self.strsize as usize;
+        let keep = self.nlocals as usize * 8 + record_buf_size(self.strsize);
+        let len = resolve_str(strtab, self.scratch, ss, cur)
+            .ok_or(FaultKind::BadString)?
+            .len();
+        let end = end.min(len);
+        if (cur >> 40) & 0xff == STR_SPACE_SCRATCH {
+            // The strtok slot itself or a later slot of this clause: `copy_within` allows the
+            // overlap of the first.
+            let off = cur as u32 as usize;
+            // PANIC: `resolve_str` found `len` bytes at `off`, so `off + len` is in the
+            // scratch; `Vm::new` checked that it holds the strtok slot (`keep + ss + 1`).
+            self.scratch.copy_within(off + end..off + len, keep);
+        } else {
+            let rest = resolve_str(strtab, &[], ss, cur).unwrap_or(&[]);
+            // PANIC: as above; `rest.len() - end <= ss`.
+            let out = &mut self.scratch[keep..keep + ss];
+            subr::copy(rest.get(end..).unwrap_or(&[]), out);
+        }
+        // PANIC: `len - end <= ss`, and the slot has `ss + 1` bytes.
+        self.scratch[keep + len - end] = 0;
+        self.scratch[keep + ss] = STRTOK_KEPT;
+        Ok(str_ref(STR_SPACE_SCRATCH, keep as u32))
     }
 
     /// Runs a user stack or symbol opcode (`Ustack` ..= `Ucaller`); returns the value of
@@ -449,18 +489,25 @@ impl<'s> Vm<'s> {
                     // Like DTrace: no string to go on with gives NULL.
                     return self.new_str(strtab, |_, _, _| Ok(None));
                 }
-                let mut next = 0u64;
+                let mut cut = None;
                 let r = self.new_str(strtab, |t, sc, out| {
                     let s = get(t, sc, ss, cur)?;
                     let d = get(t, sc, ss, b)?;
                     Ok(subr::strtok(s, d).map(|(start, end)| {
-                        // The offset is the low 32 bits; `end <= strsize` keeps it in range.
-                        next = (cur & !0xffff_ffff) | (cur as u32).wrapping_add(end as u32) as u64;
+                        cut = Some(end);
                         // PANIC: `strtok` returns `start <= end <= s.len()`.
                         subr::copy(&s[start..end], out)
                     }))
                 })?;
-                self.st.strtok = next;
+                self.st.strtok = match cut {
+                    Some(end) => self.keep_strtok(strtab, cur, end)?,
+                    None => {
+                        let flag = self.nlocals as usize * 8 + record_buf_size(self.strsize) + ss;
+                        // PANIC: the strtok slot is within `slots_start()` (see `Vm::new`).
+                        self.scratch[flag] = 0;
+                        0
+                    }
+                };
                 r
             }
             Lltostr => self.new_str(strtab, |_, _, out| {

@@ -17,16 +17,35 @@ fn quantize_edges() {
 
 #[test]
 fn llquantize_buckets() {
-    // llquantize(v, 10, 0, 2, 10): <1, 1..9, 10..90 by 10, 100..900 by 100, >=1000.
+    // llquantize(v, 10, 0, 2, 10): <= -1000, the mirror of the positive buckets, 0, 1..9,
+    // 10..90 by 10, 100..900 by 100, >= 1000 (Oracle DTrace's layout).
     let p = LlquantizeParams::new(10, 0, 2, 10).unwrap();
-    assert_eq!(p.buckets(), 1 + 9 + 9 + 9 + 1);
-    assert_eq!(p.bucket(0), 0);
-    assert_eq!(p.bucket(1), 1);
-    assert_eq!(p.bucket(9), 9);
-    assert_eq!(p.bucket(10), 10);
-    assert_eq!(p.bucket(999), 27);
-    assert_eq!(p.bucket(1000), 28);
+    assert_eq!(p.buckets(), 1 + 27 + 1 + 27 + 1);
+    assert_eq!(p.zero_bucket(), 28);
+    assert_eq!(p.bucket(0), 28);
+    assert_eq!(p.bucket(1), 29);
+    assert_eq!(p.bucket(9), 37);
+    assert_eq!(p.bucket(10), 38);
+    assert_eq!(p.bucket(999), 55);
+    assert_eq!(p.bucket(1000), 56);
+    assert_eq!(p.bucket(i64::MAX), 56);
+    assert_eq!(p.bucket(-1), 27);
+    assert_eq!(p.bucket(-999), 1);
+    assert_eq!(p.bucket(-1000), 0);
+    assert_eq!(p.bucket(i64::MIN), 0);
     assert_eq!(p.labels().count(), 28);
+    assert_eq!(p.bucket_range(28), (Some(0), Some(0)));
+    assert_eq!(p.bucket_range(27), (Some(-1), Some(-1)));
+    assert_eq!(p.bucket_range(18), (Some(-19), Some(-10)));
+    assert_eq!(p.bucket_range(0), (None, Some(-1000)));
+    assert_eq!(p.bucket_range(56), (Some(1000), None));
+    // Above magnitude 0 the zero bucket holds abs(value) < factor^low.
+    let p = LlquantizeParams::new(10, 1, 2, 10).unwrap();
+    assert_eq!(
+        (p.bucket(-9), p.bucket(9)),
+        (p.zero_bucket(), p.zero_bucket())
+    );
+    assert_eq!(p.bucket_range(p.zero_bucket()), (Some(-9), Some(9)));
 }
 
 #[test]

@@ -354,6 +354,30 @@ pub struct SortOrder {
     pub by_key: bool,
     /// Reverse the order (`aggsortrev`).
     pub reverse: bool,
+    /// Of a `printa` of several aggregations, the one whose values order the lines
+    /// (`aggsortpos`, from 0).
+    pub pos: usize,
+    /// The key member compared first (`aggsortkeypos`, from 0); the others follow in order,
+    /// wrapping around, as dtrace compares them.
+    pub keypos: usize,
+}
+
+impl SortOrder {
+    /// The order the `aggsort*` options in `opts` (tool options by name, as `-x`,
+    /// `#pragma D option` or `setopt()` left them) ask for.
+    pub fn from_options(opts: &BTreeMap<String, String>) -> Self {
+        let get = |n: &str| -> Option<u64> {
+            let v = opts.get(n)?;
+            let v = if v.is_empty() { None } else { Some(v.as_str()) };
+            crate::dsl::options::runtime_value(n, v).ok().flatten()
+        };
+        SortOrder {
+            by_key: get("aggsortkey").is_some(),
+            reverse: get("aggsortrev").is_some(),
+            pos: get("aggsortpos").unwrap_or(0) as usize,
+            keypos: get("aggsortkeypos").unwrap_or(0) as usize,
+        }
+    }
 }
 
 /// One entry of an aggregation, as handed to renderers.
@@ -549,7 +573,7 @@ impl AggTable {
         let (def, st) = self.state(id)?;
         // The first key element, when an integer, is decoded once (as it compares) rather
         // than at every comparison: the common keys (pid, cpu, arg2) then sort on two
-        // integers, and key_cmp only breaks ties of those.
+        // integers, and key_cmp_from only breaks ties of those.
         let first = key_kinds(&def.keys).next().flatten();
         let k0 = |key: &KeyRef<'_>| match key.elems().next() {
             Some(KeyElem::Int(x)) => match first {
@@ -571,9 +595,13 @@ impl AggTable {
             })
             .collect();
         v.sort_unstable_by(|a, b| {
-            let kc = || {
-                a.1.cmp(&b.1)
-                    .then_with(|| key_cmp(&a.2.key, &b.2.key, &def.keys))
+            // The decoded first element decides only when the keys compare from it.
+            let kc = || match order.keypos {
+                0 => {
+                    a.1.cmp(&b.1)
+                        .then_with(|| key_cmp_from(&a.2.key, &b.2.key, &def.keys, 0))
+                }
+                pos => key_cmp_from(&a.2.key, &b.2.key, &def.keys, pos),
             };
             let o = if order.by_key {
                 kc().then_with(|| a.0.cmp(&b.0))
@@ -643,7 +671,15 @@ impl AggTable {
         {
             let mut keys: Vec<Vec<u8>> = Vec::new();
             let mut seen = std::collections::HashSet::new();
-            for &id in ids {
+            // aggsortpos: that aggregation's order first, then the others' for its missing keys.
+            let pos = if order.pos < ids.len() { order.pos } else { 0 };
+            let by = std::iter::once(ids[pos]).chain(
+                ids.iter()
+                    .enumerate()
+                    .filter(|(i, _)| *i != pos)
+                    .map(|(_, id)| *id),
+            );
+            for id in by {
                 for e in self.sorted(id, order)? {
                     if seen.insert(e.key.bytes().to_vec()) {
                         keys.push(e.key.bytes().to_vec());
@@ -803,13 +839,13 @@ fn sort_val(func: &AggFunc, v: &[u64]) -> SortVal {
             }
         }
         AggFunc::Llquantize(p) => {
-            let mut labels = p.labels();
-            let first = pow_i64(p.factor(), p.low());
+            // A bucket weighs as its bound nearest to zero (the zero bucket as 0).
             for (b, c) in v.iter().enumerate() {
-                let w = if b == 0 {
-                    first - 1
-                } else {
-                    labels.next().unwrap_or(i64::MAX)
+                let w = match p.bucket_range(b) {
+                    _ if b == p.zero_bucket() => 0,
+                    (Some(lo), _) if b > p.zero_bucket() => lo,
+                    (_, Some(hi)) => hi,
+                    _ => 0,
                 };
                 add(w, *c);
             }
@@ -823,9 +859,17 @@ pub(crate) fn pow_i64(b: u64, e: u32) -> i64 {
     (0..e).fold(1i64, |a, _| a.saturating_mul(b as i64))
 }
 
-fn key_cmp(a: &KeyRef<'_>, b: &KeyRef<'_>, layout: &[KeyField]) -> Ordering {
-    for ((x, y), f) in a.elems().zip(b.elems()).zip(key_kinds(layout)) {
-        let o = match (x, y) {
+/// Key order from member `first` on, wrapping around (`aggsortkeypos`; a `first` beyond the
+/// members compares from the first, as dtrace does), then by length.
+fn key_cmp_from(a: &KeyRef<'_>, b: &KeyRef<'_>, layout: &[KeyField], first: usize) -> Ordering {
+    let (na, nb) = (a.elems().count(), b.elems().count());
+    let n = na.min(nb);
+    let first = if first < n { first } else { 0 };
+    let pairs = || a.elems().zip(b.elems()).zip(key_kinds(layout));
+    pairs()
+        .skip(first)
+        .chain(pairs().take(first))
+        .map(|((x, y), f)| match (x, y) {
             (KeyElem::Int(x), KeyElem::Int(y)) => match f {
                 Some(KeyKind::Int { signed: false, .. }) => x.cmp(&y),
                 _ => (x as i64).cmp(&(y as i64)),
@@ -833,10 +877,7 @@ fn key_cmp(a: &KeyRef<'_>, b: &KeyRef<'_>, layout: &[KeyField]) -> Ordering {
             (KeyElem::Str(x), KeyElem::Str(y)) => x.cmp(y),
             (KeyElem::Int(_), KeyElem::Str(_)) => Ordering::Less,
             (KeyElem::Str(_), KeyElem::Int(_)) => Ordering::Greater,
-        };
-        if o != Ordering::Equal {
-            return o;
-        }
-    }
-    a.len().cmp(&b.len())
+        })
+        .find(|o| o.is_ne())
+        .unwrap_or_else(|| na.cmp(&nb))
 }

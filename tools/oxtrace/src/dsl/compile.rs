@@ -73,6 +73,7 @@ pub fn compile_items(
         ustackframes: frames_option(&c, "ustackframes", oxtrace_core::ustack::DEFAULT_FRAMES),
         checked,
         printa_groups: vec![],
+        setopts: vec![],
         destructive: c.tool_options.contains_key("destructive"),
         env: TypeEnv::default(),
         vty: HashMap::new(),
@@ -256,6 +257,11 @@ pub fn compile_items(
     c.probes = probes;
     c.formats = t.fmt_text.clone();
     c.printa_aggs = t.printa_groups.iter().cloned().collect();
+    c.setopts = t
+        .setopts
+        .iter()
+        .map(|(id, n, v)| (*id, (n.clone(), v.clone())))
+        .collect();
     c.aggs = t
         .aggs
         .iter()
