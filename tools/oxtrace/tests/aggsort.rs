@@ -1,51 +1,20 @@
 //! `setopt()` and the aggregation sort options (`aggsortkey`, `aggsortrev`, `aggsortpos`,
 //! `aggsortkeypos`): compiled, run through the simulator, merged and printed.
 
-use oxtrace::agg::{AggTable, SortOrder};
-use oxtrace::dsl::options::runtime_value;
-use oxtrace::dsl::sim::{Firing, OwnedKey, Sim};
-use oxtrace::dsl::{compile, CompileOptions, Compiled};
-use oxtrace::run;
-use oxtrace_core::agg::{AggBuffer, KeyElem, SnapshotCursor};
-use std::collections::BTreeMap;
+mod support;
 
-fn c(src: &str) -> Compiled {
-    compile(src, "t.d", &CompileOptions::default()).unwrap_or_else(|e| panic!("{e}"))
-}
+use oxtrace::agg::SortOrder;
+use oxtrace::dsl::options::runtime_value;
+use oxtrace::dsl::sim::{Firing, Sim};
+use oxtrace::dsl::{compile, CompileOptions, Compiled};
+use std::collections::BTreeMap;
+use support::{begin_table, c};
 
 fn err(src: &str) -> (String, String) {
     match compile(src, "t.d", &CompileOptions::default()) {
         Ok(_) => panic!("compiled: {src}"),
         Err(e) => (e.position(), e.msg.clone()),
     }
-}
-
-/// Runs BEGIN and merges its aggregation updates like one CPU's snapshot.
-fn table(p: &Compiled) -> AggTable {
-    let mut s = Sim::default();
-    s.fire(p, &Firing::default());
-    assert!(s.faults.is_empty(), "{:?}", s.faults);
-    let dict = run::dictionary(p).unwrap();
-    let mut mem = vec![0u64; 1 << 14];
-    AggBuffer::format(&mut mem).unwrap();
-    let mut b = AggBuffer::attach(&mut mem).unwrap();
-    for (agg, key, [v, inc]) in &s.agg_updates {
-        let k: Vec<KeyElem<'_>> = key
-            .iter()
-            .map(|k| match k {
-                OwnedKey::Int(i) => KeyElem::Int(*i),
-                OwnedKey::Str(s) => KeyElem::Str(s),
-            })
-            .collect();
-        let f = dict.get(*agg).unwrap().func;
-        b.apply(*agg, &f, &k, *v as i64, *inc as i64).unwrap();
-    }
-    let mut buf = vec![0u8; b.snapshot_len()];
-    let mut cur = SnapshotCursor::new();
-    let n = b.serialize(0, &mut buf, &mut cur).unwrap();
-    let mut t = AggTable::new(dict);
-    t.merge_snapshots(&buf[..n]).unwrap();
-    t
 }
 
 fn order(opts: &[(&str, &str)]) -> SortOrder {
@@ -61,7 +30,7 @@ const TWO_KEYS: &str = r#"BEGIN {
 }"#;
 
 fn printed(p: &Compiled, fmt: &str, o: SortOrder) -> String {
-    let mut t = table(p);
+    let mut t = begin_table(p);
     let mut out = String::new();
     t.printa_format(0, fmt, o, &mut out).unwrap();
     out
@@ -104,7 +73,7 @@ fn aggsortpos_picks_the_aggregation_that_orders_printa() {
         @b["x"] = sum(30); @b["y"] = sum(20); @b["z"] = sum(10);
         printa("%s %@d %@d\n", @a, @b);
     }"#);
-    let mut t = table(&p);
+    let mut t = begin_table(&p);
     let (&fmt, ids) = p.printa_aggs.iter().next().unwrap();
     let f = p.formats[fmt as usize].clone();
     let mut out = String::new();
