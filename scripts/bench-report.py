@@ -160,7 +160,10 @@ if keys:
                f"median {sm['median_ms']:.1f} ms (runs: {ms_list(us)} ms); target ≤ 150 ms: "
                f"{'met' if statistics.median(us) <= 150000 else 'NOT met'}. Of that, the "
                f"AGGSNAP ioctls (the kernel's part): "
-               f"{', '.join(k.get('ioctl_us', '-') for k in keys)} us.", ""]
+               f"{', '.join(k.get('ioctl_us', '-') for k in keys)} us; the merge into the "
+               f"table: {', '.join(k.get('merge_us', '-') for k in keys)} us. Then sorting "
+               f"and formatting the output (not in the figure): "
+               f"{', '.join(k.get('print_us', '-') for k in keys)} us.", ""]
         data["targets"].append({"target": "snapshot + merge ms", "limit": 150,
                                 "value": statistics.median(us) / 1000,
                                 "met": statistics.median(us) <= 150000})

@@ -21,6 +21,7 @@
 # KFLAVOR=bench boots the bench kernel and builds the module against it.
 # OXT_TCG_THREAD=single|multi (default single) and OXT_TCG_CPU=MODEL (default max)
 # choose how TCG runs the guest.
+# OXT_VM_APPEND adds to the guest kernel's command line (e.g. slub_debug=FZPU).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -139,7 +140,7 @@ if [ -n "$forwards" ]; then
 fi
 timeout -k 10 "$timeout" qemu-system-x86_64 "${accel_args[@]}" -smp 4 -m "$mem" "${virtfs[@]}" "${net_args[@]}" \
 	-kernel "$bzimage" -initrd "$run/initramfs.gz" \
-	-append "console=ttyS0 loglevel=6 panic=-1 log_buf_len=4M printk.devkmsg=on rdinit=/init" \
+	-append "console=ttyS0 loglevel=6 panic=-1 log_buf_len=4M printk.devkmsg=on rdinit=/init${OXT_VM_APPEND:+ $OXT_VM_APPEND}" \
 	-display none -monitor none -no-reboot \
 	-serial file:"$run/console.log" -serial file:"$run/out.log" -serial file:"$run/dmesg.log" \
 	</dev/null >"$run/qemu.log" 2>&1 &

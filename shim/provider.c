@@ -85,7 +85,7 @@ struct oxt_syshook *oxt_syshook_alloc(bool is_return, const struct oxt_probe_ops
 
 	if (!tp)
 		return ERR_PTR(-ENOENT);
-	h = kzalloc(sizeof(*h), GFP_KERNEL);
+	h = kzalloc(sizeof(*h), OXT_GFP_LOAD);
 	if (!h)
 		return ERR_PTR(-ENOMEM);
 	h->tp = tp;
@@ -229,10 +229,10 @@ struct oxt_profile *oxt_profile_alloc(const struct oxt_probe_ops *ops, void *coo
 			    oxt_profile_online, oxt_profile_offline);
 	if (ret)
 		return ERR_PTR(ret);
-	p = kzalloc(sizeof(*p), GFP_KERNEL);
+	p = kzalloc(sizeof(*p), OXT_GFP_LOAD);
 	if (!p)
 		return ERR_PTR(-ENOMEM);
-	p->cpus = alloc_percpu(struct oxt_profile_cpu);
+	p->cpus = alloc_percpu_gfp(struct oxt_profile_cpu, OXT_GFP_LOAD);
 	if (!p->cpus) {
 		kfree(p);
 		return ERR_PTR(-ENOMEM);
@@ -406,10 +406,10 @@ struct oxt_tpev *oxt_tpev_alloc(const struct oxt_probe_ops *ops, void *cookie,
 			    oxt_tpev_hotplug, oxt_tpev_hotplug);
 	if (ret)
 		return ERR_PTR(ret);
-	t = kzalloc(struct_size(t, ev, nr_cpu_ids), GFP_KERNEL);
+	t = kzalloc(struct_size(t, ev, nr_cpu_ids), OXT_GFP_LOAD);
 	if (!t)
 		return ERR_PTR(-ENOMEM);
-	t->stale = bitmap_zalloc(nr_cpu_ids, GFP_KERNEL);
+	t->stale = bitmap_zalloc(nr_cpu_ids, OXT_GFP_LOAD);
 	if (!t->stale) {
 		kfree(t);
 		return ERR_PTR(-ENOMEM);

@@ -306,6 +306,17 @@ u64 oxt_current_vtime(void)
 	return READ_ONCE(current->se.sum_exec_runtime);
 }
 
+u32 oxt_irq_level(void)
+{
+	if (in_nmi())
+		return 3;
+	if (in_hardirq())
+		return 2;
+	if (in_serving_softirq())
+		return 1;
+	return 0;
+}
+
 size_t oxt_current_comm(char *buf, size_t len)
 {
 	ssize_t n;
@@ -454,11 +465,11 @@ struct oxt_probe *oxt_probe_alloc(const char *symbol, bool is_return,
 				  const struct oxt_probe_ops *ops, void *cookie,
 				  unsigned int slot)
 {
-	struct oxt_probe *p = kzalloc(sizeof(*p), GFP_KERNEL);
+	struct oxt_probe *p = kzalloc(sizeof(*p), OXT_GFP_LOAD);
 
 	if (!p)
 		return NULL;
-	p->krp.kp.symbol_name = kstrdup(symbol, GFP_KERNEL);
+	p->krp.kp.symbol_name = kstrdup(symbol, OXT_GFP_LOAD);
 	if (!p->krp.kp.symbol_name) {
 		kfree(p);
 		return NULL;
@@ -557,8 +568,8 @@ struct oxt_fset *oxt_fset_alloc(struct oxt_probe **probes, unsigned int n)
 		m += !probes[i]->is_return && kprobe_ftrace(&probes[i]->krp.kp);
 	if (!m)
 		return NULL;
-	s = kvzalloc(struct_size(s, ent, m), GFP_KERNEL_ACCOUNT | __GFP_NOWARN);
-	ips = kvmalloc_array(m, sizeof(*ips), GFP_KERNEL | __GFP_NOWARN);
+	s = kvzalloc(struct_size(s, ent, m), OXT_GFP_LOAD);
+	ips = kvmalloc_array(m, sizeof(*ips), OXT_GFP_LOAD);
 	if (!s || !ips)
 		goto fail;
 	for (i = 0; i < n; i++) {
@@ -621,8 +632,8 @@ void oxt_probes_unregister(struct oxt_probe **probes, unsigned int n)
 	struct kretprobe **rps;
 	unsigned int i, nk = 0, nr = 0;
 
-	kps = kmalloc_array(n, sizeof(*kps), GFP_KERNEL);
-	rps = kmalloc_array(n, sizeof(*rps), GFP_KERNEL);
+	kps = kmalloc_array(n, sizeof(*kps), GFP_KERNEL | __GFP_NOWARN);
+	rps = kmalloc_array(n, sizeof(*rps), GFP_KERNEL | __GFP_NOWARN);
 	if (!kps || !rps) {
 		/* one at a time: slower (a grace period each), same result */
 		for (i = 0; i < n; i++) {
@@ -705,7 +716,7 @@ static enum hrtimer_restart oxt_tick_fn(struct hrtimer *timer)
 struct oxt_tick *oxt_tick_alloc(const struct oxt_probe_ops *ops, void *cookie,
 				unsigned int slot, u64 period_ns)
 {
-	struct oxt_tick *t = kzalloc(sizeof(*t), GFP_KERNEL);
+	struct oxt_tick *t = kzalloc(sizeof(*t), OXT_GFP_LOAD);
 
 	if (!t)
 		return NULL;
@@ -855,7 +866,7 @@ static int oxt_periodic_thread(void *arg)
 
 struct oxt_periodic *oxt_periodic_alloc(void (*fn)(void *info), void *info)
 {
-	struct oxt_periodic *p = kzalloc(sizeof(*p), GFP_KERNEL);
+	struct oxt_periodic *p = kzalloc(sizeof(*p), OXT_GFP_LOAD);
 
 	if (!p)
 		return NULL;
@@ -925,11 +936,14 @@ void oxt_synchronize_rcu(void)
 	synchronize_rcu();
 }
 
+u32 oxt_gfp_load(void)
+{
+	return (__force u32)OXT_GFP_LOAD;
+}
+
 struct page *oxt_pages_alloc(unsigned int order)
 {
-	/* charged to the caller's memory cgroup; fails rather than invoke the OOM killer */
-	return alloc_pages(GFP_KERNEL_ACCOUNT | __GFP_ZERO | __GFP_NOWARN | __GFP_RETRY_MAYFAIL,
-			   order);
+	return alloc_pages(OXT_GFP_LOAD | __GFP_ZERO, order);
 }
 
 void oxt_pages_free(struct page *page, unsigned int order)

@@ -7,7 +7,19 @@
 #ifndef OXTRACE_SHIM_H
 #define OXTRACE_SHIM_H
 
+#include <linux/gfp_types.h>
 #include <linux/types.h>
+
+/*
+ * Flags of every allocation a user's request makes (LOAD, GO, PT_CONFIG and the
+ * other ioctls), here and in rust/ (oxt_gfp_load()): charged to the caller's
+ * memory cgroup, failing with ENOMEM instead of calling the OOM killer, and
+ * without a warning in the log.
+ */
+#define OXT_GFP_LOAD (GFP_KERNEL_ACCOUNT | __GFP_NOWARN | __GFP_RETRY_MAYFAIL)
+
+/* OXT_GFP_LOAD, for rust/sys (bindgen does not expand it). */
+u32 oxt_gfp_load(void);
 
 struct file;
 
@@ -49,6 +61,8 @@ void oxt_ndelay(u64 ns);
 unsigned long oxt_current_task(void);
 /* Nanoseconds the current thread has run on a CPU (D's vtimestamp). */
 u64 oxt_current_vtime(void);
+/* The interrupt level of this context (D's ipl): 0 task, 1 softirq, 2 hardirq, 3 NMI. */
+u32 oxt_irq_level(void);
 /* Copies current->comm (NUL-terminated, at most len bytes); returns its length. */
 size_t oxt_current_comm(char *buf, size_t len);
 /* 0, or -EFAULT when [src, src + len) can't be read. */
@@ -147,8 +161,7 @@ void oxt_run_as_action(void (*fn)(void *info), void *info);
  * tables, the fault-safe RTIT MSR accessors and CPUID.
  */
 struct page;
-/* 2^order zeroed pages charged to the caller's cgroup, or NULL; never warns
- * on failure, never OOM-kills (__GFP_RETRY_MAYFAIL). */
+/* 2^order zeroed pages (OXT_GFP_LOAD), or NULL. */
 struct page *oxt_pages_alloc(unsigned int order);
 void oxt_pages_free(struct page *page, unsigned int order);
 void *oxt_page_address(struct page *page);

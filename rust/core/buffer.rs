@@ -15,12 +15,24 @@ pub const HDR_LEN: usize = 24;
 /// Record kind of a runtime error (the action kinds are small numbers, see `action`).
 pub const KIND_ERROR: u32 = 0x100;
 
+/// The bits of [`Header::kind`] that hold the record kind; the bits above them hold the
+/// clause that wrote the record (ABI 1.7), so the consumer can end dtrace's output line of
+/// each clause (each "enabled probe") where the next one starts.
+pub const KIND_MASK: u32 = 0xffff;
+
+/// The `kind` word of a record of `kind` written by clause `clause` (clauses from 65535 on
+/// share the last number: they only ever merge output lines).
+pub const fn with_clause(kind: u32, clause: u32) -> u32 {
+    let c = if clause > 0xffff { 0xffff } else { clause };
+    (kind & KIND_MASK) | (c << 16)
+}
+
 /// A record header.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Header {
     /// Header and payload in bytes, without the padding.
     pub size: u32,
-    /// What produced the record.
+    /// What produced the record ([`KIND_MASK`] bits) and the clause that wrote it (above).
     pub kind: u32,
     /// Index of the probe that fired, in the loaded program.
     pub probe: u32,
@@ -71,6 +83,18 @@ pub fn write(
     rec[HDR_LEN + data.len()..].fill(0);
     *off = end;
     true
+}
+
+impl Header {
+    /// The record kind, without the clause.
+    pub const fn record_kind(&self) -> u32 {
+        self.kind & KIND_MASK
+    }
+
+    /// The clause that wrote the record (saturated at 65535).
+    pub const fn clause(&self) -> u32 {
+        self.kind >> 16
+    }
 }
 
 /// A record read back from a buffer.
@@ -175,6 +199,17 @@ mod tests {
         assert_eq!(r.data, b"hello");
         assert_eq!(r.hdr.size, 29);
         assert_eq!(recs[1].unwrap().data, &[9; 24]);
+    }
+
+    #[test]
+    fn kind_word_carries_the_clause() {
+        let mut buf = [0u8; 32];
+        let mut off = 0;
+        assert!(write(&mut buf, &mut off, with_clause(2, 7), 0, 0, 0, &[]));
+        let h = Reader::new(&buf[..off]).next().unwrap().unwrap().hdr;
+        assert_eq!((h.record_kind(), h.clause()), (2, 7));
+        assert_eq!(with_clause(KIND_ERROR, 3) & KIND_MASK, KIND_ERROR);
+        assert_eq!(with_clause(1, 1 << 20) >> 16, 0xffff);
     }
 
     #[test]

@@ -73,9 +73,11 @@ pub const MAX_KEYS: usize = 16;
 pub const MAX_CHUNK_BYTES: usize = 1 << 16;
 /// Smallest chunk: header, one value word, one integer key (descriptor and value).
 pub const MIN_CHUNK_BYTES: usize = (HEADER_WORDS + 1 + 2) * 8;
-/// Size of a hash bucket: one cache line, so CPUs working on neighbouring buckets do not
-/// share a line.
-pub const BUCKET_BYTES: usize = 64;
+/// Size of a hash bucket: its two words, packed. A bucket per cache line (64 bytes) cost as
+/// much memory as a `self->x` chunk, half the dynamic memory, against false sharing that a
+/// hash spreading tuples over one bucket per chunk makes rare (`Documentation/dynvar.rst`,
+/// "Data layout").
+pub const BUCKET_BYTES: usize = 8;
 /// Default `dynvarsize` option (1 MiB).
 pub const DEFAULT_DYNVARSIZE: usize = 1 << 20;
 /// Most chunks one dynamic memory may have (indices must stay below the list sentinels).
@@ -146,42 +148,34 @@ pub fn array_key(var: u32) -> Key<'static> {
     Key::Int(u64::from(var))
 }
 
-/// The encoded words of a tuple, in the order they are stored in a chunk.
-struct TupleWords<'t, 'k> {
-    keys: &'t [Key<'k>],
-    k: usize,
-    i: usize,
-}
-
-impl Iterator for TupleWords<'_, '_> {
-    type Item = u64;
-
-    fn next(&mut self) -> Option<u64> {
-        let key = self.keys.get(self.k)?;
-        let w = if self.i == 0 {
-            key_desc(key)
-        } else {
-            key_payload(key, self.i - 1)
-        };
-        self.i += 1;
-        if self.i > payload_words(key) {
-            self.k += 1;
-            self.i = 0;
+/// Calls `f` with each encoded word of a tuple, in the order they are stored in a chunk,
+/// until it returns false; returns whether it never did. A loop, not an iterator: no
+/// iterator state in the frames of probe context.
+#[inline(always)]
+fn for_each_word(keys: &[Key<'_>], mut f: impl FnMut(u64) -> bool) -> bool {
+    for key in keys {
+        if !f(key_desc(key)) {
+            return false;
         }
-        Some(w)
+        for i in 0..payload_words(key) {
+            if !f(key_payload(key, i)) {
+                return false;
+            }
+        }
     }
-}
-
-fn tuple_words<'t, 'k>(keys: &'t [Key<'k>]) -> TupleWords<'t, 'k> {
-    TupleWords { keys, k: 0, i: 0 }
+    true
 }
 
 /// Hash of a tuple over its encoded words; never [`HASH_FREE`].
+// Out of line, like `keys_match` and `fill`: their iterators' state stays out of `dynvar`'s
+// frame, which is on the probe's stack under the chunk allocator.
+#[inline(never)]
 fn hash_tuple(keys: &[Key<'_>]) -> u64 {
     let mut h: u64 = 0x243f_6a88_85a3_08d3;
-    for w in tuple_words(keys) {
+    for_each_word(keys, |w| {
         h = (h.rotate_left(23) ^ w).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    }
+        true
+    });
     // Final avalanche so that the low bits (the bucket) depend on every input bit.
     h ^= h >> 33;
     h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
@@ -467,9 +461,9 @@ impl Word {
     }
 }
 
-/// One hash bucket: the head of a hash chain and the deletion lock (US 7,302,542 ¶44), alone on
-/// its cache line.
-#[repr(C, align(64))]
+/// One hash bucket: the head of a hash chain and the deletion lock (US 7,302,542 ¶44), eight
+/// to a cache line ([`BUCKET_BYTES`]).
+#[repr(C, align(8))]
 #[derive(Default)]
 pub struct Bucket {
     /// First chunk of the chain, [`SINK`] when empty.
@@ -983,6 +977,7 @@ impl<'a> Dstate<'a> {
     // ---- probe context ----------------------------------------------------------------
 
     /// Finds the variable named by `keys`; no lock, no allocation.
+    #[inline]
     pub fn lookup(&self, keys: &[Key<'_>]) -> Result<Option<VarRef<'a>>, DynvarError> {
         Ok(self
             .dynvar(0, 0, keys, Op::Lookup)?
@@ -997,6 +992,7 @@ impl<'a> Dstate<'a> {
     /// The variable, allocated on `cpu` with `value_bytes` of zeroed value space if it does
     /// not exist yet (claim 10: an existing variable is never allocated again). `var` is the
     /// variable id whose drop counter counts a failure.
+    #[inline]
     pub fn get_or_alloc(
         &self,
         cpu: usize,
@@ -1245,6 +1241,7 @@ impl<'a> Dstate<'a> {
         }
     }
 
+    #[inline(never)]
     fn keys_match(&self, c: u32, keys: &[Key<'_>], nkeys: u64, kwords: usize) -> bool {
         let meta = self.w(c, W_META).get();
         if meta & 0xffff != nkeys || ((meta >> 32) & 0xffff) as usize != kwords {
@@ -1257,26 +1254,34 @@ impl<'a> Dstate<'a> {
         let base = c as usize * self.layout.chunk_words() + HEADER_WORDS + vw;
         // PANIC: `HEADER_WORDS + vw + kwords <= chunk_words` (checked above) and `c` is a
         // chunk, so the key words lie within chunk `c`.
-        self.chunks[base..base + kwords]
-            .iter()
-            .zip(tuple_words(keys))
-            .all(|(w, k)| w.get() == k)
+        let words = &self.chunks[base..base + kwords];
+        let mut n = 0;
+        for_each_word(keys, |k| {
+            let same = words.get(n).is_some_and(|w| w.get() == k);
+            n += 1;
+            same
+        })
     }
 
     /// Writes key and zeroed value into a chunk this CPU owns (not yet published).
     /// `HEADER_WORDS + vw + kwords <= chunk_words` (the caller checks it).
+    #[inline(never)]
     fn fill(&self, c: u32, keys: &[Key<'_>], nkeys: u64, kwords: usize, vw: usize) {
         let base = c as usize * self.layout.chunk_words() + HEADER_WORDS;
         // PANIC: value and key words lie within chunk `c` (precondition above).
         for w in &self.chunks[base..base + vw] {
             w.set(0);
         }
-        for (w, k) in self.chunks[base + vw..base + vw + kwords]
-            .iter()
-            .zip(tuple_words(keys))
-        {
+        let words = &self.chunks[base + vw..base + vw + kwords];
+        let mut n = 0;
+        for_each_word(keys, |k| {
+            let Some(w) = words.get(n) else {
+                return false;
+            };
             w.set(k);
-        }
+            n += 1;
+            true
+        });
         self.w(c, W_META)
             .set(nkeys | ((vw as u64) << 16) | ((kwords as u64) << 32));
     }
@@ -1355,6 +1360,8 @@ impl<'a> Dstate<'a> {
     /// the free list), then the other CPUs' lists in turn. When a whole lap finds nothing the
     /// consumer state becomes EMPTY, DIRTY or RINSING (¶41) and the drop is counted by the
     /// state then in force (¶37).
+    // Out of line: a lookup, the commonest walk, does not carry its frame.
+    #[inline(never)]
     fn alloc_chunk(&self, me: usize, var: u32) -> Result<u32, DynvarError> {
         let n = self.layout.ncpus();
         let mine = self.cpu(me)?;
@@ -1771,10 +1778,13 @@ mod tests {
     #[test]
     fn tuple_words_encode_strings_packed() {
         let k = [Key::Int(7), Key::Str(b"abcdefghij")];
-        let w: [u64; 6] = {
-            let mut it = tuple_words(&k);
-            core::array::from_fn(|_| it.next().unwrap_or(u64::MAX))
-        };
+        let mut w = [u64::MAX; 6];
+        let mut n = 0;
+        for_each_word(&k, |x| {
+            w[n] = x;
+            n += 1;
+            n < w.len()
+        });
         assert_eq!(w[0], KIND_INT);
         assert_eq!(w[1], 7);
         assert_eq!(w[2], KIND_STR | 10 << 8);

@@ -249,11 +249,14 @@ pub fn other_probe_id(image: &Image<'_>, nattach: usize, desc: usize) -> Option<
 /// The clauses that run when a probe of description `desc` fires, in clause order: those
 /// whose descriptions include `desc`.
 pub fn clauses_of<'i>(image: &'i Image<'_>, desc: u32) -> impl Iterator<Item = u32> + 'i {
-    (0..image.clause_count()).filter_map(move |c| {
-        let cd = image.clause(c)?;
-        let hit = desc >= cd.probe_first && desc - cd.probe_first < cd.probe_count;
-        hit.then_some(c as u32)
-    })
+    (0..image.clause_count()).filter_map(move |c| in_desc(image, c, desc).then_some(c as u32))
+}
+
+/// Whether clause `c` of `image` belongs to probe description `desc`.
+fn in_desc(image: &Image<'_>, c: usize, desc: u32) -> bool {
+    image
+        .clause(c)
+        .is_some_and(|cd| desc >= cd.probe_first && desc - cd.probe_first < cd.probe_count)
 }
 
 /// An [`Env`] that also hears about clauses: which one runs, and which one faulted.
@@ -319,9 +322,17 @@ pub fn action_index(code: &crate::action::Code<'_>, pc: u32, in_predicate: bool)
     done as u64 + 1
 }
 
+/// DTrace's enabled probe ID (`epid`, ERROR's `arg1`) of clause `clause` firing on probe
+/// (slot) `slot` of a program of `nclauses` clauses: one number per probe and clause, from 1.
+/// (dtrace numbers its enablings densely in creation order; these are not dense.)
+pub fn epid(slot: u32, clause: u32, nclauses: u32) -> u64 {
+    slot as u64 * nclauses as u64 + clause as u64 + 1
+}
+
 /// Runs one firing: for each clause index of `order` (an index of `clauses`), the predicate,
 /// then the actions if it held. A fault abandons that clause only (after
-/// [`ClauseEnv::fault`]) and the next one runs, as DTrace does.
+/// [`ClauseEnv::fault`]), fires every ERROR description, and the next clause runs, as
+/// DTrace does.
 pub fn run_clauses<E: ClauseEnv>(
     vm: &mut Vm<'_>,
     image: &Image<'_>,
@@ -329,66 +340,154 @@ pub fn run_clauses<E: ClauseEnv>(
     order: impl IntoIterator<Item = u32>,
     env: &mut E,
 ) {
-    for c in order {
-        let Some(clause) = clauses.get(c as usize) else {
-            continue;
-        };
-        env.enter_clause(c);
-        vm.begin_clause();
-        if let Some(pred) = &clause.pred {
-            match vm.run(pred, image, env) {
-                Ok(0) => continue,
-                Ok(_) => {}
-                Err(f) => {
-                    on_fault(vm, image, clauses, env, c, f, Some(pred));
+    let mut order = order.into_iter();
+    // ERROR's clauses run from this one loop, not from a call below it, so that probe
+    // context never stacks two interpreter frames.
+    let mut error: Option<ErrorWalk> = None;
+    loop {
+        let (c, in_error) = match error.as_mut() {
+            Some(w) => match w.next(image, vm, env) {
+                Some(c) => (c, true),
+                None => {
+                    error = None;
                     continue;
                 }
+            },
+            None => match order.next() {
+                Some(c) => (c, false),
+                None => return,
+            },
+        };
+        match run_clause(vm, image, clauses, env, c) {
+            Ok(()) => {}
+            // One level deep: a fault in ERROR's clauses is reported, ERROR does not fire.
+            Err((f, _)) if in_error => env.fault(c, f),
+            Err((f, in_pred)) => {
+                if on_fault(image, clauses, env, c, f, in_pred, vm.error_args()) {
+                    error = Some(ErrorWalk {
+                        desc: 0,
+                        clause: 0,
+                        entered: false,
+                    });
+                }
             }
-        }
-        if let Err(f) = vm.run(&clause.act, image, env) {
-            on_fault(vm, image, clauses, env, c, f, None);
         }
     }
 }
 
-/// Reports a fault of clause `c` (in its predicate `pred`, else in its actions), then fires
-/// every ERROR description with DTrace's arguments: `arg1` the enabled probe id, `arg2`
-/// the action index, `arg3` the instruction, `arg4` the fault type, `arg5` the address.
-fn on_fault<E: ClauseEnv>(
+/// Where a firing is in the ERROR clauses of one fault: description `desc` (entered through
+/// [`ClauseEnv::enter_error`] when `entered`), its clauses from index `clause` on. ERROR's
+/// arguments wait in the interpreter's per-CPU state ([`Vm::error_args`]).
+struct ErrorWalk {
+    desc: u32,
+    clause: u32,
+    entered: bool,
+}
+
+impl ErrorWalk {
+    /// The next ERROR clause to run, entering and leaving the descriptions in turn; `None`
+    /// when there is none left or ERROR must not fire.
+    fn next<E: ClauseEnv>(
+        &mut self,
+        image: &Image<'_>,
+        vm: &mut Vm<'_>,
+        env: &mut E,
+    ) -> Option<u32> {
+        let ndesc = image.probe_count() as u32;
+        loop {
+            if self.entered {
+                while (self.clause as usize) < image.clause_count() {
+                    let c = self.clause;
+                    self.clause += 1;
+                    if in_desc(image, c as usize, self.desc) {
+                        return Some(c);
+                    }
+                }
+                env.leave_error();
+                self.entered = false;
+                self.desc += 1;
+            }
+            while self.desc < ndesc {
+                if image.probe(self.desc as usize).map(|p| p.kind) == Some(ProbeKind::Error) {
+                    break;
+                }
+                self.desc += 1;
+            }
+            if self.desc >= ndesc || !env.enter_error(self.desc, vm.error_args()) {
+                return None;
+            }
+            self.entered = true;
+            self.clause = 0;
+        }
+    }
+}
+
+/// Runs clause `c`: its predicate, then its actions if the predicate held. A fault comes
+/// back with whether it was in the predicate.
+#[inline]
+fn run_clause<E: ClauseEnv>(
     vm: &mut Vm<'_>,
     image: &Image<'_>,
     clauses: &[VerifiedClause<'_>],
     env: &mut E,
     c: u32,
-    f: Fault,
-    pred: Option<&crate::action::Verified<'_>>,
-) {
-    env.fault(c, f);
-    let code = match (pred, clauses.get(c as usize)) {
-        (Some(p), _) => p.code(),
-        (None, Some(cl)) => cl.act.code(),
-        (None, None) => return,
+) -> Result<(), (Fault, bool)> {
+    let Some(clause) = clauses.get(c as usize) else {
+        return Ok(());
     };
+    env.enter_clause(c);
+    vm.begin_clause();
+    if let Some(pred) = &clause.pred {
+        match vm.run(pred, image, env) {
+            Ok(0) => return Ok(()),
+            Ok(_) => {}
+            Err(f) => return Err((f, true)),
+        }
+    }
+    match vm.run(&clause.act, image, env) {
+        Ok(_) => Ok(()),
+        Err(f) => Err((f, false)),
+    }
+}
+
+/// Reports a fault of clause `c` (in its predicate when `in_pred`, else in its actions) and
+/// sets `args` to ERROR's arguments for it, DTrace's: `arg1` the enabled probe id, `arg2`
+/// the action index, `arg3` the instruction, `arg4` the fault type, `arg5` the address.
+/// Returns whether ERROR has clauses to run.
+// Out of line: its frame is not stacked under the interpreter's.
+#[inline(never)]
+fn on_fault<E: ClauseEnv>(
+    image: &Image<'_>,
+    clauses: &[VerifiedClause<'_>],
+    env: &mut E,
+    c: u32,
+    f: Fault,
+    in_pred: bool,
+    args: &mut [u64; 6],
+) -> bool {
+    env.fault(c, f);
+    let Some(clause) = clauses.get(c as usize) else {
+        return false;
+    };
+    let code = match (in_pred, &clause.pred) {
+        (true, Some(p)) => p.code(),
+        (true, None) => return false,
+        (false, _) => clause.act.code(),
+    };
+    // Without an ERROR description nothing reads them.
+    if !(0..image.probe_count()).any(|d| image.probe(d).map(|p| p.kind) == Some(ProbeKind::Error)) {
+        return false;
+    }
     let (ty, addr) = fault_type(&f.kind);
-    let args = [
+    *args = [
         0,
-        env.builtin(Builtin::Id),
-        action_index(&code, f.pc, pred.is_some()),
+        env.builtin(Builtin::Epid),
+        action_index(&code, f.pc, in_pred),
         f.pc as u64,
         ty,
         addr,
     ];
-    for desc in 0..image.probe_count() as u32 {
-        if image.probe(desc as usize).map(|p| p.kind) != Some(ProbeKind::Error) {
-            continue;
-        }
-        if !env.enter_error(desc, &args) {
-            return;
-        }
-        // One level deep: a fault in these clauses finds `enter_error` false.
-        run_clauses(vm, image, clauses, clauses_of(image, desc), env);
-        env.leave_error();
-    }
+    true
 }
 
 #[cfg(test)]

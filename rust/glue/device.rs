@@ -8,6 +8,7 @@ use crate::glue::session::{AggTaken, AttachReq, LoadFail};
 use crate::limits::{MAX_ATTACH, MAX_NAMES, MAX_PROBE_NAME};
 use crate::program;
 use crate::sys::cpu;
+use crate::sys::gfp_load;
 use crate::sys::miscdev::FileOps;
 use kernel::prelude::*;
 use kernel::str::CStr;
@@ -53,7 +54,7 @@ impl FileOps for Device {
             return Err(EPERM);
         }
         Consumer::reserve()?;
-        KBox::pin_init(Consumer::new(), GFP_KERNEL).inspect_err(|_| Consumer::unreserve())
+        KBox::pin_init(Consumer::new(), gfp_load()).inspect_err(|_| Consumer::unreserve())
     }
 
     fn ioctl(consumer: Pin<&Consumer>, cmd: u32, arg: usize) -> Result<i32> {
@@ -148,7 +149,7 @@ fn pt_status(consumer: &Consumer, arg: usize) -> Result<i32> {
     let mut cpus = KVec::new();
     if st.cpus != 0 {
         let want = (st.ncpus as usize).min(cpu::nr_cpu_ids() as usize);
-        cpus.extend_with(want, abi::PtCpu::default(), GFP_KERNEL)?;
+        cpus.extend_with(want, abi::PtCpu::default(), gfp_load())?;
     }
     let n = match consumer.with_pt(|pt| Ok(pt.status(&mut st, &mut cpus))) {
         Ok(n) => n,
@@ -172,7 +173,7 @@ fn pt_status(consumer: &Consumer, arg: usize) -> Result<i32> {
 fn pt_read(consumer: &Consumer, arg: usize) -> Result<i32> {
     let (mut r, out) = read_arg::<abi::PtRead>(arg)?;
     let len = (r.buf_len as usize).min(abi::PT_MAX_READ as usize);
-    let mut buf = KVVec::from_elem(0u8, len, GFP_KERNEL)?;
+    let mut buf = KVVec::from_elem(0u8, len, gfp_load())?;
     let (n, total) = consumer.with_pt(|pt| pt.read(r.cpu, r.offset, &mut buf))?;
     UserSlice::new(r.buf as usize, n)
         .writer()
@@ -216,7 +217,7 @@ fn status(consumer: &Consumer, arg: usize) -> Result<i32> {
     let mut cpus = KVec::new();
     let want = (st.ncpus as usize).min(cpu::nr_cpu_ids() as usize);
     if st.cpus != 0 {
-        cpus.extend_with(want, abi::CpuStatus::default(), GFP_KERNEL)?;
+        cpus.extend_with(want, abi::CpuStatus::default(), gfp_load())?;
     }
     let n = consumer.status(&mut st, &mut cpus);
     if st.cpus != 0 {
@@ -241,12 +242,12 @@ fn dynstat(consumer: &Consumer, arg: usize) -> Result<i32> {
     let mut cpus = KVec::new();
     if inp.cpus != 0 {
         let want = (inp.ncpus as usize).min(cpu::nr_cpu_ids() as usize);
-        cpus.extend_with(want, abi::DynCpu::default(), GFP_KERNEL)?;
+        cpus.extend_with(want, abi::DynCpu::default(), gfp_load())?;
     }
     let mut vars = KVVec::new();
     if inp.var_drops != 0 {
         let want = (inp.nvars as usize).min(MAX_DYNSTAT_VARS);
-        vars.extend_with(want, 0u64, GFP_KERNEL)?;
+        vars.extend_with(want, 0u64, gfp_load())?;
     }
     // Every other field is output: start from zero.
     let mut st = abi::Dynstat {
@@ -285,24 +286,24 @@ fn load(consumer: &Consumer, arg: usize) -> Result<i32> {
     {
         return Err(E2BIG);
     }
-    let mut image = VVec::from_elem(0u8, a.image_len as usize, GFP_KERNEL)?;
+    let mut image = VVec::from_elem(0u8, a.image_len as usize, gfp_load())?;
     UserSlice::new(a.image as usize, image.len())
         .reader()
         .read_slice(&mut image)?;
-    let mut names = KVVec::from_elem(0u8, a.names_len as usize, GFP_KERNEL)?;
+    let mut names = KVVec::from_elem(0u8, a.names_len as usize, gfp_load())?;
     UserSlice::new(a.names as usize, names.len())
         .reader()
         .read_slice(&mut names)?;
-    let mut entries = KVVec::with_capacity(a.nattach as usize, GFP_KERNEL)?;
+    let mut entries = KVVec::with_capacity(a.nattach as usize, gfp_load())?;
     let mut r = UserSlice::new(
         a.attach as usize,
         a.nattach as usize * core::mem::size_of::<abi::Attach>(),
     )
     .reader();
     for _ in 0..a.nattach {
-        entries.push(r.read::<abi::Attach>()?, GFP_KERNEL)?;
+        entries.push(r.read::<abi::Attach>()?, gfp_load())?;
     }
-    let mut reqs = KVVec::with_capacity(entries.len(), GFP_KERNEL)?;
+    let mut reqs = KVVec::with_capacity(entries.len(), gfp_load())?;
     for (i, e) in entries.iter().enumerate() {
         let Some(name) = attach_name(&names, e) else {
             a.err_kind = abi::LOADERR_ATTACH;
@@ -316,7 +317,7 @@ fn load(consumer: &Consumer, arg: usize) -> Result<i32> {
                 optional: e.flags & abi::ATTACH_OPTIONAL != 0,
                 name,
             },
-            GFP_KERNEL,
+            gfp_load(),
         )?;
     }
     match consumer.load(image, &reqs) {

@@ -6,7 +6,7 @@
 //! `Documentation/dynvar.rst` ("Kernel wiring") describes this part.
 
 use crate::abi;
-use crate::action::{Dict, Key, Scope};
+use crate::action::{Dict, Key, KeyBuf, Scope};
 use crate::dynvar::{
     self, array_key, thread_tuple, Audit, AuditError, Bucket, CpuState, Dstate, Header, Layout,
     LayoutError, Word, MAX_KEYS,
@@ -14,6 +14,7 @@ use crate::dynvar::{
 use crate::program::{Image, OptKey, Options};
 use crate::sys::clean::{self, AllCpus, Periodic, PeriodicThread};
 use crate::sys::cpu;
+use crate::sys::gfp_load;
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use kernel::prelude::*;
 
@@ -61,6 +62,9 @@ fn audit_code(e: &AuditError) -> u32 {
 /// `dstate` borrows the regions of `_mem`, a vmalloc area that is never accessed otherwise,
 /// never resized, and dropped last (declared last). Its bytes were zero when the view was
 /// made, a valid content for every region.
+/// Room for a dynamic variable's tuple, one per CPU (`with_tuple`).
+pub(crate) type DynKeys = KeyBuf<MAX_KEYS>;
+
 pub(crate) struct DynMem {
     dstate: Dstate<'static>,
     /// Scope of every variable id (the image's dictionary, resolved once at LOAD).
@@ -82,11 +86,13 @@ impl DynMem {
     /// `[tid]` for `self->x`, the array keys otherwise); `None` for a global or a bad key.
     /// A thread-local's tuple is two keys built in place, not a `MAX_KEYS` array: the
     /// common `self->x` path copies 48 bytes instead of 384 and keeps its stack frame small.
+    /// Calls `f` with the whole tuple of variable `var` at `keys`, built in `room`.
     #[inline(always)]
     fn with_tuple<R>(
         &self,
         var: u32,
         keys: &[Key<'_>],
+        room: &mut DynKeys,
         f: impl FnOnce(&[Key<'_>]) -> R,
     ) -> Option<R> {
         match self.scopes.get(var as usize)? {
@@ -94,15 +100,17 @@ impl DynMem {
                 let Some(&Key::Int(tid)) = keys.first() else {
                     return None;
                 };
-                Some(f(&thread_tuple(tid, var)))
+                let [k0, k1] = thread_tuple(tid, var);
+                let t = room.fill(2, |i| Ok::<_, ()>(if i == 0 { k0 } else { k1 }))?;
+                Some(f(t.ok()?))
             }
             Scope::Assoc => {
-                let mut out = [Key::Int(0); MAX_KEYS];
-                let rest = out.get_mut(1..=keys.len())?;
-                rest.copy_from_slice(keys);
-                out[0] = array_key(var);
-                // PANIC: `1..=keys.len()` is inside `out` (the `get_mut` above).
-                Some(f(&out[..=keys.len()]))
+                // The array's own key, then the element's.
+                let t = room.fill(keys.len() + 1, |i| match i.checked_sub(1) {
+                    None => Ok(array_key(var)),
+                    Some(j) => keys.get(j).copied().ok_or(()),
+                })?;
+                Some(f(t.ok()?))
             }
             Scope::Global => None,
         }
@@ -110,7 +118,7 @@ impl DynMem {
 
     fn audit_now(&self) -> Result<Audit, AuditError> {
         let words = self.dstate.layout().audit_bitmap_words();
-        let mut seen = KVVec::from_elem(0u64, words, GFP_KERNEL).map_err(|_| AuditError::Bitmap)?;
+        let mut seen = KVVec::from_elem(0u64, words, gfp_load()).map_err(|_| AuditError::Bitmap)?;
         self.dstate.audit(&mut seen)
     }
 
@@ -173,9 +181,9 @@ impl DynVars {
         if opts.dynvarsize > OptKey::Dynvarsize.range().1 {
             return Err(E2BIG);
         }
-        let mut scopes = KVec::with_capacity(nvars, GFP_KERNEL)?;
+        let mut scopes = KVec::with_capacity(nvars, gfp_load())?;
         for id in 0..nvars as u32 {
-            scopes.push(image.var(id).ok_or(EINVAL)?.scope, GFP_KERNEL)?;
+            scopes.push(image.var(id).ok_or(EINVAL)?.scope, gfp_load())?;
         }
         let layout = Layout::new(
             opts.dynvarsize as usize,
@@ -185,7 +193,7 @@ impl DynVars {
         )
         .map_err(layout_errno)?;
         let r = layout.regions();
-        let mut mem = VVec::from_elem(0u8, r.size, crate::sys::gfp_big())?;
+        let mut mem = VVec::from_elem(0u8, r.size, crate::sys::gfp_load())?;
         let base = mem.as_mut_ptr();
         // vmalloc memory is page aligned; check rather than assume.
         if base as usize % r.align.max(1) != 0 {
@@ -231,7 +239,7 @@ impl DynVars {
                 audit: Default::default(),
                 _mem: mem,
             },
-            GFP_KERNEL,
+            gfp_load(),
         )?;
         // SAFETY: `mem` is boxed and stored next to the thread object, which is dropped first
         // (`DynVars` field order); dropping the thread object stops the thread.
@@ -265,20 +273,26 @@ impl DynVars {
 
     /// Value of variable `var` at the interpreter's `keys`; 0 if it does not exist.
     /// Probe context.
-    pub(crate) fn load(&self, var: u32, keys: &[Key<'_>]) -> u64 {
+    pub(crate) fn load(&self, var: u32, keys: &[Key<'_>], room: &mut DynKeys) -> u64 {
         self.mem
-            .with_tuple(var, keys, |t| self.mem.dstate.load(t).unwrap_or(0))
+            .with_tuple(var, keys, room, |t| self.mem.dstate.load(t).unwrap_or(0))
             .unwrap_or(0)
     }
 
     /// Stores `value` into variable `var` at `keys` on `cpu` (0 deletes); false when the
     /// store was dropped (counted by state and variable in the memory). Probe context.
-    pub(crate) fn store(&self, cpu: u32, var: u32, keys: &[Key<'_>], value: u64) -> bool {
+    pub(crate) fn store(
+        &self,
+        cpu: u32,
+        var: u32,
+        keys: &[Key<'_>],
+        room: &mut DynKeys,
+        value: u64,
+    ) -> bool {
         let d = &self.mem.dstate;
-        let Some(ok) = self
-            .mem
-            .with_tuple(var, keys, |t| d.store(cpu as usize, var, t, value).is_ok())
-        else {
+        let Some(ok) = self.mem.with_tuple(var, keys, room, |t| {
+            d.store(cpu as usize, var, t, value).is_ok()
+        }) else {
             return false;
         };
         if d.wants_clean(cpu as usize) {
@@ -291,9 +305,15 @@ impl DynVars {
 
     /// Copies string-valued variable `var` at `keys` into `out`; its length, 0 if it does
     /// not exist. Probe context.
-    pub(crate) fn load_str(&self, var: u32, keys: &[Key<'_>], out: &mut [u8]) -> usize {
+    pub(crate) fn load_str(
+        &self,
+        var: u32,
+        keys: &[Key<'_>],
+        room: &mut DynKeys,
+        out: &mut [u8],
+    ) -> usize {
         self.mem
-            .with_tuple(var, keys, |t| {
+            .with_tuple(var, keys, room, |t| {
                 self.mem.dstate.load_bytes(t, out).unwrap_or(0)
             })
             .unwrap_or(0)
@@ -301,10 +321,17 @@ impl DynVars {
 
     /// Stores string `s` into string-valued variable `var` at `keys` on `cpu` (the empty
     /// string deletes); false when the store was dropped. Probe context.
-    pub(crate) fn store_str(&self, cpu: u32, var: u32, keys: &[Key<'_>], s: &[u8]) -> bool {
+    pub(crate) fn store_str(
+        &self,
+        cpu: u32,
+        var: u32,
+        keys: &[Key<'_>],
+        room: &mut DynKeys,
+        s: &[u8],
+    ) -> bool {
         let d = &self.mem.dstate;
         let bytes = self.mem.str_bytes;
-        let Some(ok) = self.mem.with_tuple(var, keys, |t| {
+        let Some(ok) = self.mem.with_tuple(var, keys, room, |t| {
             d.store_bytes(cpu as usize, var, t, s, bytes).is_ok()
         }) else {
             return false;

@@ -32,9 +32,10 @@ use crate::action::{self, Builtin, Env, Key, Record, RecordKind, Vm, AGG_NARGS};
 use crate::agg::AggBuffer;
 use crate::buffer;
 use crate::diag;
+use crate::glue::dynmem::DynKeys;
 use crate::glue::pt::{Pt, PtCpu};
 use crate::glue::session::{ProbeSlot, Session};
-use crate::glue::spec::{Lost, Refused, SpecCpu};
+use crate::glue::spec::{Lost, Origin, Refused, SpecCpu};
 use crate::limits;
 use crate::probe::{self, ArgSource, ClauseEnv};
 use crate::program::ProbeKind;
@@ -116,7 +117,7 @@ pub(super) fn fire(s: &Session, slot: &ProbeSlot, ctx: &mut ActionCtx, regs: &Re
         }
         None => (s.cpus.local(ctx), None),
     };
-    let Ok(mut vm) = Vm::new(&mut st.scratch, s.nlocals, s.strsize) else {
+    let Ok(mut vm) = Vm::new(&mut st.vm, &mut st.scratch, s.nlocals, s.strsize) else {
         return;
     };
     let mut env = KernelEnv {
@@ -129,10 +130,11 @@ pub(super) fn fire(s: &Session, slot: &ProbeSlot, ctx: &mut ActionCtx, regs: &Re
         pbuf_off: &mut st.pbuf_off,
         pbuf_drops: &mut st.pbuf_drops,
         agg: st.agg.as_mut(),
+        room: &mut st.room,
         spec: st.spec.as_mut(),
         pt,
-        err_args: None,
         faulting: None,
+        clause: 0,
     };
     probe::run_clauses(
         &mut vm,
@@ -141,6 +143,23 @@ pub(super) fn fire(s: &Session, slot: &ProbeSlot, ctx: &mut ActionCtx, regs: &Re
         order.iter().copied(),
         &mut env,
     );
+}
+
+/// What a firing of a session keeps per CPU rather than on the stack (built at LOAD).
+pub(super) struct EnvCpu {
+    /// Room for a dynamic variable's tuple.
+    keys: DynKeys,
+    /// While ERROR's clauses run: its `arg0..arg5`.
+    err_args: [u64; 6],
+}
+
+impl EnvCpu {
+    pub(super) const fn new() -> Self {
+        Self {
+            keys: DynKeys::new(),
+            err_args: [0; 6],
+        }
+    }
 }
 
 /// What the interpreter sees of the kernel during one firing.
@@ -155,13 +174,16 @@ struct KernelEnv<'a> {
     pbuf_off: &'a mut usize,
     pbuf_drops: &'a mut u64,
     agg: Option<&'a mut Halves<u64>>,
+    /// This CPU's room for what a firing keeps off the stack.
+    room: &'a mut EnvCpu,
     /// This CPU's speculative buffers, if the program speculates.
     spec: Option<&'a mut SpecCpu>,
     pt: Option<(&'a Pt, &'a mut PtCpu)>,
-    /// While ERROR's clauses run: its `arg0..arg5`.
-    err_args: Option<[u64; 6]>,
-    /// While ERROR's clauses run: the faulting probe's slot, `slot` being ERROR's.
+    /// While ERROR's clauses run: the faulting probe's slot, `slot` being ERROR's (whose
+    /// `arg0..arg5` are then in `room.err_args`).
     faulting: Option<&'a ProbeSlot>,
+    /// The clause running, written into every record's kind word.
+    clause: u32,
 }
 
 impl KernelEnv<'_> {
@@ -173,6 +195,7 @@ impl KernelEnv<'_> {
     fn write(&mut self, kind: u32, id: u32, data: &[u8]) -> bool {
         let ts = self.ts();
         let buf = self.pbuf.active();
+        let kind = buffer::with_clause(kind, self.clause);
         let ok = buffer::write(buf, self.pbuf_off, kind, self.slot.id, id, ts, data);
         if !ok {
             *self.pbuf_drops += 1;
@@ -185,6 +208,10 @@ impl KernelEnv<'_> {
 }
 
 impl ClauseEnv for KernelEnv<'_> {
+    fn enter_clause(&mut self, clause: u32) {
+        self.clause = clause;
+    }
+
     /// Counts a fault and records where it happened (clause, instruction, what, address).
     fn fault(&mut self, clause: u32, f: action::Fault) {
         if let Some(k) = self.s.counter(self.cpu, self.slot.id) {
@@ -217,7 +244,7 @@ impl ClauseEnv for KernelEnv<'_> {
         }
         self.faulting = Some(self.slot);
         self.slot = err;
-        self.err_args = Some(*args);
+        self.room.err_args = *args;
         true
     }
 
@@ -225,7 +252,6 @@ impl ClauseEnv for KernelEnv<'_> {
         if let Some(sl) = self.faulting.take() {
             self.slot = sl;
         }
-        self.err_args = None;
     }
 }
 
@@ -233,8 +259,8 @@ impl Env for KernelEnv<'_> {
     fn builtin(&mut self, b: Builtin) -> u64 {
         if let Some(src) = probe::arg_source(self.slot.kind, b) {
             return match src {
-                ArgSource::Arg(n) => match &self.err_args {
-                    Some(a) => a.get(n as usize).copied().unwrap_or(0),
+                ArgSource::Arg(n) => match self.faulting {
+                    Some(_) => self.room.err_args.get(n as usize).copied().unwrap_or(0),
                     None => self.regs.arg(n),
                 },
                 ArgSource::Retval => self.regs.retval(),
@@ -267,6 +293,11 @@ impl Env for KernelEnv<'_> {
                 _ => 0,
             },
             Builtin::Vtimestamp => task::vtime(),
+            Builtin::Epid => {
+                let n = self.s.prog.clauses().len() as u32;
+                probe::epid(self.slot.id, self.clause, n)
+            }
+            Builtin::Ipl => task::irq_level() as u64,
             _ => 0,
         }
     }
@@ -313,7 +344,10 @@ impl Env for KernelEnv<'_> {
     }
 
     fn dynvar_load(&mut self, var: u32, keys: &[Key<'_>]) -> u64 {
-        self.s.dynvars.as_ref().map_or(0, |d| d.load(var, keys))
+        self.s
+            .dynvars
+            .as_ref()
+            .map_or(0, |d| d.load(var, keys, &mut self.room.keys))
     }
 
     // A dropped store is counted by the dynamic memory (by state and by variable).
@@ -321,14 +355,14 @@ impl Env for KernelEnv<'_> {
         self.s
             .dynvars
             .as_ref()
-            .is_some_and(|d| d.store(self.cpu, var, keys, value))
+            .is_some_and(|d| d.store(self.cpu, var, keys, &mut self.room.keys, value))
     }
 
     fn dynvar_load_str(&mut self, var: u32, keys: &[Key<'_>], out: &mut [u8]) -> usize {
         self.s
             .dynvars
             .as_ref()
-            .map_or(0, |d| d.load_str(var, keys, out))
+            .map_or(0, |d| d.load_str(var, keys, &mut self.room.keys, out))
     }
 
     // A dropped store is counted like an integer one.
@@ -336,7 +370,7 @@ impl Env for KernelEnv<'_> {
         self.s
             .dynvars
             .as_ref()
-            .is_some_and(|d| d.store_str(self.cpu, var, keys, s))
+            .is_some_and(|d| d.store_str(self.cpu, var, keys, &mut self.room.keys, s))
     }
 
     fn agg_update(&mut self, id: u32, keys: &[Key<'_>], args: &[u64; AGG_NARGS]) -> bool {
@@ -414,7 +448,12 @@ impl Env for KernelEnv<'_> {
         let (Some(specs), Some(sc)) = (self.s.specs.as_ref(), self.spec.as_deref_mut()) else {
             return false;
         };
-        match specs.write(self.cpu, sc, id, self.slot.id, ts, rec) {
+        let from = Origin {
+            probe: self.slot.id,
+            clause: self.clause,
+            ts,
+        };
+        match specs.write(self.cpu, sc, id, from, rec) {
             Ok(()) => true,
             Err(Lost::Drop) => {
                 if let Some(c) = self.s.cpu_counters.get(self.cpu as usize) {

@@ -8,6 +8,7 @@
 use crate::diag::Refusal;
 use crate::limits;
 use crate::program::{Image, VerifiedClause};
+use crate::sys::gfp_load;
 use kernel::alloc::AllocError;
 use kernel::prelude::*;
 
@@ -40,9 +41,9 @@ impl OwnedImage {
         // error return, when the errors (plain data) no longer borrow it (type invariant).
         let bytes: &'static [u8] = unsafe { core::slice::from_raw_parts(buf.as_ptr(), buf.len()) };
         let image = Image::parse(bytes).map_err(|e| Refusal::image(&e))?;
-        let mut clauses = KVec::with_capacity(image.clause_count(), GFP_KERNEL)?;
+        let mut clauses = KVec::with_capacity(image.clause_count(), gfp_load())?;
         let plan = limits::check_load(&image, |c| {
-            clauses.push(c, GFP_KERNEL)?;
+            clauses.push(c, gfp_load())?;
             Ok::<(), E>(())
         })?;
         // INVARIANT: `image` and `clauses` borrow `buf`, which moves in with them.

@@ -12,6 +12,7 @@ use crate::glue::fire;
 use crate::glue::session::{ProbeSlot, Session};
 use crate::limits::MAX_SYSCALL_NR;
 use crate::program::ProbeKind;
+use crate::sys::gfp_load;
 use crate::sys::kprobe::{Handler, Regs};
 use crate::sys::percpu::ActionCtx;
 use crate::sys::provider::SyscallHandler;
@@ -43,7 +44,7 @@ impl SyscallSlots {
         if !slots.iter().any(|s| dir(s.kind).is_some()) {
             return Ok(t);
         }
-        t.index = KVec::from_elem((0u32, 0u32), 2 * MAX_SYSCALL_NR, GFP_KERNEL)?;
+        t.index = KVec::from_elem((0u32, 0u32), 2 * MAX_SYSCALL_NR, gfp_load())?;
         // A counting pass, then slots in (direction, number, id) order.
         for s in slots {
             let (Some(d), nr) = (dir(s.kind), nr_of(s) as usize) else {
@@ -59,7 +60,7 @@ impl SyscallSlots {
             start += e.1;
             e.1 = 0;
         }
-        t.slots = KVec::from_elem(0u32, start as usize, GFP_KERNEL)?;
+        t.slots = KVec::from_elem(0u32, start as usize, gfp_load())?;
         for s in slots {
             let (Some(d), nr) = (dir(s.kind), nr_of(s) as usize) else {
                 continue;

@@ -16,6 +16,7 @@
 use crate::abi;
 use crate::glue::budget::MemCharge;
 use crate::sys::cpu;
+use crate::sys::gfp_load;
 use crate::sys::msr;
 use crate::sys::pages::{Pages, PAGE_SIZE};
 use crate::sys::percpu::{ActionCtx, PerCpu};
@@ -64,7 +65,7 @@ impl CpuBuf {
         mode: Mode,
         tcfg: &topa::Config,
     ) -> Result<Self> {
-        let mut slices: KVec<Pages> = KVec::with_capacity(nslices, GFP_KERNEL)?;
+        let mut slices: KVec<Pages> = KVec::with_capacity(nslices, gfp_load())?;
         let mut spare = KVec::new();
         for _ in 0..nslices {
             let mut tries = 0;
@@ -74,34 +75,34 @@ impl CpuBuf {
                     q.phys() + q.len() as u64 == p.phys() || p.phys() + p.len() as u64 == q.phys()
                 });
                 if adjacent && tries < MAX_ADJACENT_RETRIES {
-                    spare.push(p, GFP_KERNEL)?;
+                    spare.push(p, gfp_load())?;
                     tries += 1;
                     continue;
                 }
-                slices.push(p, GFP_KERNEL)?;
+                slices.push(p, gfp_load())?;
                 break;
             }
         }
         drop(spare);
-        let mut tables = KVec::with_capacity(ntables, GFP_KERNEL)?;
+        let mut tables = KVec::with_capacity(ntables, gfp_load())?;
         for _ in 0..ntables {
-            tables.push(Pages::alloc(0)?, GFP_KERNEL)?;
+            tables.push(Pages::alloc(0)?, gfp_load())?;
         }
         // Laid out in a bounce array (build wants the pages as one slice), then copied to
         // the separate table pages.
-        let mut pages = KVVec::from_elem([0u64; topa::TABLE_ENTRIES], ntables, GFP_KERNEL)?;
-        let mut table_phys = KVec::with_capacity(ntables, GFP_KERNEL)?;
+        let mut pages = KVVec::from_elem([0u64; topa::TABLE_ENTRIES], ntables, gfp_load())?;
+        let mut table_phys = KVec::with_capacity(ntables, gfp_load())?;
         for t in tables.iter() {
-            table_phys.push(t.phys(), GFP_KERNEL)?;
+            table_phys.push(t.phys(), gfp_load())?;
         }
-        let mut descr = KVVec::with_capacity(nslices, GFP_KERNEL)?;
+        let mut descr = KVVec::with_capacity(nslices, gfp_load())?;
         for s in slices.iter() {
             descr.push(
                 topa::Slice {
                     phys: s.phys(),
                     order: order as u8,
                 },
-                GFP_KERNEL,
+                gfp_load(),
             )?;
         }
         let layout = topa::build(&mut pages, &table_phys, &descr, mode, tcfg).map_err(|e| {
@@ -299,15 +300,15 @@ impl Pt {
         let charge = MemCharge::take_bytes(
             (ncpus as u64).saturating_mul(capacity + (ntables * PAGE_SIZE) as u64),
         )?;
-        let mut slice_phys = KVVec::with_capacity(ncpus * nslices, GFP_KERNEL)?;
-        let mut table_phys = KVVec::with_capacity(ncpus * ntables, GFP_KERNEL)?;
+        let mut slice_phys = KVVec::with_capacity(ncpus * nslices, gfp_load())?;
+        let mut table_phys = KVVec::with_capacity(ncpus * ntables, gfp_load())?;
         let cpus = PerCpu::new(|_| {
             let buf = CpuBuf::alloc(nslices, cfg.slice_order, ntables, mode, &tcfg)?;
             for s in buf.slices.iter() {
-                slice_phys.push(s.phys(), GFP_KERNEL)?;
+                slice_phys.push(s.phys(), gfp_load())?;
             }
             for t in buf.tables.iter() {
-                table_phys.push(t.phys(), GFP_KERNEL)?;
+                table_phys.push(t.phys(), gfp_load())?;
             }
             let engine = OutputEngine::new(&buf.layout, &tcfg);
             let hw_regs = buf.layout.initial_regs();
@@ -324,9 +325,9 @@ impl Pt {
                 error: 0,
             })
         })?;
-        let mut missed = KVec::with_capacity(ncpus, GFP_KERNEL)?;
+        let mut missed = KVec::with_capacity(ncpus, gfp_load())?;
         for _ in 0..ncpus {
-            missed.push(AtomicU64::new(0), GFP_KERNEL)?;
+            missed.push(AtomicU64::new(0), gfp_load())?;
         }
         cfg.backend = match backend {
             Backend::Soft => abi::PT_BACKEND_SOFT,
@@ -359,7 +360,7 @@ impl Pt {
                 cpus,
                 _charge: charge,
             },
-            GFP_KERNEL,
+            gfp_load(),
         )?)
     }
 
@@ -606,9 +607,9 @@ impl Pt {
         }
         let want = out.len().min(abi::PT_MAX_READ as usize);
         let words = want.div_ceil(8);
-        let mut bounce = KVVec::with_capacity(words, GFP_KERNEL)?;
+        let mut bounce = KVVec::with_capacity(words, gfp_load())?;
         for _ in 0..words {
-            bounce.push(AtomicU64::new(0), GFP_KERNEL)?;
+            bounce.push(AtomicU64::new(0), gfp_load())?;
         }
         let res = Snap::default();
         xcall::on_cpu(cpu, &|ctx: &mut ActionCtx| {

@@ -8,11 +8,12 @@
 //! without locks. The consumer owns it; the probes that point into it are dropped first.
 
 use crate::abi;
+use crate::action::VmState;
 use crate::agg::{self, AggBuffer};
 use crate::diag::{self, Refusal};
 use crate::glue::budget::MemCharge;
 use crate::glue::dynmem::DynVars;
-use crate::glue::fire;
+use crate::glue::fire::{self, EnvCpu};
 use crate::glue::image::OwnedImage;
 use crate::glue::provider::SyscallSlots;
 use crate::glue::pt::Pt;
@@ -22,6 +23,7 @@ use crate::probe;
 use crate::probesafe;
 use crate::program::ProbeKind;
 use crate::sys::cpu;
+use crate::sys::gfp_load;
 use crate::sys::kprobe::ProbeSet;
 use crate::sys::percpu::{ActionCtx, PerCpu};
 use crate::sys::provider::Providers;
@@ -87,6 +89,10 @@ impl CpuCounters {
 
 /// What one CPU's actions use.
 pub(super) struct CpuState {
+    /// The interpreter's registers and tuple stack (kept off the probe's stack).
+    pub(super) vm: KBox<VmState>,
+    /// What a firing keeps off the probe's stack besides.
+    pub(super) room: KBox<EnvCpu>,
     pub(super) scratch: VVec<u8>,
     pub(super) pbuf: Halves<u8>,
     pub(super) pbuf_off: usize,
@@ -231,22 +237,22 @@ impl Session {
 
         // Clauses by probe description.
         let ndesc = image.probe_count();
-        let mut desc_range = KVec::with_capacity(ndesc, GFP_KERNEL)?;
+        let mut desc_range = KVec::with_capacity(ndesc, gfp_load())?;
         let mut desc_clauses = KVec::new();
         for d in 0..ndesc as u32 {
             let start = desc_clauses.len() as u32;
             for c in probe::clauses_of(&image, d) {
-                desc_clauses.push(c, GFP_KERNEL)?;
+                desc_clauses.push(c, gfp_load())?;
             }
-            desc_range.push((start, desc_clauses.len() as u32 - start), GFP_KERNEL)?;
+            desc_range.push((start, desc_clauses.len() as u32 - start), gfp_load())?;
         }
 
         // Aggregations.
-        let mut agg_funcs = KVec::with_capacity(image.agg_count(), GFP_KERNEL)?;
+        let mut agg_funcs = KVec::with_capacity(image.agg_count(), gfp_load())?;
         for id in 0..image.agg_count() as u32 {
             let a = image.agg_desc(id).ok_or(EINVAL)?;
             let f = agg::check_params(a.func, &a.params).map_err(|e| Refusal::agg_params(id, e))?;
-            agg_funcs.push(f, GFP_KERNEL)?;
+            agg_funcs.push(f, gfp_load())?;
         }
 
         // Image::parse held bufsize and aggsize to limits::option_range.
@@ -296,7 +302,9 @@ impl Session {
         }
         let cpus = PerCpu::new(|c| {
             Ok(CpuState {
-                scratch: VVec::from_elem(0u8, scratch, crate::sys::gfp_big())?,
+                vm: KBox::new(VmState::new(), GFP_KERNEL)?,
+                room: KBox::new(EnvCpu::new(), GFP_KERNEL)?,
+                scratch: VVec::from_elem(0u8, scratch, crate::sys::gfp_load())?,
                 pbuf: pbuf_mem.halves(c).ok_or(EINVAL)?,
                 pbuf_off: 0,
                 pbuf_drops: 0,
@@ -304,14 +312,14 @@ impl Session {
                 spec: specs.as_ref().map(Specs::new_cpu).transpose()?,
             })
         })?;
-        let mut globals = KVec::with_capacity(image.var_count(), GFP_KERNEL)?;
+        let mut globals = KVec::with_capacity(image.var_count(), gfp_load())?;
         for _ in 0..image.var_count() {
-            globals.push(AtomicU64::new(0), GFP_KERNEL)?;
+            globals.push(AtomicU64::new(0), gfp_load())?;
         }
         let dynvars = DynVars::new(&image)?;
-        let mut cpu_counters = KVec::with_capacity(ncpus as usize, GFP_KERNEL)?;
+        let mut cpu_counters = KVec::with_capacity(ncpus as usize, gfp_load())?;
         for _ in 0..ncpus {
-            cpu_counters.push(CpuCounters::default(), GFP_KERNEL)?;
+            cpu_counters.push(CpuCounters::default(), gfp_load())?;
         }
 
         // Slots: fbt ones from the attach list, one for each other description.
@@ -322,10 +330,10 @@ impl Session {
                 nslots += 1;
             }
         }
-        let mut slots = KVec::with_capacity(nslots, GFP_KERNEL)?;
-        let mut counters = KVec::with_capacity(nslots * ncpus as usize, GFP_KERNEL)?;
+        let mut slots = KVec::with_capacity(nslots, gfp_load())?;
+        let mut counters = KVec::with_capacity(nslots * ncpus as usize, gfp_load())?;
         for _ in 0..nslots * ncpus as usize {
-            counters.push(SlotCounters::default(), GFP_KERNEL)?;
+            counters.push(SlotCounters::default(), gfp_load())?;
         }
         let slot = |id: usize, desc: u32, kind: ProbeKind, func: &[u8]| -> ProbeSlot {
             let mut f = [0u8; abi::PROBE_FUNC_LEN];
@@ -343,7 +351,7 @@ impl Session {
             let p = image.probe(a.desc as usize).ok_or(EINVAL)?;
             slots.push(
                 slot(slots.len(), a.desc, p.kind, a.name.as_bytes()),
-                GFP_KERNEL,
+                gfp_load(),
             )?;
         }
         for d in 0..ndesc as u32 {
@@ -352,7 +360,7 @@ impl Session {
                 // Its id is `probe::other_probe_id(&image, attach.len(), d)`; a syscall
                 // probe's function is the call's name.
                 let func = image.probe_func(d as usize).unwrap_or_default();
-                slots.push(slot(slots.len(), d, p.kind, func), GFP_KERNEL)?;
+                slots.push(slot(slots.len(), d, p.kind, func), gfp_load())?;
             }
         }
         let syscalls = SyscallSlots::new(&slots, |sl| {
@@ -382,7 +390,7 @@ impl Session {
                 specs,
                 _charge: charge,
             },
-            GFP_KERNEL,
+            gfp_load(),
         )?;
 
         let mut probes = ProbeSet::new(s);
@@ -390,7 +398,7 @@ impl Session {
         // `providers` (`Loaded` says so and the consumer's `Program` keeps that order).
         let mut providers = unsafe { Providers::new(probes.handler()) };
         let mut nskipped = 0u32;
-        let mut attached = KVec::from_elem(false, ndesc, GFP_KERNEL)?;
+        let mut attached = KVec::from_elem(false, ndesc, gfp_load())?;
         for (i, a) in attach.iter().enumerate() {
             // Functions probe handling reaches itself are never probed (`probesafe`).
             if let Some(why) = a.name.to_str().ok().and_then(probesafe::refusal) {
@@ -443,15 +451,15 @@ impl Session {
             return Err(Refusal::probe_missing(d as u32).into());
         }
         let nprobes = probes.kprobes() as u32;
-        let mut agg_pending = KVec::with_capacity(ncpus as usize, GFP_KERNEL)?;
+        let mut agg_pending = KVec::with_capacity(ncpus as usize, gfp_load())?;
         for _ in 0..ncpus {
-            agg_pending.push(None, GFP_KERNEL)?;
+            agg_pending.push(None, gfp_load())?;
         }
         let drain = Drain {
             pbuf: pbuf_sw,
             agg: agg_sw,
             agg_pending,
-            bounce: KVVec::from_elem(0u8, 64 << 10, GFP_KERNEL)?,
+            bounce: KVVec::from_elem(0u8, 64 << 10, gfp_load())?,
         };
         Ok(Loaded {
             providers,

@@ -22,9 +22,17 @@
 use crate::action::Record;
 use crate::buffer::{self, Reader};
 use crate::glue::session::CpuCounters;
+use crate::sys::gfp_load;
 use core::sync::atomic::{AtomicU64, Ordering};
-use kernel::alloc::{flags::GFP_KERNEL, KVec, VVec};
+use kernel::alloc::{KVec, VVec};
 use kernel::prelude::*;
+
+/// Who wrote a speculated record: the probe, the clause and the firing's timestamp.
+pub(crate) struct Origin {
+    pub(crate) probe: u32,
+    pub(crate) clause: u32,
+    pub(crate) ts: u64,
+}
 
 const INACTIVE: u64 = 0;
 const ACTIVE: u64 = 1;
@@ -91,16 +99,16 @@ pub(crate) struct SpecCpu {
 impl Specs {
     /// `nspec` speculations over `ncpus` CPUs, buffers of `specsize` bytes.
     pub(crate) fn new(nspec: usize, ncpus: u32, specsize: usize) -> Result<Self> {
-        let mut states = KVec::with_capacity(nspec, GFP_KERNEL)?;
-        let mut commit_ts = KVec::with_capacity(nspec, GFP_KERNEL)?;
+        let mut states = KVec::with_capacity(nspec, gfp_load())?;
+        let mut commit_ts = KVec::with_capacity(nspec, gfp_load())?;
         for _ in 0..nspec {
-            states.push(AtomicU64::new(pack(INACTIVE, 0, 0)), GFP_KERNEL)?;
-            commit_ts.push(AtomicU64::new(0), GFP_KERNEL)?;
+            states.push(AtomicU64::new(pack(INACTIVE, 0, 0)), gfp_load())?;
+            commit_ts.push(AtomicU64::new(0), gfp_load())?;
         }
         let n = nspec.checked_mul(ncpus as usize).ok_or(EINVAL)?;
-        let mut held = KVec::with_capacity(n, GFP_KERNEL)?;
+        let mut held = KVec::with_capacity(n, gfp_load())?;
         for _ in 0..n {
-            held.push(AtomicU64::new(0), GFP_KERNEL)?;
+            held.push(AtomicU64::new(0), gfp_load())?;
         }
         // INVARIANT: the lengths are built above; nothing is active, nothing held.
         Ok(Self {
@@ -116,8 +124,8 @@ impl Specs {
     pub(crate) fn new_cpu(&self) -> Result<SpecCpu> {
         let bytes = self.nspec.checked_mul(self.specsize).ok_or(EINVAL)?;
         Ok(SpecCpu {
-            buf: VVec::from_elem(0u8, bytes, crate::sys::gfp_big())?,
-            off: KVec::from_elem(0usize, self.nspec, GFP_KERNEL)?,
+            buf: VVec::from_elem(0u8, bytes, crate::sys::gfp_load())?,
+            off: KVec::from_elem(0usize, self.nspec, gfp_load())?,
         })
     }
 
@@ -164,17 +172,17 @@ impl Specs {
         self.held.get(cpu as usize * self.nspec + i)
     }
 
-    /// Appends `rec` (of probe `probe`, fired at `ts`) to the buffer `sc` of this CPU, `cpu`,
-    /// for speculation `id`.
+    /// Appends `rec`, written by `from`, to the buffer `sc` of this CPU, `cpu`, for
+    /// speculation `id`.
     pub(crate) fn write(
         &self,
         cpu: u32,
         sc: &mut SpecCpu,
         id: u64,
-        probe: u32,
-        ts: u64,
+        from: Origin,
         rec: &Record<'_>,
     ) -> core::result::Result<(), Lost> {
+        let Origin { probe, clause, ts } = from;
         let i = self.index(id).ok_or(Lost::Silent)?;
         let (Some(s), Some(held), Some(off)) =
             (self.states.get(i), self.held(cpu, i), sc.off.get_mut(i))
@@ -209,7 +217,15 @@ impl Specs {
             .buf
             .get_mut(start..start + self.specsize)
             .ok_or(Lost::Silent)?;
-        if buffer::write(area, off, rec.kind as u32, probe, rec.id, ts, rec.data) {
+        if buffer::write(
+            area,
+            off,
+            buffer::with_clause(rec.kind as u32, clause),
+            probe,
+            rec.id,
+            ts,
+            rec.data,
+        ) {
             Ok(())
         } else {
             Err(Lost::Drop)

@@ -11,6 +11,7 @@
 //!
 // TODO: replace with kernel::kprobes when available.
 
+use crate::sys::gfp_load;
 use crate::sys::percpu::ActionCtx;
 use crate::sys::shim;
 use core::marker::PhantomData;
@@ -203,7 +204,7 @@ impl<H: Handler> ProbeSet<H> {
     /// Registers a disabled kprobe (or kretprobe) on `symbol`; its hits call the handler with
     /// `slot`.
     pub(crate) fn add_kprobe(&mut self, symbol: &CStr, is_return: bool, slot: u32) -> Result {
-        self.probes.reserve(1, GFP_KERNEL)?;
+        self.probes.reserve(1, gfp_load())?;
         // SAFETY: `symbol` is NUL-terminated and the shim copies it; `OPS` is a promoted
         // constant, valid for 'static; the cookie stays valid while the probe is registered
         // (type invariant).
@@ -224,21 +225,21 @@ impl<H: Handler> ProbeSet<H> {
             return Err(e);
         }
         // INVARIANT: registered; capacity was reserved, so the push can't fail.
-        self.probes.push(p, GFP_KERNEL)?;
+        self.probes.push(p, gfp_load())?;
         Ok(())
     }
 
     /// Adds a disabled tick firing every `period_ns` on one CPU; it calls the handler with
     /// `slot`.
     pub(crate) fn add_tick(&mut self, period_ns: u64, slot: u32) -> Result {
-        self.ticks.reserve(1, GFP_KERNEL)?;
+        self.ticks.reserve(1, gfp_load())?;
         let (ops, cookie) = (&Vtable::<H>::OPS, self.cookie());
         // SAFETY: plain allocation and initialisation of an hrtimer; `OPS` and the cookie as
         // in `add_kprobe`.
         let raw = unsafe { shim::oxt_tick_alloc(ops, cookie, slot, period_ns) };
         let t = NonNull::new(raw).ok_or(ENOMEM)?;
         // INVARIANT: initialised, not started.
-        self.ticks.push(t, GFP_KERNEL)?;
+        self.ticks.push(t, gfp_load())?;
         Ok(())
     }
 

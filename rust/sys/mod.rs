@@ -19,12 +19,21 @@ pub(crate) mod switchbuf;
 pub(crate) mod task;
 pub(crate) mod xcall;
 
-use kernel::alloc::flags::{__GFP_NOWARN, GFP_KERNEL_ACCOUNT};
 use kernel::alloc::Flags;
 
-/// Flags of the large allocations a LOAD makes (buffers, dynamic memory, scratch): charged
-/// to the caller's memory cgroup, and failing with `ENOMEM` without a warning in the log.
-// TODO: add __GFP_RETRY_MAYFAIL when kernel::alloc::flags has it (not in 6.12).
-pub(crate) fn gfp_big() -> Flags {
-    GFP_KERNEL_ACCOUNT | __GFP_NOWARN
+// `gfp_load` builds a `Flags` from the shim's mask: `Flags` is a newtype over the `u32` gfp
+// mask (6.12's `pub struct Flags(u32)`) with no constructor for the bits it lacks.
+const _: () = assert!(core::mem::size_of::<Flags>() == core::mem::size_of::<u32>());
+
+/// Flags of every allocation a user's request makes (LOAD, GO, PT_CONFIG and the other
+/// ioctls): the shim's `OXT_GFP_LOAD`, charged to the caller's memory cgroup
+/// (`__GFP_ACCOUNT`), failing with `ENOMEM` instead of calling the OOM killer
+/// (`__GFP_RETRY_MAYFAIL`) and without a warning in the log (`__GFP_NOWARN`).
+// TODO: build it from kernel::alloc::flags once they have __GFP_RETRY_MAYFAIL.
+pub(crate) fn gfp_load() -> Flags {
+    // SAFETY: a plain function returning a constant.
+    let raw = unsafe { shim::oxt_gfp_load() };
+    // SAFETY: `Flags` has one field, a `u32`, and the size of a `u32` (asserted above), so
+    // that field spans all of it at offset 0 and every `u32` is a valid `Flags`.
+    unsafe { core::mem::transmute::<u32, Flags>(raw) }
 }

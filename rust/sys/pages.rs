@@ -34,7 +34,7 @@ unsafe impl Send for Pages {}
 unsafe impl Sync for Pages {}
 
 impl Pages {
-    /// Allocates `2^order` zeroed pages (`GFP_KERNEL`, process context).
+    /// Allocates `2^order` zeroed pages (the shim's `OXT_GFP_LOAD`, process context).
     pub(crate) fn alloc(order: u32) -> Result<Self> {
         // SAFETY: `alloc_pages` may be called from process context with any order; a too
         // large order fails with NULL.

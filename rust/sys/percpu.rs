@@ -10,6 +10,7 @@
 // TODO: replace with kernel::percpu when available.
 
 use crate::sys::cpu;
+use crate::sys::gfp_load;
 use core::cell::UnsafeCell;
 use core::marker::PhantomData;
 use kernel::prelude::*;
@@ -69,9 +70,9 @@ impl<T> PerCpu<T> {
     /// A slot per possible CPU, `init(cpu)` each.
     pub(crate) fn new(mut init: impl FnMut(u32) -> Result<T>) -> Result<Self> {
         let n = cpu::nr_cpu_ids();
-        let mut slots = KVec::with_capacity(n as usize, GFP_KERNEL)?;
+        let mut slots = KVec::with_capacity(n as usize, gfp_load())?;
         for cpu in 0..n {
-            slots.push(Slot(UnsafeCell::new(init(cpu)?)), GFP_KERNEL)?;
+            slots.push(Slot(UnsafeCell::new(init(cpu)?)), gfp_load())?;
         }
         // INVARIANT: one slot per CPU id; nothing shared yet.
         Ok(Self { slots })

@@ -13,6 +13,7 @@
 //! the event's format), handed to the same [`Handler`]. Hooks are registered at enable and
 //! unregistered at disable; dropping the set waits until no hit can still run.
 
+use crate::sys::gfp_load;
 use crate::sys::kprobe::{Handler, Regs, Vtable};
 use crate::sys::percpu::ActionCtx;
 use crate::sys::shim;
@@ -139,7 +140,7 @@ impl<H: Handler + SyscallHandler> Providers<H> {
     /// Adds a profile probe firing every `period_ns` on every online CPU; it calls the
     /// handler with `slot`.
     pub(crate) fn add_profile(&mut self, period_ns: u64, slot: u32) -> Result {
-        self.profiles.reserve(1, GFP_KERNEL)?;
+        self.profiles.reserve(1, gfp_load())?;
         let ops = &Vtable::<H>::OPS;
         // SAFETY: as in `add_syscalls`.
         let raw = from_err_ptr(unsafe {
@@ -147,7 +148,7 @@ impl<H: Handler + SyscallHandler> Providers<H> {
         })?;
         // INVARIANT: allocated and disabled; capacity was reserved.
         self.profiles
-            .push(NonNull::new(raw).ok_or(ENOMEM)?, GFP_KERNEL)?;
+            .push(NonNull::new(raw).ok_or(ENOMEM)?, gfp_load())?;
         Ok(())
     }
 
@@ -155,7 +156,7 @@ impl<H: Handler + SyscallHandler> Providers<H> {
     /// its tracefs directory) on every CPU online now; it calls the handler with `slot`, and
     /// [`tp_record`] is the event's record meanwhile.
     pub(crate) fn add_tracepoint(&mut self, id: u64, slot: u32) -> Result {
-        self.tracepoints.reserve(1, GFP_KERNEL)?;
+        self.tracepoints.reserve(1, gfp_load())?;
         let ops = &Vtable::<H>::OPS;
         // SAFETY: as in `add_syscalls`.
         let raw = from_err_ptr(unsafe {
@@ -163,7 +164,7 @@ impl<H: Handler + SyscallHandler> Providers<H> {
         })?;
         // INVARIANT: allocated and disabled; capacity was reserved.
         self.tracepoints
-            .push(NonNull::new(raw).ok_or(ENOMEM)?, GFP_KERNEL)?;
+            .push(NonNull::new(raw).ok_or(ENOMEM)?, gfp_load())?;
         Ok(())
     }
 

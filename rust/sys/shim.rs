@@ -94,6 +94,7 @@ extern "C" {
     pub(crate) fn oxt_ndelay(ns: u64);
     pub(crate) fn oxt_current_task() -> c_ulong;
     pub(crate) fn oxt_current_vtime() -> u64;
+    pub(crate) fn oxt_irq_level() -> u32;
     pub(crate) fn oxt_current_comm(buf: *mut u8, len: usize) -> usize;
     pub(crate) fn oxt_read_nofault(dst: *mut c_void, src: c_ulong, len: usize) -> c_long;
 
@@ -147,6 +148,7 @@ extern "C" {
     pub(crate) fn oxt_periodic_free(p: *mut Periodic);
     pub(crate) fn oxt_synchronize_rcu();
 
+    pub(crate) fn oxt_gfp_load() -> u32;
     pub(crate) fn oxt_pages_alloc(order: c_uint) -> *mut Page;
     pub(crate) fn oxt_pages_free(page: *mut Page, order: c_uint);
     pub(crate) fn oxt_page_address(page: *mut Page) -> *mut c_void;

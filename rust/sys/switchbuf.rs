@@ -9,6 +9,7 @@
 //! cross-call. The consumer, holding the one [`Switcher`], switches a CPU and then uses the
 //! half that was active, which no CPU touches until the consumer's next switch of that CPU.
 
+use crate::sys::gfp_load;
 use kernel::prelude::*;
 
 /// One CPU's view of its two halves.
@@ -65,15 +66,15 @@ impl<T: Copy> HalvesMem<T> {
     /// Two halves of `len` elements, filled with `fill`, for each of `ncpus` CPUs, and the one
     /// [`Switcher`].
     pub(crate) fn new(ncpus: u32, len: usize, fill: T) -> Result<(Self, Switcher)> {
-        let mut mem = KVec::with_capacity(ncpus as usize, GFP_KERNEL)?;
-        let mut ptrs = KVec::with_capacity(ncpus as usize, GFP_KERNEL)?;
+        let mut mem = KVec::with_capacity(ncpus as usize, gfp_load())?;
+        let mut ptrs = KVec::with_capacity(ncpus as usize, gfp_load())?;
         for _ in 0..ncpus {
             let mut h = [
-                VVec::from_elem(fill, len, super::gfp_big())?,
-                VVec::from_elem(fill, len, super::gfp_big())?,
+                VVec::from_elem(fill, len, super::gfp_load())?,
+                VVec::from_elem(fill, len, super::gfp_load())?,
             ];
-            ptrs.push([h[0].as_mut_ptr(), h[1].as_mut_ptr()], GFP_KERNEL)?;
-            mem.push(h, GFP_KERNEL)?;
+            ptrs.push([h[0].as_mut_ptr(), h[1].as_mut_ptr()], gfp_load())?;
+            mem.push(h, gfp_load())?;
         }
         let id = ptrs.as_ptr() as usize;
         // INVARIANT: the pointers were taken from the vectors, whose heap memory does not

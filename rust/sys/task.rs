@@ -76,6 +76,12 @@ pub(crate) fn vtime() -> u64 {
     unsafe { shim::oxt_current_vtime() }
 }
 
+/// The interrupt level of this context (`ipl`): 0 task, 1 softirq, 2 hardirq, 3 NMI.
+pub(crate) fn irq_level() -> u32 {
+    // SAFETY: the shim reads this CPU's preempt count; any context may.
+    unsafe { shim::oxt_irq_level() }
+}
+
 /// Address of the current task (`curthread`).
 pub(crate) fn current_addr() -> u64 {
     // SAFETY: reads `current`.

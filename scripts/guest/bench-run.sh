@@ -10,13 +10,15 @@
 # per thread, 4 threads), NL (calls of the latency workload), LSIZE (its read size),
 # KEYS (distinct keys), ATTACH (probes of the attach timing; 0: none), PAIRS
 # (which pairs), PROFILE (pairs to profile with the
-# host's perf: cpu-clock samples on the workload's CPU, where the time goes).
+# host's perf: cpu-clock samples on the workload's CPU, where the time goes), ONLY
+# (the sections to run, of "pairs bulk keys attach dyn clean profile"; empty: all).
 ROUNDS=5 N1=200000 N4=100000 NL=20000 LSIZE=16384 KEYS=100000 ATTACH=1000
 PAIRS="empty count hist sum trace ten sysread profile"
 PROFILE="empty count hist"
 # VARIANT: pairs also run with /extra/oxtrace-o2.ko (a second build with
 # KRUSTFLAGS=-Copt-level=2, the same code as shipped), swapped in for the run.
 VARIANT="empty count hist"
+ONLY=
 for a in "$@"; do
 	name=${a%%=*}
 	val=${a#*=}
@@ -24,6 +26,12 @@ for a in "$@"; do
 done
 B=/extra/oxt_bench
 H=/host
+# want SECTION: whether ONLY selects it.
+want() {
+	[ -z "$ONLY" ] && return 0
+	case " $ONLY " in *" $1 "*) return 0 ;; esac
+	return 1
+}
 
 mount_host() {
 	mkdir -p $H
@@ -159,7 +167,7 @@ else
 fi
 
 r=1
-while [ $r -le "$ROUNDS" ]; do
+while want pairs && [ $r -le "$ROUNDS" ]; do
 	run_none $r
 	for p in $PAIRS; do
 		run_ox $r "$p"
@@ -173,11 +181,11 @@ done
 # Bulk attach: about 1,000 safe entry probes (every one under the first four-letter
 # prefixes) attached, enabled, fired until the first tick, disabled and detached.
 # Target (issue 15): 1,000 functions attached and detached in <= 2 s under TCG.
-oxtrace -l 'fbt:::entry' | awk 'NR > 1 && NF == 5 { print $4 }' >/tmp/att.safe
+want bulk && oxtrace -l 'fbt:::entry' | awk 'NR > 1 && NF == 5 { print $4 }' >/tmp/att.safe
 ATTD=$(awk '{ p = substr($1, 1, 4); n[p]++; if (!(p in s)) { s[p] = 1; o[++k] = p } }
 	END { t = 0; for (i = 1; i <= k && t < 1000; i++) {
 		printf "%sfbt::%s*:entry", (i > 1 ? ", " : ""), o[i]; t += n[o[i]] } }' /tmp/att.safe)
-for r in 1 2 3; do
+want bulk && for r in 1 2 3; do
 	read -r t0 _ </proc/uptime
 	oxtrace -v -e "$ATTD { @n = count(); } tick-1ms { exit(0); }" >/dev/null 2>/tmp/att.err
 	read -r t1 _ </proc/uptime
@@ -189,18 +197,18 @@ done
 # Snapshot + merge of KEYS distinct keys at the end of the run (aggrate long
 # enough that the final snapshot takes them all at once; aggsize 16m × 4 CPUs × 2
 # halves stays within the default memory budget of a 2 GiB guest).
-for r in 1 2 3; do
+want keys && for r in 1 2 3; do
 	oxtrace -q -v -x aggsize=16m -x aggrate=60s \
 		-e 'fbt::ksys_read:entry /pid == $target/ { @[arg2] = count(); }' \
 		-c "$B keys $KEYS" >/dev/null 2>/tmp/ox.err
-	echo "KEYS round=$r $(sed -n 's/^oxtrace: final aggregation snapshot+merge \([0-9]*\) us (ioctls \([0-9]*\) us), \([0-9]*\) keys/us=\1 ioctl_us=\2 keys=\3/p' /tmp/ox.err)"
+	echo "KEYS round=$r $(sed -n 's/^oxtrace: final aggregation snapshot+merge \([0-9]*\) us (ioctls \([0-9]*\) us, merge \([0-9]*\) us), \([0-9]*\) keys, sort+format \([0-9]*\) us/us=\1 ioctl_us=\2 merge_us=\3 keys=\4 print_us=\5/p' /tmp/ox.err)"
 	grep -q 'snapshot+merge' /tmp/ox.err || echo "NOTE keys: $(head -c 300 /tmp/ox.err)"
 	grep -E 'aggregation drops|records dropped|^oxtrace: [0-9]+ errors' /tmp/ox.err | head -n 2 | sed 's/^/NOTE keys: /'
 done
 
 # Attaching: LOAD of one clause on ATTACH functions (every k-th probeable kernel
 # function, so the set spreads over the kernel), timed by the tool around the ioctl.
-if [ "$ATTACH" -gt 0 ]; then
+if want attach && [ "$ATTACH" -gt 0 ]; then
 	# the initramfs root has no tracefs mounted unless something did before
 	# (tracefs and debugfs files have size 0: test for a first line, not with -s)
 	has() { [ -n "$(head -n 1 "$1" 2>/dev/null)" ]; }
@@ -247,20 +255,20 @@ if [ "$ATTACH" -gt 0 ]; then
 fi
 
 # Dynamic variables: alloc/free throughput on 4 CPUs, and drops against cleanrate
-# with a small dynamic memory.
-DYNP='fbt::ksys_read:entry { self->ts = timestamp; }
-fbt::ksys_read:return /self->ts/ { self->ts = 0; }'
+# with a small dynamic memory; the program is the hist pair's (self->ts + quantize).
+DYNP=$(ox_prog hist)
 dyn() {
 	# shellcheck disable=SC2086
 	oxtrace -q -v $2 -e "$DYNP" -c "$B read 4 $N4 1" >/tmp/ox.out 2>/tmp/ox.err
 	el=$(sed -n 's/.*elapsed_ns=\([0-9]*\).*/\1/p' /tmp/ox.out)
 	st=$(sed -n 's/^oxtrace: dynvars allocs \([0-9]*\) frees \([0-9]*\) drops \([0-9]*\).*cleaner runs \([0-9]*\) passes \([0-9]*\) period \([0-9]*\) ns chunks \([0-9]*\).*/allocs=\1 frees=\2 drops=\3 runs=\4 passes=\5 period_ns=\6 chunks=\7/p' /tmp/ox.err)
 	echo "$1 $3 elapsed_ns=$el $st"
+	grep -E '^oxtrace: dynvars' /tmp/ox.err | sed 's/^oxtrace: /NOTE /'
 }
-for r in 1 2 3; do
+want dyn && for r in 1 2 3; do
 	dyn DYN "" "round=$r"
 done
-for rate in 10hz 101hz 1000hz; do
+want clean && for rate in 10hz 101hz 1000hz; do
 	dyn CLEAN "-x dynvarsize=256k -x cleanrate=$rate" "cleanrate=$rate"
 done
 # Where the time goes: perf (the host's, in the chroot) samples CPU 0 while the
@@ -273,7 +281,7 @@ prof() {
 		grep -v '^$' | head -n 25
 	echo "PROF-END"
 }
-if [ $have_bt = 1 ] && [ -n "$PROFILE" ] && chroot $H /usr/bin/perf --version >/dev/null 2>&1; then
+if want profile && [ $have_bt = 1 ] && [ -n "$PROFILE" ] && chroot $H /usr/bin/perf --version >/dev/null 2>&1; then
 	cp $B $H/tmp/oxt_bench
 	# As many samples as the emulated timer gives: no rate cap, no throttling.
 	echo 100000 >/proc/sys/kernel/perf_event_max_sample_rate

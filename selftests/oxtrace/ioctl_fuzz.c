@@ -9,8 +9,10 @@
  * swaps the shared fd under them and children fork off with it.
  *
  * Every call must return 0 or a clean errno of the ABI, the process must
- * survive, and at the end no consumer may be left and kernel memory must be
- * back where it was.  The kernel log scan of the runner catches splats.
+ * survive, the kernel may write only where told (the thread's own counters are
+ * compared across each call), no physical page may be mapped at two addresses
+ * of the process, and at the end no consumer may be left and kernel memory must
+ * be back where it was.  The kernel log scan of the runner catches splats.
  * OXT_STRESS=1 runs at length (make stress); OXT_SEED=n replays a run.
  */
 #include <signal.h>
@@ -273,6 +275,123 @@ static bool skip_nr(unsigned int nr)
 	}
 }
 
+
+/* Page diagnostics for the corruption check: PFN and kernel page flags of a user address. */
+static __u64 pfn_of(const void *va)
+{
+	static int fd = -2;
+	__u64 e = 0;
+
+	if (fd == -2)
+		fd = open("/proc/self/pagemap", O_RDONLY);
+	if (fd < 0 || pread(fd, &e, 8, (unsigned long)va / PAGE * 8) != 8)
+		return 0;
+	return e;
+}
+
+static __u64 kpage(const char *file, __u64 pfn)
+{
+	__u64 v = ~0ULL;
+	int fd = open(file, O_RDONLY);
+
+	if (fd >= 0) {
+		if (pread(fd, &v, 8, pfn * 8) != 8)
+			v = ~0ULL;
+		close(fd);
+	}
+	return v;
+}
+
+/*
+ * Physical pages mapped at two addresses of this process (anonymous private memory, the
+ * zero page left out): none may exist, nothing here maps memory twice.  A candidate is
+ * read again and counted only if both addresses still show the page and hold the same
+ * bytes, so memory that another thread unmapped during the scan is not taken for one.
+ * Returns the number of such pages; the first is described in out.
+ */
+static long alias_scan(char *out, size_t n)
+{
+	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	struct ent { __u64 pfn; unsigned long va; } *e = NULL;
+	size_t ne = 0, cap = 0;
+	long dups = 0;
+	char line[512];
+	FILE *f;
+
+	pthread_mutex_lock(&lock);
+	f = fopen("/proc/self/maps", "r");
+	while (f && fgets(line, sizeof(line), f)) {
+		unsigned long lo, hi;
+		char perm[8], path[256] = "";
+
+		if (sscanf(line, "%lx-%lx %7s %*s %*s %*s %255s", &lo, &hi, perm, path) < 3)
+			continue;
+		if (perm[0] != 'r' || perm[1] != 'w' || perm[3] != 'p' ||
+		    (path[0] && strcmp(path, "[stack]") && strcmp(path, "[heap]")))
+			continue;
+		for (unsigned long va = lo; va < hi; va += PAGE) {
+			__u64 pm = pfn_of((void *)va), pfn = pm & ((1ULL << 55) - 1);
+
+			if (!(pm >> 63) || !pfn || (kpage("/proc/kpageflags", pfn) >> 24 & 1))
+				continue;
+			if (ne == cap) {
+				cap = cap ? 2 * cap : 4096;
+				e = realloc(e, cap * sizeof(*e));
+			}
+			e[ne++] = (struct ent){ pfn, va };
+		}
+	}
+	if (f)
+		fclose(f);
+	for (size_t i = 0; i < ne; i++)
+		for (size_t j = i + 1; j < ne; j++) {
+			__u64 m = (1ULL << 55) - 1;
+
+			if (e[i].pfn != e[j].pfn || e[i].va == e[j].va ||
+			    (pfn_of((void *)e[i].va) & m) != e[i].pfn ||
+			    (pfn_of((void *)e[j].va) & m) != e[i].pfn ||
+			    memcmp((void *)e[i].va, (void *)e[j].va, PAGE))
+				continue;
+			if (!dups++ && out)
+				snprintf(out, n, "pfn %#llx at %#lx and %#lx (flags %#llx)",
+					 (unsigned long long)e[i].pfn, e[i].va, e[j].va,
+					 kpage("/proc/kpageflags", e[i].pfn));
+		}
+	free(e);
+	pthread_mutex_unlock(&lock);
+	return dups;
+}
+
+/* OXT_FUZZ_PAGEDIAG=1: note the tally's pages before each call, for page_report(). */
+static bool pagediag(void)
+{
+	static int on = -1;
+
+	if (on < 0)
+		on = !!getenv("OXT_FUZZ_PAGEDIAG");
+	return on;
+}
+
+/* Where a changed tally byte lives: its pages then and now, their flags, any alias. */
+static void page_report(const struct tally *t, const void *live, const void *before,
+			__u64 pm0, __u64 pm1)
+{
+	__u64 m = (1ULL << 55) - 1, pl = pfn_of(live) & m, pb = pfn_of(before) & m;
+	char al[256] = "";
+	long d = alias_scan(al, sizeof(al));
+
+	fprintf(stderr, "# tally %p: pages %#llx %#llx before the call (OXT_FUZZ_PAGEDIAG), "
+		"%#llx %#llx now\n", (void *)t, (unsigned long long)pm0, (unsigned long long)pm1,
+		(unsigned long long)pfn_of(t),
+		(unsigned long long)pfn_of((const char *)t + sizeof(*t) - 1));
+	fprintf(stderr, "# changed byte %p: pfn %#llx flags %#llx count %lld; its copy %p: pfn "
+		"%#llx flags %#llx count %lld; %ld pages mapped twice %s\n", live,
+		(unsigned long long)pl, (unsigned long long)kpage("/proc/kpageflags", pl),
+		(long long)kpage("/proc/kpagecount", pl), before, (unsigned long long)pb,
+		(unsigned long long)kpage("/proc/kpageflags", pb),
+		(long long)kpage("/proc/kpagecount", pb), d, al);
+}
+
 /* One random ioctl on fd; returns its result in t. */
 static void fuzz_one(struct arena *a, int fd, struct tally *t, bool shared)
 {
@@ -281,6 +400,7 @@ static void fuzz_one(struct arena *a, int fd, struct tally *t, bool shared)
 	unsigned long arg;
 	unsigned char *s;
 	int image_len = 0, ret, e;
+	__u64 pm0 = 0, pm1 = 0;
 
 	do
 		nr = below(&a->r, 8) ? below(&a->r, 15) : below(&a->r, 64);
@@ -342,6 +462,10 @@ static void fuzz_one(struct arena *a, int fd, struct tally *t, bool shared)
 		if (s + 4 <= a->rw + 2 * PAGE)
 			*(__u32 *)s = size;
 	}
+	if (pagediag()) {
+		pm0 = pfn_of(t);
+		pm1 = pfn_of((char *)t + sizeof(*t) - 1);
+	}
 	memcpy(&t->before, t, offsetof(struct tally, before));
 	ret = ioctl(fd, _IOC(dir, type, nr, size), arg);
 	e = errno;
@@ -352,6 +476,7 @@ static void fuzz_one(struct arena *a, int fd, struct tally *t, bool shared)
 
 		while (o[i] == w[i])
 			i++;
+		page_report(t, w + i, o + i, pm0, pm1);
 		k = snprintf(t->corrupt_at, sizeof(t->corrupt_at),
 			     "after ioctl(type %#x nr %#x dir %u size %zu, arg %#lx), tally at %p, byte %zu:",
 			     type, nr, dir, size, arg, (void *)t, i);
@@ -456,6 +581,9 @@ struct shared {
 	pthread_mutex_t lock;
 	struct tally t;
 	__u64 swaps, forks, child_bad;
+	pthread_barrier_t done;	/* the fuzzing threads, before they free their memory */
+	long aliases;
+	char alias_at[256];
 };
 
 struct thr {
@@ -475,6 +603,8 @@ static void *fuzz_thread(void *arg)
 	if (arena_init(&a, sh->seed + th->id * 0x9e3779b97f4a7c15ULL)) {
 		t.unexpected = 1;
 		strcpy(t.first_bad, "arena_init failed");
+		pthread_barrier_wait(&sh->done);
+		pthread_barrier_wait(&sh->done);
 		goto out;
 	}
 	if (th->own)
@@ -488,6 +618,10 @@ static void *fuzz_thread(void *arg)
 	}
 	if (fd >= 0)
 		close(fd);
+	/* every thread's memory still mapped and quiet: one scan for pages mapped twice */
+	if (pthread_barrier_wait(&sh->done) == PTHREAD_BARRIER_SERIAL_THREAD)
+		sh->aliases = alias_scan(sh->alias_at, sizeof(sh->alias_at));
+	pthread_barrier_wait(&sh->done);
 	arena_free(&a);
 out:
 	pthread_mutex_lock(&sh->lock);
@@ -549,6 +683,7 @@ TEST(threads_shared_private_swap_fork)
 	TH_LOG("seed %#llx (OXT_SEED replays it)", (unsigned long long)sh.seed);
 	adv_mem(&m0);
 	pthread_mutex_init(&sh.lock, NULL);
+	pthread_barrier_init(&sh.done, NULL, nshared + nown);
 	sh.fd = oxt_open();
 	ASSERT_LE(0, sh.fd);
 	ASSERT_EQ(0, pthread_create(&sw, NULL, swapper, &sh));
@@ -571,6 +706,8 @@ TEST(threads_shared_private_swap_fork)
 					   sh.t.corrupt_at);
 	EXPECT_EQ(sh.t.calls, sh.t.ok + sh.t.unexpected + sh.t.clean);
 	EXPECT_EQ(0, sh.child_bad);
+	EXPECT_EQ(0, sh.aliases) TH_LOG("%ld physical pages mapped at two addresses, first %s",
+					sh.aliases, sh.alias_at);
 	EXPECT_EQ(0, adv_settle(&m0, &m1, 0, &consumers));
 	ADV_LEAK_LOG(_metadata, "after", &m0, &m1, consumers);
 }

@@ -1,16 +1,17 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0
 # Runs every oxtrace selftest in the guest; each prints TAP.
-# ioctl_fuzz's threads_shared_private_swap_fork runs in make stress only: in 1 to 7 of 10
-# runs kernel data shows up in a fuzzing thread's stack (issue 15, open; what is known is in
-# Documentation/testing.rst, "The shared-fd fuzz failure").
+# ioctl_fuzz's threads_shared_private_swap_fork runs in make stress only: in 1 to 5 of 10
+# runs what LOAD's session copies out shows up in a fuzzing thread's stack, a page owned
+# twice (issue 15, open; what is known is in Documentation/testing.rst, "The shared-fd
+# fuzz failure").
 cd "$(dirname "$0")" || exit 1
 rc=0
 for t in ./device_test ./dynvar_test ./tool_test.sh ./trace_test.sh ./agg_test.sh ./lang_test.sh \
 	./json_test.sh ./provider_test.sh ./subr_test.sh ./stack_test.sh \
 	./oxt-loadtest ./pt_abi_test ./pt_test.sh "./oxt-doctest tutorial.rst" \
 	"./ioctl_fuzz -T threads_shared_private_swap_fork" ./lifecycle_test ./probesafe_test.sh \
-	./attach_test.sh ./ustack_test.sh ./btf_test.sh; do
+	./attach_test.sh ./ustack_test.sh ./dlang_test.sh ./btf_test.sh; do
 	echo "# selftest: $t"
 	$t || rc=1
 done

@@ -53,7 +53,7 @@ expect "printf conversions (-1 is an int, as in D)" "str|   42|42   |ff|A|%|4294
 
 timeout 60 oxtrace -e 'BEGIN { trace(42); exit(0); }' >/tmp/out 2>/dev/null
 got=$(sed -n '2p' /tmp/out | tr -s ' ')
-expect "trace() in dtrace's default format" " 0 0 :BEGIN 42" "$(echo "$got" | sed 's/^ *[0-9]* /X/; s/^X/ 0 /')"
+expect "trace() in dtrace's default format" " 0 1 :BEGIN 42" "$(echo "$got" | sed 's/^ *[0-9]* /X/; s/^X/ 0 /')"
 
 run 'BEGIN { x = 0; y = 1 / x; printf("after\n"); } BEGIN { printf("next clause\n"); exit(0); }'
 expect_clause_error "division by zero aborts only its clause, reported like dtrace" \

@@ -30,7 +30,9 @@
  * counters of struct oxt_cpu_status, image options nspec and specsize, the ERROR probe
  * kind, opcodes 72-96, the system record, and the LOAD refusals OXT_LOADERR_MEMORY and
  * OXT_LOADERR_UNSAFE.  Minor 6: opcode 97, kstack.  Minor 7: opcodes 120-124, user
- * stacks and symbol values.
+ * stacks and symbol values; the clause that wrote a principal-buffer record in bits
+ * 16-31 of its kind word; llquantize values with zero and negative buckets
+ * (Documentation/agg.rst).
  */
 #define OXT_ABI_MAJOR 1
 #define OXT_ABI_MINOR 7

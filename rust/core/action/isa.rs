@@ -601,10 +601,15 @@ pub enum Builtin {
     Caller = 27,
     /// Nanoseconds the current thread has run on a CPU.
     Vtimestamp = 28,
+    /// The enabled probe ID: one number per probe and clause (`probe::epid`).
+    Epid = 29,
+    /// The interrupt level the probe fired at: 0 in a task, 1 in a softirq, 2 in a hardirq,
+    /// 3 in an NMI.
+    Ipl = 30,
 }
 
 /// Number of built-ins.
-pub const NBUILTINS: u32 = 29;
+pub const NBUILTINS: u32 = 31;
 
 impl Builtin {
     /// Decode a built-in number.
@@ -640,6 +645,8 @@ impl Builtin {
             Errno,
             Caller,
             Vtimestamp,
+            Epid,
+            Ipl,
         ];
         ALL.get(v as usize).copied()
     }

@@ -55,18 +55,22 @@ pub const fn record_buf_size(strsize: u32) -> usize {
     MAX_TUPLE * if s > 9 { s } else { 9 }
 }
 
-/// Scratch bytes a [`Vm`] needs for `nlocals` locals and `slots` string slots.
+/// Scratch bytes a [`Vm`] needs for `nlocals` locals and `slots` string slots: the locals,
+/// the record buffer, the `strtok` slot (what is left of the string `strtok()` cuts, kept
+/// across the clauses of a firing, as DTrace keeps it per CPU) and the slots.
 pub const fn scratch_size(nlocals: u32, strsize: u32, slots: u32) -> usize {
-    nlocals as usize * 8 + record_buf_size(strsize) + slots as usize * slot_size(strsize)
+    nlocals as usize * 8 + record_buf_size(strsize) + (slots as usize + 1) * slot_size(strsize)
 }
 
 mod isa;
+mod keybuf;
 mod record;
 pub mod subr;
 mod verify;
 mod vm;
 
 pub use isa::*;
+pub use keybuf::KeyBuf;
 pub use record::*;
 pub use verify::*;
 pub use vm::*;

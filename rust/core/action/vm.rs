@@ -133,31 +133,73 @@ enum TupleVal {
     Str(u64),
 }
 
-/// The interpreter state of one CPU: registers, tuple stack and the caller's scratch area.
-///
-/// Scratch layout: `nlocals` `u64` locals, the record-assembly buffer, then string slots of
-/// `strsize + 1` bytes allocated in order during a clause.
-///
-/// # Invariants
-///
-/// `strsize` is in `1..=MAX_STRSIZE`; `next_slot` is at or after the slot area's start.
-pub struct Vm<'s> {
+/// The strtok slot's last byte when it holds a string `strtok(NULL, ...)` goes on with.
+const STRTOK_KEPT: u8 = 1;
+
+/// The interpreter's registers, tuple stack and key room: built once per CPU at LOAD and
+/// kept out of the probe's stack, which may be an interrupt stack already deep in use.
+/// A [`Vm`] borrows it for one firing; only what a clause uses is reset.
+pub struct VmState {
     regs: [u64; NREGS],
     tuple: [TupleVal; MAX_TUPLE],
     tlen: usize,
-    scratch: &'s mut [u8],
-    nlocals: u32,
-    strsize: u32,
-    next_slot: usize,
-    /// Where `strtok(NULL, ...)` goes on: a string reference into the clause's last
-    /// `strtok()` string, or 0.
+    /// The keys of one variable or aggregation access, built from the tuple.
+    keys: KeyBuf<MAX_KEYS>,
+    /// ERROR's `arg0..arg5` while the clauses of a fault run (`probe::run_clauses`).
+    error_args: [u64; 6],
+    /// Where `strtok(NULL, ...)` goes on: a reference to the `strtok` slot, which holds what
+    /// is left of the CPU's last `strtok()` string, or 0.
     strtok: u64,
     /// `rand()` calls so far, mixed into the seed so that calls in one firing differ.
     rand_n: u64,
     /// The speculation the clause's records go to (`speculate()`), or `None`.
     spec: Option<u64>,
-    /// Losses counted since the VM was created (the caller may reset them).
-    pub losses: Losses,
+    /// Losses counted since the VM was created.
+    losses: Losses,
+}
+
+impl VmState {
+    /// A state for a CPU; its contents are set by the [`Vm`] before they are read.
+    pub const fn new() -> Self {
+        VmState {
+            regs: [0; NREGS],
+            tuple: [TupleVal::Int(0, IntType::I64); MAX_TUPLE],
+            tlen: 0,
+            keys: KeyBuf::new(),
+            error_args: [0; 6],
+            strtok: 0,
+            rand_n: 0,
+            spec: None,
+            losses: Losses {
+                records: 0,
+                dynvars: 0,
+                aggs: 0,
+                ptwrites: 0,
+            },
+        }
+    }
+}
+
+impl Default for VmState {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// The interpreter of one firing: the CPU's [`VmState`] and scratch area.
+///
+/// Scratch layout: `nlocals` `u64` locals, the record-assembly buffer, the `strtok` slot,
+/// then string slots of `strsize + 1` bytes allocated in order during a clause.
+///
+/// # Invariants
+///
+/// `strsize` is in `1..=MAX_STRSIZE`; `next_slot` is at or after the slot area's start.
+pub struct Vm<'s> {
+    st: &'s mut VmState,
+    scratch: &'s mut [u8],
+    nlocals: u32,
+    strsize: u32,
+    next_slot: usize,
 }
 
 /// The VM could not be created.
@@ -170,8 +212,14 @@ pub enum VmError {
 }
 
 impl<'s> Vm<'s> {
-    /// A VM over `scratch` for programs with `nlocals` locals and strings of `strsize`.
-    pub fn new(scratch: &'s mut [u8], nlocals: u32, strsize: u32) -> Result<Self, VmError> {
+    /// A VM over `st` and `scratch` for programs with `nlocals` locals and strings of
+    /// `strsize`.
+    pub fn new(
+        st: &'s mut VmState,
+        scratch: &'s mut [u8],
+        nlocals: u32,
+        strsize: u32,
+    ) -> Result<Self, VmError> {
         if strsize == 0 || strsize > MAX_STRSIZE || nlocals > MAX_LOCALS {
             return Err(VmError::BadParams);
         }
@@ -179,20 +227,41 @@ impl<'s> Vm<'s> {
         if scratch.len() < base {
             return Err(VmError::ScratchTooSmall);
         }
+        // The strtok slot's last byte says whether it holds a string to go on with (a rest is
+        // shorter than `strsize`, so that byte is never part of it): the place is kept per
+        // CPU, in the CPU's scratch, as DTrace keeps it.
+        let keep = nlocals as usize * 8 + record_buf_size(strsize);
+        // PANIC: `base` (checked above) covers the strtok slot, `keep + strsize + 1` bytes.
+        let strtok = if scratch[keep + strsize as usize] == STRTOK_KEPT {
+            str_ref(STR_SPACE_SCRATCH, keep as u32)
+        } else {
+            0
+        };
         // INVARIANT: parameters checked; the slot area starts at `base`.
+        st.tlen = 0;
+        st.strtok = strtok;
+        st.rand_n = 0;
+        st.spec = None;
+        st.losses = Losses::default();
         Ok(Vm {
-            regs: [0; NREGS],
-            tuple: [TupleVal::Int(0, IntType::I64); MAX_TUPLE],
-            tlen: 0,
+            st,
             scratch,
             nlocals,
             strsize,
             next_slot: base,
-            strtok: 0,
-            rand_n: 0,
-            spec: None,
-            losses: Losses::default(),
         })
+    }
+
+    /// Losses counted since the VM was created.
+    pub fn losses(&self) -> Losses {
+        self.st.losses
+    }
+
+    /// Room for ERROR's arguments while the clauses of a fault run: the faulting clause
+    /// is over by then, and ERROR's clauses do not fire ERROR again, so one set per CPU is
+    /// enough.
+    pub fn error_args(&mut self) -> &mut [u64; 6] {
+        &mut self.st.error_args
     }
 
     fn slots_start(&self) -> usize {
@@ -206,9 +275,8 @@ impl<'s> Vm<'s> {
             *b = 0;
         }
         self.next_slot = self.slots_start();
-        // The string it pointed into lived in a slot just freed.
-        self.strtok = 0;
-        self.spec = None;
+        // `strtok` goes on in the next clause: its string is in the strtok slot, not freed.
+        self.st.spec = None;
     }
 
     /// Value of clause-local `idx` (for tests and the glue).
@@ -270,6 +338,34 @@ impl<'s> Vm<'s> {
                 Ok(0)
             }
         }
+    }
+
+    /// Copies what follows byte `end` of string `cur` into the `strtok` slot (in place when
+    /// `cur` is that slot); returns the slot's reference.
+    fn keep_strtok(&mut self, strtab: &[u8], cur: u64, end: usize) -> Result<u64, FaultKind> {
+        let ss = self.strsize as usize;
+        let keep = self.nlocals as usize * 8 + record_buf_size(self.strsize);
+        let len = resolve_str(strtab, self.scratch, ss, cur)
+            .ok_or(FaultKind::BadString)?
+            .len();
+        let end = end.min(len);
+        if (cur >> 40) & 0xff == STR_SPACE_SCRATCH {
+            // The strtok slot itself or a later slot of this clause: `copy_within` allows the
+            // overlap of the first.
+            let off = cur as u32 as usize;
+            // PANIC: `resolve_str` found `len` bytes at `off`, so `off + len` is in the
+            // scratch; `Vm::new` checked that it holds the strtok slot (`keep + ss + 1`).
+            self.scratch.copy_within(off + end..off + len, keep);
+        } else {
+            let rest = resolve_str(strtab, &[], ss, cur).unwrap_or(&[]);
+            // PANIC: as above; `rest.len() - end <= ss`.
+            let out = &mut self.scratch[keep..keep + ss];
+            subr::copy(rest.get(end..).unwrap_or(&[]), out);
+        }
+        // PANIC: `len - end <= ss`, and the slot has `ss + 1` bytes.
+        self.scratch[keep + len - end] = 0;
+        self.scratch[keep + ss] = STRTOK_KEPT;
+        Ok(str_ref(STR_SPACE_SCRATCH, keep as u32))
     }
 
     /// Runs a user stack or symbol opcode (`Ustack` ..= `Ucaller`); returns the value of
@@ -338,6 +434,9 @@ impl<'s> Vm<'s> {
     }
 
     /// Runs a subroutine opcode (`Substr` ..= `Progenyof` but `Hton`); returns the value of `rd`.
+    // Out of line, like the other rare opcodes' bodies: their locals stay out of `run`'s
+    // frame, which is on the stack under every call the interpreter makes.
+    #[inline(never)]
     fn subr<D: Dict + ?Sized, E: Env + ?Sized>(
         &mut self,
         op: Op,
@@ -385,23 +484,30 @@ impl<'s> Vm<'s> {
                 }
             }
             Strtok => {
-                let cur = if a == 0 { self.strtok } else { a };
+                let cur = if a == 0 { self.st.strtok } else { a };
                 if cur == 0 {
                     // Like DTrace: no string to go on with gives NULL.
                     return self.new_str(strtab, |_, _, _| Ok(None));
                 }
-                let mut next = 0u64;
+                let mut cut = None;
                 let r = self.new_str(strtab, |t, sc, out| {
                     let s = get(t, sc, ss, cur)?;
                     let d = get(t, sc, ss, b)?;
                     Ok(subr::strtok(s, d).map(|(start, end)| {
-                        // The offset is the low 32 bits; `end <= strsize` keeps it in range.
-                        next = (cur & !0xffff_ffff) | (cur as u32).wrapping_add(end as u32) as u64;
+                        cut = Some(end);
                         // PANIC: `strtok` returns `start <= end <= s.len()`.
                         subr::copy(&s[start..end], out)
                     }))
                 })?;
-                self.strtok = next;
+                self.st.strtok = match cut {
+                    Some(end) => self.keep_strtok(strtab, cur, end)?,
+                    None => {
+                        let flag = self.nlocals as usize * 8 + record_buf_size(self.strsize) + ss;
+                        // PANIC: the strtok slot is within `slots_start()` (see `Vm::new`).
+                        self.scratch[flag] = 0;
+                        0
+                    }
+                };
                 r
             }
             Lltostr => self.new_str(strtab, |_, _, out| {
@@ -445,10 +551,10 @@ impl<'s> Vm<'s> {
                 })?
             }
             Rand => {
-                self.rand_n = self.rand_n.wrapping_add(1);
+                self.st.rand_n = self.st.rand_n.wrapping_add(1);
                 let seed = env.builtin(Builtin::Timestamp)
                     ^ env.builtin(Builtin::Cpu).rotate_left(48)
-                    ^ self.rand_n.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+                    ^ self.st.rand_n.wrapping_mul(0x9e37_79b9_7f4a_7c15);
                 subr::rand_from(seed)
             }
             Progenyof => env.progenyof(a) as u64,
@@ -466,8 +572,8 @@ impl<'s> Vm<'s> {
         dict: &D,
         env: &mut E,
     ) -> Result<u64, Fault> {
-        self.regs = [0; NREGS];
-        self.tlen = 0;
+        self.st.regs = [0; NREGS];
+        self.st.tlen = 0;
         let code = prog.code;
         let n = code.len();
         let mut pc = 0usize;
@@ -487,15 +593,15 @@ impl<'s> Vm<'s> {
                 return Err(f(FaultKind::Invalid));
             }
             // PANIC: `r1` and `r2` are below `NREGS`, the length of `regs` (checked above).
-            let a = self.regs[r1];
-            let b = self.regs[r2];
+            let a = self.st.regs[r1];
+            let b = self.st.regs[r2];
             let imm = ins.imm;
             let mut next = pc + 1;
             let mut out: Option<u64> = None;
             use Op::*;
             // A speculated clause records data only: DTrace refuses the rest, and a
             // second `speculate()`, a `commit()` or `discard()` with it.
-            if self.spec.is_some() && op.is_action() && !matches!(op, Trace | Printf) {
+            if self.st.spec.is_some() && op.is_action() && !matches!(op, Trace | Printf) {
                 return Err(f(FaultKind::IllegalOp));
             }
             match op {
@@ -579,19 +685,8 @@ impl<'s> Vm<'s> {
                     let bi = Builtin::from_u32(imm).ok_or(f(FaultKind::Invalid))?;
                     out = Some(env.builtin(bi));
                 }
-                Ldbs => {
-                    let bi = Builtin::from_u32(imm).ok_or(f(FaultKind::Invalid))?;
-                    let off = self.alloc_slot().ok_or(f(FaultKind::ScratchExhausted))?;
-                    let ss = self.strsize as usize;
-                    // PANIC: `alloc_slot` checked that `off + slot_size` (`ss + 1`) fits the
-                    // scratch, and `len <= ss` below, so `slot` is `ss + 1` bytes and every
-                    // index into it is in range.
-                    let slot = &mut self.scratch[off..off + ss + 1];
-                    let len = env.builtin_str(bi, &mut slot[..ss]).min(ss);
-                    // Stop at an embedded NUL like a C string would.
-                    let len = slot[..len].iter().position(|&c| c == 0).unwrap_or(len);
-                    slot[len] = 0;
-                    out = Some(str_ref(STR_SPACE_SCRATCH, off as u32));
+                Ldbs | Kstr | Strjoin => {
+                    out = Some(self.strop(op, a, b, imm, dict, env).map_err(f)?)
                 }
                 Ldsb | Ldsh | Ldsw | Ldub | Lduh | Lduw | Ldx => {
                     let addr = a.wrapping_add(imm as i32 as i64 as u64);
@@ -614,39 +709,6 @@ impl<'s> Vm<'s> {
                         _ => v,
                     });
                 }
-                Kstr => {
-                    let off = self.alloc_slot().ok_or(f(FaultKind::ScratchExhausted))?;
-                    let ss = self.strsize as usize;
-                    // PANIC: as in `Ldbs`: `slot` is `ss + 1` bytes and `read_kernel_str`
-                    // returns at most `ss`.
-                    let slot = &mut self.scratch[off..off + ss + 1];
-                    let max = match (imm >> 1) as usize {
-                        0 => ss,
-                        m => m.min(ss),
-                    };
-                    let user = imm & KSTR_USER != 0;
-                    let len = read_kernel_str(env, a, &mut slot[..max], user)
-                        .map_err(|addr| f(FaultKind::BadAddr(addr)))?;
-                    slot[len] = 0;
-                    out = Some(str_ref(STR_SPACE_SCRATCH, off as u32));
-                }
-                Strjoin => {
-                    let off = self.alloc_slot().ok_or(f(FaultKind::ScratchExhausted))?;
-                    let ss = self.strsize as usize;
-                    let strtab = dict.strtab();
-                    // PANIC: `alloc_slot` checked that `off + ss + 1` fits the scratch; then
-                    // `l1 <= ss`, `l1 + l2 <= ss` and `l1`, `l2` are within `s1`, `s2`.
-                    let (before, slot_area) = self.scratch.split_at_mut(off);
-                    let slot = &mut slot_area[..ss + 1];
-                    let s1 = resolve_str(strtab, before, ss, a).ok_or(f(FaultKind::BadString))?;
-                    let s2 = resolve_str(strtab, before, ss, b).ok_or(f(FaultKind::BadString))?;
-                    let l1 = s1.len().min(ss);
-                    slot[..l1].copy_from_slice(&s1[..l1]);
-                    let l2 = s2.len().min(ss - l1);
-                    slot[l1..l1 + l2].copy_from_slice(&s2[..l2]);
-                    slot[l1 + l2] = 0;
-                    out = Some(str_ref(STR_SPACE_SCRATCH, off as u32));
-                }
                 Ldls => out = Some(self.local(imm).ok_or(f(FaultKind::Invalid))?),
                 Stls => {
                     if !self.set_local(imm, a) {
@@ -661,7 +723,7 @@ impl<'s> Vm<'s> {
                     if op == Ldts {
                         out = Some(env.dynvar_load(imm, &keys));
                     } else if !env.dynvar_store(imm, &keys, a) {
-                        self.losses.dynvars += 1;
+                        self.st.losses.dynvars += 1;
                     }
                 }
                 Ldgaa | Stgaa => {
@@ -672,14 +734,14 @@ impl<'s> Vm<'s> {
                     out = self
                         .assoc(op, imm, layout, string, a, dict, env)
                         .map_err(f)?;
-                    self.tlen = 0;
+                    self.st.tlen = 0;
                 }
                 Pushtv | Pushts => {
-                    if self.tlen >= MAX_TUPLE {
+                    if self.st.tlen >= MAX_TUPLE {
                         return Err(f(FaultKind::TupleOverflow));
                     }
                     // PANIC: `tlen < MAX_TUPLE`, the tuple's length (checked just above).
-                    self.tuple[self.tlen] = if op == Pushtv {
+                    self.st.tuple[self.st.tlen] = if op == Pushtv {
                         let t = IntType(imm as u8);
                         if imm >= 8 {
                             return Err(f(FaultKind::Invalid));
@@ -691,9 +753,9 @@ impl<'s> Vm<'s> {
                             .ok_or(f(FaultKind::BadString))?;
                         TupleVal::Str(a)
                     };
-                    self.tlen += 1;
+                    self.st.tlen += 1;
                 }
-                Flusht => self.tlen = 0,
+                Flusht => self.st.tlen = 0,
                 Scmp => {
                     let ss = self.strsize as usize;
                     let strtab = dict.strtab();
@@ -712,25 +774,7 @@ impl<'s> Vm<'s> {
                         .ok_or(f(FaultKind::BadString))?;
                     out = Some(s.len() as u64);
                 }
-                Agg => {
-                    let layout = dict.agg(imm).ok_or(f(FaultKind::Invalid))?;
-                    let ss = self.strsize as usize;
-                    let mut keys = [Key::Int(0); MAX_KEYS];
-                    // PANIC: `tlen <= MAX_TUPLE`, the tuple's length (`Pushtv` checks).
-                    let keys = build_keys(
-                        &self.tuple[..self.tlen],
-                        layout,
-                        dict.strtab(),
-                        self.scratch,
-                        ss,
-                        &mut keys,
-                    )
-                    .map_err(f)?;
-                    if !env.agg_update(imm, keys, &[a, b]) {
-                        self.losses.aggs += 1;
-                    }
-                    self.tlen = 0;
-                }
+                Agg => self.agg(imm, a, b, dict, env).map_err(f)?,
                 Trace | Printf | System => {
                     let (kind, id) = if op == Trace {
                         (RecordKind::Trace, 0)
@@ -746,7 +790,7 @@ impl<'s> Vm<'s> {
                         (k, imm)
                     };
                     let len = self.assemble(dict.strtab()).map_err(f)?;
-                    self.tlen = 0;
+                    self.st.tlen = 0;
                     self.emit(env, kind, id, len);
                 }
                 Printa => {
@@ -761,7 +805,7 @@ impl<'s> Vm<'s> {
                 Exit => self.emit_int(env, RecordKind::Exit, 0, a),
                 Ptwrite => {
                     if !env.ptwrite(a) {
-                        self.losses.ptwrites += 1;
+                        self.st.losses.ptwrites += 1;
                     }
                 }
                 Chkb => {
@@ -781,7 +825,7 @@ impl<'s> Vm<'s> {
                 }
                 Speculation => out = Some(env.speculation()),
                 // One speculate() per clause, before its data (the compiler checks it).
-                Speculate => self.spec = Some(a),
+                Speculate => self.st.spec = Some(a),
                 Commit | Discard => env.spec_end(a, op == Commit),
                 Hton => {
                     out = Some(match imm {
@@ -796,20 +840,10 @@ impl<'s> Vm<'s> {
                 | Rand | Progenyof => {
                     // The third register of `Substr`, `Index` and `Rindex` (the verifier
                     // checked `imm < NREGS`); the others don't read `c`.
-                    let c = self.regs.get(imm as usize).copied().unwrap_or(0);
+                    let c = self.st.regs.get(imm as usize).copied().unwrap_or(0);
                     out = Some(self.subr(op, a, b, c, dict, env).map_err(f)?);
                 }
-                Kstack => {
-                    let want = (imm.min(crate::stack::MAX_FRAMES) as usize)
-                        .min(self.strsize as usize / crate::stack::FRAME_BYTES);
-                    let r = self.new_str(dict.strtab(), |_, _, slot| {
-                        let mut pcs = [0u64; crate::stack::MAX_FRAMES as usize];
-                        // PANIC: `want <= MAX_FRAMES`, the array's length; `n <= want`.
-                        let n = env.kernel_stack(&mut pcs[..want]).min(want);
-                        Ok(Some(crate::stack::encode(&pcs[..n], slot)))
-                    });
-                    out = Some(r.map_err(f)?);
-                }
+                Kstack => out = Some(self.kstack(imm, dict, env).map_err(f)?),
                 Ustack | Ustackdepth | Ucaller | Kstackdepth | Symval => {
                     out = Some(self.user_op(op, a, imm, dict, env).map_err(f)?);
                 }
@@ -819,7 +853,7 @@ impl<'s> Vm<'s> {
                     return Err(f(FaultKind::Invalid));
                 }
                 // PANIC: `rd < NREGS` (checked at decode).
-                self.regs[rd] = v;
+                self.st.regs[rd] = v;
             }
             pc = next;
         }
@@ -827,6 +861,116 @@ impl<'s> Vm<'s> {
         Err(Fault {
             pc: pc as u32,
             kind: FaultKind::Invalid,
+        })
+    }
+
+    /// `Ldbs`, `Kstr` and `Strjoin`: a new string in a scratch slot; returns its reference.
+    #[inline(never)]
+    fn strop<D: Dict + ?Sized, E: Env + ?Sized>(
+        &mut self,
+        op: Op,
+        a: u64,
+        b: u64,
+        imm: u32,
+        dict: &D,
+        env: &mut E,
+    ) -> Result<u64, FaultKind> {
+        use Op::*;
+        Ok(match op {
+            Ldbs => {
+                let bi = Builtin::from_u32(imm).ok_or(FaultKind::Invalid)?;
+                let off = self.alloc_slot().ok_or(FaultKind::ScratchExhausted)?;
+                let ss = self.strsize as usize;
+                // PANIC: `alloc_slot` checked that `off + slot_size` (`ss + 1`) fits the
+                // scratch, and `len <= ss` below, so `slot` is `ss + 1` bytes and every
+                // index into it is in range.
+                let slot = &mut self.scratch[off..off + ss + 1];
+                let len = env.builtin_str(bi, &mut slot[..ss]).min(ss);
+                // Stop at an embedded NUL like a C string would.
+                let len = slot[..len].iter().position(|&c| c == 0).unwrap_or(len);
+                slot[len] = 0;
+                str_ref(STR_SPACE_SCRATCH, off as u32)
+            }
+            Kstr => {
+                let off = self.alloc_slot().ok_or(FaultKind::ScratchExhausted)?;
+                let ss = self.strsize as usize;
+                // PANIC: as in `Ldbs`: `slot` is `ss + 1` bytes and `read_kernel_str`
+                // returns at most `ss`.
+                let slot = &mut self.scratch[off..off + ss + 1];
+                let max = match (imm >> 1) as usize {
+                    0 => ss,
+                    m => m.min(ss),
+                };
+                let user = imm & KSTR_USER != 0;
+                let len =
+                    read_kernel_str(env, a, &mut slot[..max], user).map_err(FaultKind::BadAddr)?;
+                slot[len] = 0;
+                str_ref(STR_SPACE_SCRATCH, off as u32)
+            }
+            Strjoin => {
+                let off = self.alloc_slot().ok_or(FaultKind::ScratchExhausted)?;
+                let ss = self.strsize as usize;
+                let strtab = dict.strtab();
+                // PANIC: `alloc_slot` checked that `off + ss + 1` fits the scratch; then
+                // `l1 <= ss`, `l1 + l2 <= ss` and `l1`, `l2` are within `s1`, `s2`.
+                let (before, slot_area) = self.scratch.split_at_mut(off);
+                let slot = &mut slot_area[..ss + 1];
+                let s1 = resolve_str(strtab, before, ss, a).ok_or(FaultKind::BadString)?;
+                let s2 = resolve_str(strtab, before, ss, b).ok_or(FaultKind::BadString)?;
+                let l1 = s1.len().min(ss);
+                slot[..l1].copy_from_slice(&s1[..l1]);
+                let l2 = s2.len().min(ss - l1);
+                slot[l1..l1 + l2].copy_from_slice(&s2[..l2]);
+                slot[l1 + l2] = 0;
+                str_ref(STR_SPACE_SCRATCH, off as u32)
+            }
+            _ => return Err(FaultKind::Invalid),
+        })
+    }
+
+    /// `Agg`: applies aggregation `imm` at the tuple's keys to value `a` and weight `b`.
+    #[inline(never)]
+    fn agg<D: Dict + ?Sized, E: Env + ?Sized>(
+        &mut self,
+        imm: u32,
+        a: u64,
+        b: u64,
+        dict: &D,
+        env: &mut E,
+    ) -> Result<(), FaultKind> {
+        let layout = dict.agg(imm).ok_or(FaultKind::Invalid)?;
+        let ss = self.strsize as usize;
+        // PANIC: `tlen <= MAX_TUPLE`, the tuple's length (`Pushtv` checks).
+        let keys = build_keys(
+            &self.st.tuple[..self.st.tlen],
+            layout,
+            dict.strtab(),
+            self.scratch,
+            ss,
+            &mut self.st.keys,
+        )?;
+        if !env.agg_update(imm, keys, &[a, b]) {
+            self.st.losses.aggs += 1;
+        }
+        self.st.tlen = 0;
+        Ok(())
+    }
+
+    /// `stack(imm)`: the kernel stack, at most `imm` frames, in a new string slot.
+    #[inline(never)]
+    fn kstack<D: Dict + ?Sized, E: Env + ?Sized>(
+        &mut self,
+        imm: u32,
+        dict: &D,
+        env: &mut E,
+    ) -> Result<u64, FaultKind> {
+        let want = (imm.min(crate::stack::MAX_FRAMES) as usize)
+            .min(self.strsize as usize / crate::stack::FRAME_BYTES);
+        self.new_str(dict.strtab(), |_, _, slot| {
+            let mut pcs = [0u64; crate::stack::MAX_FRAMES as usize];
+            // PANIC: `want <= MAX_FRAMES`, the array's length; `n <= want`.
+            let n = env.kernel_stack(&mut pcs[..want]).min(want);
+            Ok(Some(crate::stack::encode(&pcs[..n], slot)))
         })
     }
 
@@ -845,7 +989,6 @@ impl<'s> Vm<'s> {
     ) -> Result<Option<u64>, FaultKind> {
         let ss = self.strsize as usize;
         let strtab = dict.strtab();
-        let mut keys = [Key::Int(0); MAX_KEYS];
         if op == Op::Ldgaa && string {
             let off = self.alloc_slot().ok_or(FaultKind::ScratchExhausted)?;
             // PANIC: `alloc_slot` checked that `off + ss + 1` fits the scratch; the keys
@@ -854,12 +997,12 @@ impl<'s> Vm<'s> {
             let slot = &mut slot_area[..ss + 1];
             // PANIC: `tlen <= MAX_TUPLE`, the tuple's length (`Pushtv` checks).
             let keys = build_keys(
-                &self.tuple[..self.tlen],
+                &self.st.tuple[..self.st.tlen],
                 layout,
                 strtab,
                 before,
                 ss,
-                &mut keys,
+                &mut self.st.keys,
             )?;
             // PANIC: the length is clamped to `ss`.
             let len = env.dynvar_load_str(var, keys, &mut slot[..ss]).min(ss);
@@ -869,12 +1012,12 @@ impl<'s> Vm<'s> {
         }
         // PANIC: as above.
         let keys = build_keys(
-            &self.tuple[..self.tlen],
+            &self.st.tuple[..self.st.tlen],
             layout,
             strtab,
             self.scratch,
             ss,
-            &mut keys,
+            &mut self.st.keys,
         )?;
         let stored = if op == Op::Ldgaa {
             return Ok(Some(env.dynvar_load(var, keys)));
@@ -885,7 +1028,7 @@ impl<'s> Vm<'s> {
             env.dynvar_store(var, keys, a)
         };
         if !stored {
-            self.losses.dynvars += 1;
+            self.st.losses.dynvars += 1;
         }
         Ok(None)
     }
@@ -902,7 +1045,7 @@ impl<'s> Vm<'s> {
         let rb = &mut head[rb_start..];
         let slots_base = rb_start + rb_len;
         let mut n = 0usize;
-        for t in &self.tuple[..self.tlen] {
+        for t in &self.st.tuple[..self.st.tlen] {
             match *t {
                 TupleVal::Int(v, ty) => {
                     let d = rb.get_mut(n..n + 9).ok_or(FaultKind::Invalid)?;
@@ -928,14 +1071,14 @@ impl<'s> Vm<'s> {
         let rb_start = self.nlocals as usize * 8;
         let data = self.scratch.get(rb_start..rb_start + len).unwrap_or(&[]);
         let rec = Record { kind, id, data };
-        match self.spec {
+        match self.st.spec {
             // The environment counts speculative drops itself.
             Some(s) => {
                 env.emit_spec(s, &rec);
             }
             None => {
                 if !env.emit(&rec) {
-                    self.losses.records += 1;
+                    self.st.losses.records += 1;
                 }
             }
         }
@@ -946,7 +1089,7 @@ impl<'s> Vm<'s> {
         d[0] = IntType::I64.0;
         d[1..].copy_from_slice(&v.to_le_bytes());
         if !env.emit(&Record { kind, id, data: &d }) {
-            self.losses.records += 1;
+            self.st.losses.records += 1;
         }
     }
 
@@ -956,7 +1099,7 @@ impl<'s> Vm<'s> {
             id,
             data: &[],
         }) {
-            self.losses.records += 1;
+            self.st.losses.records += 1;
         }
     }
 }
@@ -1030,28 +1173,26 @@ fn resolve_str_in<'b>(
     Some(&tail[..len])
 }
 
-/// Turn the tuple into keys in `keys`, checking it against `layout`; returns those used.
+/// Turn the tuple into keys in `keys`, checking it against `layout`; returns them.
 fn build_keys<'b, 'k>(
     tuple: &[TupleVal],
     layout: KeyLayout,
     strtab: &'b [u8],
     scratch: &'b [u8],
     strsize: usize,
-    keys: &'k mut [Key<'b>; MAX_KEYS],
+    keys: &'k mut KeyBuf<MAX_KEYS>,
 ) -> Result<&'k [Key<'b>], FaultKind> {
-    if tuple.len() != layout.count() || tuple.len() > MAX_KEYS {
+    if tuple.len() != layout.count() {
         return Err(FaultKind::KeyMismatch);
     }
-    for (i, t) in tuple.iter().enumerate() {
-        // PANIC: `i < tuple.len() <= MAX_KEYS`, the keys' length (checked above).
-        keys[i] = match (*t, layout.is_str(i)) {
-            (TupleVal::Int(v, _), false) => Key::Int(v),
-            (TupleVal::Str(r), true) => {
-                Key::Str(resolve_str(strtab, scratch, strsize, r).ok_or(FaultKind::BadString)?)
-            }
-            _ => return Err(FaultKind::KeyMismatch),
-        };
-    }
-    // PANIC: `tuple.len() <= MAX_KEYS`, the keys' length (checked above).
-    Ok(&keys[..tuple.len()])
+    let key = |i: usize| match (tuple.get(i), layout.is_str(i)) {
+        (Some(&TupleVal::Int(v, _)), false) => Ok(Key::Int(v)),
+        (Some(&TupleVal::Str(r)), true) => resolve_str(strtab, scratch, strsize, r)
+            .map(Key::Str)
+            .ok_or(FaultKind::BadString),
+        _ => Err(FaultKind::KeyMismatch),
+    };
+    // More than `MAX_KEYS` keys is a mismatch too.
+    keys.fill(tuple.len(), key)
+        .unwrap_or(Err(FaultKind::KeyMismatch))
 }

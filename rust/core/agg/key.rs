@@ -151,6 +151,15 @@ impl<'a> KeyRef<'a> {
                 .try_into()
                 .map_err(|_| ParseError::BadKey)?,
         );
+        // All integers (pid, cpu, arg2, ...), the common keys: `n` descriptor bytes of
+        // DESC_INT then zeros, and `n` words after the descriptor.
+        if desc != 0 {
+            let n = (71 - desc.leading_zeros()) as usize / 8;
+            let ints = (u64::MAX >> (64 - 8 * n)) / 0xff * u64::from(DESC_INT);
+            if desc == ints && bytes.len() == 8 + 8 * n {
+                return Ok(Self { bytes });
+            }
+        }
         let mut off = 8usize;
         let mut ended = false;
         for i in 0..KEY_MAX_ELEMS {

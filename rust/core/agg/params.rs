@@ -170,6 +170,12 @@ impl LquantizeParams {
 
 /// Validated `llquantize(value, factor, low, high, steps)` parameters.
 ///
+/// The buckets are Oracle DTrace's, symmetric around zero: the negative overflow
+/// (`<= -factor^(high + 1)`), the negative buckets (mirrors of the positive ones, largest
+/// magnitude first), the zero bucket (`abs(value) < factor^low`), the positive buckets (`steps`
+/// linear buckets per order of magnitude from `factor^low`, fewer where an order has fewer
+/// integers), the positive overflow (`>= factor^(high + 1)`).
+///
 /// # Invariants
 ///
 /// `factor >= 2`, `low < high`, `steps >= 1`; `factor % steps == 0` if `steps < factor`, else
@@ -182,7 +188,8 @@ pub struct LlquantizeParams {
     pub(super) low: u16,
     pub(super) high: u16,
     pub(super) steps: u16,
-    buckets: u32,
+    /// Positive buckets between the zero bucket and the overflow.
+    inner: u32,
 }
 
 impl LlquantizeParams {
@@ -229,21 +236,21 @@ impl LlquantizeParams {
             low: lo as u16,
             high: hi as u16,
             steps: st as u16,
-            buckets: 0,
+            inner: 0,
         };
-        // Underflow, the steps of every order of magnitude, overflow.
-        let mut n: u64 = 2;
+        // The steps of every order of magnitude, twice, the zero bucket and two overflows.
+        let mut n: u64 = 0;
         let mut this = pow(f, lo + 1);
         for _ in lo..=hi {
             let nb = this.min(st);
             n += nb - nb / f;
-            if n > MAX_VALUE_WORDS as u64 {
+            if 2 * n + 3 > MAX_VALUE_WORDS as u64 {
                 return Err(ParamError::TooManyBuckets);
             }
             this = this.saturating_mul(f);
         }
         // INVARIANT: all checks above passed.
-        p.buckets = n as u32;
+        p.inner = n as u32;
         Ok(p)
     }
 
@@ -267,16 +274,34 @@ impl LlquantizeParams {
         self.steps as u64
     }
 
-    /// Number of buckets, underflow and overflow included.
+    /// Number of buckets: both overflows, the negative and positive ones, the zero bucket.
     pub fn buckets(&self) -> usize {
-        self.buckets as usize
+        2 * self.inner as usize + 3
     }
 
-    /// The bucket of `v`: 0 below `factor^low`, then `steps` linear buckets per order of
-    /// magnitude (fewer where an order has fewer integers), the last one at or above
-    /// `factor^(high + 1)`.
+    /// The zero bucket: `abs(value) < factor^low`.
+    pub fn zero_bucket(&self) -> usize {
+        self.inner as usize + 1
+    }
+
+    /// The bucket of `v` (see the type's documentation).
     #[inline]
     pub fn bucket(&self, v: i64) -> usize {
+        let z = self.zero_bucket();
+        // |i64::MIN| does not fit: it is in the overflow like i64::MAX.
+        let m = self.magnitude(v.unsigned_abs().min(i64::MAX as u64) as i64);
+        if v < 0 {
+            z - m
+        } else {
+            z + m
+        }
+    }
+
+    /// The positive bucket of `v >= 0` counted from the zero bucket: 0 below `factor^low`,
+    /// then the linear buckets of each order of magnitude, `inner + 1` at or above
+    /// `factor^(high + 1)`.
+    #[inline]
+    fn magnitude(&self, v: i64) -> usize {
         let f = self.factor as i64;
         // factor^(high + 2) fits in u64, so factor^(high + 1) fits in i64.
         let mut this = pow(self.factor as u64, self.low as u64) as i64;
@@ -307,19 +332,26 @@ impl LlquantizeParams {
 
     /// The inclusive value range of bucket `b` (`None` = unbounded on that side).
     pub fn bucket_range(&self, b: usize) -> (Option<i64>, Option<i64>) {
-        // Bucket b >= 1 starts at label b - 1 and ends before label b.
-        if b == 0 {
-            let first = pow(self.factor as u64, self.low as u64) as i64;
-            return (None, Some(first - 1));
+        let z = self.zero_bucket();
+        let scale = pow(self.factor as u64, self.low as u64) as i64;
+        if b == z {
+            return (Some(1 - scale), Some(scale - 1));
         }
-        let mut it = self.labels().skip(b - 1);
+        // Positive bucket z + m (m >= 1) starts at label m - 1 and ends before label m.
+        let m = b.abs_diff(z);
+        let mut it = self.labels().skip(m - 1);
         let lo = it.next();
         let hi = it.next().map(|l| l - 1);
-        (lo, hi)
+        if b > z {
+            (lo, hi)
+        } else {
+            (hi.map(|h| -h), lo.map(|l| -l))
+        }
     }
 
-    /// The lower bounds of buckets 1.., in order: the labels DTrace prints; bucket 0 is
-    /// `< factor^low` and the last bucket is `>=` the last label.
+    /// The lower bounds of the positive buckets after the zero bucket, in order, then
+    /// `factor^(high + 1)`: the labels DTrace prints (the negative buckets' are their
+    /// negations).
     pub fn labels(&self) -> LlquantizeLabels {
         LlquantizeLabels {
             factor: self.factor as i64,

@@ -192,10 +192,14 @@ impl<'a> Records<'a> {
         if b.is_empty() {
             return Err(ParseError::RecordCount);
         }
-        let len = le32(b, 0)? as usize;
-        let agg_id = le32(b, 4)?;
-        let kw = le32(b, 8)? as usize;
-        let nw = le32(b, 12)? as usize;
+        let h = b
+            .first_chunk::<RECORD_HEADER_BYTES>()
+            .ok_or(ParseError::Truncated)?;
+        let w = |i: usize| u32::from_le_bytes([h[i], h[i + 1], h[i + 2], h[i + 3]]);
+        let len = w(0) as usize;
+        let agg_id = w(4);
+        let kw = w(8) as usize;
+        let nw = w(12) as usize;
         if len & 7 != 0
             || kw == 0
             || kw > KEY_MAX_WORDS

@@ -17,16 +17,35 @@ fn quantize_edges() {
 
 #[test]
 fn llquantize_buckets() {
-    // llquantize(v, 10, 0, 2, 10): <1, 1..9, 10..90 by 10, 100..900 by 100, >=1000.
+    // llquantize(v, 10, 0, 2, 10): <= -1000, the mirror of the positive buckets, 0, 1..9,
+    // 10..90 by 10, 100..900 by 100, >= 1000 (Oracle DTrace's layout).
     let p = LlquantizeParams::new(10, 0, 2, 10).unwrap();
-    assert_eq!(p.buckets(), 1 + 9 + 9 + 9 + 1);
-    assert_eq!(p.bucket(0), 0);
-    assert_eq!(p.bucket(1), 1);
-    assert_eq!(p.bucket(9), 9);
-    assert_eq!(p.bucket(10), 10);
-    assert_eq!(p.bucket(999), 27);
-    assert_eq!(p.bucket(1000), 28);
+    assert_eq!(p.buckets(), 1 + 27 + 1 + 27 + 1);
+    assert_eq!(p.zero_bucket(), 28);
+    assert_eq!(p.bucket(0), 28);
+    assert_eq!(p.bucket(1), 29);
+    assert_eq!(p.bucket(9), 37);
+    assert_eq!(p.bucket(10), 38);
+    assert_eq!(p.bucket(999), 55);
+    assert_eq!(p.bucket(1000), 56);
+    assert_eq!(p.bucket(i64::MAX), 56);
+    assert_eq!(p.bucket(-1), 27);
+    assert_eq!(p.bucket(-999), 1);
+    assert_eq!(p.bucket(-1000), 0);
+    assert_eq!(p.bucket(i64::MIN), 0);
     assert_eq!(p.labels().count(), 28);
+    assert_eq!(p.bucket_range(28), (Some(0), Some(0)));
+    assert_eq!(p.bucket_range(27), (Some(-1), Some(-1)));
+    assert_eq!(p.bucket_range(18), (Some(-19), Some(-10)));
+    assert_eq!(p.bucket_range(0), (None, Some(-1000)));
+    assert_eq!(p.bucket_range(56), (Some(1000), None));
+    // Above magnitude 0 the zero bucket holds abs(value) < factor^low.
+    let p = LlquantizeParams::new(10, 1, 2, 10).unwrap();
+    assert_eq!(
+        (p.bucket(-9), p.bucket(9)),
+        (p.zero_bucket(), p.zero_bucket())
+    );
+    assert_eq!(p.bucket_range(p.zero_bucket()), (Some(-9), Some(9)));
 }
 
 #[test]
@@ -53,4 +72,38 @@ fn sqrt() {
     assert_eq!(isqrt128(u128::MAX), u64::MAX);
     assert_eq!(isqrt128(15), 3);
     assert_eq!(isqrt128(16), 4);
+}
+
+/// A reset with few data sets clears only their buckets; the table must still be all
+/// empty afterwards, as after a reset with many (the whole table cleared).
+#[test]
+fn reset_clears_every_used_bucket() {
+    for n in [0u64, 1, 3, 40, 5000] {
+        let mut mem = vec![0u64; 1 << 16];
+        let mut b = AggBuffer::format(&mut mem).unwrap();
+        let nb = b.buckets();
+        for k in 0..n {
+            b.apply(1, &AggFunc::Count, &[KeyElem::Int(k)], 0, 1)
+                .unwrap();
+        }
+        let sparse = (n as usize) < nb / 8;
+        assert_eq!(
+            b.snapshot_len(),
+            SNAPSHOT_HEADER_BYTES + b.iter().map(|d| d.record_len()).sum::<usize>()
+        );
+        b.reset();
+        assert!(
+            mem[buffer::HEADER_WORDS..buffer::HEADER_WORDS + nb]
+                .iter()
+                .all(|&w| w == 0),
+            "n={n} sparse={sparse}"
+        );
+        let mut b = AggBuffer::attach(&mut mem).unwrap();
+        assert!(b.is_empty());
+        assert_eq!(b.snapshot_len(), SNAPSHOT_HEADER_BYTES);
+        b.apply(1, &AggFunc::Count, &[KeyElem::Int(7)], 0, 1)
+            .unwrap();
+        assert_eq!(b.lookup(1, &[KeyElem::Int(7)]), Some(&[1][..]));
+        assert_eq!(b.lookup(1, &[KeyElem::Int(8)]), None);
+    }
 }

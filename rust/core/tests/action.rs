@@ -732,7 +732,8 @@ fn run_locals_are_cleared_per_clause() {
     let st = verify(Code::new(&st).unwrap(), &d, LIMIT).unwrap();
     let ld = verify(Code::new(&ld).unwrap(), &d, LIMIT).unwrap();
     let mut scratch = vec![0u8; scratch_size(d.nlocals, d.strsize, 0)];
-    let mut vm = Vm::new(&mut scratch, d.nlocals, d.strsize).unwrap();
+    let mut vmst = VmState::new();
+    let mut vm = Vm::new(&mut vmst, &mut scratch, d.nlocals, d.strsize).unwrap();
     let mut env = TEnv::default();
     vm.begin_clause();
     vm.run(&st, &d, &mut env).unwrap();
@@ -839,10 +840,11 @@ fn run_dynvar_drop_is_counted_not_fatal() {
     let b = code_bytes(&[ldi(1, 1), insn(Op::Stts, 0, 1, 0, 1), ldi(2, 3), ret(2)]);
     let v = verify(Code::new(&b).unwrap(), &d, LIMIT).unwrap();
     let mut scratch = vec![0u8; scratch_size(d.nlocals, d.strsize, 0)];
-    let mut vm = Vm::new(&mut scratch, d.nlocals, d.strsize).unwrap();
+    let mut vmst = VmState::new();
+    let mut vm = Vm::new(&mut vmst, &mut scratch, d.nlocals, d.strsize).unwrap();
     vm.begin_clause();
     assert_eq!(vm.run(&v, &d, &mut env), Ok(3));
-    assert_eq!(vm.losses.dynvars, 1);
+    assert_eq!(vm.losses().dynvars, 1);
 }
 
 #[test]
@@ -893,10 +895,11 @@ fn run_aggregation_drop_is_counted() {
     let b = code_bytes(&[insn(Op::Agg, 0, 0, 0, 0), RET0]);
     let v = verify(Code::new(&b).unwrap(), &d, LIMIT).unwrap();
     let mut scratch = vec![0u8; scratch_size(d.nlocals, d.strsize, 0)];
-    let mut vm = Vm::new(&mut scratch, d.nlocals, d.strsize).unwrap();
+    let mut vmst = VmState::new();
+    let mut vm = Vm::new(&mut vmst, &mut scratch, d.nlocals, d.strsize).unwrap();
     vm.begin_clause();
     assert_eq!(vm.run(&v, &d, &mut env), Ok(0));
-    assert_eq!(vm.losses.aggs, 1);
+    assert_eq!(vm.losses().aggs, 1);
 }
 
 #[test]
@@ -944,10 +947,11 @@ fn run_record_drop_is_counted() {
     ]);
     let v = verify(Code::new(&b).unwrap(), &d, LIMIT).unwrap();
     let mut scratch = vec![0u8; scratch_size(d.nlocals, d.strsize, 0)];
-    let mut vm = Vm::new(&mut scratch, d.nlocals, d.strsize).unwrap();
+    let mut vmst = VmState::new();
+    let mut vm = Vm::new(&mut vmst, &mut scratch, d.nlocals, d.strsize).unwrap();
     vm.begin_clause();
     assert_eq!(vm.run(&v, &d, &mut env), Ok(0));
-    assert_eq!(vm.losses.records, 2);
+    assert_eq!(vm.losses().records, 2);
     assert_eq!(env.records.len(), 1);
 }
 
@@ -1006,8 +1010,14 @@ fn run_fault_aborts_clause_before_later_actions() {
 #[test]
 fn vm_rejects_bad_parameters() {
     let mut s = vec![0u8; 16];
-    assert_eq!(Vm::new(&mut s, 0, 0).err(), Some(VmError::BadParams));
-    assert_eq!(Vm::new(&mut s, 0, 32).err(), Some(VmError::ScratchTooSmall));
+    assert_eq!(
+        Vm::new(&mut VmState::new(), &mut s, 0, 0).err(),
+        Some(VmError::BadParams)
+    );
+    assert_eq!(
+        Vm::new(&mut VmState::new(), &mut s, 0, 32).err(),
+        Some(VmError::ScratchTooSmall)
+    );
 }
 
 #[test]
@@ -1016,7 +1026,8 @@ fn vm_too_small_scratch_faults_instead_of_overrunning() {
     let b = code_bytes(&[insn(Op::Ldbs, 1, 0, 0, Builtin::Execname as u32), RET0]);
     let v = verify(Code::new(&b).unwrap(), &d, LIMIT).unwrap();
     let mut scratch = vec![0u8; scratch_size(d.nlocals, d.strsize, 0)];
-    let mut vm = Vm::new(&mut scratch, d.nlocals, d.strsize).unwrap();
+    let mut vmst = VmState::new();
+    let mut vm = Vm::new(&mut vmst, &mut scratch, d.nlocals, d.strsize).unwrap();
     vm.begin_clause();
     assert_eq!(
         vm.run(&v, &d, &mut TEnv::default()),
@@ -1054,11 +1065,12 @@ fn run_ptwrite_values_in_order_and_losses_counted() {
     ]);
     let v = verify(Code::new(&b).unwrap(), &d, LIMIT).unwrap();
     let mut scratch = vec![0u8; scratch_size(d.nlocals, d.strsize, 0)];
-    let mut vm = Vm::new(&mut scratch, d.nlocals, d.strsize).unwrap();
+    let mut vmst = VmState::new();
+    let mut vm = Vm::new(&mut vmst, &mut scratch, d.nlocals, d.strsize).unwrap();
     vm.begin_clause();
     assert_eq!(vm.run(&v, &d, &mut env), Ok(0));
     assert_eq!(env.ptw, vec![7, u64::MAX]);
-    assert_eq!(vm.losses.ptwrites, 1);
+    assert_eq!(vm.losses().ptwrites, 1);
 }
 
 #[test]

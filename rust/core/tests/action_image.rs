@@ -174,7 +174,8 @@ fn verify_and_run_clauses_from_image() {
     let c0 = img.verify_clause(0, 1 << 20).unwrap();
     assert!(need >= c0.scratch);
     let mut scratch = vec![0u8; need];
-    let mut vm = Vm::new(&mut scratch, img.nlocals(), img.strsize()).unwrap();
+    let mut vmst = VmState::new();
+    let mut vm = Vm::new(&mut vmst, &mut scratch, img.nlocals(), img.strsize()).unwrap();
     let mut env = TEnv::default();
     vm.begin_clause();
     assert_eq!(vm.run(c0.pred.as_ref().unwrap(), &img, &mut env), Ok(1));
@@ -603,7 +604,8 @@ proptest! {
             for i in 0..img.clause_count() {
                 if let Ok(c) = img.verify_clause(i, 1 << 20) {
                     let mut scratch = vec![0u8; c.scratch];
-                    let mut vm = Vm::new(&mut scratch, img.nlocals(), img.strsize()).unwrap();
+                    let mut vmst = VmState::new();
+                    let mut vm = Vm::new(&mut vmst, &mut scratch, img.nlocals(), img.strsize()).unwrap();
                     let mut env = TEnv::default();
                     vm.begin_clause();
                     if let Some(p) = c.pred {

@@ -83,7 +83,8 @@ proptest! {
                 // makes: rejected programs cannot run at all.
                 let mut scratch =
                     vec![0u8; scratch_size(dict.nlocals, dict.strsize, v.string_allocs())];
-                let mut vm = Vm::new(&mut scratch, dict.nlocals, dict.strsize).unwrap();
+                let mut vmst = VmState::new();
+                let mut vm = Vm::new(&mut vmst, &mut scratch, dict.nlocals, dict.strsize).unwrap();
                 let mut env = rich_env();
                 vm.begin_clause();
                 match vm.run(&v, &dict, &mut env) {
@@ -143,7 +144,8 @@ proptest! {
         let bytes = code_bytes(&p);
         if let Ok(v) = verify(Code::new(&bytes).unwrap(), &big, LIMIT) {
             let mut scratch = vec![0u8; scratch_size(4, 32, v.string_allocs())];
-            let mut vm = Vm::new(&mut scratch, 4, 32).unwrap();
+            let mut vmst = VmState::new();
+            let mut vm = Vm::new(&mut vmst, &mut scratch, 4, 32).unwrap();
             vm.begin_clause();
             let _ = vm.run(&v, &small, &mut rich_env());
         }

@@ -51,8 +51,20 @@ fn ref_llq_bounds(f: i128, low: u32, high: u32, steps: i128) -> Vec<i128> {
     b
 }
 
+/// Oracle DTrace's symmetric layout over the positive `bounds`: the zero bucket at
+/// `bounds.len()`, positive values above it, negative ones mirrored below it.
 fn ref_llquantize(v: i64, bounds: &[i128]) -> usize {
-    bounds.iter().filter(|b| **b <= v as i128).count()
+    let z = bounds.len();
+    let m = bounds
+        .iter()
+        .filter(|b| **b <= (v as i128).abs())
+        .count()
+        .min(bounds.len());
+    if v < 0 {
+        z - m
+    } else {
+        z + m
+    }
 }
 
 fn isqrt_ref(n: u128) -> u128 {
@@ -194,7 +206,7 @@ proptest! {
             unreachable!()
         };
         let bounds = ref_llq_bounds(f as i128, low as u32, (low + span) as u32, steps as i128);
-        prop_assert_eq!(p.buckets(), bounds.len() + 1);
+        prop_assert_eq!(p.buckets(), 2 * bounds.len() + 1);
         prop_assert_eq!(p.bucket(v), ref_llquantize(v, &bounds));
         let labels: Vec<i128> = p.labels().map(|l| l as i128).collect();
         prop_assert_eq!(&labels, &bounds);

@@ -325,7 +325,8 @@ fn claim_14_memory_indexed_by_a_hash_table_with_one_bucket_per_chunk() {
     let r = l.regions();
     assert_eq!(r.buckets.len(), 64 * BUCKET_BYTES);
     assert_eq!(std::mem::size_of::<Bucket>(), BUCKET_BYTES);
-    assert_eq!(std::mem::align_of::<Bucket>(), 64);
+    // Packed, eight to a cache line; the region still starts on one.
+    assert_eq!(std::mem::align_of::<Bucket>(), BUCKET_BYTES);
     assert_eq!(r.buckets.start % 64, 0);
     let m = Mem::new(l);
     let ds = m.ds();

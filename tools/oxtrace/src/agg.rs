@@ -9,12 +9,14 @@
 //! (the renderers live in [`crate::output`]).
 
 use crate::output::text::{format_entry, format_entry_multi, render_entry};
+use hashbrown::hash_table::Entry;
 use hashbrown::HashTable;
 use oxtrace_core::agg::{
     parse_snapshot, quantize_bucket_value, AggFunc, KeyElem, KeyRef, ParseError, Record,
 };
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
+use std::convert::Infallible;
 use std::fmt;
 use std::hash::Hasher;
 
@@ -199,14 +201,16 @@ fn key_hash(kb: &[u8]) -> u64 {
 }
 
 /// One aggregation's entries: every key's bytes in one arena, every entry's value words in
-/// another, and a hash table of (hash, index) over them. A snapshot of 100 000 new keys
-/// grows three vectors instead of making 200 000 allocations, and a rehash moves 16-byte
-/// slots without hashing a key again.
+/// another, and a hash table of entry indices over them. A snapshot of 100 000 new keys
+/// grows four vectors instead of making 200 000 allocations. Everything is kept small
+/// (20 bytes per entry besides its key and value): under an emulator every page the merge
+/// touches first is a page fault, as costly as merging a few records.
 #[derive(Debug, Default)]
 struct Entries {
-    table: HashTable<(u64, usize)>,
+    /// Entry indices, found by [`key_hash`] of their key.
+    table: HashTable<u32>,
     /// Entry `i`'s key: `keys[spans[i].0..spans[i].0 + spans[i].1]`.
-    spans: Vec<(usize, usize)>,
+    spans: Vec<(u32, u32)>,
     keys: Vec<u8>,
     /// Entry `i`'s value: `vals[i * words..(i + 1) * words]`.
     vals: Vec<u64>,
@@ -231,7 +235,7 @@ impl Entries {
 
     fn key(&self, i: usize) -> &[u8] {
         let (at, n) = self.spans[i];
-        &self.keys[at..at + n]
+        &self.keys[at as usize..at as usize + n as usize]
     }
 
     fn value(&self, i: usize) -> &[u64] {
@@ -245,24 +249,61 @@ impl Entries {
     /// The index of `kb`, whose hash is `hash`.
     fn find(&self, hash: u64, kb: &[u8]) -> Option<usize> {
         self.table
-            .find(hash, |&(h, i)| h == hash && self.key(i) == kb)
-            .map(|&(_, i)| i)
+            .find(hash, |&i| self.key(i as usize) == kb)
+            .map(|&i| i as usize)
     }
 
-    /// Room for `n` more entries without growing the table.
-    fn reserve(&mut self, n: usize) {
-        self.table.reserve(n, |&(h, _)| h);
+    /// Room for `n` more entries and `key_bytes` more key bytes without growing the table
+    /// or the arenas (each growth copies everything so far and touches fresh pages).
+    fn reserve(&mut self, n: usize, key_bytes: usize) {
+        let (spans, keys) = (&self.spans, &self.keys);
+        self.table.reserve(n, |&i| {
+            let (at, len) = spans[i as usize];
+            key_hash(&keys[at as usize..at as usize + len as usize])
+        });
+        self.spans.reserve(n);
+        self.keys.reserve(key_bytes);
+        self.vals.reserve(n * self.words);
+    }
+
+    /// The index of `kb` (hash `hash`); when absent, `check` decides whether it may be
+    /// added, with value words set by `init`. One probe of the table for both.
+    fn find_or_insert<E>(
+        &mut self,
+        hash: u64,
+        kb: &[u8],
+        check: impl FnOnce() -> Result<(), E>,
+        init: impl FnOnce(&mut [u64]),
+    ) -> Result<usize, E> {
+        let (spans, keys) = (&self.spans, &self.keys);
+        let key = |i: u32| {
+            let (at, len) = spans[i as usize];
+            &keys[at as usize..at as usize + len as usize]
+        };
+        match self
+            .table
+            .entry(hash, |&i| key(i) == kb, |&i| key_hash(key(i)))
+        {
+            Entry::Occupied(o) => Ok(*o.get() as usize),
+            Entry::Vacant(v) => {
+                check()?;
+                let i = self.spans.len();
+                v.insert(i as u32);
+                self.spans.push((self.keys.len() as u32, kb.len() as u32));
+                self.keys.extend_from_slice(kb);
+                self.vals.resize(self.vals.len() + self.words, 0);
+                init(self.value_mut(i));
+                Ok(i)
+            }
+        }
     }
 
     /// Adds `kb` (absent; hash `hash`) with value words set by `init`; its index.
     fn insert(&mut self, hash: u64, kb: &[u8], init: impl FnOnce(&mut [u64])) -> usize {
-        let i = self.spans.len();
-        self.spans.push((self.keys.len(), kb.len()));
-        self.keys.extend_from_slice(kb);
-        self.vals.resize(self.vals.len() + self.words, 0);
-        init(self.value_mut(i));
-        self.table.insert_unique(hash, (hash, i), |&(h, _)| h);
-        i
+        match self.find_or_insert::<Infallible>(hash, kb, || Ok(()), init) {
+            Ok(i) => i,
+            Err(e) => match e {},
+        }
     }
 
     fn iter(&self) -> impl Iterator<Item = (&[u8], &[u64])> {
@@ -280,6 +321,10 @@ struct AggState {
     entries: Entries,
     normal: u64,
     printed: bool,
+    /// The key descriptor word (the first eight key bytes, which give every element's
+    /// kind and length) last found to match the key layout: keys that share it need no
+    /// check.
+    layout_ok: Option<[u8; 8]>,
 }
 
 /// What one merged snapshot stream reported.
@@ -309,6 +354,30 @@ pub struct SortOrder {
     pub by_key: bool,
     /// Reverse the order (`aggsortrev`).
     pub reverse: bool,
+    /// Of a `printa` of several aggregations, the one whose values order the lines
+    /// (`aggsortpos`, from 0).
+    pub pos: usize,
+    /// The key member compared first (`aggsortkeypos`, from 0); the others follow in order,
+    /// wrapping around, as dtrace compares them.
+    pub keypos: usize,
+}
+
+impl SortOrder {
+    /// The order the `aggsort*` options in `opts` (tool options by name, as `-x`,
+    /// `#pragma D option` or `setopt()` left them) ask for.
+    pub fn from_options(opts: &BTreeMap<String, String>) -> Self {
+        let get = |n: &str| -> Option<u64> {
+            let v = opts.get(n)?;
+            let v = if v.is_empty() { None } else { Some(v.as_str()) };
+            crate::dsl::options::runtime_value(n, v).ok().flatten()
+        };
+        SortOrder {
+            by_key: get("aggsortkey").is_some(),
+            reverse: get("aggsortrev").is_some(),
+            pos: get("aggsortpos").unwrap_or(0) as usize,
+            keypos: get("aggsortkeypos").unwrap_or(0) as usize,
+        }
+    }
 }
 
 /// One entry of an aggregation, as handed to renderers.
@@ -332,6 +401,7 @@ impl AggTable {
                         entries: Entries::new(d.func.value_words()),
                         normal: 1,
                         printed: false,
+                        layout_ok: None,
                     },
                 )
             })
@@ -365,13 +435,34 @@ impl AggTable {
             st.drops += h.drops;
             self.drops += h.drops;
             if self.aggs.len() == 1 {
-                // One aggregation: every record may be a new key of it.
+                // One aggregation: every record may be a new key of it, with at most the
+                // stream's bytes of keys.
                 if let Some(a) = self.aggs.values_mut().next() {
-                    a.entries.reserve(h.records as usize);
+                    a.entries
+                        .reserve(h.records as usize, h.payload_len as usize);
                 }
             }
+            // The aggregation of the previous record, looked up again only when the id
+            // changes (a stream holds few aggregations, and records of one often follow
+            // each other).
+            let mut cur: Option<(u32, &AggDef, &mut AggState)> = None;
             for r in recs {
-                self.merge_record(&r?)?;
+                let r = r?;
+                if cur.as_ref().map(|c| c.0) != Some(r.agg_id) {
+                    let id = r.agg_id;
+                    let d = self
+                        .dict
+                        .get(id)
+                        .ok_or(AggTableError::UnknownAggregation(id))?;
+                    let s = self
+                        .aggs
+                        .get_mut(&id)
+                        .ok_or(AggTableError::UnknownAggregation(id))?;
+                    cur = Some((id, d, s));
+                }
+                if let Some((_, def, state)) = cur.as_mut() {
+                    merge_into(def, state, &mut self.scratch, &r)?;
+                }
                 st.records += 1;
             }
             bytes = rest;
@@ -386,29 +477,11 @@ impl AggTable {
             .dict
             .get(r.agg_id)
             .ok_or(AggTableError::UnknownAggregation(r.agg_id))?;
-        let func = def.func;
-        if r.value_words() != func.value_words() {
-            return Err(AggTableError::ValueLength(r.agg_id));
-        }
-        self.scratch.clear();
-        self.scratch.extend(r.values());
         let st = self
             .aggs
             .get_mut(&r.agg_id)
             .ok_or(AggTableError::UnknownAggregation(r.agg_id))?;
-        let kb = r.key.bytes();
-        let hash = key_hash(kb);
-        let i = match st.entries.find(hash, kb) {
-            Some(i) => i,
-            None => {
-                if !key_matches_layout(&r.key, &def.keys) {
-                    return Err(AggTableError::KeyLayout(r.agg_id));
-                }
-                st.entries.insert(hash, kb, |v| func.init(v))
-            }
-        };
-        func.merge(st.entries.value_mut(i), &self.scratch)
-            .map_err(|_| AggTableError::ValueLength(r.agg_id))
+        merge_into(def, st, &mut self.scratch, r)
     }
 
     fn state(&self, id: u32) -> Result<(&AggDef, &AggState), AggTableError> {
@@ -498,16 +571,38 @@ impl AggTable {
     /// [`value_order`]) then by key, or the other way round.
     pub fn sorted(&self, id: u32, order: SortOrder) -> Result<Vec<EntryRef<'_>>, AggTableError> {
         let (def, st) = self.state(id)?;
-        let mut v: Vec<(SortVal, EntryRef<'_>)> = st
+        // The first key element, when an integer, is decoded once (as it compares) rather
+        // than at every comparison: the common keys (pid, cpu, arg2) then sort on two
+        // integers, and key_cmp_from only breaks ties of those.
+        let first = key_kinds(&def.keys).next().flatten();
+        let k0 = |key: &KeyRef<'_>| match key.elems().next() {
+            Some(KeyElem::Int(x)) => match first {
+                Some(KeyKind::Int { signed: false, .. }) => x as i128,
+                _ => x as i64 as i128,
+            },
+            _ => 0,
+        };
+        let mut v: Vec<(SortVal, i128, EntryRef<'_>)> = st
             .entries
             .iter()
             .filter_map(|(k, vals)| {
                 let key = KeyRef::new(k).ok()?;
-                Some((sort_val(&def.func, vals), EntryRef { key, values: vals }))
+                Some((
+                    sort_val(&def.func, vals),
+                    k0(&key),
+                    EntryRef { key, values: vals },
+                ))
             })
             .collect();
         v.sort_unstable_by(|a, b| {
-            let kc = || key_cmp(&a.1.key, &b.1.key, &def.keys);
+            // The decoded first element decides only when the keys compare from it.
+            let kc = || match order.keypos {
+                0 => {
+                    a.1.cmp(&b.1)
+                        .then_with(|| key_cmp_from(&a.2.key, &b.2.key, &def.keys, 0))
+                }
+                pos => key_cmp_from(&a.2.key, &b.2.key, &def.keys, pos),
+            };
             let o = if order.by_key {
                 kc().then_with(|| a.0.cmp(&b.0))
             } else {
@@ -519,7 +614,7 @@ impl AggTable {
                 o
             }
         });
-        Ok(v.into_iter().map(|(_, e)| e).collect())
+        Ok(v.into_iter().map(|(_, _, e)| e).collect())
     }
 
     /// `printa(@a)` with the default format, appended to `out`; marks `id` printed.
@@ -576,7 +671,15 @@ impl AggTable {
         {
             let mut keys: Vec<Vec<u8>> = Vec::new();
             let mut seen = std::collections::HashSet::new();
-            for &id in ids {
+            // aggsortpos: that aggregation's order first, then the others' for its missing keys.
+            let pos = if order.pos < ids.len() { order.pos } else { 0 };
+            let by = std::iter::once(ids[pos]).chain(
+                ids.iter()
+                    .enumerate()
+                    .filter(|(i, _)| *i != pos)
+                    .map(|(_, id)| *id),
+            );
+            for id in by {
                 for e in self.sorted(id, order)? {
                     if seen.insert(e.key.bytes().to_vec()) {
                         keys.push(e.key.bytes().to_vec());
@@ -623,6 +726,52 @@ impl AggTable {
             let _ = self.printa(id, order, out);
         }
     }
+}
+
+/// [`AggTable::merge_record`] into `st`, the state of `def`'s aggregation; `scratch` holds
+/// value words that do not fit on the stack.
+fn merge_into(
+    def: &AggDef,
+    st: &mut AggState,
+    scratch: &mut Vec<u64>,
+    r: &Record<'_>,
+) -> Result<(), AggTableError> {
+    let func = def.func;
+    let nw = func.value_words();
+    if r.value_words() != nw {
+        return Err(AggTableError::ValueLength(r.agg_id));
+    }
+    let mut small = [0u64; 4];
+    let src: &[u64] = if nw <= small.len() {
+        for (d, w) in small.iter_mut().zip(r.values()) {
+            *d = w;
+        }
+        &small[..nw]
+    } else {
+        scratch.clear();
+        scratch.extend(r.values());
+        scratch
+    };
+    let kb = r.key.bytes();
+    let desc = kb.first_chunk::<8>().copied();
+    let layout_ok = &mut st.layout_ok;
+    let i = st.entries.find_or_insert(
+        key_hash(kb),
+        kb,
+        || {
+            if desc.is_some() && *layout_ok == desc {
+                return Ok(());
+            }
+            if !key_matches_layout(&r.key, &def.keys) {
+                return Err(AggTableError::KeyLayout(r.agg_id));
+            }
+            *layout_ok = desc;
+            Ok(())
+        },
+        |v| func.init(v),
+    )?;
+    func.merge(st.entries.value_mut(i), src)
+        .map_err(|_| AggTableError::ValueLength(r.agg_id))
 }
 
 pub(crate) fn key_kinds(keys: &[KeyField]) -> impl Iterator<Item = Option<KeyKind>> + '_ {
@@ -690,13 +839,13 @@ fn sort_val(func: &AggFunc, v: &[u64]) -> SortVal {
             }
         }
         AggFunc::Llquantize(p) => {
-            let mut labels = p.labels();
-            let first = pow_i64(p.factor(), p.low());
+            // A bucket weighs as its bound nearest to zero (the zero bucket as 0).
             for (b, c) in v.iter().enumerate() {
-                let w = if b == 0 {
-                    first - 1
-                } else {
-                    labels.next().unwrap_or(i64::MAX)
+                let w = match p.bucket_range(b) {
+                    _ if b == p.zero_bucket() => 0,
+                    (Some(lo), _) if b > p.zero_bucket() => lo,
+                    (_, Some(hi)) => hi,
+                    _ => 0,
                 };
                 add(w, *c);
             }
@@ -710,9 +859,17 @@ pub(crate) fn pow_i64(b: u64, e: u32) -> i64 {
     (0..e).fold(1i64, |a, _| a.saturating_mul(b as i64))
 }
 
-fn key_cmp(a: &KeyRef<'_>, b: &KeyRef<'_>, layout: &[KeyField]) -> Ordering {
-    for ((x, y), f) in a.elems().zip(b.elems()).zip(key_kinds(layout)) {
-        let o = match (x, y) {
+/// Key order from member `first` on, wrapping around (`aggsortkeypos`; a `first` beyond the
+/// members compares from the first, as dtrace does), then by length.
+fn key_cmp_from(a: &KeyRef<'_>, b: &KeyRef<'_>, layout: &[KeyField], first: usize) -> Ordering {
+    let (na, nb) = (a.elems().count(), b.elems().count());
+    let n = na.min(nb);
+    let first = if first < n { first } else { 0 };
+    let pairs = || a.elems().zip(b.elems()).zip(key_kinds(layout));
+    pairs()
+        .skip(first)
+        .chain(pairs().take(first))
+        .map(|((x, y), f)| match (x, y) {
             (KeyElem::Int(x), KeyElem::Int(y)) => match f {
                 Some(KeyKind::Int { signed: false, .. }) => x.cmp(&y),
                 _ => (x as i64).cmp(&(y as i64)),
@@ -720,10 +877,7 @@ fn key_cmp(a: &KeyRef<'_>, b: &KeyRef<'_>, layout: &[KeyField]) -> Ordering {
             (KeyElem::Str(x), KeyElem::Str(y)) => x.cmp(y),
             (KeyElem::Int(_), KeyElem::Str(_)) => Ordering::Less,
             (KeyElem::Str(_), KeyElem::Int(_)) => Ordering::Greater,
-        };
-        if o != Ordering::Equal {
-            return o;
-        }
-    }
-    a.len().cmp(&b.len())
+        })
+        .find(|o| o.is_ne())
+        .unwrap_or_else(|| na.cmp(&nb))
 }

@@ -179,19 +179,42 @@ impl Device {
         Ok(s)
     }
 
-    /// `OXT_IOC_AGGSNAP`: `cpu`'s aggregation data sets into `buf`, which grows until they fit.
+    /// `OXT_IOC_AGGSNAP`: `cpu`'s aggregation data sets into `buf` (its length becomes theirs),
+    /// whose capacity grows until they fit.
+    ///
+    /// The kernel writes into `buf`'s spare capacity: zero-filling megabytes first would
+    /// write every byte twice (under an emulator, a memset of the whole stream).
     pub fn aggsnap(&self, cpu: u32, buf: &mut Vec<u8>) -> Result<abi::Snapshot, DeviceError> {
         loop {
-            let mut s = Self::snap_arg(cpu, buf);
+            buf.clear();
+            let mut s = abi::Snapshot {
+                size: size_of::<abi::Snapshot>() as u32,
+                cpu,
+                buf: buf.as_mut_ptr() as u64,
+                buf_len: buf.capacity() as u64,
+                ..Default::default()
+            };
             match self.ioctl("AGGSNAP", abi::IOC_AGGSNAP, &mut s) {
                 // The kernel keeps the data sets aside and hands them to the next call, and
                 // says in `len` how many bytes they need: one retry with that much room
                 // gets them, nothing lost or counted twice.
                 Err(e) if e.err.raw_os_error() == Some(libc::ENOSPC) => {
-                    let n = (s.len as usize).max(buf.len() * 2).max(1 << 16);
-                    buf.resize(n, 0);
+                    buf.reserve_exact((s.len as usize).max(1 << 16));
                 }
-                r => return r.map(|()| s),
+                Err(e) => return Err(e),
+                Ok(()) => {
+                    if s.len > s.buf_len {
+                        return Err(DeviceError::new(
+                            &self.path,
+                            "AGGSNAP",
+                            io::Error::from_raw_os_error(libc::EOVERFLOW),
+                        ));
+                    }
+                    // SAFETY: the kernel wrote the first `s.len` bytes of the spare capacity
+                    // it was given, `s.len <= buf_len == capacity` (checked above).
+                    unsafe { buf.set_len(s.len as usize) };
+                    return Ok(s);
+                }
             }
         }
     }

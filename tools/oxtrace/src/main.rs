@@ -136,28 +136,7 @@ fn list(pattern: &str) -> Res<i32> {
             }
         }
     };
-    row("dtrace", "", "", "BEGIN");
-    row("dtrace", "", "", "END");
-    for t in [
-        "tick-1s",
-        "tick-1000hz",
-        "profile-97",
-        "profile-997",
-        "profile-1ms",
-    ] {
-        row("profile", "", "", t);
-    }
-    for sc in oxtrace::syscalls::list() {
-        row("syscall", "vmlinux", sc.name, "entry");
-        row("syscall", "vmlinux", sc.name, "return");
-    }
-    for (s, e) in oxtrace::tracepoints::events() {
-        row("tracepoint", &s, "", &e);
-    }
-    for f in &functions {
-        row("fbt", "kernel", f, "entry");
-        row("fbt", "kernel", f, "return");
-    }
+    probes::for_each_listed(&functions, &mut row);
     Ok(0)
 }
 

@@ -11,6 +11,7 @@ use crate::dsl::options::size_text;
 use crate::dsl::{self, Compiled};
 use crate::dynstat::{self, DropTracker};
 use crate::exporter::Metrics;
+use crate::output::lines::{ClauseFiring, Lines};
 use crate::probes;
 use oxtrace_core::abi;
 use oxtrace_core::action::{Item, Items, RecordKind};
@@ -350,6 +351,8 @@ pub fn dictionary(prog: &Compiled) -> Result<Dictionary, RunError> {
 
 /// One attached probe as the output names it.
 struct ProbeName {
+    /// The probe's ID as `-l` shows it, for the default output's ID column.
+    id: u32,
     /// `func:name` for the default output's FUNCTION:NAME column.
     short: String,
     /// `provider:module:func:name`.
@@ -358,13 +361,39 @@ struct ProbeName {
     end: bool,
 }
 
+/// Gives each probe in `names` its ID as `oxtrace -l` lists it; probes `-l` does not list
+/// (ERROR, ticks of other rates) get the next numbers, as dtrace creates such probes when a
+/// program names them.
+fn listed_ids(names: &mut [ProbeName], functions: &[String]) {
+    let mut want: std::collections::HashMap<String, Vec<usize>> = Default::default();
+    for (i, n) in names.iter().enumerate() {
+        want.entry(n.full.clone()).or_default().push(i);
+    }
+    let mut id = 0u32;
+    probes::for_each_listed(functions, |prov, module, func, name| {
+        id += 1;
+        if let Some(v) = want.remove(&format!("{prov}:{module}:{func}:{name}")) {
+            for i in v {
+                names[i].id = id;
+            }
+        }
+    });
+    let mut rest: Vec<Vec<usize>> = want.into_values().collect();
+    rest.sort();
+    for v in rest {
+        id += 1;
+        for i in v {
+            names[i].id = id;
+        }
+    }
+}
+
 /// A program being run.
 pub struct Run<'a> {
     dev: &'a Device,
     prog: &'a Compiled,
     src: Source<'a>,
     fmt: OutFmt,
-    quiet: bool,
     names: Vec<ProbeName>,
     aggs: AggTable,
     buf: Vec<u8>,
@@ -374,7 +403,10 @@ pub struct Run<'a> {
     /// When the first exit record fired: the records after it are not DTrace's output (but
     /// END's are).
     exit_at: Option<u64>,
-    header_done: bool,
+    /// dtrace's default output around the records.
+    lines: Lines,
+    /// The options the consumer uses, as `-x`, pragmas and `setopt()` left them.
+    opts: std::collections::BTreeMap<String, String>,
     /// What globs matched but were left out as unsafe to probe (`-v` lists them).
     unsafe_skipped: Vec<(u32, String, probesafe::Why)>,
     /// Dynamic-variable drop warnings, when the program has dynamic variables.
@@ -389,6 +421,8 @@ pub struct Run<'a> {
     load_us: u128,
     /// Time spent in AGGSNAP ioctls since it was last zeroed, µs.
     snap_us: u128,
+    /// Of the same, the microseconds spent merging into the tool's table.
+    merge_us: u128,
 }
 
 impl<'a> Run<'a> {
@@ -449,6 +483,7 @@ impl<'a> Run<'a> {
                     Some(ProbeKind::Tracepoint) => {
                         let (s, e) = func.split_once(':').unwrap_or(("", func));
                         return ProbeName {
+                            id: 0,
                             short: format!(":{e}"),
                             full: format!("tracepoint:{s}::{e}"),
                             end: false,
@@ -467,13 +502,19 @@ impl<'a> Run<'a> {
                     ),
                 };
                 ProbeName {
+                    id: 0,
                     short: format!("{func}:{name}"),
                     full: format!("{prov}:{module}:{func}:{name}"),
                     end: spec.is_some_and(|s| s.kind == ProbeKind::End),
                 }
             })
             .collect();
+        let mut names: Vec<ProbeName> = names;
         let quiet = prog.quiet;
+        if fmt == OutFmt::Text {
+            // setopt("quiet", "0") can turn the prefix on at run time: number them always.
+            listed_ids(&mut names, &functions);
+        }
         if !quiet && fmt == OutFmt::Text {
             if src.name.starts_with('-') {
                 // A description the compiler expanded (syscall:::entry: one per call) is one
@@ -514,15 +555,15 @@ impl<'a> Run<'a> {
             prog,
             src,
             fmt,
-            quiet,
             names,
             aggs: AggTable::new(dictionary(prog)?),
             buf: vec![0; prog.options.bufsize as usize],
-            aggbuf: vec![0; 1 << 16],
+            aggbuf: Vec::with_capacity(1 << 16),
             ncpus,
             exit: None,
             exit_at: None,
-            header_done: false,
+            lines: Lines::new(quiet),
+            opts: prog.tool_options.clone(),
             unsafe_skipped: table.unsafe_skipped,
             dyn_drops: prog
                 .vars
@@ -537,6 +578,7 @@ impl<'a> Run<'a> {
             out: io::BufWriter::new(io::stdout()),
             load_us,
             snap_us: 0,
+            merge_us: 0,
         })
     }
 
@@ -623,25 +665,34 @@ impl<'a> Run<'a> {
         self.drain()?;
         let t0 = Instant::now();
         self.snap_us = 0;
+        self.merge_us = 0;
         self.snap_aggs()?;
-        if verbose {
-            // make bench reads this: the end-of-run snapshot of every CPU plus the merge,
-            // and of that the AGGSNAP ioctls (the kernel's part).
-            eprintln!(
-                "oxtrace: final aggregation snapshot+merge {} us (ioctls {} us), {} keys",
-                t0.elapsed().as_micros(),
-                self.snap_us,
-                (0..self.prog.aggs.len() as u32)
-                    .map(|i| self.aggs.len(i))
-                    .sum::<usize>()
-            );
-        }
+        let snap = t0.elapsed().as_micros();
+        let t1 = Instant::now();
         let mut s = String::new();
+        let order = self.order();
         match self.fmt {
-            OutFmt::Text => self.aggs.print_unprinted(SortOrder::default(), &mut s),
-            OutFmt::Json => s = self.aggs.to_json(SortOrder::default()),
+            OutFmt::Text => {
+                self.aggs.print_unprinted(order, &mut s);
+                self.lines.finish(&s, &mut self.out)?;
+            }
+            OutFmt::Json => s = self.aggs.to_json(order),
             OutFmt::OpenMetrics => s = self.aggs.to_openmetrics("oxtrace"),
             OutFmt::Folded => s = self.aggs.to_folded(SortOrder::default()),
+        }
+        if verbose {
+            // make bench reads this: the end-of-run snapshot of every CPU plus the merge,
+            // of that the AGGSNAP ioctls (the kernel's part) and the merge into the table,
+            // and then the sorting and formatting of the output.
+            eprintln!(
+                "oxtrace: final aggregation snapshot+merge {snap} us (ioctls {} us, merge {} us), {} keys, sort+format {} us",
+                self.snap_us,
+                self.merge_us,
+                (0..self.prog.aggs.len() as u32)
+                    .map(|i| self.aggs.len(i))
+                    .sum::<usize>(),
+                t1.elapsed().as_micros()
+            );
         }
         self.out.write_all(s.as_bytes())?;
         self.out.flush()?;
@@ -682,14 +733,15 @@ impl<'a> Run<'a> {
             }
         }
         recs.sort_by_key(|r| (r.0, r.1));
-        let mut last = None;
         for (ts, cpu, hdr, data) in recs {
             if self.after_exit(ts, hdr.probe) {
                 continue;
             }
-            let first = last != Some((ts, cpu, hdr.probe));
-            last = Some((ts, cpu, hdr.probe));
-            self.record(cpu, first, &hdr, &data)?;
+            self.record(cpu, &hdr, &data)?;
+        }
+        // A firing's records are all in one snapshot: its line ends here at the latest.
+        if self.fmt == OutFmt::Text {
+            self.lines.end(&mut self.out)?;
         }
         self.out.flush()?;
         Ok(())
@@ -729,25 +781,48 @@ impl<'a> Run<'a> {
             .map_or(("?", "?"), |n| (n.short.as_str(), n.full.as_str()))
     }
 
-    /// The CPU / ID / FUNCTION:NAME prefix of dtrace's default output.
-    fn prefix(&mut self, cpu: u32, probe: u32) -> Result<(), RunError> {
-        if !self.header_done {
-            writeln!(self.out, "CPU     ID                    FUNCTION:NAME")?;
-            self.header_done = true;
+    /// How aggregations are sorted now (the `aggsort*` options).
+    fn order(&self) -> SortOrder {
+        SortOrder::from_options(&self.opts)
+    }
+
+    /// A `setopt()` record: sets runtime option `name` to `value` (unset by "", "no", ...).
+    fn setopt(&mut self, name: &str, value: Option<&str>) {
+        match dsl::options::runtime_value(name, value) {
+            Ok(v) => {
+                if name == "quiet" {
+                    self.lines.quiet = v.is_some();
+                }
+                match v {
+                    Some(v) => self.opts.insert(name.to_string(), v.to_string()),
+                    None => self.opts.remove(name),
+                };
+            }
+            Err(e) => eprintln!(
+                "oxtrace: couldn't set option \"{name}\" to \"{}\": {e}",
+                value.unwrap_or("")
+            ),
         }
-        let short = self.probe_name(probe).0.to_string();
-        write!(self.out, "{cpu:3} {probe:6} {short:>32} ")?;
+    }
+
+    /// dtrace's `CPU ID FUNCTION:NAME` prefix before a record of `h` (without `-q`).
+    fn prefix(&mut self, cpu: u32, h: &buffer::Header) -> Result<(), RunError> {
+        let at = ClauseFiring {
+            ts: h.timestamp,
+            cpu,
+            probe: h.probe,
+            clause: h.clause(),
+        };
+        let (id, name) = self
+            .names
+            .get(h.probe as usize)
+            .map_or((0, "?"), |n| (n.id, n.short.as_str()));
+        self.lines.begin(at, id, name, &mut self.out)?;
         Ok(())
     }
 
-    fn record(
-        &mut self,
-        cpu: u32,
-        first: bool,
-        h: &buffer::Header,
-        data: &[u8],
-    ) -> Result<(), RunError> {
-        if h.kind == buffer::KIND_ERROR {
+    fn record(&mut self, cpu: u32, h: &buffer::Header, data: &[u8]) -> Result<(), RunError> {
+        if h.record_kind() == buffer::KIND_ERROR {
             let le32 = |o: usize| u32::from_le_bytes(data[o..o + 4].try_into().unwrap_or_default());
             let (clause, pc, addr) = if data.len() >= 16 {
                 (
@@ -768,19 +843,36 @@ impl<'a> Run<'a> {
             );
             return Ok(());
         }
-        let Some(kind) = RecordKind::from_u32(h.kind) else {
-            eprintln!("oxtrace: unknown record kind {} on CPU {cpu}", h.kind);
+        let Some(kind) = RecordKind::from_u32(h.record_kind()) else {
+            eprintln!(
+                "oxtrace: unknown record kind {} on CPU {cpu}",
+                h.record_kind()
+            );
             return Ok(());
         };
+        // Every record of a clause is part of its line in dtrace's default output.
+        if self.fmt == OutFmt::Text {
+            self.prefix(cpu, h)?;
+        }
         let items: Vec<Item<'_>> = Items::new(data).collect();
         match kind {
+            RecordKind::Printf if self.prog.setopts.contains_key(&h.id) => {
+                if let Some((n, v)) = self.prog.setopts.get(&h.id).cloned() {
+                    self.setopt(&n, v.as_deref());
+                }
+            }
             RecordKind::Trace | RecordKind::Printf => {
                 let text = if kind == RecordKind::Printf {
                     self.prog.format_printf(h.id, &items).unwrap_or_default()
-                } else {
+                } else if self.lines.quiet || self.fmt != OutFmt::Text {
                     items
                         .iter()
                         .flat_map(dsl::format::format_trace_item)
+                        .collect()
+                } else {
+                    items
+                        .iter()
+                        .flat_map(dsl::format::format_trace_item_default)
                         .collect()
                 };
                 match self.fmt {
@@ -800,15 +892,7 @@ impl<'a> Run<'a> {
                         writeln!(self.out, "{o}")?;
                     }
                     OutFmt::OpenMetrics | OutFmt::Folded => {}
-                    OutFmt::Text => {
-                        if !self.quiet && first {
-                            self.prefix(cpu, h.probe)?;
-                        }
-                        self.out.write_all(&text)?;
-                        if !self.quiet && kind == RecordKind::Trace {
-                            writeln!(self.out)?;
-                        }
-                    }
+                    OutFmt::Text => self.out.write_all(&text)?,
                 }
             }
             RecordKind::System => {
@@ -836,10 +920,6 @@ impl<'a> Run<'a> {
                     let o = self.json_head(kind, cpu, h);
                     writeln!(self.out, "{o},\"status\":{code}}}")?;
                 }
-                if !self.quiet && first && self.fmt == OutFmt::Text {
-                    self.prefix(cpu, h.probe)?;
-                    writeln!(self.out)?;
-                }
             }
             RecordKind::Printa => {
                 self.snap_aggs()?;
@@ -850,16 +930,11 @@ impl<'a> Run<'a> {
                 let fmt = fmt_id.and_then(|v| self.prog.formats.get(v as usize).cloned());
                 let group = fmt_id.and_then(|v| self.prog.printa_aggs.get(&v)).cloned();
                 let mut s = String::new();
+                let order = self.order();
                 let r = match (fmt, &group) {
-                    (Some(f), Some(ids)) => {
-                        self.aggs
-                            .printa_multi(ids, &f, SortOrder::default(), &mut s)
-                    }
-                    (Some(f), None) => {
-                        self.aggs
-                            .printa_format(h.id, &f, SortOrder::default(), &mut s)
-                    }
-                    (None, _) => self.aggs.printa(h.id, SortOrder::default(), &mut s),
+                    (Some(f), Some(ids)) => self.aggs.printa_multi(ids, &f, order, &mut s),
+                    (Some(f), None) => self.aggs.printa_format(h.id, &f, order, &mut s),
+                    (None, _) => self.aggs.printa(h.id, order, &mut s),
                 };
                 r.map_err(|e| RunError(e.to_string()))?;
                 match self.fmt {
@@ -868,7 +943,7 @@ impl<'a> Run<'a> {
                         // The data printa shows, as the aggregation's JSON line.
                         let mut o = String::new();
                         for id in group.unwrap_or_else(|| vec![h.id]) {
-                            self.aggs.agg_json(id, SortOrder::default(), &mut o);
+                            self.aggs.agg_json(id, order, &mut o);
                         }
                         self.out.write_all(o.as_bytes())?;
                     }
@@ -909,9 +984,11 @@ impl<'a> Run<'a> {
                 eprintln!("oxtrace: {} aggregation drops on CPU {cpu}", s.drops);
             }
             if s.len > 0 {
+                let t = Instant::now();
                 self.aggs
-                    .merge_snapshots(&self.aggbuf[..s.len as usize])
+                    .merge_snapshots(&self.aggbuf)
                     .map_err(|e| RunError(e.to_string()))?;
+                self.merge_us += t.elapsed().as_micros();
             }
         }
         if self.user_stacks {
@@ -950,7 +1027,7 @@ impl<'a> Run<'a> {
             let (e, di, r, sz) = d.drops();
             let frees: u64 = d.cpus.iter().map(|c| c.frees).sum();
             eprintln!(
-                "oxtrace: dynvars allocs {} frees {} drops {} (empty {e} dirty {di} rinsing {r} size {sz}) cleaner runs {} passes {} period {} ns chunks {} high water {}",
+                "oxtrace: dynvars allocs {} frees {} drops {} (empty {e} dirty {di} rinsing {r} size {sz}) cleaner runs {} passes {} period {} ns chunks {} high water {} idle passes {} failclean {} borrowed {} steals {}",
                 d.allocs(),
                 frees,
                 e + di + r + sz,
@@ -958,7 +1035,11 @@ impl<'a> Run<'a> {
                 d.st.passes,
                 d.st.cleanrate_ns,
                 d.st.nchunks,
-                d.st.high_water
+                d.st.high_water,
+                d.st.idle_passes,
+                d.st.failclean,
+                d.st.borrowed,
+                d.cpus.iter().map(|c| c.steals).sum::<u64>()
             );
         }
         let errors: u64 = cpus.iter().map(|c| c.errors).sum();

@@ -116,6 +116,62 @@ fn golden_llquantize() {
     assert_eq!(printa(&mut t, 1), golden::LLQUANTIZE_TRIMMED);
 }
 
+/// Oracle DTrace's negative buckets and its zero bucket (`abs() < scale` when a negative
+/// bucket is shown), the overflows `<= -top` and `>= top`.
+#[test]
+fn golden_llquantize_negative_and_zero() {
+    let head = "\n\n           value  ------------- Distribution ------------- count    \n";
+    let row = |label: &str, bar: usize, n: i64| {
+        format!(
+            "{label:>16} |{}{} {n:<9}\n",
+            "@".repeat(bar),
+            " ".repeat(40 - bar)
+        )
+    };
+    let f = AggFunc::llquantize(10, 1, 2, 10).unwrap();
+    let mut t = table(
+        vec![def(1, "", f, vec![])],
+        &vals(1, vec![], &[-2000, -20, -5, 3, 3, 10]),
+    );
+    let want = [
+        row("<= -1000", 7, 1),
+        row("-900", 0, 0),
+        row("-30", 0, 0),
+        row("-20", 7, 1),
+        row("-10", 0, 0),
+        row("abs() < 10", 20, 3),
+        row("10", 7, 1),
+        row("20", 0, 0),
+    ];
+    // Between -900 and -30 every negative bucket is shown (all empty).
+    let got = printa(&mut t, 1);
+    assert!(
+        got.starts_with(&format!("{head}{}{}", want[0], want[1])),
+        "{got}"
+    );
+    assert!(
+        got.ends_with(&format!(
+            "{}{}{}{}{}{}\n",
+            want[2], want[3], want[4], want[5], want[6], want[7]
+        )),
+        "{got}"
+    );
+    // Data in the zero bucket shows the bucket below it too, so the label is `abs() < 10`
+    // (`< 10` is for a histogram whose shown range starts at the zero bucket: an empty one).
+    let mut t = table(vec![def(1, "", f, vec![])], &vals(1, vec![], &[3, 20]));
+    assert_eq!(
+        printa(&mut t, 1),
+        format!(
+            "{head}{}{}{}{}{}\n",
+            row("-10", 0, 0),
+            row("abs() < 10", 20, 1),
+            row("10", 0, 0),
+            row("20", 20, 1),
+            row("30", 0, 0)
+        )
+    );
+}
+
 #[test]
 fn golden_negative_counts() {
     let ups = [Up(1, vec![], 1, 3, 0), Up(1, vec![], 2, -1, 1)];
@@ -348,6 +404,7 @@ fn custom_printa_format() {
         SortOrder {
             by_key: true,
             reverse: true,
+            ..SortOrder::default()
         },
         &mut s,
     )

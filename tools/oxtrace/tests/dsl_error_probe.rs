@@ -26,14 +26,15 @@ fn error_fires_with_dtrace_arguments() {
     "#);
     let mut s = Sim::default();
     s.fire(&p, &Firing::default());
-    // Each BEGIN description is an enabled probe of its own (0, 1, 2). Action index: the division is the second
+    // Each BEGIN description is a probe of its own (0, 1, 2); arg1 is the epid of probe p's
+    // clause c of the 5: p * 5 + c + 1. Action index: the division is the second
     // statement; the read the first; a predicate's fault is action 0. Fault types are
     // DTrace's: 4 division by zero, 1 bad address.
     assert_eq!(
         s.printf_output(&p),
-        "0 0 2 1 4 0 dtrace::ERROR\n\
-         0 1 1 1 1 0x8 dtrace::ERROR\n\
-         0 2 0 1 4 0 dtrace::ERROR\n\
+        "0 1 2 1 4 0 dtrace::ERROR\n\
+         0 7 1 1 1 0x8 dtrace::ERROR\n\
+         0 13 0 1 4 0 dtrace::ERROR\n\
          after\n"
     );
     assert_eq!(s.faults.len(), 3);

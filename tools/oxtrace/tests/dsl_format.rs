@@ -1,6 +1,6 @@
 //! printf formatting: golden outputs, and a cross-check against the C library's snprintf.
 
-use oxtrace::dsl::format::{format_trace_item, parse, sprintf, Piece};
+use oxtrace::dsl::format::{format_trace_item, format_trace_item_default, parse, sprintf, Piece};
 use oxtrace_core::action::{IntType, Item};
 
 fn f(fmt: &str, items: &[Item<'_>]) -> String {
@@ -130,4 +130,17 @@ fn matches_c_snprintf() {
         }
     }
     assert!(n > 9000);
+}
+
+/// trace() without -q: the Dynamic Tracing Guide's columns by size, strings in 33.
+#[test]
+fn trace_default_layout() {
+    let t = |it: Item<'_>| String::from_utf8(format_trace_item_default(&it)).unwrap();
+    assert_eq!(t(i64v(3)), format!(" {:>16}", 3));
+    assert_eq!(t(i64v(-5)), format!(" {:>16}", -5));
+    assert_eq!(t(i32v(-1)), "       -1");
+    assert_eq!(t(Item::Int(65535, IntType::new(2, false))), " 65535");
+    assert_eq!(t(Item::Int(7, IntType::new(1, false))), "   7");
+    assert_eq!(t(Item::Str(b"hello")), format!("  {:<33}", "hello"));
+    assert_eq!(t(Item::Str(&[b'x'; 40])), format!("  {}", "x".repeat(40)));
 }

@@ -65,6 +65,46 @@ fn strtok_cuts_a_string_in_one_clause() {
     assert_eq!(out, "a b c\n");
 }
 
+/// DTrace keeps strtok's place per CPU: `strtok(NULL, ...)` goes on in the next clause (the
+/// string it cuts lived in the first clause's scratch) and in a later firing on the CPU.
+#[test]
+fn strtok_goes_on_across_clauses_and_firings() {
+    let p = c(
+        r#"BEGIN { printf("%s ", strtok(strjoin("x,", "yy,zzz"), ",")); }
+        BEGIN { printf("%s ", strtok(0, ",")); this->x = strjoin("q", "r"); }
+        BEGIN { printf("%s|\n", strtok(0, ",")); }
+        BEGIN { printf("%s %s\n", strtok("k;l", ";"), strtok(0, ";")); }"#,
+    );
+    let mut s = Sim::default();
+    s.fire(&p, &Firing::default());
+    assert!(s.faults.is_empty(), "{:?}", s.faults);
+    assert_eq!(s.printf_output(&p), "x yy zzz|\nk l\n");
+    // The next firing goes on; at the end strtok gives NULL, which faults when printed, and
+    // forgets the string.
+    let p = c(r#"BEGIN { x++; } BEGIN /x == 1/ { strtok("a,b", ","); }
+        BEGIN /x > 1/ { printf("%s\n", strtok(0, ",")); }"#);
+    let mut s = Sim::default();
+    s.fire(&p, &Firing::default());
+    s.fire(&p, &Firing::default());
+    assert!(s.faults.is_empty(), "{:?}", s.faults);
+    assert_eq!(s.printf_output(&p), "b\n");
+    s.fire(&p, &Firing::default());
+    s.fire(&p, &Firing::default());
+    assert_eq!(s.faults.len(), 2);
+    assert_eq!(s.faults[0].1.kind, FaultKind::BadString);
+}
+
+#[test]
+fn epid_and_ipl() {
+    // Each description is a probe (BEGIN 0, END 1, BEGIN 2), three clauses: epid = probe * 3
+    // + clause + 1. The simulator fires in a task (ipl 0).
+    let out = begin(
+        r#"BEGIN { printf("%d ", epid); } END { x = 1; }
+        BEGIN { printf("%d %d\n", epid, ipl); }"#,
+    );
+    assert_eq!(out, "1 9 0\n");
+}
+
 #[test]
 fn byte_order_and_dev_t() {
     let out = begin(
@@ -299,4 +339,14 @@ fn destructive_actions_run() {
         e.msg,
         "system(): %d requires an integer, argument 2 is string"
     );
+}
+
+/// ERROR's arg1 is the faulting clause's epid (BEGIN is probe 0, ERROR 1; two clauses).
+#[test]
+fn error_arg1_is_the_epid() {
+    let p = c(r#"BEGIN { x = 0; y = 1 / x; } ERROR { printf("%d %d\n", arg1, epid); }"#);
+    let mut s = Sim::default();
+    s.fire(&p, &Firing::default());
+    assert_eq!(s.faults.len(), 1);
+    assert_eq!(s.printf_output(&p), "1 4\n");
 }

@@ -2,44 +2,15 @@
 //! factor): compiled, run through the simulator, merged and printed, and its parameter
 //! errors worded by the one validator at the argument they name.
 
-use oxtrace::agg::{AggTable, SortOrder};
-use oxtrace::dsl::sim::{Firing, Sim};
+mod support;
+
+use oxtrace::agg::SortOrder;
 use oxtrace::dsl::{compile, CompileOptions, Compiled};
-use oxtrace::run;
-use oxtrace_core::agg::{AggBuffer, KeyElem, SnapshotCursor};
-use oxtrace_core::program::ProbeKind;
+use support::{begin_table, c};
 
-fn c(src: &str) -> Compiled {
-    compile(src, "t.d", &CompileOptions::default()).unwrap_or_else(|e| panic!("{e}"))
-}
-
-/// Runs BEGIN in the simulator, applies its aggregation updates like one CPU of the kernel
-/// and prints `@id` as `printa` does.
+/// Runs BEGIN and prints `@id` as `printa` does.
 fn begin_printa(p: &Compiled, id: u32) -> String {
-    let mut s = Sim::default();
-    s.fire(
-        p,
-        &Firing {
-            kind: ProbeKind::Begin,
-            ..Firing::default()
-        },
-    );
-    assert!(s.faults.is_empty(), "{:?}", s.faults);
-    let dict = run::dictionary(p).unwrap();
-    let mut mem = vec![0u64; 1 << 14];
-    AggBuffer::format(&mut mem).unwrap();
-    let mut b = AggBuffer::attach(&mut mem).unwrap();
-    for (agg, key, [v, inc]) in &s.agg_updates {
-        assert!(key.is_empty());
-        let f = dict.get(*agg).unwrap().func;
-        b.apply(*agg, &f, &[] as &[KeyElem<'_>], *v as i64, *inc as i64)
-            .unwrap();
-    }
-    let mut buf = vec![0u8; b.snapshot_len()];
-    let mut cur = SnapshotCursor::new();
-    let n = b.serialize(0, &mut buf, &mut cur).unwrap();
-    let mut t = AggTable::new(dict);
-    t.merge_snapshots(&buf[..n]).unwrap();
+    let mut t = begin_table(p);
     let mut out = String::new();
     t.printa(id, SortOrder::default(), &mut out).unwrap();
     out

@@ -105,7 +105,7 @@ fn scratch_refusal_names_the_clause() {
     assert_eq!(r.kind, abi::LOADERR_VERIFY);
     assert_eq!(
         words(&p, &src, libc::EINVAL, &load_of(&r)),
-        "failed to load program: clause at t.d:1:1 actions, instruction 141: needs more than \
+        "failed to load program: clause at t.d:1:1 actions, instruction 138: needs more than \
          262144 bytes of scratch space (lower strsize or use fewer strings)"
     );
 }

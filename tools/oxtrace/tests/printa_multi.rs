@@ -1,41 +1,15 @@
 //! `printa` of several aggregations in one format: compiled, run through the simulator,
 //! merged and printed side by side; and its compile errors.
 
-use oxtrace::agg::{AggTable, SortOrder};
-use oxtrace::dsl::sim::{Firing, OwnedKey, Sim};
-use oxtrace::dsl::{compile, CompileOptions, Compiled};
-use oxtrace::run;
-use oxtrace_core::agg::{AggBuffer, KeyElem, SnapshotCursor};
+mod support;
 
-fn c(src: &str) -> Compiled {
-    compile(src, "t.d", &CompileOptions::default()).unwrap_or_else(|e| panic!("{e}"))
-}
+use oxtrace::agg::SortOrder;
+use oxtrace::dsl::{compile, CompileOptions, Compiled};
+use support::{begin_table, c};
 
 /// Runs BEGIN, applies its aggregation updates like one CPU and prints the printa group.
 fn begin_printa_multi(p: &Compiled) -> String {
-    let mut s = Sim::default();
-    s.fire(p, &Firing::default());
-    assert!(s.faults.is_empty(), "{:?}", s.faults);
-    let dict = run::dictionary(p).unwrap();
-    let mut mem = vec![0u64; 1 << 14];
-    AggBuffer::format(&mut mem).unwrap();
-    let mut b = AggBuffer::attach(&mut mem).unwrap();
-    for (agg, key, [v, inc]) in &s.agg_updates {
-        let k: Vec<KeyElem<'_>> = key
-            .iter()
-            .map(|k| match k {
-                OwnedKey::Int(i) => KeyElem::Int(*i),
-                OwnedKey::Str(s) => KeyElem::Str(s),
-            })
-            .collect();
-        let f = dict.get(*agg).unwrap().func;
-        b.apply(*agg, &f, &k, *v as i64, *inc as i64).unwrap();
-    }
-    let mut buf = vec![0u8; b.snapshot_len()];
-    let mut cur = SnapshotCursor::new();
-    let n = b.serialize(0, &mut buf, &mut cur).unwrap();
-    let mut t = AggTable::new(dict);
-    t.merge_snapshots(&buf[..n]).unwrap();
+    let mut t = begin_table(p);
     let (&fmt, ids) = p.printa_aggs.iter().next().expect("a printa group");
     let mut out = String::new();
     t.printa_multi(

@@ -368,7 +368,8 @@ pub fn run_with(words: &[u64], dict: &TDict, env: &mut TEnv) -> Result<u64, Faul
     let b = code_bytes(words);
     let v = verify(Code::new(&b).unwrap(), dict, LIMIT).expect("program must verify");
     let mut scratch = vec![0u8; scratch_size(dict.nlocals, dict.strsize, v.string_allocs())];
-    let mut vm = Vm::new(&mut scratch, dict.nlocals, dict.strsize).unwrap();
+    let mut vmst = VmState::new();
+    let mut vm = Vm::new(&mut vmst, &mut scratch, dict.nlocals, dict.strsize).unwrap();
     vm.begin_clause();
     vm.run(&v, dict, env)
 }

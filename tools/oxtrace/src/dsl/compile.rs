@@ -74,6 +74,7 @@ pub fn compile_items(
         ustackframes: frames_option(&c, "ustackframes", oxtrace_core::ustack::DEFAULT_FRAMES),
         checked,
         printa_groups: vec![],
+        setopts: vec![],
         destructive: c.tool_options.contains_key("destructive"),
         env: TypeEnv {
             btf: super::btf_types::BtfTypes::new(btf),
@@ -260,6 +261,11 @@ pub fn compile_items(
     c.probes = probes;
     c.formats = t.fmt_text.clone();
     c.printa_aggs = t.printa_groups.iter().cloned().collect();
+    c.setopts = t
+        .setopts
+        .iter()
+        .map(|(id, n, v)| (*id, (n.clone(), v.clone())))
+        .collect();
     c.aggs = t
         .aggs
         .iter()

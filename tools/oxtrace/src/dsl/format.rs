@@ -414,3 +414,27 @@ pub fn format_trace_item(item: &Item<'_>) -> Vec<u8> {
         Item::Int(v, ty) => int_value(*v, *ty, ty.signed()).to_string().into_bytes(),
     }
 }
+
+/// How `trace()` shows one item without `-q`, as the Dynamic Tracing Guide's dtrace does:
+/// an integer after a space, right-aligned by its size (16 columns for 8 bytes, 8, 5 and
+/// 3 for 4, 2 and 1), a string after two spaces, left-aligned in 33 columns.
+pub fn format_trace_item_default(item: &Item<'_>) -> Vec<u8> {
+    match item {
+        Item::Str(s) => {
+            let mut o = b"  ".to_vec();
+            o.extend_from_slice(s);
+            let n = String::from_utf8_lossy(s).chars().count();
+            o.resize(o.len() + 33usize.saturating_sub(n), b' ');
+            o
+        }
+        Item::Int(v, ty) => {
+            let w = match ty.size() {
+                1 => 3,
+                2 => 5,
+                4 => 8,
+                _ => 16,
+            };
+            format!(" {:>w$}", int_value(*v, *ty, ty.signed())).into_bytes()
+        }
+    }
+}

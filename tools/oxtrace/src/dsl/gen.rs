@@ -4,6 +4,7 @@
 use super::ast::*;
 use super::error::{CompileError, Span};
 use super::format::{self, ArgKind};
+use super::options;
 use super::types::{arith, builtin, Ty, TypeEnv, ACTIONS, I32, I64, U32, U64};
 use super::KeyKind;
 use crate::tracepoints::FieldKind;
@@ -83,6 +84,8 @@ pub(super) struct Tables {
     pub(super) checked: bool,
     /// Formats of `printa` with several aggregations, each its own: (format id, aggs).
     pub(super) printa_groups: Vec<(u32, Vec<u32>)>,
+    /// `setopt()` actions, each a format of its own: (format id, option, value).
+    pub(super) setopts: Vec<(u32, String, Option<String>)>,
     /// Whether destructive actions are allowed (`-w`, `#pragma D option destructive`).
     pub(super) destructive: bool,
 }
@@ -106,6 +109,15 @@ impl Tables {
         let i = self.ints.len() as u32;
         self.ints.push(v);
         self.int_idx.insert(v, i);
+        i
+    }
+
+    /// A format of its own, never shared with an equal text (a record the tool acts on).
+    pub(super) fn fmt_unique(&mut self, s: &[u8]) -> u32 {
+        let off = self.string(s);
+        let i = self.fmts.len() as u32;
+        self.fmts.push(off);
+        self.fmt_text.push(String::from_utf8_lossy(s).into_owned());
         i
     }
 
@@ -2072,6 +2084,7 @@ impl<'a> Gen<'a> {
                 self.release(r);
             }
             "printf" => self.printf(args, span)?,
+            "setopt" => self.setopt(args, span)?,
             "printa" => {
                 let (fmt, agg_args) = match args {
                     [a] => (None, std::slice::from_ref(a)),
@@ -2189,6 +2202,50 @@ impl<'a> Gen<'a> {
             }
             _ => return self.err(span, format!("unknown action '{name}'")),
         }
+        Ok(())
+    }
+
+    /// `setopt("name"[, "value"])`: a printf record of a format of its own, which the tool
+    /// applies instead of printing (dtrace's consumer does the same with its record). Only
+    /// the options the consumer uses can change while tracing.
+    fn setopt(&mut self, args: &[Expr], span: Span) -> GResult<()> {
+        if let Some(m) = arity_error("setopt", args.len(), 1, 2) {
+            return self.err(span, m);
+        }
+        let mut text = Vec::new();
+        for a in args {
+            match &a.kind {
+                ExprKind::Str(s) => text.push(String::from_utf8_lossy(s).into_owned()),
+                _ => {
+                    return self.err(
+                        a.span,
+                        "[D_SETOPT_ARG] setopt( ) arguments must be string constants",
+                    )
+                }
+            }
+        }
+        let name = text[0].clone();
+        let value = text.get(1).cloned();
+        if !options::RUNTIME_OPTIONS.contains(&name.as_str()) {
+            return self.err(
+                args[0].span,
+                format!(
+                    "setopt( ): option '{name}' cannot be set while tracing (runtime options: {})",
+                    options::RUNTIME_OPTIONS.join(", ")
+                ),
+            );
+        }
+        if let Err(m) = options::runtime_value(&name, value.as_deref()) {
+            return self.err(
+                args.get(1).map_or(span, |a| a.span),
+                format!("setopt( ): {m}"),
+            );
+        }
+        let id = self
+            .t
+            .fmt_unique(format!("setopt({})", text.join(", ")).as_bytes());
+        self.t.setopts.push((id, name, value));
+        self.emit(Op::Printf, 0, 0, 0, id);
         Ok(())
     }
 

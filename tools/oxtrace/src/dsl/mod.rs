@@ -100,6 +100,8 @@ pub struct Compiled {
     /// `printa(fmt, @a, @b, ...)` of several aggregations: its format id (one of its own)
     /// and the aggregations, in argument order. The printa record names the first.
     pub printa_aggs: BTreeMap<u32, Vec<u32>>,
+    /// `setopt()` records: their format id, the option and its value, if given.
+    pub setopts: BTreeMap<u32, (String, Option<String>)>,
     /// Aggregations by id.
     pub aggs: Vec<AggInfo>,
     /// Variables by id.
@@ -209,6 +211,9 @@ impl Compiled {
         id: u32,
         items: &[oxtrace_core::action::Item<'_>],
     ) -> Option<Vec<u8>> {
+        if self.setopts.contains_key(&id) {
+            return Some(Vec::new());
+        }
         let f = self.formats.get(id as usize)?;
         format::sprintf(f.as_bytes(), items).ok()
     }

@@ -131,6 +131,53 @@ pub const TOOL_OPTIONS: &[&str] = &[
     "ustackframes",
 ];
 
+/// The options `setopt()` may change while tracing: those the consumer uses.
+pub const RUNTIME_OPTIONS: &[&str] = &[
+    "quiet",
+    "aggsortkey",
+    "aggsortrev",
+    "aggsortpos",
+    "aggsortkeypos",
+];
+
+/// The value of runtime option `name` set to `value`, as dtrace reads it: no value, `yes`,
+/// `on`, `true`, `set`, `enable(d)` set it (1); `""`, `no`, `off`, `false`, `unset`,
+/// `disable(d)` unset it (`None`); else it is a non-negative number (C's bases), which sets
+/// it too, 0 included.
+pub fn runtime_value(name: &str, value: Option<&str>) -> Result<Option<u64>, String> {
+    const COUPLES: [(&str, &str); 6] = [
+        ("yes", "no"),
+        ("enable", "disable"),
+        ("enabled", "disabled"),
+        ("true", "false"),
+        ("on", "off"),
+        ("set", "unset"),
+    ];
+    let Some(v) = value else {
+        return Ok(Some(1));
+    };
+    if v.is_empty() {
+        return Ok(None);
+    }
+    for (yes, no) in COUPLES {
+        if v.eq_ignore_ascii_case(yes) {
+            return Ok(Some(1));
+        }
+        if v.eq_ignore_ascii_case(no) {
+            return Ok(None);
+        }
+    }
+    let n = if let Some(h) = v.strip_prefix("0x").or_else(|| v.strip_prefix("0X")) {
+        u64::from_str_radix(h, 16).ok()
+    } else if v.len() > 1 && v.starts_with('0') {
+        u64::from_str_radix(&v[1..], 8).ok()
+    } else {
+        v.parse().ok()
+    };
+    n.map(Some)
+        .ok_or_else(|| format!("invalid value '{v}' for option '{name}'"))
+}
+
 /// The depth bound of option `stackframes` or `ustackframes` (the compiler's default
 /// frame count of `stack()`, `ustack()`), from rust/core's limits.
 pub fn frames_bound(name: &str) -> Option<u32> {

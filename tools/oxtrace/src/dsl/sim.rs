@@ -5,7 +5,7 @@
 use super::Compiled;
 use crate::probes::glob_match;
 use oxtrace_core::action::{
-    Builtin, Dict, Env, Fault, Item, Items, Key, Record, RecordKind, Vm, AGG_NARGS,
+    Builtin, Dict, Env, Fault, Item, Items, Key, Record, RecordKind, Vm, VmState, AGG_NARGS,
 };
 use oxtrace_core::probe::{self, ArgSource, ClauseEnv};
 use oxtrace_core::program::{Image, ProbeKind};
@@ -153,6 +153,9 @@ pub struct Sim {
     pub raised: Vec<u64>,
     /// Nanoseconds `chill()` would have spun.
     pub chilled: u64,
+    /// The simulated CPU's scratch, kept from firing to firing as the kernel keeps each
+    /// CPU's (its strtok slot lives on).
+    pub scratch: Vec<u8>,
 }
 
 fn owned_items(rec: &Record<'_>) -> Vec<OwnedItem> {
@@ -177,6 +180,8 @@ struct FiringEnv<'s> {
     err: Option<([u64; 6], u32)>,
     /// Option `specsize`.
     specsize: usize,
+    /// Clauses of the program (for `epid`).
+    nclauses: u32,
 }
 
 impl FiringEnv<'_> {
@@ -224,6 +229,7 @@ impl Env for FiringEnv<'_> {
             Builtin::Walltimestamp => 1_700_000_000_000_000_000 + f.timestamp,
             Builtin::Uid => f.uid,
             Builtin::Id => self.probe_id.into(),
+            Builtin::Epid => probe::epid(self.probe_id, self.clause as u32, self.nclauses),
             _ => 0,
         }
     }
@@ -446,12 +452,17 @@ impl Sim {
                     .expect("verified")
             })
             .collect();
-        let mut scratch = vec![0u8; need];
+        let mut scratch = std::mem::take(&mut self.scratch);
+        if scratch.len() != need {
+            scratch = vec![0u8; need];
+        }
         let nspec = img.options().nspec as usize;
         if self.specs.len() != nspec {
             self.specs.resize(nspec, None);
         }
-        let mut vm = Vm::new(&mut scratch, img.nlocals(), img.strsize()).expect("valid VM");
+        let mut vmst = VmState::new();
+        let mut vm =
+            Vm::new(&mut vmst, &mut scratch, img.nlocals(), img.strsize()).expect("valid VM");
         let world = if self.functions.is_empty() {
             std::slice::from_ref(&f.func)
         } else {
@@ -508,10 +519,12 @@ impl Sim {
                 error_ids: &error_ids,
                 err: None,
                 specsize: img.options().specsize as usize,
+                nclauses: clauses.len() as u32,
             };
             let order = probe::clauses_of(&img, pi as u32);
             probe::run_clauses(&mut vm, &img, &clauses, order, &mut env);
         }
+        self.scratch = scratch;
     }
 
     /// Format the printf records received so far, concatenated.

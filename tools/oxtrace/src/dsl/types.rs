@@ -242,6 +242,8 @@ pub(super) fn builtin(name: &str) -> Option<(Builtin, Ty)> {
         "errno" => (Errno, I32),
         "caller" => (Caller, U64),
         "vtimestamp" => (Vtimestamp, U64),
+        "epid" => (Epid, U32),
+        "ipl" => (Ipl, U32),
         "retval" => (Retval, I64),
         "uid" => (Uid, U32),
         "gid" => (Gid, U32),
@@ -273,4 +275,5 @@ pub(super) const ACTIONS: &[&str] = &[
     "raise",
     "stop",
     "chill",
+    "setopt",
 ];

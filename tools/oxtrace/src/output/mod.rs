@@ -3,6 +3,7 @@
 
 pub mod folded;
 pub mod json;
+pub mod lines;
 pub mod openmetrics;
 pub mod text;
 

@@ -32,7 +32,7 @@ impl AggTable {
                 def.id,
                 SortOrder {
                     by_key: true,
-                    reverse: false,
+                    ..SortOrder::default()
                 },
             ) else {
                 continue;

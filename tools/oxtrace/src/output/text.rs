@@ -65,6 +65,8 @@ pub fn print_range(func: &AggFunc, data: &[u64]) -> (usize, usize) {
         None => match func {
             AggFunc::Quantize => (QUANTIZE_ZERO - 1, QUANTIZE_ZERO + 1),
             AggFunc::Lquantize(_) => (0, 2.min(n - 1)),
+            // Oracle DTrace: the zero bucket and the first two after it.
+            AggFunc::Llquantize(p) => (p.zero_bucket(), (p.zero_bucket() + 2).min(n - 1)),
             _ => (0, 1.min(n - 1)),
         },
         Some(first) => {
@@ -112,20 +114,49 @@ pub fn render_histogram(func: &AggFunc, data: &[u64], normal: u64, out: &mut Str
                 format!(">= {}", p.base() + p.levels() as i64 * p.step())
             }
             AggFunc::Lquantize(p) => (p.base() + (b as i64 - 1) * p.step()).to_string(),
-            AggFunc::Llquantize(p) if b == 0 => format!("< {}", pow_i64(p.factor(), p.low())),
-            AggFunc::Llquantize(_) => {
-                let l = labels.get(b - 1).copied().unwrap_or(i64::MAX);
-                if b == nb - 1 {
-                    format!(">= {l}")
-                } else {
-                    l.to_string()
-                }
-            }
+            AggFunc::Llquantize(p) => llq_label(p, &labels, b, first, nb),
             _ => quantize_bucket_value(b).to_string(),
         }
     };
     for (b, c) in data.iter().enumerate().take(last + 1).skip(first) {
         line(&label(b), *c, out);
+    }
+}
+
+/// Oracle DTrace's label of llquantize bucket `b` of `nb`, the first shown being `first`:
+/// the zero bucket is `0` (when `factor^low` is 1), `< scale` (no negative bucket shown) or
+/// `abs() < scale`; the others are their lower bounds' magnitudes, negated below zero, and the
+/// overflows `>= top` and `<= -top`.
+fn llq_label(
+    p: &oxtrace_core::agg::LlquantizeParams,
+    labels: &[i64],
+    b: usize,
+    first: usize,
+    nb: usize,
+) -> String {
+    let z = p.zero_bucket();
+    let scale = pow_i64(p.factor(), p.low());
+    let top = labels.last().copied().unwrap_or(i64::MAX);
+    if b == z {
+        return if scale == 1 {
+            "0".into()
+        } else if first >= z {
+            format!("< {scale}")
+        } else {
+            format!("abs() < {scale}")
+        };
+    }
+    if b == 0 {
+        return format!("<= -{top}");
+    }
+    if b == nb - 1 {
+        return format!(">= {top}");
+    }
+    let l = labels.get(b.abs_diff(z) - 1).copied().unwrap_or(i64::MAX);
+    if b < z {
+        format!("-{l}")
+    } else {
+        l.to_string()
     }
 }
 

@@ -1,0 +1,41 @@
+//! What the aggregation output tests share: compiling, and BEGIN's aggregation updates
+//! applied like one CPU of the kernel and merged like its snapshot.
+
+use oxtrace::agg::AggTable;
+use oxtrace::dsl::sim::{Firing, OwnedKey, Sim};
+use oxtrace::dsl::{compile, CompileOptions, Compiled};
+use oxtrace::run;
+use oxtrace_core::agg::{AggBuffer, KeyElem, SnapshotCursor};
+
+/// `src` compiled with the default options; a compile error fails the test.
+pub fn c(src: &str) -> Compiled {
+    compile(src, "t.d", &CompileOptions::default()).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Runs BEGIN in the simulator and merges its aggregation updates like one CPU's snapshot.
+pub fn begin_table(p: &Compiled) -> AggTable {
+    let mut s = Sim::default();
+    s.fire(p, &Firing::default());
+    assert!(s.faults.is_empty(), "{:?}", s.faults);
+    let dict = run::dictionary(p).unwrap();
+    let mut mem = vec![0u64; 1 << 14];
+    AggBuffer::format(&mut mem).unwrap();
+    let mut b = AggBuffer::attach(&mut mem).unwrap();
+    for (agg, key, [v, inc]) in &s.agg_updates {
+        let k: Vec<KeyElem<'_>> = key
+            .iter()
+            .map(|k| match k {
+                OwnedKey::Int(i) => KeyElem::Int(*i),
+                OwnedKey::Str(s) => KeyElem::Str(s),
+            })
+            .collect();
+        let f = dict.get(*agg).unwrap().func;
+        b.apply(*agg, &f, &k, *v as i64, *inc as i64).unwrap();
+    }
+    let mut buf = vec![0u8; b.snapshot_len()];
+    let mut cur = SnapshotCursor::new();
+    let n = b.serialize(0, &mut buf, &mut cur).unwrap();
+    let mut t = AggTable::new(dict);
+    t.merge_snapshots(&buf[..n]).unwrap();
+    t
+}
