@@ -112,11 +112,13 @@ impl<'a> Code<'a> {
 /// # Invariants
 ///
 /// `code` satisfies every verifier rule against the tables it was verified with, and
-/// `string_allocs` is the number of instructions that allocate a scratch string slot.
+/// `string_allocs` is the number of instructions that allocate a scratch string slot;
+/// `scratch_mem` is `scratchsize` when an instruction allocates scratch memory, else 0.
 #[derive(Clone, Copy, Debug)]
 pub struct Verified<'a> {
     pub(super) code: Code<'a>,
     string_allocs: u32,
+    scratch_mem: u32,
 }
 
 impl<'a> Verified<'a> {
@@ -128,6 +130,12 @@ impl<'a> Verified<'a> {
     /// Scratch string slots one run may allocate (each instruction runs at most once).
     pub fn string_allocs(&self) -> u32 {
         self.string_allocs
+    }
+
+    /// Bytes of scratch memory (`alloca()`, `copyin()`) one run may allocate: the program's
+    /// `scratchsize` when it allocates any, else 0.
+    pub fn scratch_mem(&self) -> u32 {
+        self.scratch_mem
     }
 
     /// Whether the program has an `op` instruction.
@@ -261,6 +269,13 @@ fn shape(op: Op) -> Shape {
         Speculate | Commit | Discard | Raise | Chill => sh(false, true, false, I::Zero),
         System => sh(false, false, false, I::Fmt),
         Progenyof => sh(true, true, false, I::Zero),
+        // Scratch memory: the bump allocations are bounded at run time by `scratchsize`,
+        // which `verify` reserves once for a program that allocates.
+        Alloca | Uregs => sh(true, true, false, I::Zero),
+        Copyin => sh(true, true, true, I::Zero),
+        Copyinto | Bcopy => sh(false, true, true, I::Reg),
+        // imm: a signed offset, every value meaningful; the address is checked at run time.
+        Stb | Sth | Stw | Stx => sh(false, true, true, I::Any),
     }
 }
 
@@ -296,6 +311,7 @@ pub fn verify<'a, D: Dict + ?Sized>(
     }
     let strtab = dict.strtab();
     let mut allocs = 0u32;
+    let mut mem = 0u32;
     for i in 0..n {
         let w = code.word(i).ok_or(err(i, Reason::Misaligned))?;
         let ins = Insn::decode(w);
@@ -391,14 +407,19 @@ pub fn verify<'a, D: Dict + ?Sized>(
         }
         // A load of a string-valued variable copies it into a new slot.
         let string_load = op == Op::Ldgaa && dict.var(imm).is_some_and(|v| v.string);
+        if matches!(op, Op::Alloca | Op::Copyin) {
+            mem = dict.scratchsize().min(crate::limits::MAX_SCRATCHSIZE);
+        }
         if s.alloc || string_load {
             allocs += 1;
-            if scratch_size(nlocals, strsize, allocs) > scratch_limit {
-                return Err(err(i, Reason::ScratchTooLarge));
-            }
+        }
+        if (s.alloc || string_load || mem != 0)
+            && scratch_size(nlocals, strsize, allocs) + mem as usize > scratch_limit
+        {
+            return Err(err(i, Reason::ScratchTooLarge));
         }
     }
-    if scratch_size(nlocals, strsize, allocs) > scratch_limit {
+    if scratch_size(nlocals, strsize, allocs) + mem as usize > scratch_limit {
         return Err(err(0, Reason::ScratchTooLarge));
     }
     let last = code.word(n - 1).map(Insn::decode);
@@ -409,5 +430,6 @@ pub fn verify<'a, D: Dict + ?Sized>(
     Ok(Verified {
         code,
         string_allocs: allocs,
+        scratch_mem: mem,
     })
 }
