@@ -1032,8 +1032,9 @@ impl<'a> Image<'a> {
         // Predicate and actions share the clause's string slots.
         let slots = pred.map_or(0, |p| p.string_allocs()) + act.string_allocs();
         // ... and its scratch memory (`alloca()`), `scratchsize` bytes when either allocates.
-        let mem = pred.map_or(0, |p| p.scratch_mem()).max(act.scratch_mem());
-        let scratch = action::scratch_size(self.nlocals, ss, slots) + mem as usize;
+        let sites = pred.map_or(0, |p| p.mem_sites()) + act.mem_sites();
+        let scratch =
+            action::scratch_size(self.nlocals, ss, slots) + action::scratch_mem(self, sites);
         if scratch > scratch_limit {
             return Err(le(
                 Part::Actions,

@@ -79,15 +79,16 @@ impl Vm<'_> {
         let size = size as usize;
         let at = self.scratch_base().wrapping_add(self.next_slot as u64);
         let pad = (at.wrapping_neg() & 7) as usize;
-        let need = pad + size;
         let off = self.next_slot + pad;
-        if self.mem_used + need > limit || off + size > self.scratch.len() {
+        // The verifier reserved `scratchsize` and each allocation's padding: the second test
+        // only keeps the slice in bounds whatever the tables say.
+        if self.mem_used + size > limit || off + size > self.scratch.len() {
             return Err(FaultKind::ScratchExhausted);
         }
         // PANIC: `off + size <= scratch.len()` (checked above).
         self.scratch[off..off + size].fill(0);
         self.next_slot = off + size;
-        self.mem_used += need;
+        self.mem_used += size;
         Ok(self.scratch_base() + off as u64)
     }
 
@@ -168,7 +169,11 @@ impl Vm<'_> {
     }
 
     /// `uregs[idx]`: 0 for a kernel thread, "illegal operation" for an unknown register.
-    pub(super) fn uregs<E: Env + ?Sized>(&mut self, idx: u64, env: &mut E) -> Result<u64, FaultKind> {
+    pub(super) fn uregs<E: Env + ?Sized>(
+        &mut self,
+        idx: u64,
+        env: &mut E,
+    ) -> Result<u64, FaultKind> {
         if idx >= UREG_COUNT {
             return Err(FaultKind::IllegalOp);
         }

@@ -113,12 +113,12 @@ impl<'a> Code<'a> {
 ///
 /// `code` satisfies every verifier rule against the tables it was verified with, and
 /// `string_allocs` is the number of instructions that allocate a scratch string slot;
-/// `scratch_mem` is `scratchsize` when an instruction allocates scratch memory, else 0.
+/// `mem_sites` is the number of instructions that allocate scratch memory.
 #[derive(Clone, Copy, Debug)]
 pub struct Verified<'a> {
     pub(super) code: Code<'a>,
     string_allocs: u32,
-    scratch_mem: u32,
+    mem_sites: u32,
 }
 
 impl<'a> Verified<'a> {
@@ -132,10 +132,10 @@ impl<'a> Verified<'a> {
         self.string_allocs
     }
 
-    /// Bytes of scratch memory (`alloca()`, `copyin()`) one run may allocate: the program's
-    /// `scratchsize` when it allocates any, else 0.
-    pub fn scratch_mem(&self) -> u32 {
-        self.scratch_mem
+    /// Instructions that allocate scratch memory (`alloca()`, `copyin()`): each runs at most
+    /// once, so a run aligns at most this many allocations.
+    pub fn mem_sites(&self) -> u32 {
+        self.mem_sites
     }
 
     /// Whether the program has an `op` instruction.
@@ -311,7 +311,7 @@ pub fn verify<'a, D: Dict + ?Sized>(
     }
     let strtab = dict.strtab();
     let mut allocs = 0u32;
-    let mut mem = 0u32;
+    let mut sites = 0u32;
     for i in 0..n {
         let w = code.word(i).ok_or(err(i, Reason::Misaligned))?;
         let ins = Insn::decode(w);
@@ -407,19 +407,18 @@ pub fn verify<'a, D: Dict + ?Sized>(
         }
         // A load of a string-valued variable copies it into a new slot.
         let string_load = op == Op::Ldgaa && dict.var(imm).is_some_and(|v| v.string);
-        if matches!(op, Op::Alloca | Op::Copyin) {
-            mem = dict.scratchsize().min(crate::limits::MAX_SCRATCHSIZE);
-        }
+        let site = matches!(op, Op::Alloca | Op::Copyin);
+        sites += site as u32;
         if s.alloc || string_load {
             allocs += 1;
         }
-        if (s.alloc || string_load || mem != 0)
-            && scratch_size(nlocals, strsize, allocs) + mem as usize > scratch_limit
+        if (s.alloc || string_load || site)
+            && scratch_size(nlocals, strsize, allocs) + scratch_mem(dict, sites) > scratch_limit
         {
             return Err(err(i, Reason::ScratchTooLarge));
         }
     }
-    if scratch_size(nlocals, strsize, allocs) + mem as usize > scratch_limit {
+    if scratch_size(nlocals, strsize, allocs) + scratch_mem(dict, sites) > scratch_limit {
         return Err(err(0, Reason::ScratchTooLarge));
     }
     let last = code.word(n - 1).map(Insn::decode);
@@ -430,6 +429,15 @@ pub fn verify<'a, D: Dict + ?Sized>(
     Ok(Verified {
         code,
         string_allocs: allocs,
-        scratch_mem: mem,
+        mem_sites: sites,
     })
+}
+
+/// Scratch bytes `sites` allocating instructions need: `scratchsize` for the memory they
+/// hand out, and the alignment padding of each (at most 7 bytes).
+pub fn scratch_mem<D: Dict + ?Sized>(dict: &D, sites: u32) -> usize {
+    if sites == 0 {
+        return 0;
+    }
+    dict.scratchsize().min(crate::limits::MAX_SCRATCHSIZE) as usize + 8 * sites as usize
 }

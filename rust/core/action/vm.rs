@@ -202,7 +202,7 @@ impl Default for VmState {
 /// # Invariants
 ///
 /// `strsize` is in `1..=MAX_STRSIZE`; `next_slot` is at or after the slot area's start.
-/// `mem_used` counts the scratch memory bytes (`alloca()`) the clause took, alignment included.
+/// `mem_used` counts the scratch memory bytes (`alloca()`) the clause took.
 pub struct Vm<'s> {
     st: &'s mut VmState,
     scratch: &'s mut [u8],
