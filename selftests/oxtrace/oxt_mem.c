@@ -28,6 +28,8 @@ int main(int argc, char **argv)
 	int fd = open("/dev/null", O_WRONLY);
 	struct oxt_rec r = { .b = -2, .name = "oxt", .c = 0x1122334455667788L };
 	static const char path[] = "oxt-path";
+	/* volatile: the compiler must not see (and refuse) the unmapped address. */
+	const void *volatile bad = (const void *)0x10;
 
 	if (fd < 0) {
 		perror("oxt_mem");
@@ -40,7 +42,7 @@ int main(int argc, char **argv)
 	}
 	if (write(fd, path, sizeof(path)) != sizeof(path))
 		return 1;
-	if (write(fd, (const void *)0x10, 4) != 4)
+	if (write(fd, bad, 4) != 4)
 		return 1;
 	return 0;
 }
