@@ -18,6 +18,9 @@ mod subr;
 #[path = "ustack.rs"]
 mod ustack;
 
+#[path = "xlate.rs"]
+pub(super) mod xlate;
+
 #[derive(Clone)]
 pub(super) struct Var {
     pub(super) name: String,
@@ -88,6 +91,8 @@ pub(super) struct Tables {
     pub(super) setopts: Vec<(u32, String, Option<String>)>,
     /// Whether destructive actions are allowed (`-w`, `#pragma D option destructive`).
     pub(super) destructive: bool,
+    /// Translators (`xlate.rs`).
+    pub(super) xlate: xlate::Xlators,
 }
 
 impl Tables {
@@ -140,6 +145,8 @@ pub(super) struct Gen<'a> {
     pub(super) input: &'a str,
     pub(super) code: Vec<u64>,
     pub(super) free: Vec<u8>,
+    /// The inputs of the translations being compiled: name, register, type (`xlate.rs`).
+    pub(super) xbind: Vec<(String, u8, Ty)>,
 }
 
 pub(super) type GResult<T> = Result<T, CompileError>;
@@ -152,6 +159,7 @@ impl<'a> Gen<'a> {
             input,
             code: Vec::new(),
             free: (1..act::NREGS as u8).rev().collect(),
+            xbind: Vec::new(),
         }
     }
 
@@ -259,6 +267,9 @@ impl<'a> Gen<'a> {
                 Ok((r, Ty::Str))
             }
             ExprKind::Ident(name) => {
+                if let Some(r) = self.xlate_ident(name, e.span) {
+                    return r;
+                }
                 if let Some(r) = self.stack_ident(name, e.span) {
                     return r;
                 }
@@ -288,6 +299,10 @@ impl<'a> Gen<'a> {
                 }
                 self.rvalue(e)
             }
+            ExprKind::Member(..) | ExprKind::Arrow(..) if self.is_xlate_member(e) => {
+                self.xlate_member(e)
+            }
+            ExprKind::Xlate(..) => self.xlate_whole(e.span),
             ExprKind::SelfVar(_)
             | ExprKind::This(_)
             | ExprKind::Index(..)
@@ -804,6 +819,10 @@ impl<'a> Gen<'a> {
                     _ => self.assoc_keys(base, keys, e.span),
                 }
             }
+            ExprKind::Member(..) | ExprKind::Arrow(..) if self.is_xlate_member(e) => self.err(
+                e.span,
+                "[D_OP_LVAL] a translated member is a value, not storage: it cannot be assigned or have its address taken",
+            ),
             ExprKind::Member(b, m) => {
                 let base = self.loc(b)?;
                 self.member(base, m, e.span)
