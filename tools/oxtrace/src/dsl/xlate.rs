@@ -285,7 +285,17 @@ impl Gen<'_> {
         });
         self.xbind.pop();
         self.release(ri);
-        r
+        match r {
+            // The prelude failing on this kernel's types: said at the use.
+            Err(pe) if xl.prelude => self.err(
+                e.span,
+                format!(
+                    "{} (translating member {m} at {PRELUDE_NAME}:{}:{})",
+                    pe.msg, pe.line, pe.col
+                ),
+            ),
+            r => r,
+        }
     }
 
     /// Run `f` with errors reported in the prelude when `prelude`.
