@@ -60,6 +60,14 @@ fn kernel() -> Arc<Btf> {
             ("egid", kgid_t, 192, 0),
         ],
     );
+    let ulong = b.int("long unsigned int", 8, false);
+    let mm = b.sou(
+        false,
+        "mm_struct",
+        16,
+        &[("arg_start", ulong, 0, 0), ("arg_end", ulong, 64, 0)],
+    );
+    let pmm = b.ptr(mm);
     let ccred = b.constant(cred);
     let pcred = b.ptr(ccred);
     let idx = b.int("__ARRAY_SIZE_TYPE__", 4, false);
@@ -69,7 +77,7 @@ fn kernel() -> Arc<Btf> {
     b.sou(
         false,
         "task_struct",
-        72,
+        80,
         &[
             ("__state", uint, 0, 0),
             ("pid", pid_t, 128, 0),
@@ -78,6 +86,7 @@ fn kernel() -> Arc<Btf> {
             ("real_parent", ptask, 384, 0),
             ("cred", pcred, 448, 0),
             ("prio", int, 512, 0),
+            ("mm", pmm, 576, 0),
         ],
     );
     Arc::new(Btf::parse(&b.finish()).unwrap())
@@ -90,15 +99,16 @@ fn word(v: u64) -> Vec<u8> {
 /// The simulated current task (address 0, as `curthread` is in the simulator): pid 1234
 /// of process 1200, `child`, parent process 1, uid 1000 gid 100 euid 0 egid 10, prio 120.
 fn task_memory(s: &mut Sim) {
-    let mut task = vec![0u8; 72];
+    let mut task = vec![0u8; 80];
     task[16..20].copy_from_slice(&1234i32.to_le_bytes());
     task[20..24].copy_from_slice(&1200i32.to_le_bytes());
     task[32..37].copy_from_slice(b"child");
     task[48..56].copy_from_slice(&word(0x4000));
     task[56..64].copy_from_slice(&word(0x5000));
     task[64..68].copy_from_slice(&120i32.to_le_bytes());
+    task[72..80].copy_from_slice(&word(0x6000));
     s.mem.push((0, task));
-    let mut parent = vec![0u8; 72];
+    let mut parent = vec![0u8; 80];
     parent[20..24].copy_from_slice(&1i32.to_le_bytes());
     s.mem.push((0x4000, parent));
     let mut cred = vec![0u8; 32];
@@ -106,6 +116,11 @@ fn task_memory(s: &mut Sim) {
     cred[8..12].copy_from_slice(&100u32.to_le_bytes());
     cred[24..28].copy_from_slice(&10u32.to_le_bytes());
     s.mem.push((0x5000, cred));
+    // The arguments: "./w", "a b", "" and "c", 11 bytes at 0x7000 (user memory).
+    let mut mm = word(0x7000);
+    mm.extend(word(0x7000 + 11));
+    s.mem.push((0x6000, mm));
+    s.user_mem.push((0x7000, b"./w\0a b\0\0c\0zzz".to_vec()));
 }
 
 fn run(p: &Compiled) -> Vec<OwnedItem> {
@@ -185,7 +200,8 @@ fn the_process_views() {
                  trace(curpsinfo->pr_fname); trace(curlwpsinfo->pr_lwpid);
                  trace(curlwpsinfo->pr_pri);
                  trace(xlate <psinfo_t *> (curthread)->pr_pid);
-                 trace((*curpsinfo).pr_fname == \"child\"); }",
+                 trace((*curpsinfo).pr_fname == \"child\");
+                 trace(curpsinfo->pr_psargs); }",
         Some(kernel()),
     );
     assert_eq!(
@@ -202,8 +218,16 @@ fn the_process_views() {
             int(120, 4, true),
             int(1200, 4, true),
             int(1, 4, true),
+            str("./w a b  c"),
         ]
     );
+    // A kernel thread (no mm): its name, as ps shows it.
+    let p = c_with("BEGIN { trace(curpsinfo->pr_psargs); }", Some(kernel()));
+    let mut s = Sim::default();
+    task_memory(&mut s);
+    s.mem[0].1[72..80].fill(0);
+    s.fire(&p, &Firing::default());
+    assert_eq!(items(&s), [str("child")]);
     // Nothing of the prelude is in a program that does not use it.
     let plain = c_with("BEGIN { trace(pid); }", Some(kernel()));
     let none = c_with("BEGIN { trace(pid); }", None);
@@ -283,9 +307,9 @@ fn errors() {
             "1:15: curpsinfo can only be used through its members (xlate <T *> (e)->member, xlate <T> (e).member): the translated struct is never built",
         ),
         (
-            "BEGIN { trace(curpsinfo->pr_psargs); }".to_string(),
+            "BEGIN { trace(__uargs(0, 1)); }".to_string(),
             k(),
-            "1:15: [D_XLATE_NOCONV] translator does not define conversion for member: pr_psargs",
+            "1:15: [D_FUNC_UNDEF] unknown function '__uargs'",
         ),
         (
             "BEGIN { trace(curpsinfo->pr_nlwp); }".to_string(),
@@ -305,8 +329,18 @@ fn the_prelude_on_the_running_kernel() {
     };
     let btf = Some(Arc::new(btf.unwrap()));
     for m in [
-        "pr_nlwp", "pr_pid", "pr_ppid", "pr_pgid", "pr_sid", "pr_uid", "pr_euid", "pr_gid",
-        "pr_egid", "pr_addr", "pr_fname",
+        "pr_nlwp",
+        "pr_pid",
+        "pr_ppid",
+        "pr_pgid",
+        "pr_sid",
+        "pr_uid",
+        "pr_euid",
+        "pr_gid",
+        "pr_egid",
+        "pr_addr",
+        "pr_fname",
+        "pr_psargs",
     ] {
         c_with(&format!("BEGIN {{ trace(curpsinfo->{m}); }}"), btf.clone());
     }

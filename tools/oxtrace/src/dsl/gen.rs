@@ -1848,6 +1848,9 @@ impl<'a> Gen<'a> {
             Some(m) => g.err(span, format!("[D_PROTO_LEN] {m}")),
             None => Ok(()),
         };
+        if let Some(r) = self.xlate_call(name, args, span) {
+            return r;
+        }
         match name {
             "speculation" => {
                 if !args.is_empty() {

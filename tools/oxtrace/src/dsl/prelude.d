@@ -44,6 +44,8 @@ translator psinfo_t < struct task_struct *T > {
 	pr_egid = T->cred->egid.val;
 	pr_addr = (uintptr_t)T;
 	pr_fname = T->comm;
+	pr_psargs = T->mm == 0 ? T->comm : T != curthread ? "" :
+	    __uargs(T->mm->arg_start, T->mm->arg_end);
 };
 
 translator lwpsinfo_t < struct task_struct *T > {

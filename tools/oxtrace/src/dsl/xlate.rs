@@ -27,6 +27,9 @@ pub(in super::super) const PRELUDE_TYPES: &[&str] = &["psinfo_t", "lwpsinfo_t"];
 /// Names the prelude defines, for the error of their use without BTF.
 const PRELUDE_NAMES: &[&str] = &["curpsinfo", "curlwpsinfo"];
 
+/// `pr_psargs`'s size in DTrace's `psinfo_t`, its NUL included.
+const PRARGSZ: u32 = 80;
+
 /// Deepest nesting of translations (a translator's member may translate again).
 const MAX_NEST: usize = 16;
 
@@ -407,6 +410,32 @@ impl Gen<'_> {
             ));
         }
         None
+    }
+
+    /// The prelude's own subroutine: `__uargs(start, end)`, the current process's user
+    /// memory from `start` to `end` as a string of at most `PRARGSZ` - 1 bytes, its NULs
+    /// blanks (`pr_psargs`). No program names it: only the prelude compiles it.
+    pub(super) fn xlate_call(
+        &mut self,
+        name: &str,
+        args: &[Expr],
+        span: Span,
+    ) -> Option<GResult<(u8, Ty)>> {
+        if name != "__uargs" || !std::ptr::eq(self.src.as_ptr(), PRELUDE.as_ptr()) {
+            return None;
+        }
+        Some((|| {
+            let [a, b] = args else {
+                return self.err(span, "__uargs() takes two addresses");
+            };
+            let (ra, _) = self.expr(a)?;
+            let (rb, _) = self.expr(b)?;
+            let rd = self.reg(span)?;
+            self.emit(Op::Uargs, rd, ra, rb, PRARGSZ - 1);
+            self.release(ra);
+            self.release(rb);
+            Ok((rd, Ty::Str))
+        })())
     }
 
     /// The error of an `xlate` used whole.
