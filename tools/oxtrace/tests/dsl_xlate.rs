@@ -176,6 +176,32 @@ fn user_translator_forms() {
 }
 
 #[test]
+fn whole_struct_copies() {
+    let src = format!(
+        "{OUT}translator struct out < int x > {{ sum = x * 2; name = \"n\"; }};
+        struct out g;
+        BEGIN {{
+            this->c = xlate <struct out> (21);
+            trace(this->c.sum); trace(this->c.big);
+            self->s = *xlate <struct out *> (4);
+            trace(self->s.sum);
+            g = xlate <struct out> (5);
+            trace(g.sum);
+        }}"
+    );
+    let p = c_with(&src, None);
+    assert_eq!(
+        run(&p),
+        [
+            int(42, 4, true),
+            int(0, 8, true),
+            int(8, 4, true),
+            int(10, 4, true),
+        ]
+    );
+}
+
+#[test]
 fn translator_over_kernel_memory_and_strings() {
     let p = c_with(
         "struct out { int sum; char name[16]; int64_t big; };
@@ -255,6 +281,16 @@ fn errors() {
             user("BEGIN { trace(xlate <struct out *> (1)->nope); }"),
             None,
             "3:15: [D_TYPE_MEMBER] nope is not a member of struct out",
+        ),
+        (
+            user("int x; BEGIN { x = xlate <struct out> (1); }"),
+            None,
+            "3:20: [D_OP_INCOMPAT] operands have incompatible types: \"int\" = \"struct out\"",
+        ),
+        (
+            user("BEGIN { this->p = xlate <struct out *> (1); }"),
+            None,
+            "3:19: a translation can only be used through its members (xlate <T *> (e)->member, xlate <T> (e).member): the translated struct is never built",
         ),
         (
             user("BEGIN { trace(xlate <struct out> (1)); }"),

@@ -1705,6 +1705,11 @@ impl<'a> Gen<'a> {
                 );
             }
         }
+        if op.is_none() {
+            if let Some(r) = self.xlate_assign(lhs, rhs, span) {
+                return r;
+            }
+        }
         let mut l = self.loc(lhs)?;
         if op.is_none() {
             if l.ty_opt().is_none() && self.is_storage(rhs) {

@@ -9,7 +9,7 @@
 use super::super::ast::{DeclClass, Expr, ExprKind, Item, Translator, TypeName, UnOp};
 use super::super::error::{CompileError, Span};
 use super::super::types::Ty;
-use super::{resolve_type, GResult, Gen, Tables};
+use super::{resolve_type, GResult, Gen, Loc, Tables, I64};
 use oxtrace_core::action::{Op, Scope};
 use std::collections::HashSet;
 
@@ -222,12 +222,6 @@ impl Gen<'_> {
         let Some(x) = self.xlate_of(b) else {
             return self.err(e.span, "internal error: not a translated member");
         };
-        if self.xbind.len() >= MAX_NEST {
-            return self.err(
-                e.span,
-                format!("translations nested more than {MAX_NEST} deep (a translator that translates itself?)"),
-            );
-        }
         let out = self.resolve(&x.out, e.span)?;
         let shown = if x.ptr {
             format!("{} *", out.name())
@@ -255,27 +249,47 @@ impl Gen<'_> {
                 format!("[D_OP_SOU] operator . must be applied to a struct or union, not {shown}"),
             );
         }
+        self.xlate_read(&x, &out, m, e.span)
+    }
+
+    /// The translator `x` to `out` (resolved `x.out`) applies, from the input's type `ti`.
+    fn xlator_for(&mut self, x: &XBase, out: &Ty, ti: &Ty, span: Span) -> GResult<usize> {
+        match self.find_xlator(out, ti) {
+            Some(k) => Ok(k),
+            None => self.err(
+                span,
+                format!(
+                    "[D_XLATE_NONE] cannot translate from \"{}\" to \"{}{}\": no translator",
+                    ti.name(),
+                    out.name(),
+                    if x.ptr { " *" } else { "" }
+                ),
+            ),
+        }
+    }
+
+    /// Member `m` of translation `x` to `out`: its translator's expression with the input
+    /// bound to the value of `x.input`.
+    fn xlate_read(&mut self, x: &XBase, out: &Ty, m: &str, span: Span) -> GResult<(u8, Ty)> {
+        if self.xbind.len() >= MAX_NEST {
+            return self.err(
+                span,
+                format!("translations nested more than {MAX_NEST} deep (a translator that translates itself?)"),
+            );
+        }
         // The input, compiled where it was written.
         let (ri, ti) = self.in_source(x.prelude, |g| g.expr(&x.input))?;
-        let Some(k) = self.find_xlator(&out, &ti) else {
+        let k = self.xlator_for(x, out, &ti, span)?;
+        let Some(mem) = self.t.env.member(out, m).cloned() else {
             return self.err(
-                e.span,
-                format!(
-                    "[D_XLATE_NONE] cannot translate from \"{}\" to \"{shown}\": no translator",
-                    ti.name()
-                ),
-            );
-        };
-        let Some(mem) = self.t.env.member(&out, m).cloned() else {
-            return self.err(
-                e.span,
+                span,
                 format!("[D_TYPE_MEMBER] {m} is not a member of {}", out.name()),
             );
         };
         let xl = self.t.xlate.list[k].clone();
         let Some((_, me, _)) = xl.members.iter().find(|(n, _, _)| n == m) else {
             return self.err(
-                e.span,
+                span,
                 format!("[D_XLATE_NOCONV] translator does not define conversion for member: {m}"),
             );
         };
@@ -291,7 +305,7 @@ impl Gen<'_> {
         match r {
             // The prelude failing on this kernel's types: said at the use.
             Err(pe) if xl.prelude => self.err(
-                e.span,
+                span,
                 format!(
                     "{} (translating member {m} at {PRELUDE_NAME}:{}:{})",
                     pe.msg, pe.line, pe.col
@@ -299,6 +313,85 @@ impl Gen<'_> {
             ),
             r => r,
         }
+    }
+
+    /// `v = xlate <T> (e)` (or `*xlate <T *> (e)`, or an inline of one) with `v` a
+    /// variable: each member of `T` translated into `v`'s, those the translator does not
+    /// define zero, as in DTrace; `None` when `rhs` is no translated struct.
+    pub(super) fn xlate_assign(
+        &mut self,
+        lhs: &Expr,
+        rhs: &Expr,
+        span: Span,
+    ) -> Option<GResult<(u8, Ty)>> {
+        let x = self.xlate_of(rhs).filter(|x| !x.ptr)?;
+        Some(self.xlate_copy(&x, lhs, rhs.span, span))
+    }
+
+    fn xlate_copy(&mut self, x: &XBase, lhs: &Expr, at: Span, span: Span) -> GResult<(u8, Ty)> {
+        let out = self.resolve(&x.out, at)?;
+        if !matches!(out, Ty::Sou(..)) {
+            return self.err(
+                at,
+                format!(
+                    "[D_XLATE_SOU] translator output type must be a struct or union, not {}",
+                    out.name()
+                ),
+            );
+        }
+        let ti = self.in_source(x.prelude, |g| g.type_of(&x.input))?;
+        let k = self.xlator_for(x, &out, &ti, at)?;
+        let mut l = self.loc(lhs)?;
+        let Loc::Var { .. } = &l else {
+            return self.err(
+                span,
+                "[D_OP_WRITE] operator requires a writable variable: kernel memory cannot be modified",
+            );
+        };
+        match l.ty_opt() {
+            Some(t) => self.check_compat(&t, &out, at, None)?,
+            None => {
+                self.fix_type(&l, &out, at, false)?;
+                if let Loc::Var { ty, .. } = &mut l {
+                    *ty = Some(out.clone());
+                }
+            }
+        }
+        let Ty::Sou(i, _) = &out else {
+            unreachable!("checked")
+        };
+        let members = self.t.env.sous[*i].members.clone();
+        for mm in members {
+            let defined = self.t.xlate.list[k].members.iter().any(|d| d.0 == mm.name);
+            let (rv, _) = match &mm.ty {
+                Ty::Int { .. } | Ty::Ptr(_) if defined => self.xlate_read(x, &out, &mm.name, at)?,
+                Ty::Int { .. } | Ty::Ptr(_) => {
+                    let r = self.reg(span)?;
+                    self.emit(Op::Ldi, r, 0, 0, 0);
+                    (r, I64)
+                }
+                // A D struct variable keeps no string in a char array: left as it is.
+                Ty::Array(..) => continue,
+                t => {
+                    return self.err(
+                        at,
+                        format!(
+                            "a translated struct's member {} ({}) cannot be copied: read the members you need",
+                            mm.name,
+                            t.name()
+                        ),
+                    )
+                }
+            };
+            let dst = self.member(l.clone_shallow(), &mm.name, span)?;
+            let (p, t) = self.place(dst, false)?;
+            self.normalize(rv, &t);
+            self.store_place(&p, rv, span)?;
+            self.release_place(&p);
+            self.release(rv);
+        }
+        let r = self.reg(span)?;
+        Ok((r, I64))
     }
 
     /// Run `f` with errors reported in the prelude when `prelude`.
