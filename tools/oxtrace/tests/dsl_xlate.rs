@@ -333,6 +333,11 @@ fn errors() {
             "2:42: [D_XLATE_INCOMPAT] translator member name definition uses incompatible types: \"string\" = \"int\"",
         ),
         (
+            "inline int a = b; inline int b = a; BEGIN { trace(a->x); }".to_string(),
+            None,
+            "1:34: inlines nested more than 64 deep (an inline defined in terms of itself?)",
+        ),
+        (
             "BEGIN { trace(curpsinfo->pr_pid); }".to_string(),
             None,
             "1:15: [D_IDENT_UNDEF] curpsinfo is translated from the kernel's struct task_struct, which needs the kernel's BTF (/sys/kernel/btf/vmlinux: CONFIG_DEBUG_INFO_BTF)",

@@ -147,6 +147,8 @@ pub(super) struct Gen<'a> {
     pub(super) free: Vec<u8>,
     /// The inputs of the translations being compiled: name, register, type (`xlate.rs`).
     pub(super) xbind: Vec<(String, u8, Ty)>,
+    /// Inlines being expanded.
+    inline_depth: usize,
 }
 
 pub(super) type GResult<T> = Result<T, CompileError>;
@@ -160,6 +162,7 @@ impl<'a> Gen<'a> {
             code: Vec::new(),
             free: (1..act::NREGS as u8).rev().collect(),
             xbind: Vec::new(),
+            inline_depth: 0,
         }
     }
 
@@ -711,9 +714,19 @@ impl<'a> Gen<'a> {
     }
 
     fn nested_inline(&mut self, e: &Expr, at: Span) -> GResult<(u8, Ty)> {
-        // An inline's expression reports errors at its own definition.
-        let _ = at;
-        self.expr(e)
+        // An inline's expression reports errors at its own definition. One defined in terms
+        // of itself would expand forever.
+        const MAX_INLINE: usize = 64;
+        if self.inline_depth >= MAX_INLINE {
+            return self.err(
+                at,
+                format!("inlines nested more than {MAX_INLINE} deep (an inline defined in terms of itself?)"),
+            );
+        }
+        self.inline_depth += 1;
+        let r = self.expr(e);
+        self.inline_depth -= 1;
+        r
     }
 
     /// Convert register `r` of type `from` to `to` (an inline's declared type).

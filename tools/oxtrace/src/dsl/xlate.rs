@@ -177,6 +177,14 @@ struct XBase {
 impl Gen<'_> {
     /// The translation `e` is: an `xlate`, an inline of one, or `*` of a pointer one.
     fn xlate_of(&self, e: &Expr) -> Option<XBase> {
+        self.xlate_of_at(e, 0)
+    }
+
+    fn xlate_of_at(&self, e: &Expr, depth: usize) -> Option<XBase> {
+        // An inline defined in terms of itself is no translation (its use is an error).
+        if depth > MAX_NEST {
+            return None;
+        }
         match &e.kind {
             ExprKind::Xlate(tn, a) => {
                 let (out, ptr) = match tn {
@@ -192,12 +200,12 @@ impl Gen<'_> {
             }
             ExprKind::Ident(n) if !self.xbind.iter().any(|b| b.0 == *n) => {
                 let (_, ie) = self.t.inlines.get(n)?;
-                let mut x = self.xlate_of(ie)?;
+                let mut x = self.xlate_of_at(ie, depth + 1)?;
                 x.prelude |= self.t.xlate.prelude_inlines.contains(n);
                 Some(x)
             }
             ExprKind::Unary(UnOp::Deref, a) => {
-                let x = self.xlate_of(a)?;
+                let x = self.xlate_of_at(a, depth + 1)?;
                 x.ptr.then_some(XBase { ptr: false, ..x })
             }
             _ => None,
