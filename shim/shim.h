@@ -218,15 +218,16 @@ unsigned long oxt_regs_kernel_pc(struct pt_regs *regs);
 unsigned long oxt_regs_user_pc(struct pt_regs *regs);
 
 /*
- * The kernel stack of a probe hit into out[0..max): the probed function's
- * caller first when regs are kernel registers (the frames up to the probed
- * PC are dropped), else the current stack without the module's frames.
- * Returns the number of entries.  Safe in probe context.
+ * The kernel stack of a probe hit into out[0..max).  With kernel registers,
+ * the stack of the probed context: the PC in regs first unless at_entry (an
+ * entry probe's PC is the probed function itself), then the callers; else the
+ * current stack without the module's frames.  Returns the number of entries.
+ * Safe in probe context.
  */
-unsigned int oxt_kernel_stack(struct pt_regs *regs, unsigned long *out,
+unsigned int oxt_kernel_stack(struct pt_regs *regs, bool at_entry, unsigned long *out,
 			      unsigned int max);
 /* The number of entries oxt_kernel_stack() finds without a bound (stackdepth). */
-unsigned int oxt_kernel_stack_depth(struct pt_regs *regs);
+unsigned int oxt_kernel_stack_depth(struct pt_regs *regs, bool at_entry);
 /*
  * The user PC and frame pointer of current (ustack()): from regs when they are
  * user registers, else from the registers saved at its kernel entry.  False

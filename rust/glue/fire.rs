@@ -407,11 +407,13 @@ impl Env for KernelEnv<'_> {
     }
 
     fn kernel_stack(&mut self, out: &mut [u64]) -> usize {
-        self.regs.kernel_stack(out)
+        self.regs
+            .kernel_stack(out, self.slot.kind == ProbeKind::FbtEntry)
     }
 
     fn kernel_stack_depth(&mut self) -> usize {
-        self.regs.kernel_stack_depth()
+        self.regs
+            .kernel_stack_depth(self.slot.kind == ProbeKind::FbtEntry)
     }
 
     fn user_regs(&mut self) -> Option<UserRegs> {

@@ -71,20 +71,22 @@ impl Regs {
         unsafe { shim::oxt_regs_kernel_pc(self.0) as u64 }
     }
 
-    /// The kernel stack of the hit into `out`, the probed function's caller first; returns
-    /// the number of frames. Safe in probe context (no allocation, no fault).
-    pub(crate) fn kernel_stack(&self, out: &mut [u64]) -> usize {
+    /// The kernel stack of the hit into `out`: with kernel registers their PC first, unless
+    /// `at_entry` (an entry probe, whose PC is the probed function: its caller comes first),
+    /// then the callers; returns the number of frames. Safe in probe context (no allocation,
+    /// no fault).
+    pub(crate) fn kernel_stack(&self, out: &mut [u64], at_entry: bool) -> usize {
         let max = out.len().min(c_uint::MAX as usize) as c_uint;
         // SAFETY: as in `arg` for `self.0`; `out` is valid for `max` writes of `unsigned
         // long`, which is `u64` on the 64-bit kernels the module builds for.
-        let n = unsafe { shim::oxt_kernel_stack(self.0, out.as_mut_ptr().cast(), max) };
+        let n = unsafe { shim::oxt_kernel_stack(self.0, at_entry, out.as_mut_ptr().cast(), max) };
         (n as usize).min(out.len())
     }
 
     /// The number of frames [`Regs::kernel_stack`] finds without a bound (`stackdepth`).
-    pub(crate) fn kernel_stack_depth(&self) -> usize {
+    pub(crate) fn kernel_stack_depth(&self, at_entry: bool) -> usize {
         // SAFETY: as in `arg`.
-        unsafe { shim::oxt_kernel_stack_depth(self.0) as usize }
+        unsafe { shim::oxt_kernel_stack_depth(self.0, at_entry) as usize }
     }
 
     /// The user PC and frame pointer of the current task: these registers' when they are
