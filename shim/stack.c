@@ -10,11 +10,12 @@
  * from here instead cost several times as much (the guess unwinder tests
  * every word on the stack for a text address, the fire path's own frames
  * included), enough to stretch a test's run past its hang guard on a
- * saturated host.  Without them (syscall, tracepoints, tick, BEGIN) the walk
- * starts here, into a per-CPU buffer, not one on the stack (the guess
- * unwinder would find the buffer's own entries), and the module's frames are
- * dropped.  Actions do not nest on a CPU (the shim's action guard), so one
- * buffer a CPU suffices.
+ * saturated host.  For the others (syscall, tracepoints, whose registers are
+ * perf's approximation, tick, BEGIN) the walk starts here, into a per-CPU
+ * buffer, not one on the stack (the guess unwinder would find the buffer's
+ * own entries); the frames up to the PC of kernel registers are cut off, and
+ * the module's frames dropped.  Actions do not nest on a CPU (the shim's
+ * action guard), so one buffer a CPU suffices.
  */
 #include <linux/kernel.h>
 #include <linux/module.h>
@@ -45,17 +46,25 @@ static bool oxt_stack_add(unsigned long pc, unsigned long *out, unsigned int *j,
 	return *j < max;
 }
 
-unsigned int oxt_kernel_stack(struct pt_regs *regs, bool at_entry, unsigned long *out,
+/* Whether pc is the probed PC or the return address of an fentry call at it. */
+static bool oxt_at_probe(unsigned long pc, unsigned long ip)
+{
+	return pc >= ip - 16 && pc <= ip + 16;
+}
+
+unsigned int oxt_kernel_stack(struct pt_regs *regs, unsigned int from, unsigned long *out,
 			      unsigned int max)
 {
 	unsigned long *buf = this_cpu_ptr(oxt_stack_buf);
-	unsigned int n, i, j = 0;
+	bool kregs = regs && !user_mode(regs);
+	unsigned int n, i, start = 0, j = 0;
 
-	if (regs && !user_mode(regs)) {
+	if (kregs && from != OXT_STACK_FROM_HERE) {
 		struct unwind_state state;
 		unsigned long pc;
 
-		if (!at_entry && !oxt_stack_add(instruction_pointer(regs), out, &j, max))
+		if (from == OXT_STACK_FROM_REGS &&
+		    !oxt_stack_add(instruction_pointer(regs), out, &j, max))
 			return j;
 		/* from regs->sp: at an entry probe the return address into the caller */
 		for (unwind_start(&state, current, regs, NULL); !unwind_done(&state);
@@ -67,14 +76,21 @@ unsigned int oxt_kernel_stack(struct pt_regs *regs, bool at_entry, unsigned long
 		return j;
 	}
 	n = stack_trace_save(buf, OXT_STACK_MAX, 0);
-	for (i = 0; i < n && oxt_stack_add(buf[i], out, &j, max); i++)
+	if (kregs) {
+		unsigned long ip = instruction_pointer(regs);
+
+		for (i = 0; i < n; i++)
+			if (oxt_at_probe(buf[i], ip))
+				start = i + 1;
+	}
+	for (i = start; i < n && oxt_stack_add(buf[i], out, &j, max); i++)
 		;
 	return j;
 }
 
-unsigned int oxt_kernel_stack_depth(struct pt_regs *regs, bool at_entry)
+unsigned int oxt_kernel_stack_depth(struct pt_regs *regs, unsigned int from)
 {
-	return oxt_kernel_stack(regs, at_entry, NULL, UINT_MAX);
+	return oxt_kernel_stack(regs, from, NULL, UINT_MAX);
 }
 
 /*
