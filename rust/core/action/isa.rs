@@ -251,6 +251,11 @@ pub enum Op {
     /// `rd = uregs[r1]`: the current thread's saved user register `r1` (DTrace's `R_*`
     /// numbering, [`UREG_COUNT`]); 0 for a kernel thread.
     Uregs = 168,
+    /// `rd = ` the current task's user memory from `r1` up to `r2` as a new scratch string,
+    /// at most `strsize` bytes (and `imm` if not 0), each NUL before its end a blank: a
+    /// process's arguments (`curpsinfo->pr_psargs`). Read without faulting; what cannot
+    /// be read ends the string (the empty string when nothing can).
+    Uargs = 210,
 }
 
 /// The opcodes of the scratch memory range ([`Op::Alloca`] ..= [`Op::Uregs`]).
@@ -389,6 +394,7 @@ impl Op {
             166 => Some(Stw),
             167 => Some(Stx),
             168 => Some(Uregs),
+            210 => Some(Uargs),
             _ => ALL.get(b as usize).copied(),
         }
     }
@@ -534,6 +540,7 @@ impl Op {
             Stw => "stw",
             Stx => "stx",
             Uregs => "uregs",
+            Uargs => "uargs",
         }
     }
 }
