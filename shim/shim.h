@@ -242,6 +242,7 @@ unsigned int oxt_kernel_stack_depth(struct pt_regs *regs, unsigned int from);
  * for a kernel thread or a task without user memory.  Safe in probe context.
  */
 bool oxt_user_regs(struct pt_regs *regs, unsigned long *pc, unsigned long *fp);
+bool oxt_user_reg(struct pt_regs *regs, unsigned int idx, unsigned long *out);
 
 /*
  * Tracepoint events: a perf tracepoint counter (config = the event's id) on

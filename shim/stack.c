@@ -110,3 +110,42 @@ bool oxt_user_regs(struct pt_regs *regs, unsigned long *pc, unsigned long *fp)
 	*fp = frame_pointer(regs);
 	return true;
 }
+
+/*
+ * uregs[idx] in DTrace's x86-64 numbering (struct pt_regs in order, then ds, es,
+ * fs, gs, trapno), of the registers oxt_user_regs() chooses.  The segment
+ * registers and the trap number are not saved at a 64-bit kernel entry: 0.
+ */
+bool oxt_user_reg(struct pt_regs *regs, unsigned int idx, unsigned long *out)
+{
+	if (!regs || !user_mode(regs)) {
+		if ((current->flags & PF_KTHREAD) || !current->mm)
+			return false;
+		regs = task_pt_regs(current);
+	}
+	switch (idx) {
+	case 0: *out = regs->r15; break;
+	case 1: *out = regs->r14; break;
+	case 2: *out = regs->r13; break;
+	case 3: *out = regs->r12; break;
+	case 4: *out = regs->bp; break;
+	case 5: *out = regs->bx; break;
+	case 6: *out = regs->r11; break;
+	case 7: *out = regs->r10; break;
+	case 8: *out = regs->r9; break;
+	case 9: *out = regs->r8; break;
+	case 10: *out = regs->ax; break;
+	case 11: *out = regs->cx; break;
+	case 12: *out = regs->dx; break;
+	case 13: *out = regs->si; break;
+	case 14: *out = regs->di; break;
+	case 15: *out = regs->orig_ax; break;
+	case 16: *out = regs->ip; break;
+	case 17: *out = regs->cs; break;
+	case 18: *out = regs->flags; break;
+	case 19: *out = regs->sp; break;
+	case 20: *out = regs->ss; break;
+	default: *out = 0; break;
+	}
+	return true;
+}

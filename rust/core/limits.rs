@@ -35,6 +35,10 @@ pub const MAX_SPECSIZE: u64 = 16 << 20;
 pub const CHILL_MAX_NS: u64 = 500_000_000;
 /// The window of [`CHILL_MAX_NS`].
 pub const CHILL_INTERVAL_NS: u64 = 1_000_000_000;
+/// Default scratch memory of a clause (`scratchsize`), DTrace 2's.
+pub const DEFAULT_SCRATCHSIZE: u32 = 256;
+/// Largest `scratchsize`: with the string slots it stays within [`MAX_SCRATCH`].
+pub const MAX_SCRATCHSIZE: u32 = 64 << 10;
 /// Largest `strsize`.
 pub const MAX_STRSIZE: u32 = 4096;
 /// Most frames of `stack(n)` (and option `stackframes`): as many as fit a string key.
@@ -177,6 +181,7 @@ pub const fn option_range(key: OptKey) -> (u64, u64) {
         OptKey::Strsize => (1, MAX_STRSIZE as u64),
         OptKey::Nspec => (1, MAX_NSPEC),
         OptKey::Specsize => (MIN_SPECSIZE, MAX_SPECSIZE),
+        OptKey::Scratchsize => (8, MAX_SCRATCHSIZE as u64),
     }
 }
 

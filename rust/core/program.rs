@@ -213,6 +213,8 @@ pub enum OptKey {
     Nspec = 8,
     /// Speculative buffer size per speculation and CPU, bytes.
     Specsize = 9,
+    /// Scratch memory a clause may allocate (`alloca()`, `copyin()`), bytes.
+    Scratchsize = 10,
 }
 
 impl OptKey {
@@ -229,6 +231,7 @@ impl OptKey {
             7 => Strsize,
             8 => Nspec,
             9 => Specsize,
+            10 => Scratchsize,
             _ => return None,
         })
     }
@@ -251,6 +254,7 @@ impl OptKey {
             Strsize => "strsize",
             Nspec => "nspec",
             Specsize => "specsize",
+            Scratchsize => "scratchsize",
         }
     }
 
@@ -258,7 +262,16 @@ impl OptKey {
     pub fn from_name(s: &str) -> Option<OptKey> {
         use OptKey::*;
         [
-            Bufsize, Switchrate, Dynvarsize, Cleanrate, Aggsize, Aggrate, Strsize, Nspec, Specsize,
+            Bufsize,
+            Switchrate,
+            Dynvarsize,
+            Cleanrate,
+            Aggsize,
+            Aggrate,
+            Strsize,
+            Nspec,
+            Specsize,
+            Scratchsize,
         ]
         .into_iter()
         .find(|k| k.name() == s)
@@ -286,6 +299,8 @@ pub struct Options {
     pub nspec: u64,
     /// Speculative buffer per speculation and CPU, bytes (default 32 KiB).
     pub specsize: u64,
+    /// Scratch memory of a clause, bytes (default 256).
+    pub scratchsize: u64,
 }
 
 impl Default for Options {
@@ -300,6 +315,7 @@ impl Default for Options {
             strsize: 256,
             nspec: 1,
             specsize: 32 << 10,
+            scratchsize: crate::limits::DEFAULT_SCRATCHSIZE as u64,
         }
     }
 }
@@ -317,6 +333,7 @@ impl Options {
             OptKey::Strsize => self.strsize,
             OptKey::Nspec => self.nspec,
             OptKey::Specsize => self.specsize,
+            OptKey::Scratchsize => self.scratchsize,
         }
     }
 
@@ -332,6 +349,7 @@ impl Options {
             OptKey::Strsize => self.strsize = v,
             OptKey::Nspec => self.nspec = v,
             OptKey::Specsize => self.specsize = v,
+            OptKey::Scratchsize => self.scratchsize = v,
         }
     }
 }
@@ -1013,7 +1031,10 @@ impl<'a> Image<'a> {
         let act = action::verify(code, self, scratch_limit).map_err(|e| le(Part::Actions, e))?;
         // Predicate and actions share the clause's string slots.
         let slots = pred.map_or(0, |p| p.string_allocs()) + act.string_allocs();
-        let scratch = action::scratch_size(self.nlocals, ss, slots);
+        // ... and its scratch memory (`alloca()`), `scratchsize` bytes when either allocates.
+        let sites = pred.map_or(0, |p| p.mem_sites()) + act.mem_sites();
+        let scratch =
+            action::scratch_size(self.nlocals, ss, slots) + action::scratch_mem(self, sites);
         if scratch > scratch_limit {
             return Err(le(
                 Part::Actions,
@@ -1091,6 +1112,10 @@ impl Dict for Image<'_> {
 
     fn strsize(&self) -> u32 {
         self.options.strsize as u32
+    }
+
+    fn scratchsize(&self) -> u32 {
+        self.options.scratchsize as u32
     }
 }
 

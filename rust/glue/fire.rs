@@ -428,6 +428,10 @@ impl Env for KernelEnv<'_> {
         self.regs.user_regs().map(|(pc, fp)| UserRegs { pc, fp })
     }
 
+    fn user_reg(&mut self, idx: u64) -> Option<u64> {
+        self.regs.user_reg(u32::try_from(idx).ok()?)
+    }
+
     fn ptwrite(&mut self, value: u64) -> bool {
         match self.pt.as_mut() {
             Some((pt, c)) => pt.ptwrite(c, self.cpu, value),

@@ -97,6 +97,15 @@ impl Regs {
         ok.then_some((pc as u64, fp as u64))
     }
 
+    /// User register `idx` (DTrace's x86-64 `uregs[]` numbering) of the registers
+    /// [`Regs::user_regs`] chooses; `None` for a kernel thread.
+    pub(crate) fn user_reg(&self, idx: u32) -> Option<u64> {
+        let mut v: c_ulong = 0;
+        // SAFETY: as in `arg` for `self.0`; `v` is valid for one write.
+        let ok = unsafe { shim::oxt_user_reg(self.0, idx, &mut v) };
+        ok.then_some(v as u64)
+    }
+
     /// The interrupted user PC, or 0 if these are kernel registers (profile probes).
     pub(crate) fn user_pc(&self) -> u64 {
         // SAFETY: as in `arg`.

@@ -209,6 +209,7 @@ extern "C" {
     ) -> c_uint;
     pub(crate) fn oxt_kernel_stack_depth(regs: *mut PtRegs, from: c_uint) -> c_uint;
     pub(crate) fn oxt_user_regs(regs: *mut PtRegs, pc: *mut c_ulong, fp: *mut c_ulong) -> bool;
+    pub(crate) fn oxt_user_reg(regs: *mut PtRegs, idx: c_uint, out: *mut c_ulong) -> bool;
     pub(crate) fn oxt_provider_exit();
     pub(crate) fn oxt_tpev_alloc(
         ops: *const ProbeOps,

@@ -228,12 +228,42 @@ pub enum Op {
     Symval = 123,
     /// `rd = ` the return address of the current user function (`ucaller`), 0 when unknown.
     Ucaller = 124,
+    /// `rd = alloca(r1)`: the address of `r1` fresh bytes of the clause's scratch memory,
+    /// 8-byte aligned; faults "out of scratch space" past option `scratchsize`.
+    Alloca = 160,
+    /// `rd = copyin(r1, r2)`: `r2` bytes of the current task's user memory at `r1` copied into
+    /// fresh scratch memory (as [`Op::Alloca`]); returns its address.
+    Copyin = 161,
+    /// `copyinto(r1, r2, r_imm)`: `r2` bytes of user memory at `r1` into the scratch memory
+    /// at register `imm`'s address.
+    Copyinto = 162,
+    /// `bcopy(r1, r_imm, r2)`: `r2` bytes of readable memory at `r1` into the scratch memory
+    /// at register `imm`'s address.
+    Bcopy = 163,
+    /// `*(u8 *)(r1 + simm) = r2`: a store, into the clause's scratch memory only.
+    Stb = 164,
+    /// `*(u16 *)(r1 + simm) = r2`.
+    Sth = 165,
+    /// `*(u32 *)(r1 + simm) = r2`.
+    Stw = 166,
+    /// `*(u64 *)(r1 + simm) = r2`.
+    Stx = 167,
+    /// `rd = uregs[r1]`: the current thread's saved user register `r1` (DTrace's `R_*`
+    /// numbering, [`UREG_COUNT`]); 0 for a kernel thread.
+    Uregs = 168,
     /// `rd = ` the current task's user memory from `r1` up to `r2` as a new scratch string,
     /// at most `strsize` bytes (and `imm` if not 0), each NUL before its end a blank: a
     /// process's arguments (`curpsinfo->pr_psargs`). Read without faulting; what cannot
     /// be read ends the string (the empty string when nothing can).
     Uargs = 210,
 }
+
+/// The opcodes of the scratch memory range ([`Op::Alloca`] ..= [`Op::Uregs`]).
+pub const MEM_OPS: core::ops::RangeInclusive<u8> = 160..=168;
+
+/// Number of `uregs[]` indices: DTrace's x86-64 `R_*` numbering, `struct pt_regs` in order
+/// (`R_R15` 0 .. `R_SS` 20), then `R_DS`, `R_ES`, `R_FS`, `R_GS`, `R_TRAPNO` (21..25).
+pub const UREG_COUNT: u64 = 26;
 
 /// The opcodes of the user stack range ([`Op::Ustack`] ..= [`Op::Ucaller`]), which
 /// lies apart from the contiguous ones below [`NOPS`].
@@ -355,6 +385,15 @@ impl Op {
             122 => Some(Kstackdepth),
             123 => Some(Symval),
             124 => Some(Ucaller),
+            160 => Some(Alloca),
+            161 => Some(Copyin),
+            162 => Some(Copyinto),
+            163 => Some(Bcopy),
+            164 => Some(Stb),
+            165 => Some(Sth),
+            166 => Some(Stw),
+            167 => Some(Stx),
+            168 => Some(Uregs),
             210 => Some(Uargs),
             _ => ALL.get(b as usize).copied(),
         }
@@ -492,6 +531,15 @@ impl Op {
             Kstackdepth => "kstackdepth",
             Symval => "symval",
             Ucaller => "ucaller",
+            Alloca => "alloca",
+            Copyin => "copyin",
+            Copyinto => "copyinto",
+            Bcopy => "bcopy",
+            Stb => "stb",
+            Sth => "sth",
+            Stw => "stw",
+            Stx => "stx",
+            Uregs => "uregs",
             Uargs => "uargs",
         }
     }
@@ -803,4 +851,8 @@ pub trait Dict {
     fn nlocals(&self) -> u32;
     /// Maximum bytes of a string value (option `strsize`).
     fn strsize(&self) -> u32;
+    /// Bytes of scratch memory a clause may allocate (option `scratchsize`).
+    fn scratchsize(&self) -> u32 {
+        crate::limits::DEFAULT_SCRATCHSIZE
+    }
 }

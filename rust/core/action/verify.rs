@@ -112,11 +112,13 @@ impl<'a> Code<'a> {
 /// # Invariants
 ///
 /// `code` satisfies every verifier rule against the tables it was verified with, and
-/// `string_allocs` is the number of instructions that allocate a scratch string slot.
+/// `string_allocs` is the number of instructions that allocate a scratch string slot;
+/// `mem_sites` is the number of instructions that allocate scratch memory.
 #[derive(Clone, Copy, Debug)]
 pub struct Verified<'a> {
     pub(super) code: Code<'a>,
     string_allocs: u32,
+    mem_sites: u32,
 }
 
 impl<'a> Verified<'a> {
@@ -128,6 +130,12 @@ impl<'a> Verified<'a> {
     /// Scratch string slots one run may allocate (each instruction runs at most once).
     pub fn string_allocs(&self) -> u32 {
         self.string_allocs
+    }
+
+    /// Instructions that allocate scratch memory (`alloca()`, `copyin()`): each runs at most
+    /// once, so a run aligns at most this many allocations.
+    pub fn mem_sites(&self) -> u32 {
+        self.mem_sites
     }
 
     /// Whether the program has an `op` instruction.
@@ -266,6 +274,13 @@ fn shape(op: Op) -> Shape {
         Speculate | Commit | Discard | Raise | Chill => sh(false, true, false, I::Zero),
         System => sh(false, false, false, I::Fmt),
         Progenyof => sh(true, true, false, I::Zero),
+        // Scratch memory: the bump allocations are bounded at run time by `scratchsize`,
+        // which `verify` reserves once for a program that allocates.
+        Alloca | Uregs => sh(true, true, false, I::Zero),
+        Copyin => sh(true, true, true, I::Zero),
+        Copyinto | Bcopy => sh(false, true, true, I::Reg),
+        // imm: a signed offset, every value meaningful; the address is checked at run time.
+        Stb | Sth | Stw | Stx => sh(false, true, true, I::Any),
     }
 }
 
@@ -301,6 +316,7 @@ pub fn verify<'a, D: Dict + ?Sized>(
     }
     let strtab = dict.strtab();
     let mut allocs = 0u32;
+    let mut sites = 0u32;
     for i in 0..n {
         let w = code.word(i).ok_or(err(i, Reason::Misaligned))?;
         let ins = Insn::decode(w);
@@ -396,14 +412,18 @@ pub fn verify<'a, D: Dict + ?Sized>(
         }
         // A load of a string-valued variable copies it into a new slot.
         let string_load = op == Op::Ldgaa && dict.var(imm).is_some_and(|v| v.string);
+        let site = matches!(op, Op::Alloca | Op::Copyin);
+        sites += site as u32;
         if s.alloc || string_load {
             allocs += 1;
-            if scratch_size(nlocals, strsize, allocs) > scratch_limit {
-                return Err(err(i, Reason::ScratchTooLarge));
-            }
+        }
+        if (s.alloc || string_load || site)
+            && scratch_size(nlocals, strsize, allocs) + scratch_mem(dict, sites) > scratch_limit
+        {
+            return Err(err(i, Reason::ScratchTooLarge));
         }
     }
-    if scratch_size(nlocals, strsize, allocs) > scratch_limit {
+    if scratch_size(nlocals, strsize, allocs) + scratch_mem(dict, sites) > scratch_limit {
         return Err(err(0, Reason::ScratchTooLarge));
     }
     let last = code.word(n - 1).map(Insn::decode);
@@ -414,5 +434,15 @@ pub fn verify<'a, D: Dict + ?Sized>(
     Ok(Verified {
         code,
         string_allocs: allocs,
+        mem_sites: sites,
     })
+}
+
+/// Scratch bytes `sites` allocating instructions need: `scratchsize` for the memory they
+/// hand out, and the alignment padding of each (at most 7 bytes).
+pub fn scratch_mem<D: Dict + ?Sized>(dict: &D, sites: u32) -> usize {
+    if sites == 0 {
+        return 0;
+    }
+    dict.scratchsize().min(crate::limits::MAX_SCRATCHSIZE) as usize + 8 * sites as usize
 }

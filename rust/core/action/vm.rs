@@ -4,6 +4,9 @@
 
 use super::*;
 
+#[path = "mem.rs"]
+mod mem;
+
 /// Everything outside the machine, implemented by the kernel glue (and test doubles).
 pub trait Env {
     /// Value of an integer built-in.
@@ -67,6 +70,11 @@ pub trait Env {
     /// The user registers of the current thread (the probe's own when it interrupted user
     /// mode, else those saved at its last kernel entry); `None` for a kernel thread.
     fn user_regs(&mut self) -> Option<crate::ustack::UserRegs> {
+        None
+    }
+    /// User register `idx` (below [`UREG_COUNT`], DTrace's `R_*` numbering) of the current
+    /// thread, chosen as [`Env::user_regs`] chooses; `None` for a kernel thread.
+    fn user_reg(&mut self, _idx: u64) -> Option<u64> {
         None
     }
 }
@@ -194,12 +202,14 @@ impl Default for VmState {
 /// # Invariants
 ///
 /// `strsize` is in `1..=MAX_STRSIZE`; `next_slot` is at or after the slot area's start.
+/// `mem_used` counts the scratch memory bytes (`alloca()`) the clause took.
 pub struct Vm<'s> {
     st: &'s mut VmState,
     scratch: &'s mut [u8],
     nlocals: u32,
     strsize: u32,
     next_slot: usize,
+    mem_used: usize,
 }
 
 /// The VM could not be created.
@@ -249,6 +259,7 @@ impl<'s> Vm<'s> {
             nlocals,
             strsize,
             next_slot: base,
+            mem_used: 0,
         })
     }
 
@@ -275,6 +286,7 @@ impl<'s> Vm<'s> {
             *b = 0;
         }
         self.next_slot = self.slots_start();
+        self.mem_used = 0;
         // `strtok` goes on in the next clause: its string is in the strtok slot, not freed.
         self.st.spec = None;
     }
@@ -698,7 +710,7 @@ impl<'s> Vm<'s> {
                     };
                     let mut buf = [0u8; 8];
                     // PANIC: `size` is 1, 2, 4 or 8.
-                    if !env.read_kernel(addr, &mut buf[..size]) {
+                    if !self.read_mem(env, addr, &mut buf[..size]) {
                         return Err(f(FaultKind::BadAddr(addr)));
                     }
                     let v = u64::from_le_bytes(buf);
@@ -847,6 +859,21 @@ impl<'s> Vm<'s> {
                 Ustack | Ustackdepth | Ucaller | Kstackdepth | Symval => {
                     out = Some(self.user_op(op, a, imm, dict, env).map_err(f)?);
                 }
+                Alloca => out = Some(self.alloca(a, dict).map_err(f)?),
+                Copyin => out = Some(self.copyin(a, b, dict, env).map_err(f)?),
+                Copyinto => {
+                    let dest = self.st.regs.get(imm as usize).copied().unwrap_or(0);
+                    self.copyinto(a, b, dest, env).map_err(f)?;
+                }
+                Bcopy => {
+                    let dest = self.st.regs.get(imm as usize).copied().unwrap_or(0);
+                    self.bcopy(a, dest, b, env).map_err(f)?;
+                }
+                Stb => self.store(a, imm, b, 1).map_err(f)?,
+                Sth => self.store(a, imm, b, 2).map_err(f)?,
+                Stw => self.store(a, imm, b, 4).map_err(f)?,
+                Stx => self.store(a, imm, b, 8).map_err(f)?,
+                Uregs => out = Some(self.uregs(a, env).map_err(f)?),
             }
             if let Some(v) = out {
                 if rd == 0 {
@@ -895,14 +922,19 @@ impl<'s> Vm<'s> {
             Kstr => {
                 let off = self.alloc_slot().ok_or(FaultKind::ScratchExhausted)?;
                 let ss = self.strsize as usize;
-                // PANIC: as in `Ldbs`: `slot` is `ss + 1` bytes and `read_kernel_str`
-                // returns at most `ss`.
-                let slot = &mut self.scratch[off..off + ss + 1];
                 let max = match (imm >> 1) as usize {
                     0 => ss,
                     m => m.min(ss),
                 };
                 let user = imm & KSTR_USER != 0;
+                if !user {
+                    if let Some(r) = self.scratch_str(a, off, max) {
+                        return Ok(r);
+                    }
+                }
+                // PANIC: as in `Ldbs`: `slot` is `ss + 1` bytes and `read_kernel_str`
+                // returns at most `ss`.
+                let slot = &mut self.scratch[off..off + ss + 1];
                 let len =
                     read_kernel_str(env, a, &mut slot[..max], user).map_err(FaultKind::BadAddr)?;
                 slot[len] = 0;

@@ -380,12 +380,12 @@ fn action_in_expression() {
 }
 
 #[test]
-fn user_memory_reads_are_rejected() {
+fn stores_to_kernel_memory_are_rejected() {
     check(
-        "BEGIN { trace(copyin(arg0, 4)); }",
-        "1:15",
-        "copyin(): user-memory reads are not supported",
-        "              ^^^^^^^^^^^^^^^",
+        "BEGIN { *(int *)arg0 = 1; }",
+        "1:9",
+        "[D_OP_WRITE] cannot store to kernel memory through arg0: only scratch memory (alloca(), copyin()) is writable",
+        "        ^^^^^^^^^^^^",
     );
 }
 

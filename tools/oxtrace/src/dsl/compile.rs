@@ -70,6 +70,7 @@ pub fn compile_items(
         fmt_text: vec![],
         locals: HashMap::new(),
         strsize: c.options.strsize as u32,
+        scratchsize: c.options.scratchsize as u32,
         stackframes: frames_option(&c, "stackframes", oxtrace_core::stack::DEFAULT_FRAMES),
         ustackframes: frames_option(&c, "ustackframes", oxtrace_core::ustack::DEFAULT_FRAMES),
         checked,
@@ -91,6 +92,10 @@ pub fn compile_items(
         xlate: Default::default(),
     };
     t.str_idx.insert(vec![], 0);
+    // DTrace's user register names, the indices of `uregs[]`.
+    for &(n, v) in super::gen::mem::UREG_NAMES {
+        t.env.enums.insert(n.to_string(), v);
+    }
     let clauses: Vec<&Clause> = items
         .iter()
         .filter_map(|i| match i {

@@ -18,6 +18,8 @@ mod subr;
 #[path = "ustack.rs"]
 mod ustack;
 
+#[path = "mem.rs"]
+pub(super) mod mem;
 #[path = "xlate.rs"]
 pub(super) mod xlate;
 
@@ -59,6 +61,8 @@ pub(super) struct Tables {
     pub(super) fmt_text: Vec<String>,
     pub(super) locals: HashMap<String, (u32, Option<Ty>)>,
     pub(super) strsize: u32,
+    /// Scratch memory of a clause (option `scratchsize`).
+    pub(super) scratchsize: u32,
     /// Frames of `stack()` and `ustack()` without a count (options `stackframes`,
     /// `ustackframes`).
     pub(super) stackframes: u32,
@@ -801,6 +805,7 @@ impl<'a> Gen<'a> {
                 Ok(var(DeclClass::Local, name, ty))
             }
             ExprKind::Index(name, keys) if name == "args" => self.args(keys, e.span),
+            ExprKind::Index(name, keys) if name == "uregs" => self.uregs(keys, e.span),
             ExprKind::Index(name, keys) => {
                 let ty = self.vty(DeclClass::Global, name);
                 let scalar = self
@@ -1724,6 +1729,7 @@ impl<'a> Gen<'a> {
             }
         }
         let mut l = self.loc(lhs)?;
+        self.check_store(lhs, &l)?;
         if op.is_none() {
             if l.ty_opt().is_none() && self.is_storage(rhs) {
                 // `this->p = g` with g a struct: the new variable takes its type.
@@ -1760,7 +1766,7 @@ impl<'a> Gen<'a> {
         // `x += 1` on a never-assigned variable: it starts at 0 of the result's type.
         let ty = self.fix_type(&l, &tv, rhs.span, lit0)?;
         self.normalize(rv, &ty);
-        self.store_place(&p, rv, span)?;
+        self.store_to(&p, &ty, rv, span)?;
         self.release_place(&p);
         Ok((rv, ty))
     }
@@ -1799,6 +1805,7 @@ impl<'a> Gen<'a> {
     /// `++x`, `x++`, `--x`, `x--` on any modifiable lvalue.
     fn incdec(&mut self, pre: bool, inc: bool, target: &Expr, span: Span) -> GResult<(u8, Ty)> {
         let l = self.loc(target)?;
+        self.check_store(target, &l)?;
         let (p, ty) = self.place(l.clone_shallow(), true)?;
         if !ty.is_scalar() {
             return self.err(
@@ -1818,7 +1825,7 @@ impl<'a> Gen<'a> {
         self.load_const(new, self.stride(&ty));
         self.emit(if inc { Op::Add } else { Op::Sub }, new, old, new, 0);
         self.normalize(new, &ty);
-        self.store_place(&p, new, span)?;
+        self.store_to(&p, &ty, new, span)?;
         self.release_place(&p);
         if pre {
             self.release(old);
@@ -2011,10 +2018,7 @@ impl<'a> Gen<'a> {
                 self.release(base);
                 Ok((rd, ty))
             }
-            "copyin" | "copyinto" => self.err(
-                span,
-                format!("{name}(): user-memory reads are not supported"),
-            ),
+            n if mem::is_call(n) => self.mem_call(n, args, span),
             n if ACTIONS.contains(&n) => self.err(
                 span,
                 format!("{name}() is an action: it cannot be used in an expression"),

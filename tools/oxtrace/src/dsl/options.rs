@@ -49,6 +49,7 @@ fn range_error(key: OptKey, name: &str, v: &str, parsed: u64) -> String {
         OptKey::Cleanrate => "cleaning rate",
         OptKey::Nspec => "number of speculations",
         OptKey::Specsize => "speculative buffer",
+        OptKey::Scratchsize => "scratch memory",
     };
     match key {
         OptKey::Switchrate | OptKey::Aggrate | OptKey::Cleanrate if parsed < lo => format!(

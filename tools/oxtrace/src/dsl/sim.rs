@@ -404,6 +404,15 @@ impl Env for FiringEnv<'_> {
             .uregs
             .map(|(pc, fp)| oxtrace_core::ustack::UserRegs { pc, fp })
     }
+
+    // The simulated thread has a PC and a frame pointer; its other registers read 0.
+    fn user_reg(&mut self, idx: u64) -> Option<u64> {
+        self.f.uregs.map(|(pc, fp)| match idx {
+            16 => pc,
+            4 => fp,
+            _ => 0,
+        })
+    }
 }
 
 impl ClauseEnv for FiringEnv<'_> {

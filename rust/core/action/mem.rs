@@ -1,0 +1,182 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Scratch memory: `alloca()`, `copyin()`, `copyinto()`, `bcopy()`, stores through D pointers
+//! and `uregs[]`.
+//!
+//! Scratch memory is carved from the CPU's scratch area after the clause's string slots, by
+//! the same bump pointer, and is freed with them when the next clause begins. Pointers to it
+//! are real addresses, as in DTrace, so that D's pointer arithmetic, casts and member
+//! accesses work on them unchanged; a store is allowed only into what the clause allocated,
+//! so no store ever reaches kernel memory.
+
+use super::*;
+
+impl Vm<'_> {
+    /// The address of the scratch area's first byte.
+    fn scratch_base(&self) -> u64 {
+        self.scratch.as_ptr() as u64
+    }
+
+    /// The scratch offset of `[addr, addr + len)` when it lies in the scratch area.
+    fn in_scratch(&self, addr: u64, len: u64) -> Option<usize> {
+        let off = addr.checked_sub(self.scratch_base())?;
+        let end = off.checked_add(len)?;
+        (end <= self.scratch.len() as u64).then_some(off as usize)
+    }
+
+    /// The scratch offset of `[addr, addr + len)` when the clause allocated it: the only
+    /// place a store may go.
+    fn in_allocated(&self, addr: u64, len: u64) -> Option<usize> {
+        let off = self.in_scratch(addr, len)?;
+        (off >= self.slots_start() && off + len as usize <= self.next_slot).then_some(off)
+    }
+
+    /// Reads `out.len()` bytes at `addr`: from the scratch area itself when it is there,
+    /// else with the environment's non-faulting kernel read.
+    pub(super) fn read_mem<E: Env + ?Sized>(
+        &mut self,
+        env: &mut E,
+        addr: u64,
+        out: &mut [u8],
+    ) -> bool {
+        match self.in_scratch(addr, out.len() as u64) {
+            Some(off) => {
+                // PANIC: `in_scratch` checked that `off + out.len()` is within the scratch.
+                out.copy_from_slice(&self.scratch[off..off + out.len()]);
+                true
+            }
+            None => env.read_kernel(addr, out),
+        }
+    }
+
+    /// A string read from scratch memory at `addr` (`stringof()`, a char array member of a
+    /// copied-in struct) into the new slot at `off`, at most `max` bytes; `None` when `addr`
+    /// is not in the scratch area.
+    pub(super) fn scratch_str(&mut self, addr: u64, off: usize, max: usize) -> Option<u64> {
+        let src = self.in_scratch(addr, 1)?;
+        let avail = (self.scratch.len() - src).min(max);
+        // PANIC: `src + avail <= scratch.len()` by the choice of `avail`.
+        let len = self.scratch[src..src + avail]
+            .iter()
+            .position(|&c| c == 0)
+            .unwrap_or(avail);
+        // PANIC: the slot at `off` has `strsize + 1 > max >= len` bytes (`alloc_slot`).
+        self.scratch.copy_within(src..src + len, off);
+        self.scratch[off + len] = 0;
+        Some(str_ref(STR_SPACE_SCRATCH, off as u32))
+    }
+
+    /// `alloca(size)`: `size` zeroed bytes of scratch memory, 8-byte aligned.
+    pub(super) fn alloca<D: Dict + ?Sized>(
+        &mut self,
+        size: u64,
+        dict: &D,
+    ) -> Result<u64, FaultKind> {
+        let limit = dict.scratchsize().min(crate::limits::MAX_SCRATCHSIZE) as usize;
+        if size > limit as u64 {
+            return Err(FaultKind::ScratchExhausted);
+        }
+        let size = size as usize;
+        let at = self.scratch_base().wrapping_add(self.next_slot as u64);
+        let pad = (at.wrapping_neg() & 7) as usize;
+        let off = self.next_slot + pad;
+        // The verifier reserved `scratchsize` and each allocation's padding: the second test
+        // only keeps the slice in bounds whatever the tables say.
+        if self.mem_used + size > limit || off + size > self.scratch.len() {
+            return Err(FaultKind::ScratchExhausted);
+        }
+        // PANIC: `off + size <= scratch.len()` (checked above).
+        self.scratch[off..off + size].fill(0);
+        self.next_slot = off + size;
+        self.mem_used += size;
+        Ok(self.scratch_base() + off as u64)
+    }
+
+    /// `copyin(addr, size)`: `size` bytes of the current task's user memory at `addr` in new
+    /// scratch memory; returns its address.
+    pub(super) fn copyin<D: Dict + ?Sized, E: Env + ?Sized>(
+        &mut self,
+        addr: u64,
+        size: u64,
+        dict: &D,
+        env: &mut E,
+    ) -> Result<u64, FaultKind> {
+        let p = self.alloca(size, dict)?;
+        self.copyinto(addr, size, p, env)?;
+        Ok(p)
+    }
+
+    /// `copyinto(addr, size, dest)`: `size` bytes of user memory at `addr` into the scratch
+    /// memory at `dest`.
+    pub(super) fn copyinto<E: Env + ?Sized>(
+        &mut self,
+        addr: u64,
+        size: u64,
+        dest: u64,
+        env: &mut E,
+    ) -> Result<(), FaultKind> {
+        let off = self
+            .in_allocated(dest, size)
+            .ok_or(FaultKind::BadAddr(dest))?;
+        // PANIC: `in_allocated` checked that `off + size` is within the scratch.
+        let out = &mut self.scratch[off..off + size as usize];
+        if !env.read_user(addr, out) {
+            return Err(FaultKind::BadAddr(addr));
+        }
+        Ok(())
+    }
+
+    /// `bcopy(src, dest, size)`: `size` readable bytes at `src` into the scratch memory at
+    /// `dest`.
+    pub(super) fn bcopy<E: Env + ?Sized>(
+        &mut self,
+        src: u64,
+        dest: u64,
+        size: u64,
+        env: &mut E,
+    ) -> Result<(), FaultKind> {
+        let off = self
+            .in_allocated(dest, size)
+            .ok_or(FaultKind::BadAddr(dest))?;
+        let n = size as usize;
+        if let Some(from) = self.in_scratch(src, size) {
+            // PANIC: both ranges are within the scratch (checked above).
+            self.scratch.copy_within(from..from + n, off);
+            return Ok(());
+        }
+        // PANIC: `in_allocated` checked that `off + n` is within the scratch.
+        if !env.read_kernel(src, &mut self.scratch[off..off + n]) {
+            return Err(FaultKind::BadAddr(src));
+        }
+        Ok(())
+    }
+
+    /// `*(uN *)(base + simm) = v` of `size` bytes, into scratch memory only.
+    pub(super) fn store(
+        &mut self,
+        base: u64,
+        imm: u32,
+        v: u64,
+        size: usize,
+    ) -> Result<(), FaultKind> {
+        let addr = base.wrapping_add(imm as i32 as i64 as u64);
+        let off = self
+            .in_allocated(addr, size as u64)
+            .ok_or(FaultKind::BadAddr(addr))?;
+        // PANIC: `in_allocated` checked `off + size`; `size` is 1, 2, 4 or 8.
+        self.scratch[off..off + size].copy_from_slice(&v.to_le_bytes()[..size]);
+        Ok(())
+    }
+
+    /// `uregs[idx]`: 0 for a kernel thread, "illegal operation" for an unknown register.
+    pub(super) fn uregs<E: Env + ?Sized>(
+        &mut self,
+        idx: u64,
+        env: &mut E,
+    ) -> Result<u64, FaultKind> {
+        if idx >= UREG_COUNT {
+            return Err(FaultKind::IllegalOp);
+        }
+        Ok(env.user_reg(idx).unwrap_or(0))
+    }
+}

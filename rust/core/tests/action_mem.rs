@@ -1,0 +1,136 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Scratch memory opcodes: the verifier's reservation and operand rules, and the
+//! interpreter's bounds (allocation, stores only into what the clause allocated).
+
+mod action_support;
+
+use action_support::*;
+use oxtrace_core::action::*;
+
+const RET0: u64 = insn(Op::Ret, 0, 0, 0, 0);
+
+fn ldi(rd: u8, v: i32) -> u64 {
+    insn(Op::Ldi, rd, 0, 0, v as u32)
+}
+
+/// Verifies `words` and runs them over a scratch of exactly the size LOAD would give.
+fn run_sized(words: &[u64], env: &mut TEnv) -> Result<u64, Fault> {
+    let d = TDict::default();
+    let b = code_bytes(words);
+    let v = verify(Code::new(&b).unwrap(), &d, LIMIT).expect("program must verify");
+    let need =
+        scratch_size(d.nlocals, d.strsize, v.string_allocs()) + scratch_mem(&d, v.mem_sites());
+    let mut scratch = vec![0u8; need];
+    let mut vmst = VmState::new();
+    let mut vm = Vm::new(&mut vmst, &mut scratch, d.nlocals, d.strsize).unwrap();
+    vm.begin_clause();
+    vm.run(&v, &d, env)
+}
+
+#[test]
+fn the_verifier_reserves_scratchsize_and_alignment_per_site() {
+    let d = TDict::default();
+    assert_eq!(scratch_mem(&d, 0), 0);
+    assert_eq!(scratch_mem(&d, 2), 256 + 16);
+    let b = code_bytes(&[
+        ldi(1, 8),
+        insn(Op::Alloca, 2, 1, 0, 0),
+        insn(Op::Copyin, 3, 1, 1, 0),
+        RET0,
+    ]);
+    let v = verify(Code::new(&b).unwrap(), &d, LIMIT).unwrap();
+    assert_eq!(v.mem_sites(), 2);
+    // A limit that cannot hold the reservation refuses the program at its instruction.
+    let tight = scratch_size(d.nlocals, d.strsize, 0) + 100;
+    let e = verify(Code::new(&b).unwrap(), &d, tight).unwrap_err();
+    assert_eq!((e.index, e.reason), (1, Reason::ScratchTooLarge));
+}
+
+#[test]
+fn operand_rules_of_the_new_opcodes() {
+    for (w, reason) in [
+        (insn(Op::Stx, 1, 1, 2, 0), Reason::ReservedNonZero),
+        (insn(Op::Bcopy, 0, 1, 2, 16), Reason::BadImmRegister(16)),
+        (insn(Op::Copyinto, 0, 1, 2, 99), Reason::BadImmRegister(99)),
+        (insn(Op::Alloca, 0, 1, 0, 0), Reason::WritesR0),
+        (insn(Op::Uregs, 1, 1, 0, 3), Reason::ReservedNonZero),
+    ] {
+        let e = check(&[w, RET0], &TDict::default()).unwrap_err();
+        assert_eq!(e.reason, reason, "{w:#x}");
+    }
+}
+
+#[test]
+fn all_of_scratchsize_fits_and_one_byte_more_faults() {
+    let mut env = TEnv::default();
+    // alloca(1) misaligns the bump pointer; alloca(255) still fits exactly.
+    let r = run_sized(
+        &[
+            ldi(1, 1),
+            insn(Op::Alloca, 2, 1, 0, 0),
+            ldi(1, 255),
+            insn(Op::Alloca, 3, 1, 0, 0),
+            ldi(4, -1),
+            insn(Op::Stb, 0, 3, 4, 254),
+            insn(Op::Ldub, 5, 3, 0, 254),
+            insn(Op::Ret, 0, 5, 0, 0),
+        ],
+        &mut env,
+    );
+    assert_eq!(r, Ok(255));
+    let r = run_sized(
+        &[
+            ldi(1, 200),
+            insn(Op::Alloca, 2, 1, 0, 0),
+            ldi(1, 57),
+            insn(Op::Alloca, 3, 1, 0, 0),
+            RET0,
+        ],
+        &mut env,
+    );
+    assert_eq!(r.unwrap_err().kind, FaultKind::ScratchExhausted);
+    let r = run_sized(&[ldi(1, -1), insn(Op::Alloca, 2, 1, 0, 0), RET0], &mut env);
+    assert_eq!(r.unwrap_err().kind, FaultKind::ScratchExhausted);
+}
+
+#[test]
+fn stores_go_only_where_the_clause_allocated() {
+    let mut env = TEnv::default();
+    // One byte past an 8-byte allocation, and a kernel address.
+    let r = run_sized(
+        &[
+            ldi(1, 8),
+            insn(Op::Alloca, 2, 1, 0, 0),
+            insn(Op::Stw, 0, 2, 1, 5),
+            RET0,
+        ],
+        &mut env,
+    );
+    assert!(matches!(r.unwrap_err().kind, FaultKind::BadAddr(_)));
+    let r = run_sized(&[ldi(1, 0x1000), insn(Op::Stx, 0, 1, 1, 0), RET0], &mut env);
+    assert_eq!(r.unwrap_err().kind, FaultKind::BadAddr(0x1000));
+    // bcopy's destination is checked the same way, its source read as kernel memory.
+    let r = run_sized(
+        &[ldi(1, 0x1000), ldi(3, 8), insn(Op::Bcopy, 0, 3, 3, 1), RET0],
+        &mut env,
+    );
+    assert_eq!(r.unwrap_err().kind, FaultKind::BadAddr(0x1000));
+}
+
+#[test]
+fn uregs_checks_the_index() {
+    let mut env = TEnv::default();
+    let r = run_sized(&[ldi(1, 26), insn(Op::Uregs, 2, 1, 0, 0), RET0], &mut env);
+    assert_eq!(r.unwrap_err().kind, FaultKind::IllegalOp);
+    // The test environment has no user thread: 0.
+    let r = run_sized(
+        &[
+            ldi(1, 16),
+            insn(Op::Uregs, 2, 1, 0, 0),
+            insn(Op::Ret, 0, 2, 0, 0),
+        ],
+        &mut env,
+    );
+    assert_eq!(r, Ok(0));
+}

@@ -1,0 +1,253 @@
+//! Code generation of scratch memory: `alloca()`, `copyin()`, `copyinto()`, `bcopy()`,
+//! stores through D pointers (`*p = v`, `p[i] = v`, `p->m = v`, with `++`, `--` and compound
+//! assignment) and `uregs[]`. A child of `gen`, like `subr.rs`.
+//!
+//! The kernel checks every store at run time (only what the clause allocated is writable);
+//! the compiler refuses the stores it can see go to kernel memory, through a pointer that
+//! comes from a built-in variable (`curthread`, `arg0`, `args[]`) or a constant.
+
+use super::super::ast::{BinOp, Expr, ExprKind, UnOp};
+use super::super::error::Span;
+use super::super::types::{builtin, Ty, U64};
+use super::{arity_error, const_eval, GResult, Gen, Loc, Place};
+use oxtrace_core::action::{Op, UREG_COUNT};
+
+/// The subroutines compiled here.
+pub(super) fn is_call(name: &str) -> bool {
+    matches!(name, "alloca" | "copyin" | "copyinto" | "bcopy")
+}
+
+/// DTrace's names of the x86-64 user registers, indices of `uregs[]`: `struct pt_regs` in
+/// order, then the segment registers and the trap number, and the generic aliases.
+pub(crate) const UREG_NAMES: &[(&str, i64)] = &[
+    ("R_R15", 0),
+    ("R_R14", 1),
+    ("R_R13", 2),
+    ("R_R12", 3),
+    ("R_RBP", 4),
+    ("R_RBX", 5),
+    ("R_R11", 6),
+    ("R_R10", 7),
+    ("R_R9", 8),
+    ("R_R8", 9),
+    ("R_RAX", 10),
+    ("R_RCX", 11),
+    ("R_RDX", 12),
+    ("R_RSI", 13),
+    ("R_RDI", 14),
+    ("R_ERR", 15),
+    ("R_RIP", 16),
+    ("R_CS", 17),
+    ("R_RFL", 18),
+    ("R_RSP", 19),
+    ("R_SS", 20),
+    ("R_DS", 21),
+    ("R_ES", 22),
+    ("R_FS", 23),
+    ("R_GS", 24),
+    ("R_TRAPNO", 25),
+    ("R_PC", 16),
+    ("R_SP", 19),
+    ("R_FP", 4),
+    ("R_PS", 18),
+    ("R_R0", 10),
+    ("R_R1", 5),
+];
+
+const _: () = assert!(UREG_COUNT == 26);
+
+/// Where the pointer `e` provably points into kernel memory: the built-in or constant it
+/// comes from, for the error.
+fn kernel_root(e: &Expr) -> Option<String> {
+    match &e.kind {
+        ExprKind::Ident(n) if builtin(n).is_some() => Some(n.clone()),
+        ExprKind::Index(n, _) if n == "args" => Some("args[]".into()),
+        ExprKind::Int(..) => Some("a constant address".into()),
+        ExprKind::Cast(_, a) => kernel_root(a),
+        ExprKind::Binary(BinOp::Add | BinOp::Sub, a, _) => kernel_root(a),
+        ExprKind::Arrow(b, _)
+        | ExprKind::Member(b, _)
+        | ExprKind::Subscript(b, _)
+        | ExprKind::Unary(UnOp::Deref, b) => kernel_root(b),
+        _ => None,
+    }
+}
+
+impl Gen<'_> {
+    /// `alloca()`, `copyin()`, `copyinto()`, `bcopy()`.
+    pub(super) fn mem_call(&mut self, name: &str, args: &[Expr], span: Span) -> GResult<(u8, Ty)> {
+        let n = match name {
+            "alloca" => 1,
+            "copyin" => 2,
+            _ => 3,
+        };
+        if let Some(m) = arity_error(name, args.len(), n, n) {
+            return self.err(span, format!("[D_PROTO_LEN] {m}"));
+        }
+        let void_ptr = Ty::Ptr(Box::new(Ty::Void));
+        // Which argument is the size, and which the destination.
+        let (size_at, dest_at) = match name {
+            "alloca" => (0, None),
+            "copyin" => (1, None),
+            "copyinto" => (1, Some(2)),
+            _ => (2, Some(1)),
+        };
+        self.mem_size(name, &args[size_at])?;
+        if let Some(d) = dest_at {
+            if let Some(root) = kernel_root(&args[d]) {
+                return self.err(
+                    args[d].span,
+                    format!("[D_OP_WRITE] {name}() writes only to scratch memory (alloca(), copyin()), not through {root}"),
+                );
+            }
+        }
+        let mut regs = Vec::with_capacity(n);
+        for (i, a) in args.iter().enumerate() {
+            let (r, ty) = self.expr(a)?;
+            let ok = if i == size_at {
+                ty.is_int()
+            } else {
+                ty.is_scalar()
+            };
+            if !ok {
+                let what = if i == size_at {
+                    "an integer size"
+                } else {
+                    "an address"
+                };
+                return self.err(
+                    a.span,
+                    format!(
+                        "[D_PROTO_ARG] {name}() argument #{} requires {what}, not {}",
+                        i + 1,
+                        ty.name()
+                    ),
+                );
+            }
+            regs.push(r);
+        }
+        let rd = match name {
+            "alloca" => {
+                self.emit(Op::Alloca, regs[0], regs[0], 0, 0);
+                return Ok((regs[0], void_ptr));
+            }
+            "copyin" => {
+                self.emit(Op::Copyin, regs[0], regs[0], regs[1], 0);
+                self.release(regs[1]);
+                return Ok((regs[0], void_ptr));
+            }
+            // copyinto(addr, size, dest)
+            "copyinto" => {
+                self.emit(Op::Copyinto, 0, regs[0], regs[1], regs[2] as u32);
+                regs[0]
+            }
+            // bcopy(src, dest, size)
+            _ => {
+                self.emit(Op::Bcopy, 0, regs[0], regs[2], regs[1] as u32);
+                regs[0]
+            }
+        };
+        self.release(regs[1]);
+        self.release(regs[2]);
+        Ok((rd, Ty::Void))
+    }
+
+    /// A constant size must be one `scratchsize` can hold.
+    fn mem_size(&self, name: &str, e: &Expr) -> GResult<()> {
+        let Some(v) = const_eval(e) else {
+            return Ok(());
+        };
+        if v < 0 {
+            return self.err(
+                e.span,
+                format!("[D_ALLOCA_SIZE] {name}() size must not be negative: {v}"),
+            );
+        }
+        if v as u64 > u64::from(self.t.scratchsize) {
+            return self.err(
+                e.span,
+                format!(
+                    "[D_ALLOCA_SIZE] {name}() size {v} exceeds the scratch memory of a clause (scratchsize={})",
+                    self.t.scratchsize
+                ),
+            );
+        }
+        Ok(())
+    }
+
+    /// `uregs[i]`: user register `i` of the current thread.
+    pub(super) fn uregs<'e>(&mut self, keys: &[Expr], span: Span) -> GResult<Loc<'e>> {
+        let [k] = keys else {
+            return self.err(span, "uregs[] takes one register index (R_PC, R_SP, ...)");
+        };
+        if let Some(v) = const_eval(k).or_else(|| self.ureg_const(k)) {
+            if !(0..UREG_COUNT as i64).contains(&v) {
+                return self.err(
+                    k.span,
+                    format!(
+                        "uregs[] index {v} is not a register (0 to {})",
+                        UREG_COUNT - 1
+                    ),
+                );
+            }
+        }
+        let (r, ty) = self.expr(k)?;
+        if !ty.is_int() {
+            return self.err(
+                k.span,
+                format!("uregs[] index must be an integer, not {}", ty.name()),
+            );
+        }
+        self.emit(Op::Uregs, r, r, 0, 0);
+        Ok(Loc::Val { reg: r, ty: U64 })
+    }
+
+    fn ureg_const(&self, e: &Expr) -> Option<i64> {
+        match &e.kind {
+            ExprKind::Ident(n) => self.t.env.enums.get(n).copied(),
+            _ => None,
+        }
+    }
+
+    /// Refuses a store to `target` that the compiler can see goes to kernel memory.
+    pub(super) fn check_store(&self, target: &Expr, l: &Loc<'_>) -> GResult<()> {
+        if !matches!(l, Loc::Mem { .. } | Loc::MemBits { .. }) {
+            return Ok(());
+        }
+        match kernel_root(target) {
+            Some(root) => self.err(
+                target.span,
+                format!("[D_OP_WRITE] cannot store to kernel memory through {root}: only scratch memory (alloca(), copyin()) is writable"),
+            ),
+            None => Ok(()),
+        }
+    }
+
+    /// Stores `rv` (of type `ty`) into `p`: through a pointer, a store opcode the kernel
+    /// checks; else a variable.
+    pub(super) fn store_to(&mut self, p: &Place, ty: &Ty, rv: u8, span: Span) -> GResult<()> {
+        match p {
+            Place::Mem(addr) => {
+                let op = match ty {
+                    Ty::Int { size: 1, .. } => Op::Stb,
+                    Ty::Int { size: 2, .. } => Op::Sth,
+                    Ty::Int { size: 4, .. } => Op::Stw,
+                    Ty::Int { .. } | Ty::Ptr(_) => Op::Stx,
+                    _ => {
+                        return self.err(
+                            span,
+                            format!("cannot store a {} through a pointer", ty.name()),
+                        )
+                    }
+                };
+                self.emit(op, 0, *addr, rv, 0);
+                Ok(())
+            }
+            Place::Bits { inner, .. } if matches!(**inner, Place::Mem(_)) => self.err(
+                span,
+                "[D_OP_WRITE] cannot store to a bit-field through a pointer",
+            ),
+            _ => self.store_place(p, rv, span),
+        }
+    }
+}

@@ -1,0 +1,260 @@
+//! Scratch memory compiled and run through the simulator: `alloca()`, `copyin()`,
+//! `copyinto()`, `bcopy()`, stores through D pointers, `uregs[]`; their runtime faults and
+//! their compile errors with `line:column`.
+
+mod support;
+
+use oxtrace::dsl::sim::{Firing, Sim};
+use oxtrace_core::action::FaultKind;
+use support::{c, err_at};
+
+/// Runs BEGIN of `src` with user memory `user` at 0x7000; returns the sim.
+fn run(src: &str, user: &[u8]) -> (Sim, String) {
+    let p = c(src);
+    let mut s = Sim::default();
+    s.user_mem.push((0x7000, user.to_vec()));
+    s.fire(&p, &Firing::default());
+    let out = s.printf_output(&p);
+    (s, out)
+}
+
+fn ok(src: &str, user: &[u8]) -> String {
+    let (s, out) = run(src, user);
+    assert!(s.faults.is_empty(), "{:?}", s.faults);
+    out
+}
+
+/// A user `struct foo { int a; short b; char name[6]; long c; }` at 0x7000.
+fn foo_bytes() -> Vec<u8> {
+    let mut b = Vec::new();
+    b.extend(7i32.to_le_bytes());
+    b.extend((-2i16).to_le_bytes());
+    b.extend(*b"oxt\0\0\0");
+    b.extend([0u8; 4]);
+    b.extend(0x1122_3344_5566_7788u64.to_le_bytes());
+    b
+}
+
+const FOO: &str = "struct foo { int a; short b; char name[6]; long c; };\n";
+
+#[test]
+fn copyin_cast_to_a_struct_reads_its_members() {
+    let out = ok(
+        &format!(
+            "{FOO}BEGIN {{ this->f = (struct foo *)copyin(0x7000, sizeof(struct foo));
+            printf(\"%d %d %s %x\\n\", this->f->a, this->f->b, stringof(this->f->name), this->f->c);
+            printf(\"%d\\n\", ((struct foo *)copyin(0x7000, sizeof (struct foo)))->a); }}"
+        ),
+        &foo_bytes(),
+    );
+    assert_eq!(out, "7 -2 oxt 1122334455667788\n7\n");
+}
+
+#[test]
+fn stores_through_scratch_pointers_with_incdec_and_compound() {
+    let out = ok(
+        r#"BEGIN {
+            this->p = (int *)alloca(4 * sizeof (int));
+            this->p[0] = 10; this->p[1] = 20; *(this->p + 2) = 30; this->p[3] = -1;
+            this->p[0]++; ++this->p[1]; this->p[2] -= 5; this->p[3] *= 7; this->p[1]--;
+            printf("%d %d %d %d\n", this->p[0], this->p[1], this->p[2], this->p[3]);
+            this->c = (char *)this->p;
+            this->c[0] = 'h'; this->c[1] = 'i'; this->c[2] = 0;
+            printf("%s\n", stringof(this->c));
+        }"#,
+        &[],
+    );
+    assert_eq!(out, "11 20 25 -7\nhi\n");
+}
+
+#[test]
+fn member_stores_into_a_copied_in_struct() {
+    let out = ok(
+        &format!(
+            "{FOO}BEGIN {{ this->f = (struct foo *)copyin(0x7000, sizeof (struct foo));
+            this->f->a += 5; this->f->b = 300; this->f->c++; this->f->name[0] = 'O';
+            printf(\"%d %d %s %x\\n\", this->f->a, this->f->b, stringof(this->f->name), this->f->c); }}"
+        ),
+        &foo_bytes(),
+    );
+    assert_eq!(out, "12 300 Oxt 1122334455667789\n");
+}
+
+#[test]
+fn bcopy_and_copyinto_fill_scratch() {
+    let out = ok(
+        r#"BEGIN {
+            this->a = (char *)alloca(8);
+            copyinto(0x7000, 5, this->a);
+            this->b = (char *)alloca(8);
+            bcopy(this->a, this->b, 6);
+            this->b[0] = 'j';
+            printf("%s %s\n", stringof(this->a), stringof(this->b));
+        }"#,
+        b"hello\0",
+    );
+    assert_eq!(out, "hello jello\n");
+}
+
+#[test]
+fn alloca_is_aligned_zeroed_and_freed_at_the_clause_end() {
+    // Two clauses each take all 256 bytes: the first's are freed when it ends.
+    let out = ok(
+        r#"BEGIN { this->p = (long *)alloca(1); this->q = (long *)alloca(8);
+                   printf("%d %d %d\n", (long)this->q & 7, *this->q, (long)this->q - (long)this->p); }
+           BEGIN { this->r = (char *)alloca(256); this->r[255] = 1; printf("%d\n", this->r[255]); }
+           BEGIN { this->s = (char *)alloca(256); printf("%d\n", this->s[255]); }"#,
+        &[],
+    );
+    assert_eq!(out, "0 0 8\n1\n0\n");
+}
+
+#[test]
+fn runtime_faults_are_counted_never_taken() {
+    // `None`: an invalid address somewhere in the scratch.
+    let cases: &[(&str, Option<FaultKind>)] = &[
+        // Exhaustion: 200 + 200 bytes of a 256-byte scratchsize.
+        (
+            "BEGIN { this->a = alloca(200); this->b = alloca(200); trace(1); }",
+            Some(FaultKind::ScratchExhausted),
+        ),
+        // A size only known at run time.
+        (
+            "BEGIN { this->n = 1000; trace((long)alloca(this->n)); }",
+            Some(FaultKind::ScratchExhausted),
+        ),
+        // An unmapped user address.
+        (
+            "BEGIN { trace((long)copyin(0x9000, 4)); }",
+            Some(FaultKind::BadAddr(0x9000)),
+        ),
+        (
+            "BEGIN { trace(copyinstr(0x9100)); }",
+            Some(FaultKind::BadAddr(0x9100)),
+        ),
+        // A store through a pointer the compiler cannot see is kernel memory.
+        (
+            "BEGIN { this->p = (int *)0x5000; *this->p = 1; }",
+            Some(FaultKind::BadAddr(0x5000)),
+        ),
+        // A store past what the clause allocated.
+        (
+            "BEGIN { this->p = (int *)alloca(4); this->p[1] = 1; }",
+            None,
+        ),
+        (
+            "BEGIN { this->d = 0x6000; bcopy(0x7000, (void *)this->d, 4); }",
+            Some(FaultKind::BadAddr(0x6000)),
+        ),
+        (
+            "BEGIN { this->x = 0; trace(uregs[this->x + 99]); }",
+            Some(FaultKind::IllegalOp),
+        ),
+    ];
+    for (src, want) in cases {
+        let (s, out) = run(src, b"abcd");
+        assert_eq!(s.faults.len(), 1, "{src}: {:?}", s.faults);
+        let got = s.faults[0].1.kind;
+        match want {
+            Some(w) => assert_eq!(*w, got, "{src}"),
+            None => assert!(matches!(got, FaultKind::BadAddr(_)), "{src}: {got:?}"),
+        }
+        assert!(
+            s.records.is_empty() && out.is_empty(),
+            "{src}: the clause went on"
+        );
+    }
+}
+
+#[test]
+fn scratchsize_option_bounds_alloca() {
+    let out = ok(
+        "#pragma D option scratchsize=1k\nBEGIN { this->a = alloca(1000); trace(1); }",
+        &[],
+    );
+    assert_eq!(out, "");
+    let (s, _) = run(
+        "#pragma D option scratchsize=64\nBEGIN { this->a = alloca(60); this->b = alloca(8); }",
+        &[],
+    );
+    assert_eq!(s.faults[0].1.kind, FaultKind::ScratchExhausted);
+}
+
+#[test]
+fn uregs_reads_the_user_registers() {
+    let p =
+        c(r#"BEGIN { printf("%x %x %d %d\n", uregs[R_PC], uregs[R_FP], uregs[R_RAX], R_SP); }"#);
+    let mut s = Sim::default();
+    let f = Firing {
+        uregs: Some((0x401000, 0x7ffd0000)),
+        ..Firing::default()
+    };
+    s.fire(&p, &f);
+    assert!(s.faults.is_empty(), "{:?}", s.faults);
+    assert_eq!(s.printf_output(&p), "401000 7ffd0000 0 19\n");
+    // A kernel thread: 0.
+    let mut s = Sim::default();
+    s.fire(&p, &Firing::default());
+    assert_eq!(s.printf_output(&p), "0 0 0 19\n");
+}
+
+#[test]
+fn compile_errors_name_the_line_and_column() {
+    for (src, pos, msg) in [
+        (
+            "BEGIN {\n  *(int *)arg0 = 1;\n}",
+            "2:3",
+            "cannot store to kernel memory through arg0",
+        ),
+        (
+            "struct foo { int a; };\nBEGIN {\n  ((struct foo *)curthread)->a++;\n}",
+            "3:3",
+            "cannot store to kernel memory through curthread",
+        ),
+        (
+            "BEGIN {\n  this->p = alloca(-1);\n}",
+            "2:20",
+            "must not be negative: -1",
+        ),
+        (
+            "BEGIN {\n  this->p = alloca(4096);\n}",
+            "2:20",
+            "size 4096 exceeds the scratch memory of a clause (scratchsize=256)",
+        ),
+        (
+            "BEGIN {\n  this->p = copyin(arg0, 300);\n}",
+            "2:26",
+            "copyin() size 300 exceeds",
+        ),
+        (
+            "BEGIN {\n  bcopy(arg1, arg0, 4);\n}",
+            "2:15",
+            "bcopy() writes only to scratch memory (alloca(), copyin()), not through arg0",
+        ),
+        ("BEGIN {\n  x = alloca(1, 2);\n}", "2:7", "alloca"),
+        (
+            "BEGIN {\n  this->p = alloca(\"x\");\n}",
+            "2:20",
+            "alloca() argument #1 requires an integer size, not string",
+        ),
+        (
+            "BEGIN {\n  this->p = alloca(8);\n  *this->p = 1;\n}",
+            "3:3",
+            "cannot dereference a void pointer",
+        ),
+        (
+            "BEGIN {\n  trace(uregs[30]);\n}",
+            "2:15",
+            "uregs[] index 30 is not a register",
+        ),
+        (
+            "BEGIN {\n  x = bcopy(0, (void *)alloca(1), 1);\n}",
+            "2:7",
+            "void",
+        ),
+    ] {
+        let (p, m) = err_at(src);
+        assert!(m.contains(msg), "{src}: {m}");
+        assert_eq!(p, pos, "{src}: {m}");
+    }
+}
