@@ -2,9 +2,9 @@
 # SPDX-License-Identifier: GPL-2.0
 # Runs every oxtrace selftest in the guest; each prints TAP.
 # ioctl_fuzz's threads_shared_private_swap_fork runs in make stress only: in 1 to 5 of 10
-# runs what LOAD's session copies out shows up in a fuzzing thread's stack, a page owned
-# twice (issue 15, open; what is known is in Documentation/testing.rst, "The shared-fd
-# fuzz failure").
+# runs a copy into a thread's own guard page lands in another thread's stack, with no
+# report from a debug kernel and without LOAD (issue 15, open; Documentation/testing.rst,
+# "The shared-fd fuzz failure").
 cd "$(dirname "$0")" || exit 1
 rc=0
 for t in ./device_test ./dynvar_test ./tool_test.sh ./trace_test.sh ./agg_test.sh ./lang_test.sh \
