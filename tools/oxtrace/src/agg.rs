@@ -13,7 +13,7 @@ use hashbrown::hash_table::Entry;
 use hashbrown::HashTable;
 use oxtrace_core::agg::{
     parse_snapshot, quantize_bucket_value, AggFunc, KeyElem, KeyRef, ParseError, Record, Records,
-    SnapshotHeader,
+    SnapshotHeader, RECORD_HEADER_BYTES,
 };
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
@@ -510,7 +510,8 @@ impl AggTable {
         // changes (a stream holds few aggregations, and records of one often follow
         // each other).
         let mut cur: Option<(u32, &AggDef, &mut AggState)> = None;
-        for r in recs {
+        let mut recs = recs;
+        while let Some(r) = recs.next() {
             let r = r?;
             if cur.as_ref().map(|c| c.0) != Some(r.agg_id) {
                 let id = r.agg_id;
@@ -526,6 +527,12 @@ impl AggTable {
             }
             if let Some((_, def, state)) = cur.as_mut() {
                 merge_into(def, state, &mut self.scratch, &r)?;
+                if state.fresh {
+                    // New keys of integers only: the records that follow with the same
+                    // header and descriptor (all of them, for `@[arg2] = count()`) are
+                    // appended in one pass, without parsing each.
+                    st.records += append_run(state, &mut recs, &r);
+                }
             }
             st.records += 1;
         }
@@ -809,17 +816,6 @@ fn merge_into(
     if r.value_words() != nw {
         return Err(AggTableError::ValueLength(r.agg_id));
     }
-    let mut small = [0u64; 4];
-    let src: &[u64] = if nw <= small.len() {
-        for (d, w) in small.iter_mut().zip(r.values()) {
-            *d = w;
-        }
-        &small[..nw]
-    } else {
-        scratch.clear();
-        scratch.extend(r.values());
-        scratch
-    };
     let kb = r.key.bytes();
     let desc = kb.first_chunk::<8>().copied();
     let layout_ok = &mut st.layout_ok;
@@ -833,15 +829,68 @@ fn merge_into(
         *layout_ok = desc;
         Ok(())
     };
-    let i = if st.fresh {
+    if st.fresh {
+        // A new key: merging into the initial value gives the record's value for every
+        // function (add to zero, min/max against the extreme), so it is copied.
         check()?;
-        st.entries.append(kb, |v| func.init(v))
+        let e = &mut st.entries;
+        e.spans.push((e.keys.len() as u32, kb.len() as u32));
+        e.keys.extend_from_slice(kb);
+        e.vals.extend(r.values());
+        return Ok(());
+    }
+    let mut small = [0u64; 4];
+    let src: &[u64] = if nw <= small.len() {
+        for (d, w) in small.iter_mut().zip(r.values()) {
+            *d = w;
+        }
+        &small[..nw]
     } else {
-        st.entries
-            .find_or_insert(key_hash(kb), kb, check, |v| func.init(v))?
+        scratch.clear();
+        scratch.extend(r.values());
+        scratch
     };
+    let i = st
+        .entries
+        .find_or_insert(key_hash(kb), kb, check, |v| func.init(v))?;
     func.merge(st.entries.value_mut(i), src)
         .map_err(|_| AggTableError::ValueLength(r.agg_id))
+}
+
+/// Appends to `st`, fresh, the run of records after `r` that share its header and key
+/// descriptor when its key is all integers ([`Records::take_run`]); how many it took.
+fn append_run(st: &mut AggState, recs: &mut Records<'_>, r: &Record<'_>) -> usize {
+    let kb = r.key.bytes();
+    let Some(&desc) = kb.first_chunk::<8>() else {
+        return 0;
+    };
+    let nw = r.value_words();
+    let len = RECORD_HEADER_BYTES + kb.len() + 8 * nw;
+    let mut hdr = [0u8; RECORD_HEADER_BYTES];
+    for (i, w) in [len, r.agg_id as usize, kb.len() / 8, nw]
+        .iter()
+        .enumerate()
+    {
+        hdr[4 * i..4 * i + 4].copy_from_slice(&(*w as u32).to_le_bytes());
+    }
+    let run = recs.take_run(&hdr, u64::from_le_bytes(desc));
+    let n = run.len() / len;
+    let e = &mut st.entries;
+    e.spans.reserve(n);
+    e.keys.reserve(n * kb.len());
+    e.vals.reserve(n * nw);
+    for rec in run.chunks_exact(len) {
+        let (key, vals) = rec[RECORD_HEADER_BYTES..].split_at(kb.len());
+        e.spans.push((e.keys.len() as u32, key.len() as u32));
+        e.keys.extend_from_slice(key);
+        // As in `merge_into`: a new key's merged value is the record's.
+        e.vals.extend(vals.chunks_exact(8).map(|w| {
+            let mut a = [0u8; 8];
+            a.copy_from_slice(w);
+            u64::from_le_bytes(a)
+        }));
+    }
+    n
 }
 
 /// Sorts `v`, (value, first key element, entry) triples of `e`, in dtrace(1M)'s `order`:
