@@ -213,12 +213,7 @@ fn shape(op: Op) -> Shape {
             ..sh(true, true, false, I::Any)
         },
         // imm: a frame count, clamped by the interpreter.
-        Kstack => Shape {
-            alloc: true,
-            ..sh(true, false, false, I::Any)
-        },
-        // imm: a frame count, clamped by the interpreter.
-        Ustack => Shape {
+        Kstack | Ustack => Shape {
             alloc: true,
             ..sh(true, false, false, I::Any)
         },
@@ -230,6 +225,11 @@ fn shape(op: Op) -> Shape {
         Strjoin => Shape {
             alloc: true,
             ..sh(true, true, true, I::Zero)
+        },
+        // imm: a length bound, every value meaningful.
+        Uargs => Shape {
+            alloc: true,
+            ..sh(true, true, true, I::Any)
         },
         Ldls => sh(true, false, false, I::Local),
         Stls => sh(false, true, false, I::Local),

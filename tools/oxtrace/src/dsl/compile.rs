@@ -3,7 +3,7 @@
 
 use super::ast::*;
 use super::error::{CompileError, Span};
-use super::gen::{resolve_type, Agg, GResult, Gen, Tables, Var};
+use super::gen::{resolve_type, xlate, Agg, GResult, Gen, Tables, Var};
 use super::options::{pragma, set_option, size_text, OptionAt};
 use super::probe_spec::probe_spec;
 use super::types::{builtin, Member, SouDef, TypeEnv};
@@ -38,6 +38,7 @@ pub fn compile_items(
     input: &str,
     xopts: &[(String, Option<String>)],
     checked: bool,
+    btf: Option<std::sync::Arc<crate::btf::Btf>>,
 ) -> GResult<Compiled> {
     let mut c = Compiled::default();
     for (name, value) in xopts {
@@ -75,7 +76,10 @@ pub fn compile_items(
         printa_groups: vec![],
         setopts: vec![],
         destructive: c.tool_options.contains_key("destructive"),
-        env: TypeEnv::default(),
+        env: TypeEnv {
+            btf: super::btf_types::BtfTypes::new(btf),
+            ..TypeEnv::default()
+        },
         vty: HashMap::new(),
         declared: HashMap::new(),
         decl_keys: HashMap::new(),
@@ -84,6 +88,7 @@ pub fn compile_items(
         assumed: false,
         shapes: HashMap::new(),
         bitfields: HashMap::new(),
+        xlate: Default::default(),
     };
     t.str_idx.insert(vec![], 0);
     let clauses: Vec<&Clause> = items
@@ -102,8 +107,16 @@ pub fn compile_items(
         ));
     }
     // Declarations take effect in text order, before any code: a clause may use a type
-    // or variable declared after it, as in DTrace.
-    for it in items {
+    // or variable declared after it, as in DTrace. The prelude's (`xlate.rs`) come first.
+    let prelude = xlate::prelude_items(t.env.btf.btf.is_some())?;
+    let sources = [
+        (&prelude[..], xlate::PRELUDE, xlate::PRELUDE_NAME, true),
+        (items, src, input, false),
+    ];
+    for (it, src, input, pre) in sources
+        .iter()
+        .flat_map(|(v, s, i, p)| v.iter().map(move |it| (it, *s, *i, *p)))
+    {
         let r = match it {
             Item::Sou {
                 name,
@@ -113,7 +126,13 @@ pub fn compile_items(
             } => declare_sou(&mut t, name, *union, members, *span),
             Item::Enum { name, items } => declare_enum(&mut t, name, items),
             Item::Typedef(tn, name, span) => declare_typedef(&mut t, tn, name, *span),
-            Item::Inline(tn, name, e, span) => declare_inline(&mut t, tn, name, e, *span),
+            Item::Inline(tn, name, e, span) => {
+                if pre {
+                    t.xlate.prelude_inline(name);
+                }
+                declare_inline(&mut t, tn, name, e, *span)
+            }
+            Item::Translator(tr) => xlate::declare(&mut t, tr, pre),
             Item::Decl(d) => declare_var(&mut t, d),
             Item::Clause(cl) => {
                 let mut r = Ok(());
@@ -340,6 +359,10 @@ fn gen_clause(
         probes.extend(specs);
     }
     super::probe_spec::set_clause_probes(&probes[first..]);
+    t.env.btf.clause = probes[first..]
+        .iter()
+        .map(|p| (p.kind, p.func.clone()))
+        .collect();
     let pred_start = code.len() as u32;
     let pred_len = match &cl.pred {
         Some(e) => {
@@ -420,6 +443,7 @@ fn taken(t: &Tables, name: &str) -> bool {
 const MAX_TYPE_SIZE: u64 = 1 << 32;
 
 fn declare_var(t: &mut Tables, d: &Decl) -> DResult {
+    t.env.btf_prepare(&d.ty);
     let ty = resolve_type(&t.env, &d.ty).map_err(|m| (d.span, m))?;
     let what = class_text(d.class, &d.name);
     if t.env.size(&ty, t.strsize as u64) > MAX_TYPE_SIZE {
@@ -571,6 +595,7 @@ fn declare_sou(
     // the storage unit of its type where it starts, or the next one if it would straddle).
     let mut bitpos = 0u64;
     for m in members {
+        t.env.btf_prepare(&m.ty);
         let ty = resolve_type(&t.env, &m.ty).map_err(|e| (m.span, e))?;
         if let Some(w) = &m.bits {
             let unit = match ty {
@@ -754,6 +779,7 @@ fn const_eval_env(t: &Tables, e: &Expr) -> Option<i64> {
 }
 
 fn declare_typedef(t: &mut Tables, tn: &TypeName, name: &str, span: Span) -> DResult {
+    t.env.btf_prepare(tn);
     let ty = resolve_type(&t.env, tn).map_err(|m| (span, m))?;
     if let Some(prev) = t.env.typedefs.get(name) {
         if *prev != ty {
@@ -768,6 +794,7 @@ fn declare_typedef(t: &mut Tables, tn: &TypeName, name: &str, span: Span) -> DRe
 }
 
 fn declare_inline(t: &mut Tables, tn: &TypeName, name: &str, e: &Expr, span: Span) -> DResult {
+    t.env.btf_prepare(tn);
     let ty = resolve_type(&t.env, tn).map_err(|m| (span, m))?;
     if taken(t, name) || t.vty.contains_key(&(DeclClass::Global, name.to_string())) {
         return Err((

@@ -18,6 +18,9 @@ mod subr;
 #[path = "ustack.rs"]
 mod ustack;
 
+#[path = "xlate.rs"]
+pub(super) mod xlate;
+
 #[derive(Clone)]
 pub(super) struct Var {
     pub(super) name: String,
@@ -88,6 +91,8 @@ pub(super) struct Tables {
     pub(super) setopts: Vec<(u32, String, Option<String>)>,
     /// Whether destructive actions are allowed (`-w`, `#pragma D option destructive`).
     pub(super) destructive: bool,
+    /// Translators (`xlate.rs`).
+    pub(super) xlate: xlate::Xlators,
 }
 
 impl Tables {
@@ -140,6 +145,10 @@ pub(super) struct Gen<'a> {
     pub(super) input: &'a str,
     pub(super) code: Vec<u64>,
     pub(super) free: Vec<u8>,
+    /// The inputs of the translations being compiled: name, register, type (`xlate.rs`).
+    pub(super) xbind: Vec<(String, u8, Ty)>,
+    /// Inlines being expanded.
+    inline_depth: usize,
 }
 
 pub(super) type GResult<T> = Result<T, CompileError>;
@@ -152,6 +161,8 @@ impl<'a> Gen<'a> {
             input,
             code: Vec::new(),
             free: (1..act::NREGS as u8).rev().collect(),
+            xbind: Vec::new(),
+            inline_depth: 0,
         }
     }
 
@@ -259,6 +270,9 @@ impl<'a> Gen<'a> {
                 Ok((r, Ty::Str))
             }
             ExprKind::Ident(name) => {
+                if let Some(r) = self.xlate_ident(name, e.span) {
+                    return r;
+                }
                 if let Some(r) = self.stack_ident(name, e.span) {
                     return r;
                 }
@@ -266,6 +280,9 @@ impl<'a> Gen<'a> {
                     let r = self.reg(e.span)?;
                     let op = if b.is_string() { Op::Ldbs } else { Op::Ldb };
                     self.emit(op, r, 0, 0, b as u32);
+                    if b == Builtin::Curthread {
+                        return Ok((r, self.t.env.btf_curthread().unwrap_or(ty)));
+                    }
                     return Ok((r, ty));
                 }
                 if let Some((ty, ie)) = self.t.inlines.get(name).cloned() {
@@ -285,6 +302,10 @@ impl<'a> Gen<'a> {
                 }
                 self.rvalue(e)
             }
+            ExprKind::Member(..) | ExprKind::Arrow(..) if self.is_xlate_member(e) => {
+                self.xlate_member(e)
+            }
+            ExprKind::Xlate(..) => self.xlate_whole(e.span),
             ExprKind::SelfVar(_)
             | ExprKind::This(_)
             | ExprKind::Index(..)
@@ -344,10 +365,13 @@ impl<'a> Gen<'a> {
                     }
                     Some(mm) => mm.off,
                     None => {
+                        if let Some(msg) = self.t.env.btf_no_member(&ty, m) {
+                            return self.err(e.span, msg);
+                        }
                         return self.err(
                             e.span,
                             format!("[D_TYPE_MEMBER] {} is not a member of {}", m, ty.name()),
-                        )
+                        );
                     }
                 };
                 let r = self.reg(e.span)?;
@@ -640,8 +664,15 @@ impl<'a> Gen<'a> {
     // ---- variables, members and elements ------------------------------------------------
 
     /// Resolve a written type to a value type.
-    pub(super) fn resolve(&self, tn: &TypeName, span: Span) -> GResult<Ty> {
-        resolve_type(&self.t.env, tn).or_else(|m| self.err(span, m))
+    pub(super) fn resolve(&mut self, tn: &TypeName, span: Span) -> GResult<Ty> {
+        self.t.env.btf_prepare(tn);
+        resolve_type(&self.t.env, tn).or_else(|m| {
+            let kernel = matches!(tn, TypeName::Sou(..) | TypeName::Ptr(_));
+            if kernel && self.t.env.btf.btf.is_none() && m.contains(" is not defined") {
+                return self.err(span, format!("{m}: {}", super::btf_types::NO_BTF));
+            }
+            self.err(span, m)
+        })
     }
 
     fn sizeof(&self, ty: &Ty, span: Span) -> GResult<u64> {
@@ -683,9 +714,19 @@ impl<'a> Gen<'a> {
     }
 
     fn nested_inline(&mut self, e: &Expr, at: Span) -> GResult<(u8, Ty)> {
-        // An inline's expression reports errors at its own definition.
-        let _ = at;
-        self.expr(e)
+        // An inline's expression reports errors at its own definition. One defined in terms
+        // of itself would expand forever.
+        const MAX_INLINE: usize = 64;
+        if self.inline_depth >= MAX_INLINE {
+            return self.err(
+                at,
+                format!("inlines nested more than {MAX_INLINE} deep (an inline defined in terms of itself?)"),
+            );
+        }
+        self.inline_depth += 1;
+        let r = self.expr(e);
+        self.inline_depth -= 1;
+        r
     }
 
     /// Convert register `r` of type `from` to `to` (an inline's declared type).
@@ -759,6 +800,7 @@ impl<'a> Gen<'a> {
                 let ty = self.vty(DeclClass::Local, name);
                 Ok(var(DeclClass::Local, name, ty))
             }
+            ExprKind::Index(name, keys) if name == "args" => self.args(keys, e.span),
             ExprKind::Index(name, keys) => {
                 let ty = self.vty(DeclClass::Global, name);
                 let scalar = self
@@ -790,6 +832,10 @@ impl<'a> Gen<'a> {
                     _ => self.assoc_keys(base, keys, e.span),
                 }
             }
+            ExprKind::Member(..) | ExprKind::Arrow(..) if self.is_xlate_member(e) => self.err(
+                e.span,
+                "[D_OP_LVAL] a translated member is a value, not storage: it cannot be assigned or have its address taken",
+            ),
             ExprKind::Member(b, m) => {
                 let base = self.loc(b)?;
                 self.member(base, m, e.span)
@@ -799,13 +845,16 @@ impl<'a> Gen<'a> {
                 let pointee = match &ty {
                     Ty::Ptr(p) if matches!(**p, Ty::Sou(..)) => (**p).clone(),
                     _ => {
-                        return self.err(
-                            e.span,
-                            format!(
-                                "[D_OP_PTR] operator -> must be applied to a pointer to a struct or union, not {}",
-                                ty.name()
-                            ),
-                        )
+                        let mut msg = format!(
+                            "[D_OP_PTR] operator -> must be applied to a pointer to a struct or union, not {}",
+                            ty.name()
+                        );
+                        if matches!(&b.kind, ExprKind::Index(n, _) if n == "args") {
+                            if let Some(why) = &self.t.env.btf.untyped {
+                                msg = format!("{msg} ({why})");
+                            }
+                        }
+                        return self.err(e.span, msg);
                     }
                 };
                 self.member(
@@ -838,6 +887,28 @@ impl<'a> Gen<'a> {
                 "[D_OP_LVAL] operator requires a modifiable lvalue as an operand",
             ),
         }
+    }
+
+    /// `args[i]`: argument `i` of the probe, typed from the kernel's BTF where it knows the
+    /// function (`btf_types.rs`), else an untyped 64-bit integer.
+    fn args<'e>(&mut self, keys: &[Expr], span: Span) -> GResult<Loc<'e>> {
+        let i = match keys {
+            [k] => const_eval(k),
+            _ => None,
+        };
+        let Some(i) = i.filter(|i| (0..10).contains(i)) else {
+            return self.err(span, "args[] takes one constant index from 0 to 9");
+        };
+        let ty = match self.t.env.btf_arg(i as usize) {
+            Ok(t) => t,
+            Err(m) => return self.err(span, m),
+        };
+        let r = self.reg(span)?;
+        use Builtin::*;
+        let arg = [Arg0, Arg1, Arg2, Arg3, Arg4, Arg5, Arg6, Arg7, Arg8, Arg9][i as usize];
+        self.emit(Op::Ldb, r, 0, 0, arg as u32);
+        self.normalize(r, &ty);
+        Ok(Loc::Val { reg: r, ty })
     }
 
     /// The declared or learned type of a variable path; `None` (and `assumed` noted) when
@@ -1020,10 +1091,13 @@ impl<'a> Gen<'a> {
             Ty::Sou(..) => match self.t.env.member(&bty, m) {
                 Some(x) => x.clone(),
                 None => {
+                    if let Some(msg) = self.t.env.btf_no_member(&bty, m) {
+                        return self.err(span, msg);
+                    }
                     return self.err(
                         span,
                         format!("[D_TYPE_MEMBER] {m} is not a member of {}", bty.name()),
-                    )
+                    );
                 }
             },
             _ => {
@@ -1644,6 +1718,11 @@ impl<'a> Gen<'a> {
                 );
             }
         }
+        if op.is_none() {
+            if let Some(r) = self.xlate_assign(lhs, rhs, span) {
+                return r;
+            }
+        }
         let mut l = self.loc(lhs)?;
         if op.is_none() {
             if l.ty_opt().is_none() && self.is_storage(rhs) {
@@ -1787,6 +1866,9 @@ impl<'a> Gen<'a> {
             Some(m) => g.err(span, format!("[D_PROTO_LEN] {m}")),
             None => Ok(()),
         };
+        if let Some(r) = self.xlate_call(name, args, span) {
+            return r;
+        }
         match name {
             "speculation" => {
                 if !args.is_empty() {
