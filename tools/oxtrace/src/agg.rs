@@ -924,11 +924,11 @@ fn sort_entries<V: Ord + Copy>(
     // go through the whole keys: most keys differ in their first element.
     match (order.keypos, order.by_key) {
         (0, false) => {
-            v.sort_unstable_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+            v.sort_unstable_by_key(|a| (a.0, a.1));
             sort_runs(v, |a, b| (a.0, a.1) == (b.0, b.1), full);
         }
         (0, true) => {
-            v.sort_unstable_by(|a, b| (a.1, a.0).cmp(&(b.1, b.0)));
+            v.sort_unstable_by_key(|a| (a.1, a.0));
             sort_runs(v, |a, b| a.1 == b.1, full);
         }
         _ => v.sort_unstable_by(full),
