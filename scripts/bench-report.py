@@ -15,6 +15,7 @@ import sys
 raw, splats, md_out, json_out = sys.argv[1:5]
 kv = re.compile(r"(\w+)=(\S+)")
 res, notes, keys, dyn, clean, attach = [], [], [], [], [], []
+aggbench = []
 prof, cur = [], None
 for line in open(raw, errors="replace"):
     line = line.rstrip("\r\n")
@@ -36,6 +37,8 @@ for line in open(raw, errors="replace"):
         except (KeyError, ValueError):
             continue
         res.append(d)
+    elif line.startswith("AGGBENCH "):
+        aggbench.append(line[9:])
     elif line.startswith("NOTE "):
         notes.append(line[5:])
     elif line.startswith(("KEYS ", "DYN ", "CLEAN ", "ATTACH ")):
@@ -167,6 +170,15 @@ if keys:
         data["targets"].append({"target": "snapshot + merge ms", "limit": 150,
                                 "value": statistics.median(us) / 1000,
                                 "met": statistics.median(us) <= 150000})
+        pus = [int(k["print_us"]) for k in keys if k.get("print_us")]
+        if pus:
+            md += [f"print {max(nk) // 1000}k keys (sort, format, write to /dev/null): "
+                   f"median {statistics.median(pus) / 1000:.1f} ms (runs: {ms_list(pus)} ms).", ""]
+            data["print_keys_ms"] = [u / 1000 for u in pus]
+if aggbench:
+    md += ["## The tool's merge and output (oxt-aggbench, guest CPU time)", ""]
+    md += [f"- {a}" for a in aggbench] + [""]
+    data["aggbench"] = aggbench
 
 if attach:
     data["attach"] = at = timed(attach, "probes")

@@ -201,10 +201,13 @@ want keys && for r in 1 2 3; do
 	oxtrace -q -v -x aggsize=16m -x aggrate=60s \
 		-e 'fbt::ksys_read:entry /pid == $target/ { @[arg2] = count(); }' \
 		-c "$B keys $KEYS" >/dev/null 2>/tmp/ox.err
-	echo "KEYS round=$r $(sed -n 's/^oxtrace: final aggregation snapshot+merge \([0-9]*\) us (ioctls \([0-9]*\) us, merge \([0-9]*\) us), \([0-9]*\) keys, sort+format \([0-9]*\) us/us=\1 ioctl_us=\2 merge_us=\3 keys=\4 print_us=\5/p' /tmp/ox.err)"
+	echo "KEYS round=$r $(sed -n 's/^oxtrace: final aggregation snapshot+merge \([0-9]*\) us (ioctls \([0-9]*\) us, merge \([0-9]*\) us), \([0-9]*\) keys, sort+format[+a-z]* \([0-9]*\) us/us=\1 ioctl_us=\2 merge_us=\3 keys=\4 print_us=\5/p' /tmp/ox.err)"
 	grep -q 'snapshot+merge' /tmp/ox.err || echo "NOTE keys: $(head -c 300 /tmp/ox.err)"
 	grep -E 'aggregation drops|records dropped|^oxtrace: [0-9]+ errors' /tmp/ox.err | head -n 2 | sed 's/^/NOTE keys: /'
 done
+# The tool's merge and output on synthetic snapshots, in this guest's CPU time: default
+# printa, a printa format, JSON and quantize histograms (tools/oxtrace/src/bin/oxt-aggbench.rs).
+if want keys && [ -x /extra/oxt-aggbench ]; then /extra/oxt-aggbench 3 || echo "NOTE oxt-aggbench failed"; fi
 
 # Attaching: LOAD of one clause on ATTACH functions (every k-th probeable kernel
 # function, so the set spreads over the kernel), timed by the tool around the ioctl.

@@ -187,6 +187,48 @@ impl<'a> Iterator for Records<'a> {
 }
 
 impl<'a> Records<'a> {
+    /// Takes the run of records that follow, up to the count the header gives, whose
+    /// 16-byte header is `header` and whose key's descriptor word is `desc`: as one slice
+    /// of records of `header`'s length each. Only for an all-integer `desc` (`n` bytes of
+    /// `DESC_INT`), whose keys need no other check than their length, which the header
+    /// fixes; empty otherwise. Lets a consumer merge a stream of one shape in bulk after
+    /// parsing its first record.
+    pub fn take_run(&mut self, header: &[u8; RECORD_HEADER_BYTES], desc: u64) -> &'a [u8] {
+        let w = |i: usize| {
+            u32::from_le_bytes([header[i], header[i + 1], header[i + 2], header[i + 3]]) as usize
+        };
+        let (len, kw, nw) = (w(0), w(8), w(12));
+        // `n` integer elements: `n` descriptor bytes of DESC_INT, then `n` words.
+        let n = kw.wrapping_sub(1);
+        if !(1..=KEY_MAX_ELEMS).contains(&n)
+            || kw > KEY_MAX_WORDS
+            || nw == 0
+            || nw > MAX_VALUE_WORDS
+            || len != RECORD_HEADER_BYTES + 8 * (kw + nw)
+            || desc != (u64::MAX >> (64 - 8 * n)) / 0xff * u64::from(DESC_INT)
+        {
+            return &[];
+        }
+        let mut n = 0usize;
+        let b = self.rest;
+        while n < self.remaining as usize {
+            let Some(rec) = b.get(n * len..(n + 1) * len) else {
+                break;
+            };
+            let same_header = rec[..RECORD_HEADER_BYTES] == header[..];
+            let same_desc = rec[RECORD_HEADER_BYTES..RECORD_HEADER_BYTES + 8] == desc.to_le_bytes();
+            if !(same_header && same_desc) {
+                break;
+            }
+            n += 1;
+        }
+        // `n <= remaining`, a u32.
+        self.remaining -= n as u32;
+        let (run, rest) = b.split_at(n * len);
+        self.rest = rest;
+        run
+    }
+
     fn parse_one(&mut self) -> Result<Record<'a>, ParseError> {
         let b = self.rest;
         if b.is_empty() {

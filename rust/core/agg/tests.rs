@@ -107,3 +107,35 @@ fn reset_clears_every_used_bucket() {
         assert_eq!(b.lookup(1, &[KeyElem::Int(8)]), None);
     }
 }
+
+#[test]
+fn take_run_of_integer_keys() {
+    let mut mem = [0u64; 4096];
+    AggBuffer::format(&mut mem).unwrap();
+    let mut b = AggBuffer::attach(&mut mem).unwrap();
+    for k in 0..5u64 {
+        b.apply(1, &AggFunc::Count, &[KeyElem::Int(k)], 0, 1)
+            .unwrap();
+    }
+    b.apply(1, &AggFunc::Count, &[KeyElem::Str(b"x")], 0, 1)
+        .unwrap();
+    b.apply(1, &AggFunc::Count, &[KeyElem::Int(9)], 0, 1)
+        .unwrap();
+    let mut out = [0u8; 1024];
+    let mut cur = SnapshotCursor::new();
+    let n = b.serialize(0, &mut out, &mut cur).unwrap();
+    let (_, mut recs, _) = parse_snapshot(&out[..n]).unwrap();
+    let first = recs.clone().next().unwrap().unwrap();
+    let mut hdr = [0u8; RECORD_HEADER_BYTES];
+    hdr.copy_from_slice(&out[SNAPSHOT_HEADER_BYTES..SNAPSHOT_HEADER_BYTES + 16]);
+    let desc = u64::from_le_bytes(first.key.bytes()[..8].try_into().unwrap());
+    // A string descriptor is never taken in bulk.
+    assert!(recs.clone().take_run(&hdr, desc ^ 1).is_empty());
+    // The five integer keys, then the string key ends the run; the rest parses on.
+    // A record: 16 header bytes, the descriptor and one key word, one value word.
+    assert_eq!(recs.take_run(&hdr, desc).len(), 5 * 40);
+    let rest: Vec<_> = recs
+        .map(|r| r.unwrap().key.elems().next().unwrap())
+        .collect();
+    assert_eq!(rest, [KeyElem::Str(b"x"), KeyElem::Int(9)]);
+}

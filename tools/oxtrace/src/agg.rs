@@ -12,7 +12,8 @@ use crate::output::text::{format_entry, format_entry_multi, render_entry};
 use hashbrown::hash_table::Entry;
 use hashbrown::HashTable;
 use oxtrace_core::agg::{
-    parse_snapshot, quantize_bucket_value, AggFunc, KeyElem, KeyRef, ParseError, Record,
+    parse_snapshot, quantize_bucket_value, AggFunc, KeyElem, KeyRef, ParseError, Record, Records,
+    SnapshotHeader, RECORD_HEADER_BYTES,
 };
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
@@ -205,10 +206,18 @@ fn key_hash(kb: &[u8]) -> u64 {
 /// grows four vectors instead of making 200 000 allocations. Everything is kept small
 /// (20 bytes per entry besides its key and value): under an emulator every page the merge
 /// touches first is a page fault, as costly as merging a few records.
+///
+/// The table is built lazily: a CPU's stream holds each key once, so a stream merged into
+/// an empty aggregation (the first snapshot, the end-of-run snapshot with a long
+/// `aggrate`) is appended without a lookup, and the entries are hashed only when a later
+/// record or action needs to find one. A run whose keys all come in one stream never
+/// builds the table.
 #[derive(Debug, Default)]
 struct Entries {
-    /// Entry indices, found by [`key_hash`] of their key.
+    /// Indices of the entries below `indexed`, found by [`key_hash`] of their key.
     table: HashTable<u32>,
+    /// Entries `indexed..len()` are not in `table` yet.
+    indexed: usize,
     /// Entry `i`'s key: `keys[spans[i].0..spans[i].0 + spans[i].1]`.
     spans: Vec<(u32, u32)>,
     keys: Vec<u8>,
@@ -246,24 +255,61 @@ impl Entries {
         &mut self.vals[i * self.words..(i + 1) * self.words]
     }
 
-    /// The index of `kb`, whose hash is `hash`.
+    /// The index of `kb`, whose hash is `hash` (entries not yet in the table are searched
+    /// one by one: [`Self::index`] first where that matters).
     fn find(&self, hash: u64, kb: &[u8]) -> Option<usize> {
         self.table
             .find(hash, |&i| self.key(i as usize) == kb)
             .map(|&i| i as usize)
+            .or_else(|| (self.indexed..self.len()).find(|&i| self.key(i) == kb))
     }
 
-    /// Room for `n` more entries and `key_bytes` more key bytes without growing the table
-    /// or the arenas (each growth copies everything so far and touches fresh pages).
-    fn reserve(&mut self, n: usize, key_bytes: usize) {
+    /// Puts every entry in the table.
+    fn index(&mut self) {
+        if self.indexed == self.len() {
+            return;
+        }
         let (spans, keys) = (&self.spans, &self.keys);
-        self.table.reserve(n, |&i| {
+        let key = |i: u32| {
             let (at, len) = spans[i as usize];
-            key_hash(&keys[at as usize..at as usize + len as usize])
-        });
+            &keys[at as usize..at as usize + len as usize]
+        };
+        self.table
+            .reserve(spans.len() - self.indexed, |&i| key_hash(key(i)));
+        for i in self.indexed..spans.len() {
+            // Entries are unique (see `Entries`): no comparison needed.
+            self.table
+                .insert_unique(key_hash(key(i as u32)), i as u32, |&i| key_hash(key(i)));
+        }
+        self.indexed = spans.len();
+    }
+
+    /// Room for `n` more entries and `key_bytes` more key bytes without growing the arenas
+    /// (each growth copies everything so far and touches fresh pages), and the table too
+    /// when `lookups` (records are merged into existing entries).
+    fn reserve(&mut self, n: usize, key_bytes: usize, lookups: bool) {
+        if lookups {
+            self.index();
+            let (spans, keys) = (&self.spans, &self.keys);
+            self.table.reserve(n, |&i| {
+                let (at, len) = spans[i as usize];
+                key_hash(&keys[at as usize..at as usize + len as usize])
+            });
+        }
         self.spans.reserve(n);
         self.keys.reserve(key_bytes);
         self.vals.reserve(n * self.words);
+    }
+
+    /// Adds `kb`, known to be absent, without a lookup and without indexing it; its value
+    /// words set by `init`.
+    fn append(&mut self, kb: &[u8], init: impl FnOnce(&mut [u64])) -> usize {
+        let i = self.spans.len();
+        self.spans.push((self.keys.len() as u32, kb.len() as u32));
+        self.keys.extend_from_slice(kb);
+        self.vals.resize(self.vals.len() + self.words, 0);
+        init(self.value_mut(i));
+        i
     }
 
     /// The index of `kb` (hash `hash`); when absent, `check` decides whether it may be
@@ -275,6 +321,7 @@ impl Entries {
         check: impl FnOnce() -> Result<(), E>,
         init: impl FnOnce(&mut [u64]),
     ) -> Result<usize, E> {
+        self.index();
         let (spans, keys) = (&self.spans, &self.keys);
         let key = |i: u32| {
             let (at, len) = spans[i as usize];
@@ -287,13 +334,9 @@ impl Entries {
             Entry::Occupied(o) => Ok(*o.get() as usize),
             Entry::Vacant(v) => {
                 check()?;
-                let i = self.spans.len();
-                v.insert(i as u32);
-                self.spans.push((self.keys.len() as u32, kb.len() as u32));
-                self.keys.extend_from_slice(kb);
-                self.vals.resize(self.vals.len() + self.words, 0);
-                init(self.value_mut(i));
-                Ok(i)
+                v.insert(self.spans.len() as u32);
+                self.indexed += 1;
+                Ok(self.append(kb, init))
             }
         }
     }
@@ -304,10 +347,6 @@ impl Entries {
             Ok(i) => i,
             Err(e) => match e {},
         }
-    }
-
-    fn iter(&self) -> impl Iterator<Item = (&[u8], &[u64])> {
-        (0..self.len()).map(|i| (self.key(i), self.value(i)))
     }
 
     fn values_mut(&mut self) -> impl Iterator<Item = &mut [u64]> {
@@ -321,6 +360,9 @@ struct AggState {
     entries: Entries,
     normal: u64,
     printed: bool,
+    /// Whether the aggregation had no entry when the stream being merged began: its
+    /// records are all new keys (a stream holds each key once).
+    fresh: bool,
     /// The key descriptor word (the first eight key bytes, which give every element's
     /// kind and length) last found to match the key layout: keys that share it need no
     /// check.
@@ -401,6 +443,7 @@ impl AggTable {
                         entries: Entries::new(d.func.value_words()),
                         normal: 1,
                         printed: false,
+                        fresh: false,
                         layout_ok: None,
                     },
                 )
@@ -434,40 +477,66 @@ impl AggTable {
             st.streams += 1;
             st.drops += h.drops;
             self.drops += h.drops;
-            if self.aggs.len() == 1 {
-                // One aggregation: every record may be a new key of it, with at most the
-                // stream's bytes of keys.
-                if let Some(a) = self.aggs.values_mut().next() {
-                    a.entries
-                        .reserve(h.records as usize, h.payload_len as usize);
-                }
+            for a in self.aggs.values_mut() {
+                a.fresh = a.entries.is_empty();
             }
-            // The aggregation of the previous record, looked up again only when the id
-            // changes (a stream holds few aggregations, and records of one often follow
-            // each other).
-            let mut cur: Option<(u32, &AggDef, &mut AggState)> = None;
-            for r in recs {
-                let r = r?;
-                if cur.as_ref().map(|c| c.0) != Some(r.agg_id) {
-                    let id = r.agg_id;
-                    let d = self
-                        .dict
-                        .get(id)
-                        .ok_or(AggTableError::UnknownAggregation(id))?;
-                    let s = self
-                        .aggs
-                        .get_mut(&id)
-                        .ok_or(AggTableError::UnknownAggregation(id))?;
-                    cur = Some((id, d, s));
-                }
-                if let Some((_, def, state)) = cur.as_mut() {
-                    merge_into(def, state, &mut self.scratch, &r)?;
-                }
-                st.records += 1;
+            let r = self.merge_stream(&h, recs, &mut st);
+            for a in self.aggs.values_mut() {
+                a.fresh = false;
             }
+            r?;
             bytes = rest;
         }
         Ok(st)
+    }
+
+    /// Merges the records of one stream, whose header is `h`.
+    fn merge_stream(
+        &mut self,
+        h: &SnapshotHeader,
+        recs: Records<'_>,
+        st: &mut MergeStats,
+    ) -> Result<(), AggTableError> {
+        if self.aggs.len() == 1 {
+            // One aggregation: every record may be a new key of it, with at most the
+            // stream's bytes of keys.
+            if let Some(a) = self.aggs.values_mut().next() {
+                let lookups = !a.fresh;
+                a.entries
+                    .reserve(h.records as usize, h.payload_len as usize, lookups);
+            }
+        }
+        // The aggregation of the previous record, looked up again only when the id
+        // changes (a stream holds few aggregations, and records of one often follow
+        // each other).
+        let mut cur: Option<(u32, &AggDef, &mut AggState)> = None;
+        let mut recs = recs;
+        while let Some(r) = recs.next() {
+            let r = r?;
+            if cur.as_ref().map(|c| c.0) != Some(r.agg_id) {
+                let id = r.agg_id;
+                let d = self
+                    .dict
+                    .get(id)
+                    .ok_or(AggTableError::UnknownAggregation(id))?;
+                let s = self
+                    .aggs
+                    .get_mut(&id)
+                    .ok_or(AggTableError::UnknownAggregation(id))?;
+                cur = Some((id, d, s));
+            }
+            if let Some((_, def, state)) = cur.as_mut() {
+                merge_into(def, state, &mut self.scratch, &r)?;
+                if state.fresh {
+                    // New keys of integers only: the records that follow with the same
+                    // header and descriptor (all of them, for `@[arg2] = count()`) are
+                    // appended in one pass, without parsing each.
+                    st.records += append_run(state, &mut recs, &r);
+                }
+            }
+            st.records += 1;
+        }
+        Ok(())
     }
 
     /// Merges one data set: find the entry of its key (hash table), create it from the
@@ -540,6 +609,7 @@ impl AggTable {
             sorted[range].iter().map(|e| e.key.bytes().into()).collect()
         };
         let (func, st) = self.state_mut(id)?;
+        st.entries.index();
         let mut kept = Entries::new(func.value_words());
         for k in keep {
             if let Some(i) = st.entries.find(key_hash(&k), &k) {
@@ -571,50 +641,52 @@ impl AggTable {
     /// [`value_order`]) then by key, or the other way round.
     pub fn sorted(&self, id: u32, order: SortOrder) -> Result<Vec<EntryRef<'_>>, AggTableError> {
         let (def, st) = self.state(id)?;
+        let e = &st.entries;
         // The first key element, when an integer, is decoded once (as it compares) rather
         // than at every comparison: the common keys (pid, cpu, arg2) then sort on two
-        // integers, and key_cmp_from only breaks ties of those.
+        // integers, and key_cmp_from only breaks ties of those. It is mapped to a u64 of
+        // the same order (signed: the sign bit flipped).
         let first = key_kinds(&def.keys).next().flatten();
         let k0 = |key: &KeyRef<'_>| match key.elems().next() {
             Some(KeyElem::Int(x)) => match first {
-                Some(KeyKind::Int { signed: false, .. }) => x as i128,
-                _ => x as i64 as i128,
+                Some(KeyKind::Int { signed: false, .. }) => x,
+                _ => x ^ (1 << 63),
             },
             _ => 0,
         };
-        let mut v: Vec<(SortVal, i128, EntryRef<'_>)> = st
-            .entries
-            .iter()
-            .filter_map(|(k, vals)| {
-                let key = KeyRef::new(k).ok()?;
-                Some((
-                    sort_val(&def.func, vals),
-                    k0(&key),
-                    EntryRef { key, values: vals },
-                ))
+        let vals: Vec<(SortVal, u64, u32)> = (0..e.len())
+            .filter_map(|i| {
+                let key = KeyRef::new(e.key(i)).ok()?;
+                Some((sort_val(&def.func, e.value(i)), k0(&key), i as u32))
             })
             .collect();
-        v.sort_unstable_by(|a, b| {
-            // The decoded first element decides only when the keys compare from it.
-            let kc = || match order.keypos {
-                0 => {
-                    a.1.cmp(&b.1)
-                        .then_with(|| key_cmp_from(&a.2.key, &b.2.key, &def.keys, 0))
-                }
-                pos => key_cmp_from(&a.2.key, &b.2.key, &def.keys, pos),
-            };
-            let o = if order.by_key {
-                kc().then_with(|| a.0.cmp(&b.0))
-            } else {
-                a.0.cmp(&b.0).then_with(kc)
-            };
-            if order.reverse {
-                o.reverse()
-            } else {
-                o
-            }
-        });
-        Ok(v.into_iter().map(|(_, _, e)| e).collect())
+        // The values of one aggregation are all of one kind; scalars that fit in 64 bits
+        // (all but huge avg/stddev) sort as a u64 of the same order, the rest as they are.
+        let small = |v: &SortVal| match *v {
+            SortVal::Scalar(x) => i64::try_from(x).ok().map(|x| x as u64 ^ (1 << 63)),
+            SortVal::Hist(..) => None,
+        };
+        let order_of = if vals.iter().all(|v| small(&v.0).is_some()) {
+            let mut v: Vec<(u64, u64, u32)> = vals
+                .iter()
+                .map(|&(sv, k, i)| (small(&sv).unwrap_or(0), k, i))
+                .collect();
+            sort_entries(&mut v, e, &def.keys, order);
+            v.into_iter().map(|x| x.2).collect::<Vec<u32>>()
+        } else {
+            let mut v = vals;
+            sort_entries(&mut v, e, &def.keys, order);
+            v.into_iter().map(|x| x.2).collect()
+        };
+        Ok(order_of
+            .into_iter()
+            .filter_map(|i| {
+                Some(EntryRef {
+                    key: KeyRef::new(e.key(i as usize)).ok()?,
+                    values: e.value(i as usize),
+                })
+            })
+            .collect())
     }
 
     /// `printa(@a)` with the default format, appended to `out`; marks `id` printed.
@@ -668,6 +740,9 @@ impl AggTable {
         let Some(&first) = ids.first() else {
             return Ok(());
         };
+        for &id in ids {
+            self.state_mut(id)?.1.entries.index();
+        }
         {
             let mut keys: Vec<Vec<u8>> = Vec::new();
             let mut seen = std::collections::HashSet::new();
@@ -741,6 +816,29 @@ fn merge_into(
     if r.value_words() != nw {
         return Err(AggTableError::ValueLength(r.agg_id));
     }
+    let kb = r.key.bytes();
+    let desc = kb.first_chunk::<8>().copied();
+    let layout_ok = &mut st.layout_ok;
+    let mut check = || {
+        if desc.is_some() && *layout_ok == desc {
+            return Ok(());
+        }
+        if !key_matches_layout(&r.key, &def.keys) {
+            return Err(AggTableError::KeyLayout(r.agg_id));
+        }
+        *layout_ok = desc;
+        Ok(())
+    };
+    if st.fresh {
+        // A new key: merging into the initial value gives the record's value for every
+        // function (add to zero, min/max against the extreme), so it is copied.
+        check()?;
+        let e = &mut st.entries;
+        e.spans.push((e.keys.len() as u32, kb.len() as u32));
+        e.keys.extend_from_slice(kb);
+        e.vals.extend(r.values());
+        return Ok(());
+    }
     let mut small = [0u64; 4];
     let src: &[u64] = if nw <= small.len() {
         for (d, w) in small.iter_mut().zip(r.values()) {
@@ -752,26 +850,112 @@ fn merge_into(
         scratch.extend(r.values());
         scratch
     };
-    let kb = r.key.bytes();
-    let desc = kb.first_chunk::<8>().copied();
-    let layout_ok = &mut st.layout_ok;
-    let i = st.entries.find_or_insert(
-        key_hash(kb),
-        kb,
-        || {
-            if desc.is_some() && *layout_ok == desc {
-                return Ok(());
-            }
-            if !key_matches_layout(&r.key, &def.keys) {
-                return Err(AggTableError::KeyLayout(r.agg_id));
-            }
-            *layout_ok = desc;
-            Ok(())
-        },
-        |v| func.init(v),
-    )?;
+    let i = st
+        .entries
+        .find_or_insert(key_hash(kb), kb, check, |v| func.init(v))?;
     func.merge(st.entries.value_mut(i), src)
         .map_err(|_| AggTableError::ValueLength(r.agg_id))
+}
+
+/// Appends to `st`, fresh, the run of records after `r` that share its header and key
+/// descriptor when its key is all integers ([`Records::take_run`]); how many it took.
+fn append_run(st: &mut AggState, recs: &mut Records<'_>, r: &Record<'_>) -> usize {
+    let kb = r.key.bytes();
+    let Some(&desc) = kb.first_chunk::<8>() else {
+        return 0;
+    };
+    let nw = r.value_words();
+    let len = RECORD_HEADER_BYTES + kb.len() + 8 * nw;
+    let mut hdr = [0u8; RECORD_HEADER_BYTES];
+    for (i, w) in [len, r.agg_id as usize, kb.len() / 8, nw]
+        .iter()
+        .enumerate()
+    {
+        hdr[4 * i..4 * i + 4].copy_from_slice(&(*w as u32).to_le_bytes());
+    }
+    let run = recs.take_run(&hdr, u64::from_le_bytes(desc));
+    let n = run.len() / len;
+    let e = &mut st.entries;
+    e.spans.reserve(n);
+    e.keys.reserve(n * kb.len());
+    e.vals.reserve(n * nw);
+    for rec in run.chunks_exact(len) {
+        let (key, vals) = rec[RECORD_HEADER_BYTES..].split_at(kb.len());
+        e.spans.push((e.keys.len() as u32, key.len() as u32));
+        e.keys.extend_from_slice(key);
+        // As in `merge_into`: a new key's merged value is the record's.
+        e.vals.extend(vals.chunks_exact(8).map(|w| {
+            let mut a = [0u8; 8];
+            a.copy_from_slice(w);
+            u64::from_le_bytes(a)
+        }));
+    }
+    n
+}
+
+/// Sorts `v`, (value, first key element, entry) triples of `e`, in dtrace(1M)'s `order`:
+/// by value then key, or the other way round; the first key element decides only when
+/// the keys compare from it, the whole keys only break its ties.
+fn sort_entries<V: Ord + Copy>(
+    v: &mut [(V, u64, u32)],
+    e: &Entries,
+    layout: &[KeyField],
+    order: SortOrder,
+) {
+    let keys = |a: u32, b: u32, from: usize| match (
+        KeyRef::new(e.key(a as usize)),
+        KeyRef::new(e.key(b as usize)),
+    ) {
+        (Ok(x), Ok(y)) => key_cmp_from(&x, &y, layout, from),
+        _ => Ordering::Equal,
+    };
+    let full = |a: &(V, u64, u32), b: &(V, u64, u32)| {
+        let kc = || match order.keypos {
+            0 => a.1.cmp(&b.1).then_with(|| keys(a.2, b.2, 0)),
+            pos => keys(a.2, b.2, pos),
+        };
+        if order.by_key {
+            kc().then_with(|| a.0.cmp(&b.0))
+        } else {
+            a.0.cmp(&b.0).then_with(kc)
+        }
+    };
+    // The common orders sort on the integers alone, then only the runs they leave tied
+    // go through the whole keys: most keys differ in their first element.
+    match (order.keypos, order.by_key) {
+        (0, false) => {
+            v.sort_unstable_by_key(|a| (a.0, a.1));
+            sort_runs(v, |a, b| (a.0, a.1) == (b.0, b.1), full);
+        }
+        (0, true) => {
+            v.sort_unstable_by_key(|a| (a.1, a.0));
+            sort_runs(v, |a, b| a.1 == b.1, full);
+        }
+        _ => v.sort_unstable_by(full),
+    }
+    // Distinct keys never compare equal: the reverse order is the sorted order reversed.
+    if order.reverse {
+        v.reverse();
+    }
+}
+
+/// Sorts with `full` every run of neighbours of `v` that `tied` says are equal.
+fn sort_runs<T>(
+    v: &mut [T],
+    tied: impl Fn(&T, &T) -> bool,
+    full: impl Fn(&T, &T) -> Ordering + Copy,
+) {
+    let mut i = 0;
+    while i < v.len() {
+        let mut j = i + 1;
+        while j < v.len() && tied(&v[i], &v[j]) {
+            j += 1;
+        }
+        if j - i > 1 {
+            v[i..j].sort_unstable_by(full);
+        }
+        i = j;
+    }
 }
 
 pub(crate) fn key_kinds(keys: &[KeyField]) -> impl Iterator<Item = Option<KeyKind>> + '_ {

@@ -1,7 +1,7 @@
 //! DTrace's text output: the default `printa` format, the ASCII histograms of the quantize
 //! family, and custom `printa` formats.
 
-use super::int_text;
+use super::{int_value, pad_at, push_int, push_int_padded, push_repeat, StackText};
 use crate::agg::{key_kinds, pow_i64, AggDef, EntryRef, KeyField, KeyKind};
 use oxtrace_core::agg::{quantize_bucket_value, AggFunc, KeyElem, KeyRef, QUANTIZE_ZERO};
 use std::fmt::Write as _;
@@ -24,7 +24,8 @@ fn render_key(def: &AggDef, key: &KeyRef<'_>, out: &mut String) {
                     Some(KeyKind::Int { size, .. }) => int_width(size),
                     _ => 16,
                 };
-                let _ = write!(out, " {:>w$}", int_text(v, f));
+                out.push(' ');
+                push_int_padded(out, int_value(v, f), w, false);
             }
             KeyElem::Str(s) if f == Some(KeyKind::Stack) && crate::usym::is_symbol(s) => {
                 let mut t = String::new();
@@ -33,7 +34,13 @@ fn render_key(def: &AggDef, key: &KeyRef<'_>, out: &mut String) {
             }
             KeyElem::Str(s) if f == Some(KeyKind::Stack) => crate::usym::render(s, out),
             KeyElem::Str(s) => {
-                let _ = write!(out, "  {:<50}", String::from_utf8_lossy(s));
+                out.push_str("  ");
+                let at = out.len();
+                out.push_str(&String::from_utf8_lossy(s));
+                let n = out[at..].chars().count();
+                if n < 50 {
+                    pad_at(out, at, 50 - n, true);
+                }
             }
         }
     }
@@ -50,7 +57,8 @@ pub(crate) fn render_entry(def: &AggDef, e: &EntryRef<'_>, normal: u64, out: &mu
 fn render_value(func: &AggFunc, values: &[u64], normal: u64, out: &mut String) {
     match func.scalar(values, normal) {
         Some(v) => {
-            let _ = write!(out, " {v:>16}");
+            out.push(' ');
+            push_int_padded(out, v, 16, false);
         }
         None => render_histogram(func, values, normal, out),
     }
@@ -99,7 +107,13 @@ pub fn render_histogram(func: &AggFunc, data: &[u64], normal: u64, out: &mut Str
     );
     let normal = normal.max(1) as i64;
     let line = |label: &str, c: u64, out: &mut String| {
-        let _ = write!(out, "{label:>16} ");
+        let at = out.len();
+        out.push_str(label);
+        let n = out[at..].chars().count();
+        if n < 16 {
+            pad_at(out, at, 16 - n, false);
+        }
+        out.push(' ');
         quant_line(c as i64, normal, total, pos, neg, out);
     };
     let labels: Vec<i64> = match func {
@@ -107,19 +121,21 @@ pub fn render_histogram(func: &AggFunc, data: &[u64], normal: u64, out: &mut Str
         _ => Vec::new(),
     };
     let nb = data.len();
-    let label = |b: usize| -> String {
-        match func {
-            AggFunc::Lquantize(p) if b == 0 => format!("< {}", p.base()),
+    let label = |b: usize| -> StackText {
+        let mut t = StackText::new();
+        let _ = match func {
+            AggFunc::Lquantize(p) if b == 0 => write!(t, "< {}", p.base()),
             AggFunc::Lquantize(p) if b == p.levels() + 1 => {
-                format!(">= {}", p.base() + p.levels() as i64 * p.step())
+                write!(t, ">= {}", p.base() + p.levels() as i64 * p.step())
             }
-            AggFunc::Lquantize(p) => (p.base() + (b as i64 - 1) * p.step()).to_string(),
-            AggFunc::Llquantize(p) => llq_label(p, &labels, b, first, nb),
-            _ => quantize_bucket_value(b).to_string(),
-        }
+            AggFunc::Lquantize(p) => write!(t, "{}", p.base() + (b as i64 - 1) * p.step()),
+            AggFunc::Llquantize(p) => t.write_str(&llq_label(p, &labels, b, first, nb)),
+            _ => write!(t, "{}", quantize_bucket_value(b)),
+        };
+        t
     };
     for (b, c) in data.iter().enumerate().take(last + 1).skip(first) {
-        line(&label(b), *c, out);
+        line(label(b).as_str(), *c, out);
     }
 }
 
@@ -170,33 +186,38 @@ fn quant_line(val: i64, normal: i64, total: u128, pos: bool, neg: bool, out: &mu
             ((2 * val.unsigned_abs() as u128 * len + total) / (2 * total)) as usize
         }
     };
+    const AT: &str = "@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@";
+    const SP: &str = "                                                                ";
+    let at = |out: &mut String, n: usize| push_repeat(out, AT, '@', n);
+    let sp = |out: &mut String, n: usize| push_repeat(out, SP, ' ', n);
     let shown = val / normal;
     if !neg {
         let d = if pos { depth(40) } else { 0 };
-        let _ = writeln!(out, "|{}{} {shown:<9}", "@".repeat(d), " ".repeat(40 - d));
+        out.push('|');
+        at(out, d);
+        sp(out, 40usize.saturating_sub(d));
     } else if !pos {
         let d = depth(40);
-        let _ = writeln!(out, "{}{}| {shown:<9}", " ".repeat(40 - d), "@".repeat(d));
+        sp(out, 40usize.saturating_sub(d));
+        at(out, d);
+        out.push('|');
     } else {
         let d = depth(20);
         if val <= 0 {
-            let _ = writeln!(
-                out,
-                "{}{}|{} {shown:<9}",
-                " ".repeat(20 - d),
-                "@".repeat(d),
-                " ".repeat(20)
-            );
+            sp(out, 20usize.saturating_sub(d));
+            at(out, d);
+            out.push('|');
+            sp(out, 20);
         } else {
-            let _ = writeln!(
-                out,
-                "{}|{}{} {shown:<9}",
-                " ".repeat(20),
-                "@".repeat(d),
-                " ".repeat(20 - d)
-            );
+            sp(out, 20);
+            out.push('|');
+            at(out, d);
+            sp(out, 20usize.saturating_sub(d));
         }
     }
+    out.push(' ');
+    push_int_padded(out, shown as i128, 9, true);
+    out.push('\n');
 }
 
 // ---------------------------------------------------------------------------------------
@@ -291,14 +312,11 @@ pub fn format_entry_multi(
         }
         match keys.next() {
             Some((KeyElem::Int(v), f)) => {
-                let signed = !matches!(f, Some(KeyKind::Int { signed: false, .. }));
-                let v: i128 = if signed {
-                    int_text(v, f).parse().unwrap_or(v as i64 as i128)
-                } else {
-                    int_text(v, f).parse().unwrap_or(v as i128)
-                };
+                let v = int_value(v, f);
                 if conv == 's' {
-                    spec.pad(&v.to_string(), out);
+                    let at = out.len();
+                    push_int(out, v);
+                    spec.pad_at(at, out);
                 } else {
                     spec.int(conv, v, out);
                 }
@@ -311,11 +329,11 @@ pub fn format_entry_multi(
             }
             Some((KeyElem::Str(s), _)) => {
                 let s = String::from_utf8_lossy(s);
-                let s: String = match spec.prec {
-                    Some(p) => s.chars().take(p).collect(),
-                    None => s.into_owned(),
+                let s = match spec.prec.and_then(|p| s.char_indices().nth(p)) {
+                    Some((end, _)) => &s[..end],
+                    None => &s[..],
                 };
-                spec.pad(&s, out);
+                spec.pad(s, out);
             }
             None => {}
         }
@@ -345,23 +363,26 @@ struct Spec {
 
 impl Spec {
     fn pad(&self, s: &str, out: &mut String) {
+        let at = out.len();
+        out.push_str(s);
+        self.pad_at(at, out);
+    }
+
+    /// Pads the text `out[at..]` to the width.
+    fn pad_at(&self, at: usize, out: &mut String) {
         let w = self.width.unwrap_or(0);
-        let n = s.chars().count();
-        if n >= w {
-            out.push_str(s);
-        } else if self.left {
-            out.push_str(s);
-            out.push_str(&" ".repeat(w - n));
-        } else {
-            out.push_str(&" ".repeat(w - n));
-            out.push_str(s);
+        let n = out[at..].chars().count();
+        if n < w {
+            pad_at(out, at, w - n, self.left);
         }
     }
 
     fn int(&self, conv: char, v: i128, out: &mut String) {
-        let (sign, mag) = match conv {
+        let mut mag = StackText::new();
+        let sign = match conv {
             'd' | 'i' => {
-                let s = if v < 0 {
+                let _ = write!(mag, "{}", v.unsigned_abs());
+                if v < 0 {
                     "-"
                 } else if self.plus {
                     "+"
@@ -369,36 +390,49 @@ impl Spec {
                     " "
                 } else {
                     ""
-                };
-                (s, v.unsigned_abs().to_string())
+                }
             }
-            'x' => ("", format!("{:x}", v as u64)),
-            'X' => ("", format!("{:X}", v as u64)),
-            'o' => ("", format!("{:o}", v as u64)),
-            'c' => ("", char::from_u32(v as u32).unwrap_or('?').to_string()),
-            _ => ("", (v as u64).to_string()),
+            'x' => {
+                let _ = write!(mag, "{:x}", v as u64);
+                ""
+            }
+            'X' => {
+                let _ = write!(mag, "{:X}", v as u64);
+                ""
+            }
+            'o' => {
+                let _ = write!(mag, "{:o}", v as u64);
+                ""
+            }
+            'c' => {
+                let _ = mag.write_char(char::from_u32(v as u32).unwrap_or('?'));
+                ""
+            }
+            _ => {
+                let _ = write!(mag, "{}", v as u64);
+                ""
+            }
         };
-        let mut mag = mag;
-        if let Some(p) = self.prec {
-            if mag.len() < p {
-                mag = "0".repeat(p - mag.len()) + &mag;
-            }
-        }
+        let mag = mag.as_str();
+        // Precision: leading zeros up to that many digits.
+        let zeros = self.prec.map_or(0, |p| p.saturating_sub(mag.len()));
         let prefix = match (self.alt, conv) {
             (true, 'x') if v != 0 => "0x",
             (true, 'X') if v != 0 => "0X",
-            (true, 'o') if !mag.starts_with('0') => "0",
+            (true, 'o') if zeros == 0 && !mag.starts_with('0') => "0",
             _ => "",
         };
-        let body_len = sign.len() + prefix.len() + mag.len();
+        let body_len = sign.len() + prefix.len() + zeros + mag.len();
         let w = self.width.unwrap_or(0);
+        let at = out.len();
+        out.push_str(sign);
+        out.push_str(prefix);
         if self.zero && !self.left && self.prec.is_none() && body_len < w {
-            out.push_str(sign);
-            out.push_str(prefix);
-            out.push_str(&"0".repeat(w - body_len));
-            out.push_str(&mag);
+            push_repeat(out, "0000000000000000", '0', w - body_len);
         } else {
-            self.pad(&format!("{sign}{prefix}{mag}"), out);
+            push_repeat(out, "0000000000000000", '0', zeros);
         }
+        out.push_str(mag);
+        self.pad_at(at, out);
     }
 }
