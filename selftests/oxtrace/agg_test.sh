@@ -12,7 +12,7 @@ E='fbt::ksys_read:entry /pid == $target/'
 buckets() { awk '$2 ~ /^\|/ && $3 != 0 { printf "%s %s ", $1, $3 }'; }
 
 echo "TAP version 13"
-echo "1..10"
+plan 10
 
 run "$E { @s = stddev(arg2); @sum = sum(arg2); } END { printa(\"%@d\n\", @s); printa(\"%@d\n\", @sum); }" -c "$W"
 expect "stddev and sum (integer arithmetic, as DTrace)" "3

@@ -9,7 +9,7 @@ cd "$(dirname "$0")" || exit 1
 W="./oxt_workload read 4 2000"
 
 echo "TAP version 13"
-echo "1..9"
+plan 9
 
 if [ -r /sys/kernel/btf/vmlinux ]; then ok "the kernel exports its BTF"; else
 	nok "the kernel exports its BTF" "no /sys/kernel/btf/vmlinux (CONFIG_DEBUG_INFO_BTF)"; fi

@@ -7,7 +7,7 @@ cd "$(dirname "$0")" || exit 1
 . ./tap.sh
 
 echo "TAP version 13"
-echo "1..10"
+plan 10
 
 # expect_file NAME: /tmp/out is exactly /tmp/want (trailing blank lines included).
 expect_file() {

@@ -8,7 +8,7 @@ cd "$(dirname "$0")" || exit 1
 . ./tap.sh
 
 echo "TAP version 13"
-echo "1..6"
+plan 6
 
 prog='BEGIN { trace(-5); trace((uint8_t)255); trace("say \"hi\"\\\n\t."); printf("%s=%d\n", "x", -7); }
 fbt::ksys_read:entry /pid == $target/ { @reads[execname, arg2 > 4] = count(); @size = quantize(arg2); @n = count(); }

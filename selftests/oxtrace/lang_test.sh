@@ -7,7 +7,7 @@ cd "$(dirname "$0")" || exit 1
 W="./oxt_workload read 4 2000"
 
 echo "TAP version 13"
-echo "1..13"
+plan 13
 
 run 'int x; uint8_t c; short s; unsigned long long u;
      BEGIN { x = 5; x++; c = 255; c++; s = 40000; u = -1; u /= 2;

@@ -8,7 +8,7 @@ REC='struct oxt_rec { int a; short b; char name[6]; long c; };'
 W="./oxt_mem 100"
 
 echo "TAP version 13"
-echo "1..10"
+plan 10
 
 # The DTrace idiom: a user struct copied in and cast, member by member.
 run "$REC"'
@@ -94,4 +94,4 @@ run 'syscall::write:entry /pid == $target && arg2 == 9/ {
      }' -c "$W"
 expect "uregs[] of the current thread" "1 1 9 1" "$out"
 
-exit $((fails > 0))
+tap_exit

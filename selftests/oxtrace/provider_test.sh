@@ -7,7 +7,7 @@ cd "$(dirname "$0")" || exit 1
 W="./oxt_workload read 4 2000"
 
 echo "TAP version 13"
-echo "1..24"
+plan 24
 
 run 'syscall::read:entry /pid == $target/ { @n = count(); @s = sum(arg2); }
      END { printa("%@d\n", @n); printa("%@d\n", @s); }' -c "$W"

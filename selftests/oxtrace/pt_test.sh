@@ -34,7 +34,7 @@ cpu0p() {
 }
 
 echo "TAP version 13"
-echo "1..15"
+plan 15
 
 # 6 slices of 4 KiB, 2 per table: 3 tables; 2000 PTWs (~20 KB) reach the third.
 record /tmp/pt.stop 2000 --backend soft --mode stop --slices 6 --order 0 --per-table 2

@@ -7,7 +7,7 @@ cd "$(dirname "$0")" || exit 1
 W="./oxt_workload read 4 2000"
 
 echo "TAP version 13"
-echo "1..7"
+plan 7
 
 # The frames without their offsets (they change with the build), one line: "a b c N".
 frames() {

@@ -5,7 +5,7 @@ cd "$(dirname "$0")" || exit 1
 . ./tap.sh
 
 echo "TAP version 13"
-echo "1..22"
+plan 22
 
 run 'BEGIN {
 	this->p = "/usr/lib/../share//doc/";

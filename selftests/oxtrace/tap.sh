@@ -4,6 +4,13 @@
 
 n=0
 fails=0
+planned=
+
+# plan N: the TAP plan; tap_exit fails the script unless N tests reported.
+plan() {
+	planned=$1
+	echo "1..$1"
+}
 
 # ok NAME: a passed test.
 ok() {
@@ -61,6 +68,23 @@ run() {
 	fi
 }
 
+# expect_fail NAME TEXT: the last `run` exited 1 and its stderr has TEXT (a fixed string).
+expect_fail() {
+	if [ "$rc" = 1 ] && echo "$err" | grep -qF -- "$2"; then ok "$1"; else
+		nok "$1" "rc=$rc" "$err"; fi
+}
+
+# expect_clause_error NAME ERROR OUT: the last `run` reported ERROR for dtrace:::BEGIN,
+# went on with the next clause (its whole stdout is OUT) and exited 0.
+expect_clause_error() {
+	if echo "$err" | grep -qF "error on enabled probe ID 0 (dtrace:::BEGIN): $2" &&
+		[ "$out" = "$3" ] && [ "$rc" = 0 ]; then
+		ok "$1"
+	else
+		nok "$1" "$out" "$err" "rc=$rc"
+	fi
+}
+
 # wait_for FILE REGEX [PID]: until FILE has a line matching REGEX.  Fails at once if
 # PID has exited, and after the hang guard's $OXT_GUARD seconds (see guard): not a guess at
 # how long anything takes.
@@ -87,7 +111,14 @@ wait_exit() {
 	done
 }
 
-# tap_exit: the status of the whole script.
+# tap_exit: the status of the whole script, and the plan at the end for a script that gave
+# none. A script that reported fewer or more tests than its plan fails too: a helper missing or a command not found ends a test without a
+# line, which must not read as a pass.
 tap_exit() {
+	[ -n "$planned" ] || echo "1..$n"
+	if [ -n "$planned" ] && [ "$n" != "$planned" ]; then
+		echo "# planned $planned tests, $n reported"
+		exit 1
+	fi
 	exit $((fails > 0))
 }

@@ -4,7 +4,7 @@
 cd "$(dirname "$0")" || exit 1
 . ./tap.sh
 echo "TAP version 13"
-echo "1..10"
+plan 10
 check "version talks to the module" sh -c 'oxtrace version | grep -qE "^ABI +1\.[0-9]+ \(tool 1\.[0-9]+\)"'
 check "version --json" sh -c 'oxtrace version --json | grep -q "\"abi\":\"1\."'
 check "status shows an idle consumer" sh -c 'oxtrace status | grep -q "^state *idle"'

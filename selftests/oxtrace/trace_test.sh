@@ -7,7 +7,7 @@ cd "$(dirname "$0")" || exit 1
 W="./oxt_workload read 4 2000"
 
 echo "TAP version 13"
-echo "1..17"
+plan 17
 
 run 'fbt::ksys_read:entry /pid == $target/ { @n = count(); } END { printa("%@d\n", @n); }' -c "$W"
 expect "count: 4 threads x 2000 reads on 4 CPUs" "8000" "$out"

@@ -6,7 +6,7 @@ cd "$(dirname "$0")" || exit 1
 . ./tap.sh
 
 echo "TAP version 13"
-echo "1..10"
+plan 10
 
 # The frames without their offsets (they change with the build) and the counts, one line.
 frames() {

@@ -10,7 +10,7 @@ W="./oxt_workload read 4 2000"
 ZERO='pid == $target && args[0]->f_path.dentry->d_name.len == 4'
 
 echo "TAP version 13"
-echo "1..7"
+plan 7
 
 run "struct ids { int p; int t; char name[16]; };
      translator struct ids < struct task_struct *T > { p = T->tgid; t = T->pid; name = T->comm; };
