@@ -88,6 +88,8 @@ fn kernel() -> Arc<Btf> {
     let pcchar = b.ptr(cchar);
     let ploff = b.ptr(loff_t);
     let ssize_t = b.typedef("ssize_t", long);
+    let ushort = b.int("short unsigned int", 2, false);
+    b.typedef("umode_t", ushort);
     b.func(
         "vfs_read",
         ssize_t,
@@ -165,6 +167,13 @@ fn file_memory(s: &mut Sim, name: &str) {
     let mut n = name.as_bytes().to_vec();
     n.resize(4096, 0);
     s.mem.push((0x3000, n));
+}
+
+/// `s` and NULs to a page, as memory holding a C string.
+fn padded(s: &[u8]) -> Vec<u8> {
+    let mut v = s.to_vec();
+    v.resize(4096, 0);
+    v
 }
 
 fn items(s: &Sim) -> Vec<OwnedItem> {
@@ -262,7 +271,7 @@ fn return_globs_and_other_probes() {
     // Where they disagree, or elsewhere than fbt, args[] are untyped 64-bit integers.
     for src in [
         "fbt::vfs_read:entry, fbt::do_sys_openat2:entry { trace(args[0] + 1); }",
-        "syscall::read:entry { trace(args[0] + 1); }",
+        "syscall::read:entry, syscall::openat:entry { trace(args[1] + 1); }",
         "BEGIN { trace(args[9]); }",
     ] {
         c(src);
@@ -282,9 +291,9 @@ fn return_globs_and_other_probes() {
          int64_t (args[0] is untyped: on return only args[1], the return value, is typed)"
     );
     assert_eq!(
-        err("syscall::read:entry { trace(args[0]->f_pos); }", true),
-        "1:29: [D_OP_PTR] operator -> must be applied to a pointer to a struct or union, not \
-         int64_t (args[0] is untyped: only fbt probes have typed arguments)"
+        err("tick-1s { trace(args[0]->f_pos); }", true),
+        "1:17: [D_OP_PTR] operator -> must be applied to a pointer to a struct or union, not \
+         int64_t (args[0] is untyped: only fbt and syscall probes have typed arguments)"
     );
     // A function BTF does not know: untyped.
     c("fbt::not_in_btf:entry { trace(args[3] * 2); }");
@@ -296,6 +305,81 @@ fn return_globs_and_other_probes() {
     assert_eq!(
         items(&s),
         [OwnedItem::Int(7 | 0b1010 << 32, IntType::I64.0)]
+    );
+}
+
+#[test]
+fn syscall_args_are_typed_from_the_prototype() {
+    // openat(int dfd, const char __user *filename, int flags, umode_t mode): the path is a
+    // user address, which copyinstr() and stringof() read from user memory.
+    let p = c(r#"syscall::openat:entry {
+        trace(args[0]); trace(copyinstr(args[1])); trace(stringof(args[1]));
+        trace(args[3]); trace(sizeof(args[1]));
+    }
+    syscall::read:return { trace(args[0]); }"#);
+    let mut s = Sim::default();
+    s.user_mem.push((0x7000, padded(b"/etc/hostname")));
+    let f = Firing {
+        kind: ProbeKind::SyscallEntry,
+        func: "openat".into(),
+        args: [-100i64 as u64, 0x7000, 0, 0o644, 0, 0],
+        ..Firing::default()
+    };
+    s.fire(&p, &f);
+    let f = Firing {
+        kind: ProbeKind::SyscallReturn,
+        func: "read".into(),
+        retval: -9i64 as u64,
+        ..Firing::default()
+    };
+    s.fire(&p, &f);
+    assert!(s.faults.is_empty(), "{:?}", s.faults);
+    assert_eq!(
+        items(&s),
+        [
+            OwnedItem::Int(-100i64 as u64, IntType::new(4, true).0),
+            OwnedItem::Str(b"/etc/hostname".to_vec()),
+            OwnedItem::Str(b"/etc/hostname".to_vec()),
+            OwnedItem::Int(0o644, IntType::new(2, false).0),
+            OwnedItem::Int(8, IntType::U64.0),
+            OwnedItem::Int(-9i64 as u64, IntType::I64.0),
+        ]
+    );
+    // The argument's C type, in errors; out of range on a single call is an error.
+    assert_eq!(
+        err("syscall::openat:entry { trace(args[1]->x); }", true),
+        "1:31: [D_OP_PTR] operator -> must be applied to a pointer to a struct or union, not char *"
+    );
+    assert_eq!(
+        err("syscall::openat:entry { trace(args[4]); }", true),
+        "1:31: args[4] does not exist: openat() has 4 arguments"
+    );
+    // On return only args[0] is typed; all calls at once disagree: untyped.
+    c("syscall::read:return { trace(args[1] + 1); }");
+    c("syscall:::entry { trace(args[1] + 1); }");
+    // Without BTF C's own integer types and pointers to them are still known.
+    let p = compile(
+        "syscall::openat:entry { trace(args[0]); trace(copyinstr(args[1])); trace(args[3]); }",
+        "t.d",
+        &opts(false),
+    )
+    .unwrap();
+    let mut s = Sim::default();
+    s.user_mem.push((0x7000, padded(b"/x")));
+    let f = Firing {
+        kind: ProbeKind::SyscallEntry,
+        func: "openat".into(),
+        args: [3, 0x7000, 0, 0o644, 0, 0],
+        ..Firing::default()
+    };
+    s.fire(&p, &f);
+    assert_eq!(
+        items(&s),
+        [
+            OwnedItem::Int(3, IntType::new(4, true).0),
+            OwnedItem::Str(b"/x".to_vec()),
+            OwnedItem::Int(0o644, IntType::I64.0),
+        ]
     );
 }
 

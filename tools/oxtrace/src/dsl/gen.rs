@@ -1844,8 +1844,18 @@ impl<'a> Gen<'a> {
                 if ty == Ty::Str {
                     return Ok((r, ty));
                 }
+                // A system call's pointer argument is a user address: read it as
+                // copyinstr() does (bpftrace's str() of a syscall argument).
+                let user = matches!(&args[0].kind, ExprKind::Index(n, _) if n == "args")
+                    && matches!(ty, Ty::Ptr(_))
+                    && self.t.env.syscall_clause();
+                let imm = if user {
+                    oxtrace_core::action::KSTR_USER
+                } else {
+                    0
+                };
                 let rd = self.reg(span)?;
-                self.emit(Op::Kstr, rd, r, 0, 0);
+                self.emit(Op::Kstr, rd, r, 0, imm);
                 self.release(r);
                 Ok((rd, Ty::Str))
             }
@@ -1945,7 +1955,12 @@ impl<'a> Gen<'a> {
                             _ => Op::Ldx,
                         };
                         self.emit(op, rd, base, 0, off);
-                        ty
+                        // A `struct T *` field is typed from BTF, for args->f->member.
+                        let sou_ptr = super::probe_spec::tracepoint_ctype(&field)
+                            .filter(|_| size == 8)
+                            .and_then(|ct| self.t.env.btf_ctype(&ct).ok())
+                            .filter(|t| matches!(t, Ty::Ptr(p) if matches!(**p, Ty::Sou(..))));
+                        sou_ptr.unwrap_or(ty)
                     }
                     FieldKind::CharArray | FieldKind::DataLoc => {
                         let max = if kind == FieldKind::DataLoc {
