@@ -9,7 +9,7 @@ cd "$(dirname "$0")" || exit 1
 W="./oxt_workload read 4 2000"
 
 echo "TAP version 13"
-echo "1..12"
+echo "1..15"
 
 if [ -r /sys/kernel/btf/vmlinux ]; then ok "the kernel exports its BTF"; else
 	nok "the kernel exports its BTF" "no /sys/kernel/btf/vmlinux (CONFIG_DEBUG_INFO_BTF)"; fi
@@ -65,6 +65,17 @@ run 'tracepoint:mmap_lock:mmap_lock_start_locking /pid == $target && args->mm ==
        @[args->mm->pgd == curthread->mm->pgd, args->mm->pgd != 0] = max(1); }
      END { printa("%d %d %@d\n", @); }' -c "$W"
 expect "tracepoint args->mm (struct mm_struct *) with member access" "1 1 1" "$out"
+
+run 'BEGIN { printf("%d %d %s\n", `init_task.pid, vmlinux`nr_cpu_ids, stringof(`init_task.comm));
+       exit(0); }'
+expect "external variables: \`init_task.pid, \`nr_cpu_ids, \`init_task.comm" "0 4 swapper/0" "$out"
+
+run 'BEGIN { j = `jiffies; } tick-10ms /++n == 5/ { printf("%d\n", `jiffies > j); exit(0); }'
+expect "\`jiffies increases over 5 ticks of 10 ms" "1" "$out"
+
+run 'BEGIN { trace(`no_such_symbol_xyz); }'
+expect_fail "an unknown kernel symbol is an error naming it" \
+	"[D_SYM_NOSYM] unknown kernel symbol \`no_such_symbol_xyz"
 
 run 'fbt::vfs_read:entry { trace(args[0]->f_paht); }'
 if echo "$err" | grep -qF -- "--> -e:1:29" && [ "$(echo "$err" | tail -n 1 | tr -d ' |')" = "^^^^^^^^^^^^^^^" ]; then

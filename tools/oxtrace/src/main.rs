@@ -231,7 +231,7 @@ fn trace(cli: &Cli) -> Res<i32> {
     }
     // The kernel's types, for typed args[], curthread and kernel structs: parsed only for
     // a program that can reach them (tens of milliseconds for a distribution kernel).
-    let wants_btf = ["args", "curthread", "struct", "union", "enum"]
+    let wants_btf = ["args", "curthread", "struct", "union", "enum", "`"]
         .iter()
         .any(|w| text.contains(w));
     opts.btf = match wants_btf.then(oxtrace::btf::Btf::kernel).flatten() {

@@ -6,6 +6,7 @@ use oxtrace::btf::build::Builder;
 use oxtrace::btf::Btf;
 use oxtrace::dsl::sim::{Firing, OwnedItem, Sim};
 use oxtrace::dsl::{compile, CompileOptions, Compiled};
+use oxtrace::ksym::Ksyms;
 use oxtrace_core::action::IntType;
 use oxtrace_core::program::ProbeKind;
 use std::sync::Arc;
@@ -116,15 +117,26 @@ fn kernel() -> Arc<Btf> {
         &[("dfd", int), ("filename", pcchar), ("how", pchar)],
     );
     b.func("schedule", 0, &[]);
+    let ncpu = b.var("nr_cpu_ids", uint);
+    let rq = b.var("runqueues", int);
+    b.datasec(".data", 4, &[(ncpu, 0, 4)]);
+    b.datasec(".data..percpu", 4, &[(rq, 0, 4)]);
     Arc::new(Btf::parse(&b.finish()).unwrap())
 }
 
 fn opts(btf: bool) -> CompileOptions {
     CompileOptions {
         btf: btf.then(kernel),
+        ksyms: Some(Arc::new(Ksyms::parse(KALLSYMS))),
         ..CompileOptions::default()
     }
 }
+
+/// The synthetic kernel's symbols: its variables at 0x5000 and up.
+const KALLSYMS: &str = "0000000000005000 D nr_cpu_ids\n0000000000005008 D jiffies\n\
+    0000000000005040 D init_task\n0000000000005100 d runqueues\n\
+    0000000000005200 b no_type_known\n0000000000006000 T vfs_read\n\
+    0000000000007000 d mod_var\t[some_mod]\n";
 
 fn c(src: &str) -> Compiled {
     compile(src, "t.d", &opts(true)).unwrap_or_else(|e| panic!("{e}"))
@@ -381,6 +393,74 @@ fn syscall_args_are_typed_from_the_prototype() {
             OwnedItem::Int(0o644, IntType::I64.0),
         ]
     );
+}
+
+#[test]
+fn external_variables() {
+    // nr_cpu_ids from its BTF VAR; jiffies and init_task from the kernel's declarations.
+    let p = c(
+        "BEGIN { trace(`nr_cpu_ids); trace(vmlinux`jiffies); trace(`init_task.pid);
+        trace(stringof(`init_task.comm)); trace(sizeof(`init_task));
+        trace((uint64_t)&`init_task.comm); trace((uint64_t)&`no_type_known);
+        trace(*(int *)&`no_type_known); }",
+    );
+    let mut s = Sim::default();
+    let mut data = vec![0u8; 0x300];
+    data[0..4].copy_from_slice(&4u32.to_le_bytes());
+    data[8..16].copy_from_slice(&4294967296u64.to_le_bytes());
+    data[0x40 + 16..0x40 + 20].copy_from_slice(&0i32.to_le_bytes());
+    data[0x40 + 32..0x40 + 41].copy_from_slice(b"swapper/0");
+    data[0x200..0x204].copy_from_slice(&(-5i32).to_le_bytes());
+    s.mem.push((0x5000, data));
+    s.fire(&p, &Firing::default());
+    assert!(s.faults.is_empty(), "{:?}", s.faults);
+    let u64t = IntType::U64.0;
+    assert_eq!(
+        items(&s),
+        [
+            OwnedItem::Int(4, IntType::new(4, false).0),
+            OwnedItem::Int(4294967296, u64t),
+            OwnedItem::Int(0, IntType::new(4, true).0),
+            OwnedItem::Str(b"swapper/0".to_vec()),
+            OwnedItem::Int(64, u64t),
+            OwnedItem::Int(0x5060, u64t),
+            OwnedItem::Int(0x5200, u64t),
+            OwnedItem::Int(-5i64 as u64, IntType::new(4, true).0),
+        ]
+    );
+    let cases = [
+        (
+            "BEGIN { trace(`nr_cpu_idz); }",
+            "1:15: [D_SYM_NOSYM] unknown kernel symbol `nr_cpu_idz (did you mean 'nr_cpu_ids'?)",
+        ),
+        (
+            "BEGIN {\n  trace(`init_task.pidd);\n}",
+            "2:9: [D_TYPE_MEMBER] struct task_struct has no member 'pidd' (did you mean 'pid'?)",
+        ),
+        (
+            "BEGIN { trace(`runqueues); }",
+            "1:15: [D_SYM_PERCPU] `runqueues is a per-CPU variable: it has one copy per CPU and \
+             no single address",
+        ),
+        (
+            "BEGIN { trace(`no_type_known); }",
+            "1:15: [D_SYM_NOTYPE] the type of `no_type_known is unknown (the kernel's BTF has no \
+             global variables (pahole before 1.27)): read it through a cast of its address, \
+             *(TYPE *)&`no_type_known",
+        ),
+        (
+            "BEGIN { trace(some_mod`mod_var); }",
+            "1:15: [D_SYM_MODEL] some_mod`mod_var: only the kernel image's symbols are available \
+             (vmlinux`mod_var or `mod_var), not module some_mod's",
+        ),
+        (
+            "BEGIN { `jiffies = 1; }",
+            "1:9: [D_OP_WRITE] operator requires a writable variable: kernel memory cannot be modified",
+        ),
+    ];
+    for (src, want) in cases {
+        assert_eq!(err(src, true), want, "{src}");
+    }
 }
 
 #[test]

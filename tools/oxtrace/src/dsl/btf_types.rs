@@ -28,13 +28,16 @@ pub struct BtfTypes {
     pub(super) clause: Vec<(ProbeKind, String)>,
     /// Why the last `args[i]` compiled is untyped, for the errors of its uses.
     pub(super) untyped: Option<String>,
+    /// The kernel's symbols for external variables; `None`: the running kernel's.
+    pub(super) ksyms: Option<Arc<crate::ksym::Ksyms>>,
 }
 
 impl BtfTypes {
     /// Nothing imported yet from `btf`.
-    pub fn new(btf: Option<Arc<Btf>>) -> BtfTypes {
+    pub fn new(btf: Option<Arc<Btf>>, ksyms: Option<Arc<crate::ksym::Ksyms>>) -> BtfTypes {
         BtfTypes {
             btf,
+            ksyms,
             ..BtfTypes::default()
         }
     }
@@ -125,7 +128,9 @@ impl TypeEnv {
             }
             Kind::Typedef(t) | Kind::Qual(t) => self.convert(btf, *t, depth + 1),
             Kind::Sou { .. } | Kind::Fwd { .. } => self.btf_sou(btf, id),
-            Kind::Func(_) | Kind::Proto { .. } | Kind::Other => Ty::Void,
+            Kind::Func(_) | Kind::Proto { .. } | Kind::Var(_) | Kind::Datasec(_) | Kind::Other => {
+                Ty::Void
+            }
         }
     }
 

@@ -362,6 +362,14 @@ impl<'a> Gen<'a> {
             }
             ExprKind::Unary(UnOp::Deref, _) => self.rvalue(e),
             ExprKind::Unary(UnOp::AddrOf, a) => {
+                // The address of an external variable of unknown type: a void *.
+                if let ExprKind::Ident(n) = &a.kind {
+                    if let (true, Ok((addr, None))) = (n.contains('`'), self.t.env.kvar(n)) {
+                        let r = self.reg(e.span)?;
+                        self.load_const(r, addr);
+                        return Ok((r, Ty::Ptr(Box::new(Ty::Void))));
+                    }
+                }
                 if !self.is_storage(a) {
                     return self.err(
                         e.span,
@@ -743,6 +751,16 @@ impl<'a> Gen<'a> {
             span: e.span,
         };
         match &e.kind {
+            ExprKind::Ident(name) if name.contains('`') => {
+                let (addr, ty) = match self.t.env.kvar(name) {
+                    Ok((a, Some(t))) => (a, t),
+                    Ok((_, None)) => return self.err(e.span, self.t.env.kvar_untyped(name)),
+                    Err(m) => return self.err(e.span, m),
+                };
+                let r = self.reg(e.span)?;
+                self.load_const(r, addr);
+                Ok(Loc::Mem { addr: r, ty })
+            }
             ExprKind::Ident(name) => {
                 if builtin(name).is_some()
                     || ustack::is_ident(name)
