@@ -9,7 +9,7 @@ cd "$(dirname "$0")" || exit 1
 W="./oxt_workload read 4 2000"
 
 echo "TAP version 13"
-echo "1..15"
+echo "1..16"
 
 if [ -r /sys/kernel/btf/vmlinux ]; then ok "the kernel exports its BTF"; else
 	nok "the kernel exports its BTF" "no /sys/kernel/btf/vmlinux (CONFIG_DEBUG_INFO_BTF)"; fi
@@ -76,6 +76,11 @@ expect "\`jiffies increases over 5 ticks of 10 ms" "1" "$out"
 run 'BEGIN { trace(`no_such_symbol_xyz); }'
 expect_fail "an unknown kernel symbol is an error naming it" \
 	"[D_SYM_NOSYM] unknown kernel symbol \`no_such_symbol_xyz"
+
+types() { oxtrace -l -v -n "$1" 2>&1 | grep 'args\[' | tr -d '\t' | tr '\n' ';'; }
+expect "-l -v lists the argument types of syscall and fbt probes" \
+	"args[0]: int;args[1]: const char *;args[2]: int;args[3]: umode_t;|args[0]: struct file *;args[1]: char *;args[2]: size_t;args[3]: loff_t *;" \
+	"$(types 'syscall::openat:entry')|$(types 'fbt::vfs_read:entry')"
 
 run 'fbt::vfs_read:entry { trace(args[0]->f_paht); }'
 if echo "$err" | grep -qF -- "--> -e:1:29" && [ "$(echo "$err" | tail -n 1 | tr -d ' |')" = "^^^^^^^^^^^^^^^" ]; then

@@ -98,9 +98,18 @@ fn status(cli: &Cli) -> Res<i32> {
     Ok(0)
 }
 
-/// `-l [PATTERN]`: the probes, like `dtrace -l`.
-fn list(pattern: &str) -> Res<i32> {
+/// `-l [PATTERN]`: the probes, like `dtrace -l`; with `-v`, each probe's argument types,
+/// like `dtrace -lv`.
+fn list(pattern: &str, verbose: bool) -> Res<i32> {
     let (functions, _) = probes::functions()?;
+    let btf = match verbose.then(oxtrace::btf::Btf::kernel).flatten() {
+        Some(Ok(b)) => Some(b),
+        Some(Err(e)) => {
+            eprintln!("oxtrace: warning: kernel types unavailable: {e}");
+            None
+        }
+        None => None,
+    };
     let mut fields: Vec<&str> = pattern.split(':').collect();
     // bpftrace's `tracepoint:SUBSYS:EVENT` is `tracepoint:SUBSYS::EVENT` here.
     if fields.len() == 3 && fields[0] == "tracepoint" {
@@ -133,6 +142,10 @@ fn list(pattern: &str) -> Res<i32> {
                     why.tag()
                 ),
                 None => println!("{id:>6} {prov:>10} {module:>16} {func:>32} {name}"),
+            }
+            if verbose {
+                let types = oxtrace::argtypes::arg_types(btf.as_ref(), prov, func, name);
+                println!("{}", oxtrace::argtypes::describe(types.as_deref()));
             }
         }
     };
@@ -288,12 +301,14 @@ fn main() -> ExitCode {
         || cli.provider.is_some();
     let r = match (cli.args.first().map(String::as_str), &cli.list) {
         // `-l -n PROBE`, `-l -P PROVIDER`: the probes they name.
-        (_, Some(_)) if cli.probe.is_some() => list(cli.probe.as_deref().unwrap_or_default()),
-        (_, Some(_)) if cli.provider.is_some() => list(&format!(
-            "{}:::",
-            cli.provider.as_deref().unwrap_or_default()
-        )),
-        (_, Some(p)) => list(p),
+        (_, Some(_)) if cli.probe.is_some() => {
+            list(cli.probe.as_deref().unwrap_or_default(), cli.verbose)
+        }
+        (_, Some(_)) if cli.provider.is_some() => list(
+            &format!("{}:::", cli.provider.as_deref().unwrap_or_default()),
+            cli.verbose,
+        ),
+        (_, Some(p)) => list(p, cli.verbose),
         (Some("version"), _) if !program && cli.args.len() == 1 => version(&cli),
         (Some("status"), _) if !program && cli.args.len() == 1 => status(&cli),
         _ => trace(&cli),
