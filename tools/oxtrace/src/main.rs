@@ -247,7 +247,7 @@ fn trace(cli: &Cli) -> Res<i32> {
     let wants_btf = ["args", "curthread", "struct", "union", "enum", "`"]
         .iter()
         .any(|w| text.contains(w));
-    opts.btf = match wants_btf.then(oxtrace::btf::Btf::kernel).flatten() {
+    let kernel_types = || match oxtrace::btf::Btf::kernel() {
         Some(Ok(b)) => Some(std::sync::Arc::new(b)),
         Some(Err(e)) => {
             eprintln!("oxtrace: warning: kernel types unavailable: {e}");
@@ -255,7 +255,20 @@ fn trace(cli: &Cli) -> Res<i32> {
         }
         None => None,
     };
-    let prog = match dsl::compile(&text, &name, &opts) {
+    opts.btf = if wants_btf { kernel_types() } else { None };
+    let mut compiled = dsl::compile(&text, &name, &opts);
+    // A kernel typedef (`(loff_t)x`) needs the types too: compile again with them.
+    if compiled
+        .as_ref()
+        .is_err_and(|e| e.msg.contains("is not defined"))
+        && !wants_btf
+    {
+        opts.btf = kernel_types();
+        if opts.btf.is_some() {
+            compiled = dsl::compile(&text, &name, &opts);
+        }
+    }
+    let prog = match compiled {
         Ok(p) => p,
         Err(e) => {
             eprintln!("{e}");

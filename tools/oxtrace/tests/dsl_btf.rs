@@ -464,6 +464,34 @@ fn external_variables() {
 }
 
 #[test]
+fn casts_to_kernel_typedefs() {
+    // `(name)x` of a name D does not declare is a cast to the kernel's typedef.
+    let p = c(
+        "fbt::vfs_read:entry { trace((pid_t)arg0); trace((umode_t)arg0); trace(sizeof(size_t)); }",
+    );
+    let mut s = Sim::default();
+    s.fire(&p, &entry("vfs_read", [0x1_0001_0005, 0, 0, 0, 0, 0]));
+    assert_eq!(
+        items(&s),
+        [
+            OwnedItem::Int(0x1_0005, IntType::new(4, true).0),
+            OwnedItem::Int(5, IntType::new(2, false).0),
+            OwnedItem::Int(8, IntType::U64.0),
+        ]
+    );
+    assert_eq!(
+        err("BEGIN {\n  trace((no_such_t)1);\n}", true),
+        "2:9: [D_TYPE_ERR] type no_such_t is not defined"
+    );
+    assert_eq!(
+        err("BEGIN { trace((no_such_t *)arg0); }", true),
+        "1:15: [D_TYPE_ERR] type no_such_t is not defined"
+    );
+    // A parenthesized variable stays one.
+    c("BEGIN { x = 1; trace((x) + 1); trace((x)); }");
+}
+
+#[test]
 fn errors_name_the_type_and_member() {
     let cases = [
         (
