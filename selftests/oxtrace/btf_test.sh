@@ -9,7 +9,7 @@ cd "$(dirname "$0")" || exit 1
 W="./oxt_workload read 4 2000"
 
 echo "TAP version 13"
-echo "1..16"
+echo "1..17"
 
 if [ -r /sys/kernel/btf/vmlinux ]; then ok "the kernel exports its BTF"; else
 	nok "the kernel exports its BTF" "no /sys/kernel/btf/vmlinux (CONFIG_DEBUG_INFO_BTF)"; fi
@@ -81,6 +81,9 @@ types() { oxtrace -l -v -n "$1" 2>&1 | grep 'args\[' | tr -d '\t' | tr '\n' ';';
 expect "-l -v lists the argument types of syscall and fbt probes" \
 	"args[0]: int;args[1]: const char *;args[2]: int;args[3]: umode_t;|args[0]: struct file *;args[1]: char *;args[2]: size_t;args[3]: loff_t *;" \
 	"$(types 'syscall::openat:entry')|$(types 'fbt::vfs_read:entry')"
+tp=$(oxtrace -l -v -n 'tracepoint:sched:sched_process_fork' 2>&1 | grep 'args->' | tr -d '\t' | tr '\n' ';')
+expect "-l -v lists a tracepoint's fields" \
+	"args->parent_comm: char[16];args->parent_pid: pid_t;args->child_comm: char[16];args->child_pid: pid_t;" "$tp"
 
 run 'fbt::vfs_read:entry { trace(args[0]->f_paht); }'
 if echo "$err" | grep -qF -- "--> -e:1:29" && [ "$(echo "$err" | tail -n 1 | tr -d ' |')" = "^^^^^^^^^^^^^^^" ]; then

@@ -45,6 +45,16 @@ pub fn c_spelling(ct: &str) -> String {
     s
 }
 
+/// The `-l -v` lines after a tracepoint's row: its fields, as `args->NAME` reads them
+/// (the common ones left out).
+pub fn describe_fields(f: &crate::tracepoints::Format) -> String {
+    let mut out = String::from("\n\tArgument Types\n");
+    for x in f.fields.iter().filter(|x| !x.name.starts_with("common_")) {
+        out.push_str(&format!("\t\targs->{}: {}\n", x.name, x.ctype));
+    }
+    out
+}
+
 /// The `-l -v` lines after a probe's row: its argument types, or `None`.
 pub fn describe(types: Option<&[String]>) -> String {
     let mut out = String::from("\n\tArgument Types\n");
@@ -93,5 +103,17 @@ mod tests {
             "\n\tArgument Types\n\t\targs[1]: ssize_t\n"
         );
         assert_eq!(describe(None), "\n\tArgument Types\n\t\tNone\n");
+        let tp = crate::tracepoints::parse_format(
+            "sched:sched_process_exit",
+            "name: sched_process_exit\nID: 1\nformat:\n\
+             \tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\
+             \tfield:char comm[16];\toffset:8;\tsize:16;\tsigned:0;\n\
+             \tfield:pid_t pid;\toffset:24;\tsize:4;\tsigned:1;\n",
+        )
+        .unwrap();
+        assert_eq!(
+            describe_fields(&tp),
+            "\n\tArgument Types\n\t\targs->comm: char[16]\n\t\targs->pid: pid_t\n"
+        );
     }
 }

@@ -143,7 +143,12 @@ fn list(pattern: &str, verbose: bool) -> Res<i32> {
                 ),
                 None => println!("{id:>6} {prov:>10} {module:>16} {func:>32} {name}"),
             }
-            if verbose {
+            if verbose && prov == "tracepoint" {
+                match oxtrace::tracepoints::load(module, name) {
+                    Ok(f) => println!("{}", oxtrace::argtypes::describe_fields(&f)),
+                    Err(e) => println!("\n\tArgument Types\n\t\t{e}\n"),
+                }
+            } else if verbose {
                 let types = oxtrace::argtypes::arg_types(btf.as_ref(), prov, func, name);
                 println!("{}", oxtrace::argtypes::describe(types.as_deref()));
             }
