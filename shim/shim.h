@@ -217,16 +217,25 @@ void oxt_profile_free(struct oxt_profile *p);
 unsigned long oxt_regs_kernel_pc(struct pt_regs *regs);
 unsigned long oxt_regs_user_pc(struct pt_regs *regs);
 
+/* Where oxt_kernel_stack() starts its walk (the probe's kind decides). */
+enum oxt_stack_from {
+	/* here, in the shim; with kernel regs the frames up to their PC are dropped */
+	OXT_STACK_FROM_HERE = 0,
+	/* at kernel regs (return and profile probes): their PC, then its callers */
+	OXT_STACK_FROM_REGS = 1,
+	/* at an entry probe's kernel regs: the probed function's callers */
+	OXT_STACK_FROM_ENTRY = 2,
+};
+
 /*
- * The kernel stack of a probe hit into out[0..max): the probed function's
- * caller first when regs are kernel registers (the frames up to the probed
- * PC are dropped), else the current stack without the module's frames.
- * Returns the number of entries.  Safe in probe context.
+ * The kernel stack of a probe hit into out[0..max) (if out), walked from
+ * where `from` says; without kernel regs always from here, the module's
+ * frames left out.  Returns the number of entries.  Safe in probe context.
  */
-unsigned int oxt_kernel_stack(struct pt_regs *regs, unsigned long *out,
+unsigned int oxt_kernel_stack(struct pt_regs *regs, unsigned int from, unsigned long *out,
 			      unsigned int max);
 /* The number of entries oxt_kernel_stack() finds without a bound (stackdepth). */
-unsigned int oxt_kernel_stack_depth(struct pt_regs *regs);
+unsigned int oxt_kernel_stack_depth(struct pt_regs *regs, unsigned int from);
 /*
  * The user PC and frame pointer of current (ustack()): from regs when they are
  * user registers, else from the registers saved at its kernel entry.  False

@@ -3,12 +3,18 @@
  * Kernel stacks for stack(), with the kernel's stack walker, and the user
  * registers ustack() walks from.  Probe context: no allocation, no sleep.
  *
- * stack_trace_save_regs() is not exported, so the walk starts here and the
- * frames of the probe machinery are cut off: with kernel registers, every
- * frame up to the last one at the probed PC (the pt_regs on the stack hold
- * it), else the module's own frames.  The walk goes into a per-CPU buffer,
- * not one on the stack: the guess unwinder reads every stack word, and would
- * find the buffer's own entries.  Actions do not nest on a CPU (the shim's
+ * With kernel registers (fbt, profile in the kernel) the walk starts at them,
+ * as stack_trace_save_regs() does (it is not exported; the unwinder it uses
+ * is): it reads the probed context's frames only, never the probe machinery's
+ * below them, and stops at the frames asked for.  Walking the whole stack
+ * from here instead cost several times as much (the guess unwinder tests
+ * every word on the stack for a text address, the fire path's own frames
+ * included), enough to stretch a test's run past its hang guard on a
+ * saturated host.  For the others (syscall, tracepoints, whose registers are
+ * perf's approximation, tick, BEGIN) the walk starts here, into a per-CPU
+ * buffer, not one on the stack (the guess unwinder would find the buffer's
+ * own entries); the frames up to the PC of kernel registers are cut off, and
+ * the module's frames dropped.  Actions do not nest on a CPU (the shim's
  * action guard), so one buffer a CPU suffices.
  */
 #include <linux/kernel.h>
@@ -18,6 +24,7 @@
 #include <linux/sched.h>
 #include <linux/sched/task_stack.h>
 #include <linux/stacktrace.h>
+#include <asm/unwind.h>
 #include "shim.h"
 
 /* Room for the module's and the probe machinery's frames below the probed context. */
@@ -25,39 +32,65 @@
 
 static DEFINE_PER_CPU(unsigned long[OXT_STACK_MAX], oxt_stack_buf);
 
+/* Stores pc as entry *j of out (if out) unless it is the module's; false when full. */
+static bool oxt_stack_add(unsigned long pc, unsigned long *out, unsigned int *j,
+			  unsigned int max)
+{
+	if (*j >= max)
+		return false;
+	if (within_module(pc, THIS_MODULE))
+		return true;
+	if (out)
+		out[*j] = pc;
+	(*j)++;
+	return *j < max;
+}
+
 /* Whether pc is the probed PC or the return address of an fentry call at it. */
 static bool oxt_at_probe(unsigned long pc, unsigned long ip)
 {
 	return pc >= ip - 16 && pc <= ip + 16;
 }
 
-unsigned int oxt_kernel_stack(struct pt_regs *regs, unsigned long *out,
+unsigned int oxt_kernel_stack(struct pt_regs *regs, unsigned int from, unsigned long *out,
 			      unsigned int max)
 {
 	unsigned long *buf = this_cpu_ptr(oxt_stack_buf);
-	unsigned int n, i, from = 0, j = 0;
+	bool kregs = regs && !user_mode(regs);
+	unsigned int n, i, start = 0, j = 0;
 
+	if (kregs && from != OXT_STACK_FROM_HERE) {
+		struct unwind_state state;
+		unsigned long pc;
+
+		if (from == OXT_STACK_FROM_REGS &&
+		    !oxt_stack_add(instruction_pointer(regs), out, &j, max))
+			return j;
+		/* from regs->sp: at an entry probe the return address into the caller */
+		for (unwind_start(&state, current, regs, NULL); !unwind_done(&state);
+		     unwind_next_frame(&state)) {
+			pc = unwind_get_return_address(&state);
+			if (!pc || !oxt_stack_add(pc, out, &j, max))
+				break;
+		}
+		return j;
+	}
 	n = stack_trace_save(buf, OXT_STACK_MAX, 0);
-	if (regs && !user_mode(regs)) {
+	if (kregs) {
 		unsigned long ip = instruction_pointer(regs);
 
 		for (i = 0; i < n; i++)
 			if (oxt_at_probe(buf[i], ip))
-				from = i + 1;
+				start = i + 1;
 	}
-	for (i = from; i < n && j < max; i++) {
-		if (within_module(buf[i], THIS_MODULE))
-			continue;
-		if (out)
-			out[j] = buf[i];
-		j++;
-	}
+	for (i = start; i < n && oxt_stack_add(buf[i], out, &j, max); i++)
+		;
 	return j;
 }
 
-unsigned int oxt_kernel_stack_depth(struct pt_regs *regs)
+unsigned int oxt_kernel_stack_depth(struct pt_regs *regs, unsigned int from)
 {
-	return oxt_kernel_stack(regs, NULL, UINT_MAX);
+	return oxt_kernel_stack(regs, from, NULL, UINT_MAX);
 }
 
 /*

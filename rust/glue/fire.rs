@@ -40,13 +40,23 @@ use crate::limits;
 use crate::probe::{self, ArgSource, ClauseEnv};
 use crate::program::ProbeKind;
 use crate::sys::cpu;
-use crate::sys::kprobe::{Handler, Regs};
+use crate::sys::kprobe::{Handler, Regs, StackFrom};
 use crate::sys::percpu::ActionCtx;
 use crate::sys::switchbuf::Halves;
 use crate::sys::task;
 use crate::sys::xcall;
 use crate::ustack::UserRegs;
 use core::sync::atomic::{AtomicU64, Ordering};
+
+/// Where `stack()` walks from for a probe of `kind`: the registers of fbt and profile probes
+/// are the probed context's own.
+fn stack_from(kind: ProbeKind) -> StackFrom {
+    match kind {
+        ProbeKind::FbtEntry => StackFrom::Entry,
+        ProbeKind::FbtReturn | ProbeKind::Profile => StackFrom::Regs,
+        _ => StackFrom::Here,
+    }
+}
 
 /// Adds one to a counter that only this CPU writes, without a locked instruction.
 fn bump(c: &AtomicU64) {
@@ -407,11 +417,11 @@ impl Env for KernelEnv<'_> {
     }
 
     fn kernel_stack(&mut self, out: &mut [u64]) -> usize {
-        self.regs.kernel_stack(out)
+        self.regs.kernel_stack(out, stack_from(self.slot.kind))
     }
 
     fn kernel_stack_depth(&mut self) -> usize {
-        self.regs.kernel_stack_depth()
+        self.regs.kernel_stack_depth(stack_from(self.slot.kind))
     }
 
     fn user_regs(&mut self) -> Option<UserRegs> {

@@ -71,20 +71,21 @@ impl Regs {
         unsafe { shim::oxt_regs_kernel_pc(self.0) as u64 }
     }
 
-    /// The kernel stack of the hit into `out`, the probed function's caller first; returns
-    /// the number of frames. Safe in probe context (no allocation, no fault).
-    pub(crate) fn kernel_stack(&self, out: &mut [u64]) -> usize {
+    /// The kernel stack of the hit into `out`, walked from where `from` says; returns the
+    /// number of frames. Safe in probe context (no allocation, no fault).
+    pub(crate) fn kernel_stack(&self, out: &mut [u64], from: StackFrom) -> usize {
         let max = out.len().min(c_uint::MAX as usize) as c_uint;
         // SAFETY: as in `arg` for `self.0`; `out` is valid for `max` writes of `unsigned
         // long`, which is `u64` on the 64-bit kernels the module builds for.
-        let n = unsafe { shim::oxt_kernel_stack(self.0, out.as_mut_ptr().cast(), max) };
+        let n =
+            unsafe { shim::oxt_kernel_stack(self.0, from as c_uint, out.as_mut_ptr().cast(), max) };
         (n as usize).min(out.len())
     }
 
     /// The number of frames [`Regs::kernel_stack`] finds without a bound (`stackdepth`).
-    pub(crate) fn kernel_stack_depth(&self) -> usize {
+    pub(crate) fn kernel_stack_depth(&self, from: StackFrom) -> usize {
         // SAFETY: as in `arg`.
-        unsafe { shim::oxt_kernel_stack_depth(self.0) as usize }
+        unsafe { shim::oxt_kernel_stack_depth(self.0, from as c_uint) as usize }
     }
 
     /// The user PC and frame pointer of the current task: these registers' when they are
@@ -101,6 +102,19 @@ impl Regs {
         // SAFETY: as in `arg`.
         unsafe { shim::oxt_regs_user_pc(self.0) as u64 }
     }
+}
+
+/// Where [`Regs::kernel_stack`] starts its walk (the shim's `enum oxt_stack_from`); without
+/// kernel registers it is always [`StackFrom::Here`].
+#[derive(Clone, Copy)]
+pub(crate) enum StackFrom {
+    /// In the shim; the frames up to the kernel registers' PC are cut off (tracepoints,
+    /// whose registers are perf's approximation of the caller's).
+    Here = 0,
+    /// At the registers: their PC, then its callers (return and profile probes).
+    Regs = 1,
+    /// At an entry probe's registers: the probed function's callers, its caller first.
+    Entry = 2,
 }
 
 /// What a probe hit runs; implemented by the owner of the probes (a loaded program).

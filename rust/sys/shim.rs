@@ -201,8 +201,13 @@ extern "C" {
     pub(crate) fn oxt_profile_free(p: *mut Profile);
     pub(crate) fn oxt_regs_kernel_pc(regs: *mut PtRegs) -> c_ulong;
     pub(crate) fn oxt_regs_user_pc(regs: *mut PtRegs) -> c_ulong;
-    pub(crate) fn oxt_kernel_stack(regs: *mut PtRegs, out: *mut c_ulong, max: c_uint) -> c_uint;
-    pub(crate) fn oxt_kernel_stack_depth(regs: *mut PtRegs) -> c_uint;
+    pub(crate) fn oxt_kernel_stack(
+        regs: *mut PtRegs,
+        from: c_uint,
+        out: *mut c_ulong,
+        max: c_uint,
+    ) -> c_uint;
+    pub(crate) fn oxt_kernel_stack_depth(regs: *mut PtRegs, from: c_uint) -> c_uint;
     pub(crate) fn oxt_user_regs(regs: *mut PtRegs, pc: *mut c_ulong, fp: *mut c_ulong) -> bool;
     pub(crate) fn oxt_provider_exit();
     pub(crate) fn oxt_tpev_alloc(

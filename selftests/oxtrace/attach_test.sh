@@ -35,7 +35,7 @@ done
 listed=$(for p in $prefixes; do grep "^$p" /tmp/att.safe; done | sort -u | wc -l)
 tries=0
 while :; do
-	timeout 1200 oxtrace -e "$desc { @n = count(); } BEGIN { exit(0); }" >/dev/null 2>/tmp/att.err
+	guard oxtrace -e "$desc { @n = count(); } BEGIN { exit(0); }" >/dev/null 2>/tmp/att.err
 	gone=$(sed -n 's/^oxtrace: probe description fbt::\([^*]*\)\*:entry does not match any probes$/\1/p' /tmp/att.err)
 	tries=$((tries + 1))
 	[ -n "$gone" ] && [ $tries -lt 20 ] || break
@@ -58,7 +58,7 @@ bad=""
 while [ $r -lt $rounds ]; do
 	r=$((r + 1))
 	t0=$(now_cs)
-	timeout 1200 oxtrace -v -e "$desc { @n = count(); }" -c "$workload read 1 100" \
+	guard oxtrace -v -e "$desc { @n = count(); }" -c "$workload read 1 100" \
 		>/tmp/att.out 2>/tmp/att.err
 	rc=$?
 	t1=$(now_cs)

@@ -18,7 +18,7 @@ expect_file() {
 # Without -q: the header, one line per clause that recorded something (the CPU, -l's ID,
 # FUNCTION:NAME in 32 columns), trace() in its columns, a newline after each clause's
 # records, and a blank line at exit (42 is an int: 8 columns). BEGIN runs on the CPU of the GO ioctl: shown as C.
-timeout 60 oxtrace -e 'BEGIN { trace(42); trace("hi"); } BEGIN { x = 1; }
+guard oxtrace -e 'BEGIN { trace(42); trace("hi"); } BEGIN { x = 1; }
      BEGIN { printf("x=%d\n", x); } BEGIN { exit(0); }' >/tmp/raw 2>/tmp/err
 sed 's/^  [0-9] /  C /' /tmp/raw >/tmp/out
 {
@@ -31,7 +31,7 @@ expect_file "default output: header, a line per recording clause, blank line at 
 
 # An fbt probe: its ID as -l lists it; oxt_workload's one thread runs on the first CPU.
 id=$(oxtrace -l 'fbt::ksys_read:entry' | awk '$5 == "entry" { print $1 }')
-timeout 120 oxtrace -e 'fbt::ksys_read:entry /pid == $target/ { trace(arg2); }' \
+guard oxtrace -e 'fbt::ksys_read:entry /pid == $target/ { trace(arg2); }' \
 	-c "./oxt_workload read 1 3" >/tmp/out 2>/tmp/err
 {
 	printf '%3s %6s %32s\n' CPU ID FUNCTION:NAME
@@ -41,13 +41,13 @@ timeout 120 oxtrace -e 'fbt::ksys_read:entry /pid == $target/ { trace(arg2); }' 
 expect_file "default output of an fbt probe: -l's ID, FUNCTION:NAME, integer columns"
 
 # -q and the quiet pragma print the records alone, without the blank line at exit.
-timeout 60 oxtrace -e '#pragma D option quiet
+guard oxtrace -e '#pragma D option quiet
 BEGIN { trace(42); trace("hi"); printf("|\n"); exit(0); }' >/tmp/out 2>/tmp/err
 printf '42hi|\n' >/tmp/want
 expect_file "quiet pragma: records alone"
 
 # setopt(): quiet unset at run time turns the default layout on for the records after it.
-timeout 60 oxtrace -e '#pragma D option quiet
+guard oxtrace -e '#pragma D option quiet
 BEGIN { printf("a\n"); setopt("quiet", "no"); } BEGIN { trace(7); exit(0); }' \
 	>/tmp/raw 2>/tmp/err
 sed 's/^  [0-9] /  C /' /tmp/raw >/tmp/out
@@ -70,7 +70,7 @@ a 1 30
 c 2 10 rc=0" "$out rc=$rc"
 
 # -x aggsortrev orders the print at exit; aggsortpos the lines of a printa of two.
-timeout 60 oxtrace -q -x aggsortrev -e 'BEGIN { @["x"] = count(); @["y"] = count();
+guard oxtrace -q -x aggsortrev -e 'BEGIN { @["x"] = count(); @["y"] = count();
      @["y"] = count(); @s["x"] = sum(1); @s["y"] = sum(9); @t["x"] = sum(5); @t["y"] = sum(2);
      printa("%s %@d %@d\n", @s, @t); setopt("aggsortrev", ""); setopt("aggsortpos", "1");
      printa("%s %@d %@d\n", @s, @t); exit(0); }' >/tmp/out 2>/tmp/err

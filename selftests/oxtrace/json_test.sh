@@ -13,7 +13,7 @@ echo "1..6"
 prog='BEGIN { trace(-5); trace((uint8_t)255); trace("say \"hi\"\\\n\t."); printf("%s=%d\n", "x", -7); }
 fbt::ksys_read:entry /pid == $target/ { @reads[execname, arg2 > 4] = count(); @size = quantize(arg2); @n = count(); }
 END { printa(@n); exit(3); }'
-timeout 120 oxtrace -o json -e "$prog" -c './oxt_workload read 2 10' >/tmp/json.out 2>/tmp/json.err
+guard oxtrace -o json -e "$prog" -c './oxt_workload read 2 10' >/tmp/json.out 2>/tmp/json.err
 rc=$?
 expect "exit() status kept with -o json" 3 "$rc"
 if summary=$(./oxt-jsoncheck </tmp/json.out 2>&1); then

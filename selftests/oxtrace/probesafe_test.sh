@@ -39,7 +39,7 @@ graph_record() {
 	# The graph sees below return probes and ticks (an entry probe's handler runs under
 	# ftrace's recursion lock, which hides it from the graph tracer); their actions call
 	# everything an entry probe's would.
-	timeout 300 oxtrace -q -e '
+	guard oxtrace -q -e '
 	fbt::ksys_read:entry /pid == $target/ { self->t = timestamp; }
 	fbt::ksys_read:return /self->t/ {
 		@c[execname, pid, tid, ppid, uid, gid, cpu, id] = count();
@@ -136,7 +136,7 @@ expect "single unsafe function refused at compile time" \
 	"$rc $(echo "$err" | head -1)"
 
 # A glob with safe and unsafe functions (rcu_sched_clock_irq, rcu_read_lock_held, ...).
-timeout 120 oxtrace -v -q -e 'fbt::rcu_*ck*:return { @n = count(); } tick-10ms { exit(0); }' \
+guard oxtrace -v -q -e 'fbt::rcu_*ck*:return { @n = count(); } tick-10ms { exit(0); }' \
 	>/tmp/out 2>/tmp/err
 rc=$?
 nleft=$(grep -c 'skipped rcu_read_lock_.* (rcu): an RCU read-side helper' /tmp/err)

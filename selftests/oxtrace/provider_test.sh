@@ -86,7 +86,7 @@ expect "tracepoint events follow CPU hotplug" "both rc=0" "$(echo "$out" | head 
 echo 0 >$C/cpu3/online
 tail -f /dev/null &
 anchor=$!
-timeout 120 oxtrace -q -v -e 'profile-997 /cpu == 3/ { printf("cpu3\n"); exit(0); }' -p $anchor \
+guard oxtrace -q -v -e 'profile-997 /cpu == 3/ { printf("cpu3\n"); exit(0); }' -p $anchor \
 	>/tmp/out 2>/tmp/err &
 p=$!
 wait_for /tmp/err 'probes enabled' $p
@@ -107,11 +107,11 @@ run 'tracepoint:sched:sched_process_frok { }'
 expect_fail "unknown tracepoint: names what exists" \
 	"unknown tracepoint 'sched:sched_process_frok' (did you mean 'sched:sched_process_fork'"
 
-timeout 120 oxtrace -q -n 'syscall::lseek:entry /pid == $target/ { @n = count(); }
+guard oxtrace -q -n 'syscall::lseek:entry /pid == $target/ { @n = count(); }
      END { printa("%@d\n", @n); }' -c "./oxt_workload lseek 1 7" >/tmp/out 2>/tmp/err
 expect "-n with a clause" "7" "$(cat /tmp/out)"
 
-timeout 120 oxtrace -n 'syscall::lseek:entry' -c "./oxt_workload lseek 1 3" >/tmp/out 2>/tmp/err
+guard oxtrace -n 'syscall::lseek:entry' -c "./oxt_workload lseek 1 3" >/tmp/out 2>/tmp/err
 rc=$?
 expect "-n with a description alone: the default action" "3 rc=0" "$(grep -c 'lseek:entry' /tmp/out) rc=$rc"
 
@@ -121,7 +121,7 @@ cat >/tmp/script.d <<EOS
 BEGIN { printf("%d %d\n", \$1, 7); exit(0); }
 EOS
 chmod +x /tmp/script.d
-got=$(timeout 60 /tmp/script.d 42 2>&1)
+got=$(guard /tmp/script.d 42 2>&1)
 expect "#! script run by the kernel with -qs" "42 7" "$got"
 
 got=$(oxtrace -l 'syscall::read:' | awk 'NR > 1 { print $2, $3, $4, $5 }')
@@ -133,7 +133,7 @@ nn=$(oxtrace -l -n 'syscall:::entry' | grep -c ' entry$')
 if [ "$np" -gt 600 ] && [ "$np" = $((2 * nn)) ]; then ok "-l -P syscall and -l -n"; else
 	nok "-l -P syscall and -l -n" "P: $np n: $nn"; fi
 
-timeout 120 oxtrace -e 'syscall:::entry { } BEGIN { exit(0); }' >/dev/null 2>/tmp/err
+guard oxtrace -e 'syscall:::entry { } BEGIN { exit(0); }' >/dev/null 2>/tmp/err
 got=$(grep -c "description 'syscall:::entry' matched" /tmp/err)
 m=$(sed -n "s/.*'syscall:::entry' matched \([0-9]*\) probes/\1/p" /tmp/err)
 expect "syscall:::entry: one hook, every call, one line" "1 $nn" "$got $m"
@@ -141,7 +141,7 @@ expect "syscall:::entry: one hook, every call, one line" "1 $nn" "$got $m"
 run 'syscall::opne:entry { }'
 expect_fail "unknown system call: names what exists" "unknown system call 'opne' (did you mean 'open'"
 
-timeout 60 oxtrace -q -e 'BEGIN { }' -c '/no/such/command arg' >/tmp/out 2>/tmp/err
+guard oxtrace -q -e 'BEGIN { }' -c '/no/such/command arg' >/tmp/out 2>/tmp/err
 rc=$?
 if [ $rc != 0 ] && grep -q "cannot run '/no/such/command arg'" /tmp/err; then
 	ok "-c with a command that cannot run"
@@ -153,7 +153,7 @@ fi
 sh -c 'exit 0' &
 dead=$!
 wait $dead
-timeout 60 oxtrace -q -e 'BEGIN { }' -p $dead >/tmp/out 2>/tmp/err
+guard oxtrace -q -e 'BEGIN { }' -p $dead >/tmp/out 2>/tmp/err
 rc=$?
 if [ $rc != 0 ] && grep -q -- "-p $dead: no such process" /tmp/err; then
 	ok "-p with a pid that does not exist"

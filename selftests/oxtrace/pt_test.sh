@@ -12,7 +12,7 @@ record() {
 	f=$1
 	calls=$2
 	shift 2
-	timeout 120 oxtrace pt record -o "$f" "$@" -e "$P" -c "./oxt_workload read 1 $calls" \
+	guard oxtrace pt record -o "$f" "$@" -e "$P" -c "./oxt_workload read 1 $calls" \
 		>/tmp/pt.out 2>/tmp/pt.err
 	rc=$?
 	err=$(cat /tmp/pt.err)
@@ -99,7 +99,7 @@ fi
 if grep -q ' intel_pt' /proc/cpuinfo; then
 	ok "# SKIP the CPU has Intel PT"
 else
-	timeout 60 oxtrace pt record --backend hw -o /tmp/pt.hw -c true >/dev/null 2>/tmp/pt.err
+	guard oxtrace pt record --backend hw -o /tmp/pt.hw -c true >/dev/null 2>/tmp/pt.err
 	rc=$?
 	err=$(cat /tmp/pt.err)
 	case "$rc:$err" in 1:*"no Intel PT"*ENODEV*) ok "real backend: no Intel PT (ENODEV)" ;;

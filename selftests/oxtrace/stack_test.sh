@@ -7,7 +7,7 @@ cd "$(dirname "$0")" || exit 1
 W="./oxt_workload read 4 2000"
 
 echo "TAP version 13"
-echo "1..6"
+echo "1..7"
 
 # The frames without their offsets (they change with the build), one line: "a b c N".
 frames() {
@@ -37,6 +37,12 @@ expect "stack(1) keeps one frame, beside another key" \
 run 'fbt::vfs_read:entry /pid == $target/ { @[stack(2)] = count(); }' -c "$W"
 expect "fbt::vfs_read:entry stack(2): ksys_read, then do_syscall_64" \
 	"vmlinux\`ksys_read vmlinux\`do_syscall_64 8000" "$(echo "$out" | frames)"
+
+# A return probe: the caller returned to first, the same stack as at the entry (DTrace's
+# order; the registers' PC there is the return address).
+run 'fbt::ksys_read:return /pid == $target/ { @[stack(2)] = count(); }' -c "$W"
+expect "fbt::ksys_read:return stack(2): the caller returned to first" \
+	"vmlinux\`do_syscall_64 vmlinux\`entry_SYSCALL_64_after_hwframe 8000" "$(echo "$out" | frames)"
 
 # trace(stack()) prints the frames after the probe's line; one thread reads, so the flag
 # lets exactly one read through.

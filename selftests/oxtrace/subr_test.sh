@@ -163,7 +163,7 @@ expect "chill() within DTrace's budget, refused past it" "chilled illegal=1" \
 
 # A script says what it matched in one line, as dtrace -s does.
 printf 'BEGIN { exit(0); }\nEND { }\n' >/tmp/m.d
-got=$(timeout 60 oxtrace -s /tmp/m.d 2>&1 >/dev/null | grep matched)
+got=$(guard oxtrace -s /tmp/m.d 2>&1 >/dev/null | grep matched)
 expect "script 'x.d' matched N probes" "oxtrace: script '/tmp/m.d' matched 2 probes" "$got"
 
 tap_exit

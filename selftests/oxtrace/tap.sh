@@ -32,37 +32,38 @@ check() {
 	if out=$("$@" 2>&1); then ok "$desc"; else nok "$desc" "$out"; fi
 }
 
-# run PROGRAM [ARGS...]: `oxtrace -q -e PROGRAM ARGS` with a time limit; stdout in $out,
-# stderr in $err, exit status in $rc.
+# guard CMD...: CMD, killed if it has not finished after $OXT_GUARD seconds (default
+# 1800). A guard against a hang, never a bound on how long anything may take: a saturated
+# host runs the guest many times slower than an idle one. SIGKILL, never SIGTERM: the
+# tool stops cleanly on SIGTERM and prints the partial results it has, and busybox's
+# timeout execs CMD itself, so its exit status is CMD's own, 0: a guarded-off run looked
+# exactly like lost firings (Documentation/testing.rst, "Hang guards"). Killed, CMD prints
+# nothing more and exits 137.
+guard() {
+	timeout -s KILL "${OXT_GUARD:-1800}" "$@"
+}
+
+# run PROGRAM [ARGS...]: `oxtrace -q -e PROGRAM ARGS` under the hang guard; stdout in
+# $out, stderr in $err, exit status in $rc. A run the guard ended says so in $out and $err,
+# so that no comparison can pass on its partial output.
 run() {
 	prog=$1
 	shift
-	timeout 120 oxtrace -q -e "$prog" "$@" >/tmp/out 2>/tmp/err
+	guard oxtrace -q -e "$prog" "$@" >/tmp/out 2>/tmp/err
 	rc=$?
 	out=$(cat /tmp/out)
 	err=$(cat /tmp/err)
-}
-
-# expect_fail NAME TEXT: the last `run` exited 1 and its stderr has TEXT (a fixed string).
-expect_fail() {
-	if [ "$rc" = 1 ] && echo "$err" | grep -qF -- "$2"; then ok "$1"; else
-		nok "$1" "rc=$rc" "$err"; fi
-}
-
-# expect_clause_error NAME ERROR OUT: the last `run` reported ERROR for dtrace:::BEGIN,
-# went on with the next clause (its whole stdout is OUT) and exited 0.
-expect_clause_error() {
-	if echo "$err" | grep -qF "error on enabled probe ID 0 (dtrace:::BEGIN): $2" &&
-		[ "$out" = "$3" ] && [ "$rc" = 0 ]; then
-		ok "$1"
-	else
-		nok "$1" "$out" "$err" "rc=$rc"
+	if [ $rc = 137 ]; then
+		out="$out
+(hang guard: oxtrace killed after ${OXT_GUARD:-1800} s)"
+		err="$err
+(hang guard: oxtrace killed after ${OXT_GUARD:-1800} s)"
 	fi
 }
 
 # wait_for FILE REGEX [PID]: until FILE has a line matching REGEX.  Fails at once if
-# PID has exited, and after 300 s: a guard against a hang, not a guess at how long
-# anything takes (a saturated host may need much longer than an idle one).
+# PID has exited, and after the hang guard's $OXT_GUARD seconds (see guard): not a guess at
+# how long anything takes.
 wait_for() {
 	_w=0
 	while ! grep -q "$2" "$1" 2>/dev/null; do
@@ -71,17 +72,17 @@ wait_for() {
 			return
 		fi
 		_w=$((_w + 1))
-		[ $_w -le 3000 ] || return 1
+		[ $_w -le $((${OXT_GUARD:-1800} * 10)) ] || return 1
 		sleep 0.1
 	done
 }
 
-# wait_exit PID: until PID has exited (up to 300 s, the same hang guard); fails if it has not.
+# wait_exit PID: until PID has exited (the same hang guard); fails if it has not.
 wait_exit() {
 	_w=0
 	while kill -0 "$1" 2>/dev/null; do
 		_w=$((_w + 1))
-		[ $_w -le 3000 ] || return 1
+		[ $_w -le $((${OXT_GUARD:-1800} * 10)) ] || return 1
 		sleep 0.1
 	done
 }

@@ -40,7 +40,7 @@ expect "snapshots while firing lose and double nothing" "100000" "$out"
 
 want=$(grep -c '^ksys_' /sys/kernel/tracing/available_filter_functions)
 run 'fbt::ksys_*:entry { } BEGIN { exit(0); }'
-got=$(timeout 60 oxtrace -e 'fbt::ksys_*:entry { } BEGIN { exit(0); }' 2>&1 >/dev/null | sed -n "s/.*'fbt::ksys_\*:entry' matched \([0-9]*\) probes/\1/p")
+got=$(guard oxtrace -e 'fbt::ksys_*:entry { } BEGIN { exit(0); }' 2>&1 >/dev/null | sed -n "s/.*'fbt::ksys_\*:entry' matched \([0-9]*\) probes/\1/p")
 expect "glob attaches every matching function" "$want" "$got"
 
 run 'BEGIN { printf("begin\n"); } tick-10ms /i < 5/ { i = i + 1; } tick-10ms /i == 5 && !done/ { done = 1; exit(7); }
@@ -51,7 +51,7 @@ end 5 rc=7" "$out rc=$rc"
 run 'BEGIN { printf("%s|%5d|%-5d|%x|%c|%%|%u\n", "str", 42, 42, 255, 65, -1); exit(0); }'
 expect "printf conversions (-1 is an int, as in D)" "str|   42|42   |ff|A|%|4294967295" "$out"
 
-timeout 60 oxtrace -e 'BEGIN { trace(42); exit(0); }' >/tmp/out 2>/dev/null
+guard oxtrace -e 'BEGIN { trace(42); exit(0); }' >/tmp/out 2>/dev/null
 got=$(sed -n '2p' /tmp/out | tr -s ' ')
 expect "trace() in dtrace's default format" " 0 1 :BEGIN 42" "$(echo "$got" | sed 's/^ *[0-9]* /X/; s/^X/ 0 /')"
 
@@ -63,7 +63,7 @@ run 'BEGIN { trace(*(int *)8); } BEGIN { exit(0); }'
 if echo "$err" | grep -q "invalid address (0x8)"; then ok "bad kernel read is an error, not a fault"; else
 	nok "bad kernel read is an error, not a fault" "$err"; fi
 
-timeout 60 oxtrace -e 'BEGIN {
+guard oxtrace -e 'BEGIN {
   x = ;
 }' >/dev/null 2>/tmp/err
 rc=$?
@@ -76,7 +76,7 @@ fi
 run 'fbt::no_such_function_xyz:entry { }'
 expect_fail "unknown function: clear error" "no_such_function_xyz"
 
-timeout 60 oxtrace -o json -e 'BEGIN { printf("x%d\n", 1); exit(0); }' >/tmp/out 2>/dev/null
+guard oxtrace -o json -e 'BEGIN { printf("x%d\n", 1); exit(0); }' >/tmp/out 2>/dev/null
 if grep -q '"type":"printf",.*"text":"x1\\n"}$' /tmp/out; then ok "-o json"; else nok "-o json" "$(cat /tmp/out)"; fi
 
 # Consumers killed or interrupted while their probes fire on every CPU.

@@ -32,10 +32,10 @@
  * OXT_LOADERR_UNSAFE.  Minor 6: opcode 97, kstack.  Minor 7: opcodes 120-124, user
  * stacks and symbol values; the clause that wrote a principal-buffer record in bits
  * 16-31 of its kind word; llquantize values with zero and negative buckets
- * (Documentation/agg.rst).
+ * (Documentation/agg.rst).  Minor 8: opcode 210, uargs (a process's arguments).
  */
 #define OXT_ABI_MAJOR 1
-#define OXT_ABI_MINOR 7
+#define OXT_ABI_MINOR 8
 
 /* Feature bits of struct oxt_version.features. */
 /* The CPU has Intel PT with ToPA output (CPUID 7.0:EBX[25], 0x14.0:ECX[0]). */

@@ -228,6 +228,11 @@ pub enum Op {
     Symval = 123,
     /// `rd = ` the return address of the current user function (`ucaller`), 0 when unknown.
     Ucaller = 124,
+    /// `rd = ` the current task's user memory from `r1` up to `r2` as a new scratch string,
+    /// at most `strsize` bytes (and `imm` if not 0), each NUL before its end a blank: a
+    /// process's arguments (`curpsinfo->pr_psargs`). Read without faulting; what cannot
+    /// be read ends the string (the empty string when nothing can).
+    Uargs = 210,
 }
 
 /// The opcodes of the user stack range ([`Op::Ustack`] ..= [`Op::Ucaller`]), which
@@ -350,6 +355,7 @@ impl Op {
             122 => Some(Kstackdepth),
             123 => Some(Symval),
             124 => Some(Ucaller),
+            210 => Some(Uargs),
             _ => ALL.get(b as usize).copied(),
         }
     }
@@ -486,6 +492,7 @@ impl Op {
             Kstackdepth => "kstackdepth",
             Symval => "symval",
             Ucaller => "ucaller",
+            Uargs => "uargs",
         }
     }
 }

@@ -226,6 +226,11 @@ fn shape(op: Op) -> Shape {
             alloc: true,
             ..sh(true, true, true, I::Zero)
         },
+        // imm: a length bound, every value meaningful.
+        Uargs => Shape {
+            alloc: true,
+            ..sh(true, true, true, I::Any)
+        },
         Ldls => sh(true, false, false, I::Local),
         Stls => sh(false, true, false, I::Local),
         Ldgs => sh(true, false, false, I::Var(Scope::Global)),

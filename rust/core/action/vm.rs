@@ -685,7 +685,7 @@ impl<'s> Vm<'s> {
                     let bi = Builtin::from_u32(imm).ok_or(f(FaultKind::Invalid))?;
                     out = Some(env.builtin(bi));
                 }
-                Ldbs | Kstr | Strjoin => {
+                Ldbs | Kstr | Strjoin | Uargs => {
                     out = Some(self.strop(op, a, b, imm, dict, env).map_err(f)?)
                 }
                 Ldsb | Ldsh | Ldsw | Ldub | Lduh | Lduw | Ldx => {
@@ -864,7 +864,8 @@ impl<'s> Vm<'s> {
         })
     }
 
-    /// `Ldbs`, `Kstr` and `Strjoin`: a new string in a scratch slot; returns its reference.
+    /// `Ldbs`, `Kstr`, `Strjoin` and `Uargs`: a new string in a scratch slot; returns its
+    /// reference.
     #[inline(never)]
     fn strop<D: Dict + ?Sized, E: Env + ?Sized>(
         &mut self,
@@ -904,6 +905,20 @@ impl<'s> Vm<'s> {
                 let user = imm & KSTR_USER != 0;
                 let len =
                     read_kernel_str(env, a, &mut slot[..max], user).map_err(FaultKind::BadAddr)?;
+                slot[len] = 0;
+                str_ref(STR_SPACE_SCRATCH, off as u32)
+            }
+            Uargs => {
+                let off = self.alloc_slot().ok_or(FaultKind::ScratchExhausted)?;
+                let ss = self.strsize as usize;
+                let max = match imm as usize {
+                    0 => ss,
+                    m => m.min(ss),
+                };
+                let want = (b.saturating_sub(a)).min(max as u64) as usize;
+                // PANIC: as in `Ldbs`: `slot` is `ss + 1` bytes and `want <= ss`.
+                let slot = &mut self.scratch[off..off + ss + 1];
+                let len = read_user_args(env, a, &mut slot[..want]);
                 slot[len] = 0;
                 str_ref(STR_SPACE_SCRATCH, off as u32)
             }
@@ -1135,6 +1150,32 @@ fn read_kernel_str<E: Env + ?Sized>(
         done += chunk;
     }
     Ok(out.len())
+}
+
+/// Copy the user memory at `addr` into `out` page by page, stopping at the first page that
+/// cannot be read, then make its NULs blanks and drop the trailing ones (`Uargs`); returns
+/// the length.
+fn read_user_args<E: Env + ?Sized>(env: &mut E, addr: u64, out: &mut [u8]) -> usize {
+    const PAGE: u64 = 4096;
+    let mut done = 0usize;
+    while done < out.len() {
+        let at = addr.wrapping_add(done as u64);
+        let chunk = ((PAGE - at % PAGE) as usize).min(out.len() - done);
+        // PANIC: `done + chunk <= out.len()` by the choice of `chunk`.
+        if !env.read_user(at, &mut out[done..done + chunk]) {
+            break;
+        }
+        done += chunk;
+    }
+    // PANIC: `done <= out.len()`.
+    let out = &mut out[..done];
+    let len = out.iter().rposition(|&c| c != 0).map_or(0, |p| p + 1);
+    for c in &mut out[..len] {
+        if *c == 0 {
+            *c = b' ';
+        }
+    }
+    len
 }
 
 /// Bytes of the string a register references, up to its NUL or `strsize` bytes.

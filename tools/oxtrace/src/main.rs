@@ -248,10 +248,12 @@ fn trace(cli: &Cli) -> Res<i32> {
         opts.xopts.push((k, v));
     }
     // The kernel's types, for typed args[], curthread and kernel structs: parsed only for
-    // a program that can reach them (tens of milliseconds for a distribution kernel).
+    // a program that can reach them (tens of milliseconds for a distribution kernel);
+    // `psinfo` for the prelude's process views (curpsinfo, lwpsinfo_t, ...).
     let wants_btf = ["args", "curthread", "struct", "union", "enum", "`"]
         .iter()
-        .any(|w| text.contains(w));
+        .any(|w| text.contains(w))
+        || ["xlate", "psinfo"].iter().any(|w| text.contains(w));
     let kernel_types = || match oxtrace::btf::Btf::kernel() {
         Some(Ok(b)) => Some(std::sync::Arc::new(b)),
         Some(Err(e)) => {

@@ -149,6 +149,9 @@ pub enum ExprKind {
     Offsetof(TypeName, String),
     /// `a, b`: `a` for its effects, then `b`.
     Comma(Box<Expr>, Box<Expr>),
+    /// `xlate < type > ( expr )`: `expr` translated to a struct or union (or a pointer to
+    /// one) by a translator (`xlate.rs`).
+    Xlate(TypeName, Box<Expr>),
 }
 
 /// The right-hand side of an aggregation statement.
@@ -283,6 +286,23 @@ pub enum Item {
     Typedef(TypeName, String, Span),
     /// `inline type name = expr;`.
     Inline(TypeName, String, Expr, Span),
+    /// `translator OUT < IN NAME > { member = expr; ... };`.
+    Translator(Translator),
+}
+
+/// A translator declaration.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Translator {
+    /// The output type (a struct or union).
+    pub out: TypeName,
+    /// The input type.
+    pub inp: TypeName,
+    /// The name the member expressions give the input.
+    pub name: String,
+    /// Member translations: name, expression, where the name is.
+    pub members: Vec<(String, Expr, Span)>,
+    /// Where the output type is.
+    pub span: Span,
 }
 
 impl Expr {

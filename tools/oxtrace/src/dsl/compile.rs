@@ -3,7 +3,7 @@
 
 use super::ast::*;
 use super::error::{CompileError, Span};
-use super::gen::{resolve_type, Agg, GResult, Gen, Tables, Var};
+use super::gen::{resolve_type, xlate, Agg, GResult, Gen, Tables, Var};
 use super::options::{pragma, set_option, size_text, OptionAt};
 use super::probe_spec::probe_spec;
 use super::types::{builtin, Member, SouDef, TypeEnv};
@@ -88,6 +88,7 @@ pub fn compile_items(
         assumed: false,
         shapes: HashMap::new(),
         bitfields: HashMap::new(),
+        xlate: Default::default(),
     };
     t.str_idx.insert(vec![], 0);
     let clauses: Vec<&Clause> = items
@@ -106,8 +107,16 @@ pub fn compile_items(
         ));
     }
     // Declarations take effect in text order, before any code: a clause may use a type
-    // or variable declared after it, as in DTrace.
-    for it in items {
+    // or variable declared after it, as in DTrace. The prelude's (`xlate.rs`) come first.
+    let prelude = xlate::prelude_items(t.env.btf.btf.is_some())?;
+    let sources = [
+        (&prelude[..], xlate::PRELUDE, xlate::PRELUDE_NAME, true),
+        (items, src, input, false),
+    ];
+    for (it, src, input, pre) in sources
+        .iter()
+        .flat_map(|(v, s, i, p)| v.iter().map(move |it| (it, *s, *i, *p)))
+    {
         let r = match it {
             Item::Sou {
                 name,
@@ -117,7 +126,13 @@ pub fn compile_items(
             } => declare_sou(&mut t, name, *union, members, *span),
             Item::Enum { name, items } => declare_enum(&mut t, name, items),
             Item::Typedef(tn, name, span) => declare_typedef(&mut t, tn, name, *span),
-            Item::Inline(tn, name, e, span) => declare_inline(&mut t, tn, name, e, *span),
+            Item::Inline(tn, name, e, span) => {
+                if pre {
+                    t.xlate.prelude_inline(name);
+                }
+                declare_inline(&mut t, tn, name, e, *span)
+            }
+            Item::Translator(tr) => xlate::declare(&mut t, tr, pre),
             Item::Decl(d) => declare_var(&mut t, d),
             Item::Clause(cl) => {
                 let mut r = Ok(());

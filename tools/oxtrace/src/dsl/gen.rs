@@ -18,6 +18,9 @@ mod subr;
 #[path = "ustack.rs"]
 mod ustack;
 
+#[path = "xlate.rs"]
+pub(super) mod xlate;
+
 #[derive(Clone)]
 pub(super) struct Var {
     pub(super) name: String,
@@ -88,6 +91,8 @@ pub(super) struct Tables {
     pub(super) setopts: Vec<(u32, String, Option<String>)>,
     /// Whether destructive actions are allowed (`-w`, `#pragma D option destructive`).
     pub(super) destructive: bool,
+    /// Translators (`xlate.rs`).
+    pub(super) xlate: xlate::Xlators,
 }
 
 impl Tables {
@@ -140,6 +145,10 @@ pub(super) struct Gen<'a> {
     pub(super) input: &'a str,
     pub(super) code: Vec<u64>,
     pub(super) free: Vec<u8>,
+    /// The inputs of the translations being compiled: name, register, type (`xlate.rs`).
+    pub(super) xbind: Vec<(String, u8, Ty)>,
+    /// Inlines being expanded.
+    inline_depth: usize,
 }
 
 pub(super) type GResult<T> = Result<T, CompileError>;
@@ -152,6 +161,8 @@ impl<'a> Gen<'a> {
             input,
             code: Vec::new(),
             free: (1..act::NREGS as u8).rev().collect(),
+            xbind: Vec::new(),
+            inline_depth: 0,
         }
     }
 
@@ -259,6 +270,9 @@ impl<'a> Gen<'a> {
                 Ok((r, Ty::Str))
             }
             ExprKind::Ident(name) => {
+                if let Some(r) = self.xlate_ident(name, e.span) {
+                    return r;
+                }
                 if let Some(r) = self.stack_ident(name, e.span) {
                     return r;
                 }
@@ -288,6 +302,10 @@ impl<'a> Gen<'a> {
                 }
                 self.rvalue(e)
             }
+            ExprKind::Member(..) | ExprKind::Arrow(..) if self.is_xlate_member(e) => {
+                self.xlate_member(e)
+            }
+            ExprKind::Xlate(..) => self.xlate_whole(e.span),
             ExprKind::SelfVar(_)
             | ExprKind::This(_)
             | ExprKind::Index(..)
@@ -704,9 +722,19 @@ impl<'a> Gen<'a> {
     }
 
     fn nested_inline(&mut self, e: &Expr, at: Span) -> GResult<(u8, Ty)> {
-        // An inline's expression reports errors at its own definition.
-        let _ = at;
-        self.expr(e)
+        // An inline's expression reports errors at its own definition. One defined in terms
+        // of itself would expand forever.
+        const MAX_INLINE: usize = 64;
+        if self.inline_depth >= MAX_INLINE {
+            return self.err(
+                at,
+                format!("inlines nested more than {MAX_INLINE} deep (an inline defined in terms of itself?)"),
+            );
+        }
+        self.inline_depth += 1;
+        let r = self.expr(e);
+        self.inline_depth -= 1;
+        r
     }
 
     /// Convert register `r` of type `from` to `to` (an inline's declared type).
@@ -822,6 +850,10 @@ impl<'a> Gen<'a> {
                     _ => self.assoc_keys(base, keys, e.span),
                 }
             }
+            ExprKind::Member(..) | ExprKind::Arrow(..) if self.is_xlate_member(e) => self.err(
+                e.span,
+                "[D_OP_LVAL] a translated member is a value, not storage: it cannot be assigned or have its address taken",
+            ),
             ExprKind::Member(b, m) => {
                 let base = self.loc(b)?;
                 self.member(base, m, e.span)
@@ -1704,6 +1736,11 @@ impl<'a> Gen<'a> {
                 );
             }
         }
+        if op.is_none() {
+            if let Some(r) = self.xlate_assign(lhs, rhs, span) {
+                return r;
+            }
+        }
         let mut l = self.loc(lhs)?;
         if op.is_none() {
             if l.ty_opt().is_none() && self.is_storage(rhs) {
@@ -1847,6 +1884,9 @@ impl<'a> Gen<'a> {
             Some(m) => g.err(span, format!("[D_PROTO_LEN] {m}")),
             None => Ok(()),
         };
+        if let Some(r) = self.xlate_call(name, args, span) {
+            return r;
+        }
         match name {
             "speculation" => {
                 if !args.is_empty() {

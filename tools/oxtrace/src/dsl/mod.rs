@@ -190,6 +190,11 @@ impl CompileOptions {
 pub fn compile(src: &str, input: &str, opts: &CompileOptions) -> Result<Compiled, CompileError> {
     let toks = lexer::lex(src).map_err(|(span, msg)| CompileError::at(src, input, span, msg))?;
     let mut p = parser::Parser::new(toks, src, input, &opts.macros);
+    if opts.btf.is_some() {
+        for ty in gen::xlate::PRELUDE_TYPES {
+            p.add_typedef(ty);
+        }
+    }
     let items = p.program()?;
     compile::compile_items(&items, src, input, &opts.xopts, true, opts)
 }
@@ -205,6 +210,11 @@ pub fn compile_unchecked(
 ) -> Result<Compiled, CompileError> {
     let toks = lexer::lex(src).map_err(|(span, msg)| CompileError::at(src, input, span, msg))?;
     let mut p = parser::Parser::new(toks, src, input, &opts.macros);
+    if opts.btf.is_some() {
+        for ty in gen::xlate::PRELUDE_TYPES {
+            p.add_typedef(ty);
+        }
+    }
     let items = p.program()?;
     compile::compile_items(&items, src, input, &opts.xopts, false, opts)
 }

@@ -242,6 +242,7 @@ impl<'a> Parser<'a> {
                 Tok::Punct(";") => {
                     self.bump();
                 }
+                Tok::Ident(ref w) if w == "translator" => items.push(self.translator()?),
                 _ if self.is_decl_start() => self.top_decl(&mut items)?,
                 _ => items.push(Item::Clause(self.clause()?)),
             }
@@ -1262,6 +1263,18 @@ impl<'a> Parser<'a> {
                     span: span.to(fspan),
                 });
             }
+            Tok::Ident(name) if name == "xlate" && self.is("<") => {
+                self.bump();
+                let ty = self.type_name()?;
+                self.expect(">")?;
+                self.expect("(")?;
+                let e = self.nested(Self::expr)?;
+                let close = self.expect(")")?;
+                return Ok(Expr {
+                    kind: ExprKind::Xlate(ty, Box::new(e)),
+                    span: span.to(close),
+                });
+            }
             Tok::Ident(name) => ExprKind::Ident(name),
             Tok::Punct("(") => {
                 let e = self.nested(Self::expr)?;
@@ -1282,5 +1295,44 @@ impl<'a> Parser<'a> {
             }
         };
         Ok(Expr { kind, span })
+    }
+
+    /// Make `name` a type name, as a `typedef` of an earlier part of the program would
+    /// (the types of the built-in prelude).
+    pub fn add_typedef(&mut self, name: &str) {
+        self.typedefs.insert(name.to_string());
+    }
+
+    /// `translator OUT < IN NAME > { member = expr; ... };`
+    fn translator(&mut self) -> PResult<Item> {
+        self.bump();
+        let span = self.peek().span;
+        let out = self.type_name()?;
+        self.expect("<")?;
+        let inp = self.type_name()?;
+        let (name, _) = self.ident()?;
+        self.expect(">")?;
+        self.expect("{")?;
+        let mut members = Vec::new();
+        while !self.eat("}") {
+            if self.eat(";") {
+                continue;
+            }
+            let (m, mspan) = self.ident()?;
+            self.expect("=")?;
+            let e = self.assign()?;
+            members.push((m, e, mspan));
+            if !self.is("}") {
+                self.expect(";")?;
+            }
+        }
+        self.expect(";")?;
+        Ok(Item::Translator(Translator {
+            out,
+            inp,
+            name,
+            members,
+            span,
+        }))
     }
 }
