@@ -83,6 +83,27 @@ impl Ksyms {
         Self::render(i.checked_sub(1).and_then(|i| self.syms.get(i)), addr)
     }
 
+    /// The address of symbol `name` of the kernel image (`module` `None`) or of a module.
+    pub fn lookup(&self, name: &str, module: Option<&str>) -> Option<u64> {
+        self.syms
+            .iter()
+            .find(|s| s.name == name && s.module.as_deref() == module)
+            .map(|s| s.addr)
+    }
+
+    /// The names of the kernel image's data symbols, for "did you mean".
+    pub fn data_names(&self) -> impl Iterator<Item = &str> {
+        self.syms
+            .iter()
+            .filter(|s| !s.text && s.module.is_none())
+            .map(|s| s.name.as_str())
+    }
+
+    /// Whether the table is empty (no kallsyms, or an unprivileged reader's zeros).
+    pub fn is_empty(&self) -> bool {
+        self.syms.is_empty()
+    }
+
     fn render(s: Option<&Sym>, addr: u64) -> String {
         let Some(s) = s else {
             return format!("0x{addr:x}");

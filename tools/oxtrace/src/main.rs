@@ -98,9 +98,18 @@ fn status(cli: &Cli) -> Res<i32> {
     Ok(0)
 }
 
-/// `-l [PATTERN]`: the probes, like `dtrace -l`.
-fn list(pattern: &str) -> Res<i32> {
+/// `-l [PATTERN]`: the probes, like `dtrace -l`; with `-v`, each probe's argument types,
+/// like `dtrace -lv`.
+fn list(pattern: &str, verbose: bool) -> Res<i32> {
     let (functions, _) = probes::functions()?;
+    let btf = match verbose.then(oxtrace::btf::Btf::kernel).flatten() {
+        Some(Ok(b)) => Some(b),
+        Some(Err(e)) => {
+            eprintln!("oxtrace: warning: kernel types unavailable: {e}");
+            None
+        }
+        None => None,
+    };
     let mut fields: Vec<&str> = pattern.split(':').collect();
     // bpftrace's `tracepoint:SUBSYS:EVENT` is `tracepoint:SUBSYS::EVENT` here.
     if fields.len() == 3 && fields[0] == "tracepoint" {
@@ -133,6 +142,15 @@ fn list(pattern: &str) -> Res<i32> {
                     why.tag()
                 ),
                 None => println!("{id:>6} {prov:>10} {module:>16} {func:>32} {name}"),
+            }
+            if verbose && prov == "tracepoint" {
+                match oxtrace::tracepoints::load(module, name) {
+                    Ok(f) => println!("{}", oxtrace::argtypes::describe_fields(&f)),
+                    Err(e) => println!("\n\tArgument Types\n\t\t{e}\n"),
+                }
+            } else if verbose {
+                let types = oxtrace::argtypes::arg_types(btf.as_ref(), prov, func, name);
+                println!("{}", oxtrace::argtypes::describe(types.as_deref()));
             }
         }
     };
@@ -232,11 +250,11 @@ fn trace(cli: &Cli) -> Res<i32> {
     // The kernel's types, for typed args[], curthread and kernel structs: parsed only for
     // a program that can reach them (tens of milliseconds for a distribution kernel);
     // `psinfo` for the prelude's process views (curpsinfo, lwpsinfo_t, ...).
-    let wants_btf = ["args", "curthread", "struct", "union", "enum"]
+    let wants_btf = ["args", "curthread", "struct", "union", "enum", "`"]
         .iter()
         .any(|w| text.contains(w))
         || ["xlate", "psinfo"].iter().any(|w| text.contains(w));
-    opts.btf = match wants_btf.then(oxtrace::btf::Btf::kernel).flatten() {
+    let kernel_types = || match oxtrace::btf::Btf::kernel() {
         Some(Ok(b)) => Some(std::sync::Arc::new(b)),
         Some(Err(e)) => {
             eprintln!("oxtrace: warning: kernel types unavailable: {e}");
@@ -244,7 +262,20 @@ fn trace(cli: &Cli) -> Res<i32> {
         }
         None => None,
     };
-    let prog = match dsl::compile(&text, &name, &opts) {
+    opts.btf = if wants_btf { kernel_types() } else { None };
+    let mut compiled = dsl::compile(&text, &name, &opts);
+    // A kernel typedef (`(loff_t)x`) needs the types too: compile again with them.
+    if compiled
+        .as_ref()
+        .is_err_and(|e| e.msg.contains("is not defined"))
+        && !wants_btf
+    {
+        opts.btf = kernel_types();
+        if opts.btf.is_some() {
+            compiled = dsl::compile(&text, &name, &opts);
+        }
+    }
+    let prog = match compiled {
         Ok(p) => p,
         Err(e) => {
             eprintln!("{e}");
@@ -290,12 +321,14 @@ fn main() -> ExitCode {
         || cli.provider.is_some();
     let r = match (cli.args.first().map(String::as_str), &cli.list) {
         // `-l -n PROBE`, `-l -P PROVIDER`: the probes they name.
-        (_, Some(_)) if cli.probe.is_some() => list(cli.probe.as_deref().unwrap_or_default()),
-        (_, Some(_)) if cli.provider.is_some() => list(&format!(
-            "{}:::",
-            cli.provider.as_deref().unwrap_or_default()
-        )),
-        (_, Some(p)) => list(p),
+        (_, Some(_)) if cli.probe.is_some() => {
+            list(cli.probe.as_deref().unwrap_or_default(), cli.verbose)
+        }
+        (_, Some(_)) if cli.provider.is_some() => list(
+            &format!("{}:::", cli.provider.as_deref().unwrap_or_default()),
+            cli.verbose,
+        ),
+        (_, Some(p)) => list(p, cli.verbose),
         (Some("version"), _) if !program && cli.args.len() == 1 => version(&cli),
         (Some("status"), _) if !program && cli.args.len() == 1 => status(&cli),
         _ => trace(&cli),

@@ -6,12 +6,15 @@
 //! `CONFIG_FTRACE_SYSCALLS`) or else from `/proc/kallsyms` (the `__x64_sys_NAME` entry
 //! points). If neither can be read, the whole table is used.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::sync::OnceLock;
 
 #[path = "syscall_table.rs"]
 mod table;
+
+#[path = "syscall_protos.rs"]
+mod protos;
 
 /// A system call of the running kernel.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -56,6 +59,60 @@ pub fn filter(keep: impl Fn(&str, &str) -> bool) -> Vec<Syscall> {
         .filter(|(_, name, entry)| keep(entry, name))
         .map(|&(nr, name, _)| Syscall { nr, name })
         .collect()
+}
+
+/// The C prototype of a system call: its arguments' types and names, and its return type.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Proto {
+    /// (C type, name) of each argument (`const char __user *`, `filename`).
+    pub args: Vec<(String, String)>,
+    /// The return type.
+    pub ret: String,
+}
+
+/// The prototype of system call `name` (as `syscall::NAME:entry` writes it): from the
+/// kernel's syscall trace events when it has them (`CONFIG_FTRACE_SYSCALLS`), else from the
+/// kernel's `SYSCALL_DEFINEn()` definitions (`syscall_protos.rs`), since BTF has none: the
+/// `__do_sys_NAME` bodies are inlined into `__x64_sys_NAME(const struct pt_regs *)`.
+pub fn proto(name: &str) -> Option<Proto> {
+    // Read once per call: `syscall:::entry` asks for every call at each args[] it compiles.
+    static CACHE: std::sync::Mutex<BTreeMap<String, Option<Proto>>> =
+        std::sync::Mutex::new(BTreeMap::new());
+    let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
+    cache
+        .entry(name.to_string())
+        .or_insert_with(|| {
+            let entry = table::X86_64.iter().find(|s| s.1 == name)?.2;
+            let call = entry.strip_prefix("sys_")?;
+            traced_proto(call).or_else(|| built_in_proto(call))
+        })
+        .clone()
+}
+
+/// The prototype of entry point `sys_CALL` in the table of `SYSCALL_DEFINEn()`s.
+pub fn built_in_proto(call: &str) -> Option<Proto> {
+    let (_, args) = protos::PROTOS.iter().find(|p| p.0 == call)?;
+    Some(Proto {
+        args: args
+            .iter()
+            .map(|(t, n)| (t.to_string(), n.to_string()))
+            .collect(),
+        ret: "long".into(),
+    })
+}
+
+/// The prototype from the formats of `syscalls:sys_enter_CALL` and `sys_exit_CALL`.
+fn traced_proto(call: &str) -> Option<Proto> {
+    let enter = crate::tracepoints::load("syscalls", &format!("sys_enter_{call}")).ok()?;
+    let exit = crate::tracepoints::load("syscalls", &format!("sys_exit_{call}")).ok()?;
+    let args = enter
+        .fields
+        .iter()
+        .filter(|f| !f.name.starts_with("common_") && f.name != "__syscall_nr")
+        .map(|f| (f.ctype.clone(), f.name.clone()))
+        .collect();
+    let ret = exit.field("ret")?.ctype.clone();
+    Some(Proto { args, ret })
 }
 
 /// Names of `events/syscalls/sys_enter_NAME` directories; `None` if there are none.
@@ -152,6 +209,27 @@ mod tests {
         let got = filter(|entry, _| syms.contains(entry));
         let names: Vec<&str> = got.iter().map(|s| s.name).collect();
         assert_eq!(names, ["read", "stat"]);
+    }
+
+    #[test]
+    fn prototypes() {
+        let p = built_in_proto("openat").unwrap();
+        let types: Vec<&str> = p.args.iter().map(|a| a.0.as_str()).collect();
+        assert_eq!(types, ["int", "const char __user *", "int", "umode_t"]);
+        assert_eq!(p.args[1].1, "filename");
+        assert_eq!(p.ret, "long");
+        // Every call of the table but the placeholder has one.
+        for s in all() {
+            let entry = table::X86_64.iter().find(|t| t.1 == s.name).unwrap().2;
+            let call = &entry["sys_".len()..];
+            assert!(
+                call == "ni_syscall" || built_in_proto(call).is_some(),
+                "{call}"
+            );
+        }
+        // x86-64's clone: tls last.
+        let c = built_in_proto("clone").unwrap();
+        assert_eq!(c.args[4], ("unsigned long".to_string(), "tls".to_string()));
     }
 
     #[test]

@@ -6,6 +6,7 @@ use oxtrace::btf::build::Builder;
 use oxtrace::btf::Btf;
 use oxtrace::dsl::sim::{Firing, OwnedItem, Sim};
 use oxtrace::dsl::{compile, CompileOptions, Compiled};
+use oxtrace::ksym::Ksyms;
 use oxtrace_core::action::IntType;
 use oxtrace_core::program::ProbeKind;
 use std::sync::Arc;
@@ -88,6 +89,8 @@ fn kernel() -> Arc<Btf> {
     let pcchar = b.ptr(cchar);
     let ploff = b.ptr(loff_t);
     let ssize_t = b.typedef("ssize_t", long);
+    let ushort = b.int("short unsigned int", 2, false);
+    b.typedef("umode_t", ushort);
     b.func(
         "vfs_read",
         ssize_t,
@@ -114,15 +117,26 @@ fn kernel() -> Arc<Btf> {
         &[("dfd", int), ("filename", pcchar), ("how", pchar)],
     );
     b.func("schedule", 0, &[]);
+    let ncpu = b.var("nr_cpu_ids", uint);
+    let rq = b.var("runqueues", int);
+    b.datasec(".data", 4, &[(ncpu, 0, 4)]);
+    b.datasec(".data..percpu", 4, &[(rq, 0, 4)]);
     Arc::new(Btf::parse(&b.finish()).unwrap())
 }
 
 fn opts(btf: bool) -> CompileOptions {
     CompileOptions {
         btf: btf.then(kernel),
+        ksyms: Some(Arc::new(Ksyms::parse(KALLSYMS))),
         ..CompileOptions::default()
     }
 }
+
+/// The synthetic kernel's symbols: its variables at 0x5000 and up.
+const KALLSYMS: &str = "0000000000005000 D nr_cpu_ids\n0000000000005008 D jiffies\n\
+    0000000000005040 D init_task\n0000000000005100 d runqueues\n\
+    0000000000005200 b no_type_known\n0000000000006000 T vfs_read\n\
+    0000000000007000 d mod_var\t[some_mod]\n";
 
 fn c(src: &str) -> Compiled {
     compile(src, "t.d", &opts(true)).unwrap_or_else(|e| panic!("{e}"))
@@ -165,6 +179,13 @@ fn file_memory(s: &mut Sim, name: &str) {
     let mut n = name.as_bytes().to_vec();
     n.resize(4096, 0);
     s.mem.push((0x3000, n));
+}
+
+/// `s` and NULs to a page, as memory holding a C string.
+fn padded(s: &[u8]) -> Vec<u8> {
+    let mut v = s.to_vec();
+    v.resize(4096, 0);
+    v
 }
 
 fn items(s: &Sim) -> Vec<OwnedItem> {
@@ -262,7 +283,7 @@ fn return_globs_and_other_probes() {
     // Where they disagree, or elsewhere than fbt, args[] are untyped 64-bit integers.
     for src in [
         "fbt::vfs_read:entry, fbt::do_sys_openat2:entry { trace(args[0] + 1); }",
-        "syscall::read:entry { trace(args[0] + 1); }",
+        "syscall::read:entry, syscall::openat:entry { trace(args[1] + 1); }",
         "BEGIN { trace(args[9]); }",
     ] {
         c(src);
@@ -282,9 +303,9 @@ fn return_globs_and_other_probes() {
          int64_t (args[0] is untyped: on return only args[1], the return value, is typed)"
     );
     assert_eq!(
-        err("syscall::read:entry { trace(args[0]->f_pos); }", true),
-        "1:29: [D_OP_PTR] operator -> must be applied to a pointer to a struct or union, not \
-         int64_t (args[0] is untyped: only fbt probes have typed arguments)"
+        err("tick-1s { trace(args[0]->f_pos); }", true),
+        "1:17: [D_OP_PTR] operator -> must be applied to a pointer to a struct or union, not \
+         int64_t (args[0] is untyped: only fbt and syscall probes have typed arguments)"
     );
     // A function BTF does not know: untyped.
     c("fbt::not_in_btf:entry { trace(args[3] * 2); }");
@@ -297,6 +318,177 @@ fn return_globs_and_other_probes() {
         items(&s),
         [OwnedItem::Int(7 | 0b1010 << 32, IntType::I64.0)]
     );
+}
+
+#[test]
+fn syscall_args_are_typed_from_the_prototype() {
+    // openat(int dfd, const char __user *filename, int flags, umode_t mode): the path is a
+    // user address, which copyinstr() and stringof() read from user memory.
+    let p = c(r#"syscall::openat:entry {
+        trace(args[0]); trace(copyinstr(args[1])); trace(stringof(args[1]));
+        trace(args[3]); trace(sizeof(args[1]));
+    }
+    syscall::read:return { trace(args[0]); }"#);
+    let mut s = Sim::default();
+    s.user_mem.push((0x7000, padded(b"/etc/hostname")));
+    let f = Firing {
+        kind: ProbeKind::SyscallEntry,
+        func: "openat".into(),
+        args: [-100i64 as u64, 0x7000, 0, 0o644, 0, 0],
+        ..Firing::default()
+    };
+    s.fire(&p, &f);
+    let f = Firing {
+        kind: ProbeKind::SyscallReturn,
+        func: "read".into(),
+        retval: -9i64 as u64,
+        ..Firing::default()
+    };
+    s.fire(&p, &f);
+    assert!(s.faults.is_empty(), "{:?}", s.faults);
+    assert_eq!(
+        items(&s),
+        [
+            OwnedItem::Int(-100i64 as u64, IntType::new(4, true).0),
+            OwnedItem::Str(b"/etc/hostname".to_vec()),
+            OwnedItem::Str(b"/etc/hostname".to_vec()),
+            OwnedItem::Int(0o644, IntType::new(2, false).0),
+            OwnedItem::Int(8, IntType::U64.0),
+            OwnedItem::Int(-9i64 as u64, IntType::I64.0),
+        ]
+    );
+    // The argument's C type, in errors; out of range on a single call is an error.
+    assert_eq!(
+        err("syscall::openat:entry { trace(args[1]->x); }", true),
+        "1:31: [D_OP_PTR] operator -> must be applied to a pointer to a struct or union, not char *"
+    );
+    assert_eq!(
+        err("syscall::openat:entry { trace(args[4]); }", true),
+        "1:31: args[4] does not exist: openat() has 4 arguments"
+    );
+    // On return only args[0] is typed; all calls at once disagree: untyped.
+    c("syscall::read:return { trace(args[1] + 1); }");
+    c("syscall:::entry { trace(args[1] + 1); }");
+    // Without BTF C's own integer types and pointers to them are still known.
+    let p = compile(
+        "syscall::openat:entry { trace(args[0]); trace(copyinstr(args[1])); trace(args[3]); }",
+        "t.d",
+        &opts(false),
+    )
+    .unwrap();
+    let mut s = Sim::default();
+    s.user_mem.push((0x7000, padded(b"/x")));
+    let f = Firing {
+        kind: ProbeKind::SyscallEntry,
+        func: "openat".into(),
+        args: [3, 0x7000, 0, 0o644, 0, 0],
+        ..Firing::default()
+    };
+    s.fire(&p, &f);
+    assert_eq!(
+        items(&s),
+        [
+            OwnedItem::Int(3, IntType::new(4, true).0),
+            OwnedItem::Str(b"/x".to_vec()),
+            OwnedItem::Int(0o644, IntType::I64.0),
+        ]
+    );
+}
+
+#[test]
+fn external_variables() {
+    // nr_cpu_ids from its BTF VAR; jiffies and init_task from the kernel's declarations.
+    let p = c(
+        "BEGIN { trace(`nr_cpu_ids); trace(vmlinux`jiffies); trace(`init_task.pid);
+        trace(stringof(`init_task.comm)); trace(sizeof(`init_task));
+        trace((uint64_t)&`init_task.comm); trace((uint64_t)&`no_type_known);
+        trace(*(int *)&`no_type_known); }",
+    );
+    let mut s = Sim::default();
+    let mut data = vec![0u8; 0x300];
+    data[0..4].copy_from_slice(&4u32.to_le_bytes());
+    data[8..16].copy_from_slice(&4294967296u64.to_le_bytes());
+    data[0x40 + 16..0x40 + 20].copy_from_slice(&0i32.to_le_bytes());
+    data[0x40 + 32..0x40 + 41].copy_from_slice(b"swapper/0");
+    data[0x200..0x204].copy_from_slice(&(-5i32).to_le_bytes());
+    s.mem.push((0x5000, data));
+    s.fire(&p, &Firing::default());
+    assert!(s.faults.is_empty(), "{:?}", s.faults);
+    let u64t = IntType::U64.0;
+    assert_eq!(
+        items(&s),
+        [
+            OwnedItem::Int(4, IntType::new(4, false).0),
+            OwnedItem::Int(4294967296, u64t),
+            OwnedItem::Int(0, IntType::new(4, true).0),
+            OwnedItem::Str(b"swapper/0".to_vec()),
+            OwnedItem::Int(64, u64t),
+            OwnedItem::Int(0x5060, u64t),
+            OwnedItem::Int(0x5200, u64t),
+            OwnedItem::Int(-5i64 as u64, IntType::new(4, true).0),
+        ]
+    );
+    let cases = [
+        (
+            "BEGIN { trace(`nr_cpu_idz); }",
+            "1:15: [D_SYM_NOSYM] unknown kernel symbol `nr_cpu_idz (did you mean 'nr_cpu_ids'?)",
+        ),
+        (
+            "BEGIN {\n  trace(`init_task.pidd);\n}",
+            "2:9: [D_TYPE_MEMBER] struct task_struct has no member 'pidd' (did you mean 'pid'?)",
+        ),
+        (
+            "BEGIN { trace(`runqueues); }",
+            "1:15: [D_SYM_PERCPU] `runqueues is a per-CPU variable: it has one copy per CPU and \
+             no single address",
+        ),
+        (
+            "BEGIN { trace(`no_type_known); }",
+            "1:15: [D_SYM_NOTYPE] the type of `no_type_known is unknown (the kernel's BTF has no \
+             global variables (pahole before 1.27)): read it through a cast of its address, \
+             *(TYPE *)&`no_type_known",
+        ),
+        (
+            "BEGIN { trace(some_mod`mod_var); }",
+            "1:15: [D_SYM_MODEL] some_mod`mod_var: only the kernel image's symbols are available \
+             (vmlinux`mod_var or `mod_var), not module some_mod's",
+        ),
+        (
+            "BEGIN { `jiffies = 1; }",
+            "1:9: [D_OP_WRITE] operator requires a writable variable: kernel memory cannot be modified",
+        ),
+    ];
+    for (src, want) in cases {
+        assert_eq!(err(src, true), want, "{src}");
+    }
+}
+
+#[test]
+fn casts_to_kernel_typedefs() {
+    // `(name)x` of a name D does not declare is a cast to the kernel's typedef.
+    let p = c(
+        "fbt::vfs_read:entry { trace((pid_t)arg0); trace((umode_t)arg0); trace(sizeof(size_t)); }",
+    );
+    let mut s = Sim::default();
+    s.fire(&p, &entry("vfs_read", [0x1_0001_0005, 0, 0, 0, 0, 0]));
+    assert_eq!(
+        items(&s),
+        [
+            OwnedItem::Int(0x1_0005, IntType::new(4, true).0),
+            OwnedItem::Int(5, IntType::new(2, false).0),
+            OwnedItem::Int(8, IntType::U64.0),
+        ]
+    );
+    assert_eq!(
+        err("BEGIN {\n  trace((no_such_t)1);\n}", true),
+        "2:9: [D_TYPE_ERR] type no_such_t is not defined"
+    );
+    assert_eq!(
+        err("BEGIN { trace((no_such_t *)arg0); }", true),
+        "1:15: [D_TYPE_ERR] type no_such_t is not defined"
+    );
+    // A parenthesized variable stays one.
+    c("BEGIN { x = 1; trace((x) + 1); trace((x)); }");
 }
 
 #[test]

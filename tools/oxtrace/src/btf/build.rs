@@ -115,9 +115,15 @@ impl Builder {
         self.add(name, info(12, 0, false), proto, &[])
     }
 
-    /// A variable (a kind readers skip).
+    /// A global variable.
     pub fn var(&mut self, name: &str, ty: u32) -> u32 {
         self.add(name, info(14, 0, false), ty, &[1])
+    }
+
+    /// A data section of `size` bytes holding `vars` (variable id, offset, size).
+    pub fn datasec(&mut self, name: &str, size: u32, vars: &[(u32, u32, u32)]) -> u32 {
+        let extra: Vec<u32> = vars.iter().flat_map(|v| [v.0, v.1, v.2]).collect();
+        self.add(name, info(15, vars.len(), false), size, &extra)
     }
 
     /// The blob.

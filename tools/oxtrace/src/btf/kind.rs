@@ -81,7 +81,11 @@ pub enum Kind {
     },
     /// A floating-point type of `size` bytes.
     Float(u32),
-    /// Anything a reader of types does not need (variables, data sections, decl tags).
+    /// A global variable: its type.
+    Var(u32),
+    /// A data section (`.data..percpu`...): the ids of its variables.
+    Datasec(Vec<u32>),
+    /// Anything a reader of types does not need (decl tags).
     Other,
 }
 
@@ -203,8 +207,15 @@ pub fn decode(b: &[u8], off: usize) -> Result<(Type, usize), String> {
             };
             (k, extra(2)?)
         }
-        VAR | DECL_TAG => (Kind::Other, 1),
-        DATASEC => (Kind::Other, extra(3)?),
+        VAR => (Kind::Var(size_or_type), 1),
+        DECL_TAG => (Kind::Other, 1),
+        DATASEC => {
+            let mut vars = Vec::with_capacity(vlen);
+            for i in 0..vlen {
+                vars.push(at(3 * i)?);
+            }
+            (Kind::Datasec(vars), extra(3)?)
+        }
         FLOAT => (Kind::Float(size_or_type), 0),
         k => return Err(format!("unknown BTF kind {k} at byte {off}")),
     };

@@ -30,6 +30,8 @@ pub enum NameKind {
     Typedef,
     /// A function.
     Func,
+    /// A global variable.
+    Var,
 }
 
 /// A parsed BTF blob.
@@ -42,6 +44,8 @@ pub struct Btf {
     /// Named types by namespace and name: the first complete definition (a struct's
     /// forward declaration only when there is no definition).
     names: HashMap<(NameKind, String), u32>,
+    /// The variables of the per-CPU data section (one copy per CPU, no single address).
+    percpu: std::collections::HashSet<u32>,
 }
 
 impl Btf {
@@ -67,6 +71,7 @@ impl Btf {
             strings,
             types,
             names: HashMap::new(),
+            percpu: Default::default(),
         };
         btf.check()?;
         btf.index();
@@ -97,7 +102,10 @@ impl Btf {
                 return bad("name");
             }
             let ok = match &t.kind {
-                Kind::Ptr(x) | Kind::Typedef(x) | Kind::Qual(x) | Kind::Func(x) => id_ok(*x),
+                Kind::Ptr(x) | Kind::Typedef(x) | Kind::Qual(x) | Kind::Func(x) | Kind::Var(x) => {
+                    id_ok(*x)
+                }
+                Kind::Datasec(vars) => vars.iter().all(|&v| id_ok(v)),
                 Kind::Array { elem, .. } => id_ok(*elem),
                 Kind::Sou { members, .. } => members.iter().all(|m| id_ok(m.ty) && name_ok(m.name)),
                 Kind::Proto { ret, params } => {
@@ -113,6 +121,7 @@ impl Btf {
     }
 
     fn index(&mut self) {
+        let mut percpu = std::collections::HashSet::new();
         for (id, t) in self.types.iter().enumerate() {
             let ns = match t.kind {
                 Kind::Sou { union: false, .. } | Kind::Fwd { union: false } => NameKind::Struct,
@@ -120,6 +129,13 @@ impl Btf {
                 Kind::Enum { .. } => NameKind::Enum,
                 Kind::Typedef(_) => NameKind::Typedef,
                 Kind::Func(_) => NameKind::Func,
+                Kind::Var(_) => NameKind::Var,
+                Kind::Datasec(ref vars) => {
+                    if self.str(t.name) == ".data..percpu" {
+                        percpu.extend(vars.iter().copied());
+                    }
+                    continue;
+                }
                 _ => continue,
             };
             if t.name == 0 {
@@ -137,6 +153,7 @@ impl Btf {
                 }
             }
         }
+        self.percpu = percpu;
     }
 
     /// The string at offset `off` of the string section ("" if it is not UTF-8).
@@ -199,6 +216,15 @@ impl Btf {
         }
     }
 
+    /// The type of global variable `name` and whether it is per-CPU.
+    pub fn var(&self, name: &str) -> Option<(u32, bool)> {
+        let v = self.find(NameKind::Var, name)?;
+        match self.types[v as usize].kind {
+            Kind::Var(ty) => Some((ty, self.percpu.contains(&v))),
+            _ => None,
+        }
+    }
+
     /// The C spelling of type `id` (`struct file *`, `const char *`), for messages.
     pub fn type_name(&self, id: u32) -> String {
         let t = &self.types[self.strip(id, false) as usize];
@@ -213,7 +239,7 @@ impl Btf {
             }
             Kind::Enum { .. } => named("enum"),
             Kind::Proto { .. } | Kind::Func(_) => "function".into(),
-            Kind::Qual(_) | Kind::Other => "?".into(),
+            Kind::Qual(_) | Kind::Var(_) | Kind::Datasec(_) | Kind::Other => "?".into(),
         }
     }
 }

@@ -28,13 +28,16 @@ pub struct BtfTypes {
     pub(super) clause: Vec<(ProbeKind, String)>,
     /// Why the last `args[i]` compiled is untyped, for the errors of its uses.
     pub(super) untyped: Option<String>,
+    /// The kernel's symbols for external variables; `None`: the running kernel's.
+    pub(super) ksyms: Option<Arc<crate::ksym::Ksyms>>,
 }
 
 impl BtfTypes {
     /// Nothing imported yet from `btf`.
-    pub fn new(btf: Option<Arc<Btf>>) -> BtfTypes {
+    pub fn new(btf: Option<Arc<Btf>>, ksyms: Option<Arc<crate::ksym::Ksyms>>) -> BtfTypes {
         BtfTypes {
             btf,
+            ksyms,
             ..BtfTypes::default()
         }
     }
@@ -125,7 +128,9 @@ impl TypeEnv {
             }
             Kind::Typedef(t) | Kind::Qual(t) => self.convert(btf, *t, depth + 1),
             Kind::Sou { .. } | Kind::Fwd { .. } => self.btf_sou(btf, id),
-            Kind::Func(_) | Kind::Proto { .. } | Kind::Other => Ty::Void,
+            Kind::Func(_) | Kind::Proto { .. } | Kind::Var(_) | Kind::Datasec(_) | Kind::Other => {
+                Ty::Void
+            }
         }
     }
 
@@ -226,53 +231,46 @@ impl TypeEnv {
         if clause.iter().any(|(k, _)| *k == ProbeKind::Tracepoint) {
             return Err("a tracepoint's arguments are named by its format: use args->FIELD".into());
         }
-        let Some(btf) = self.btf.btf.clone() else {
-            return Ok(Err("the kernel has no BTF".into()));
+        let typed = |k: &ProbeKind| {
+            matches!(
+                k,
+                ProbeKind::FbtEntry
+                    | ProbeKind::FbtReturn
+                    | ProbeKind::SyscallEntry
+                    | ProbeKind::SyscallReturn
+            )
         };
-        let fbt = |k: &ProbeKind| matches!(k, ProbeKind::FbtEntry | ProbeKind::FbtReturn);
-        if clause.is_empty() || !clause.iter().all(|(k, _)| fbt(k)) {
-            return Ok(Err("only fbt probes have typed arguments".into()));
+        if clause.is_empty() || !clause.iter().all(|(k, _)| typed(k)) {
+            return Ok(Err(
+                "only fbt and syscall probes have typed arguments".into()
+            ));
         }
+        let btf = self.btf.btf.clone();
+        let single = clause.len() == 1;
         let mut found: Option<(Ty, String)> = None;
         for (kind, pat) in &clause {
-            let funcs: Vec<String> = if crate::probes::is_glob(pat) {
-                btf.names(NameKind::Func)
+            let funcs: Vec<String> = match (&btf, crate::probes::is_glob(pat)) {
+                (Some(btf), true) => btf
+                    .names(NameKind::Func)
                     .filter(|f| crate::probes::glob_match(pat, f))
                     .map(str::to_string)
-                    .collect()
-            } else {
-                vec![pat.clone()]
+                    .collect(),
+                _ => vec![pat.clone()],
             };
+            let single = single && !crate::probes::is_glob(pat);
             for f in funcs {
-                let Some((ret, params)) = btf.func(&f) else {
-                    return Ok(Err(format!("{f}() is not in the kernel's BTF")));
-                };
-                let id = match kind {
-                    ProbeKind::FbtReturn if i == 1 => ret,
-                    ProbeKind::FbtReturn => {
-                        return Ok(Err(
-                            "on return only args[1], the return value, is typed".into()
-                        ))
+                let ty = match kind {
+                    ProbeKind::SyscallEntry | ProbeKind::SyscallReturn => {
+                        self.syscall_arg(*kind, &f, i, single)?
                     }
-                    _ => match params.get(i) {
-                        Some(p) if p.ty != 0 => p.ty,
-                        _ if clause.len() == 1 && !crate::probes::is_glob(pat) => {
-                            return Err(format!(
-                                "args[{i}] does not exist: {f}() has {} argument{}",
-                                params.len(),
-                                if params.len() == 1 { "" } else { "s" }
-                            ))
-                        }
-                        _ => return Ok(Err(format!("{f}() has no args[{i}]"))),
+                    _ => match &btf {
+                        Some(btf) => self.fbt_arg(btf, *kind, &f, i, single)?,
+                        None => Err("the kernel has no BTF".into()),
                     },
                 };
-                let ty = match self.btf_ty(&btf, id) {
-                    t @ (Ty::Int { .. } | Ty::Ptr(_)) => t,
-                    // A struct passed by value, or void: its register, untyped.
-                    _ => {
-                        let what = btf.type_name(id);
-                        return Ok(Err(format!("{f}() passes a {what} there")));
-                    }
+                let ty = match ty {
+                    Ok(t) => t,
+                    Err(why) => return Ok(Err(why)),
                 };
                 match &found {
                     Some((t, other)) if *t != ty => {
@@ -292,6 +290,142 @@ impl TypeEnv {
             .ok_or_else(|| "no function matches".to_string()))
     }
 
+    /// `args[i]` of fbt function `f`: its parameter on entry, its return type as `args[1]`
+    /// on return.
+    fn fbt_arg(
+        &mut self,
+        btf: &Btf,
+        kind: ProbeKind,
+        f: &str,
+        i: usize,
+        single: bool,
+    ) -> Result<Result<Ty, String>, String> {
+        let Some((ret, params)) = btf.func(f) else {
+            return Ok(Err(format!("{f}() is not in the kernel's BTF")));
+        };
+        let id = match kind {
+            ProbeKind::FbtReturn if i == 1 => ret,
+            ProbeKind::FbtReturn => {
+                return Ok(Err(
+                    "on return only args[1], the return value, is typed".into()
+                ))
+            }
+            _ => match params.get(i) {
+                Some(p) if p.ty != 0 => p.ty,
+                _ if single => return Err(no_arg(f, i, params.len())),
+                _ => return Ok(Err(format!("{f}() has no args[{i}]"))),
+            },
+        };
+        Ok(match self.btf_ty(btf, id) {
+            t @ (Ty::Int { .. } | Ty::Ptr(_)) => Ok(t),
+            // A struct passed by value, or void: its register, untyped.
+            _ => Err(format!("{f}() passes a {} there", btf.type_name(id))),
+        })
+    }
+
+    /// `args[i]` of system call `f`: its argument on entry, its return value as `args[0]`
+    /// on return; the C types of its prototype (`syscalls::proto`) resolved against BTF.
+    fn syscall_arg(
+        &mut self,
+        kind: ProbeKind,
+        f: &str,
+        i: usize,
+        single: bool,
+    ) -> Result<Result<Ty, String>, String> {
+        let Some(p) = crate::syscalls::proto(f) else {
+            return Ok(Err(format!("the prototype of {f}() is unknown")));
+        };
+        let ct = match kind {
+            ProbeKind::SyscallReturn if i == 0 => p.ret.clone(),
+            ProbeKind::SyscallReturn => {
+                return Ok(Err(
+                    "on return only args[0], the return value, is typed".into()
+                ))
+            }
+            _ => match p.args.get(i) {
+                Some(a) => a.0.clone(),
+                None if single => return Err(no_arg(f, i, p.args.len())),
+                None => return Ok(Err(format!("{f}() has no args[{i}]"))),
+            },
+        };
+        Ok(match self.btf_ctype(&ct) {
+            Ok(t @ (Ty::Int { .. } | Ty::Ptr(_))) => Ok(t),
+            Ok(t) => Err(format!("{f}() passes a {} there", t.name())),
+            Err(why) => Err(why),
+        })
+    }
+
+    /// The D type of C type text `ct` as prototypes and trace event formats write it
+    /// (`const char __user *`, `umode_t`, `struct open_how *`): C's integer types, and the
+    /// struct, union, enum and typedef names of the kernel's BTF (or of the program).
+    pub(super) fn btf_ctype(&mut self, ct: &str) -> Result<Ty, String> {
+        let spaced = ct.replace('*', " * ");
+        let words: Vec<&str> = spaced
+            .split_whitespace()
+            .filter(|w| {
+                !matches!(
+                    *w,
+                    "const" | "volatile" | "restrict" | "__restrict" | "__user"
+                )
+            })
+            .collect();
+        let stars = words.iter().filter(|w| **w == "*").count();
+        let base = &words[..words.len() - stars];
+        if base.is_empty() || base.contains(&"*") || ct.contains('[') || ct.contains('(') {
+            return Err(format!("cannot read the C type '{ct}'"));
+        }
+        let kbtf = self.btf.btf.clone();
+        let kernel = |ns: NameKind, n: &str| -> Result<(Arc<Btf>, u32), String> {
+            let btf = kbtf.clone().ok_or_else(|| format!("{ct}: {NO_BTF}"))?;
+            let id = btf
+                .find(ns, n)
+                .ok_or_else(|| format!("{ct}: '{n}' is not in the kernel's BTF"))?;
+            Ok((btf, id))
+        };
+        let mut ty = match base {
+            ["void"] => Ty::Void,
+            ["struct", n] | ["union", n] => {
+                let union = base[0] == "union";
+                match self.sou(n, union) {
+                    Some(i) => Ty::Sou(i, format!("{} {n}", base[0])),
+                    None => {
+                        let ns = if union {
+                            NameKind::Union
+                        } else {
+                            NameKind::Struct
+                        };
+                        let (btf, id) = kernel(ns, n)?;
+                        self.btf_ty(&btf, id)
+                    }
+                }
+            }
+            ["enum", n] => match kernel(NameKind::Enum, n) {
+                Ok((btf, id)) => self.btf_ty(&btf, id),
+                Err(_) => super::types::I32,
+            },
+            [n] if self.typedefs.contains_key(*n) => self.typedefs[*n].clone(),
+            _ if base.iter().all(|w| C_INT_WORDS.contains(w)) => c_int(base),
+            [n] => {
+                let (btf, id) = kernel(NameKind::Typedef, n)?;
+                self.btf_ty(&btf, id)
+            }
+            _ => return Err(format!("cannot read the C type '{ct}'")),
+        };
+        for _ in 0..stars {
+            ty = Ty::Ptr(Box::new(ty));
+        }
+        Ok(ty)
+    }
+
+    /// Whether every probe of the clause is a system call's: its pointer arguments are
+    /// user addresses.
+    pub(super) fn syscall_clause(&self) -> bool {
+        let c = &self.btf.clause;
+        !c.is_empty()
+            && c.iter()
+                .all(|(k, _)| matches!(k, ProbeKind::SyscallEntry | ProbeKind::SyscallReturn))
+    }
+
     /// The error for member `m` missing from `ty`, in C's words for a kernel type, with the
     /// nearest names.
     pub(super) fn btf_no_member(&self, ty: &Ty, m: &str) -> Option<String> {
@@ -306,6 +440,37 @@ impl TypeEnv {
             crate::syscalls::did_you_mean(&near)
         ))
     }
+}
+
+/// The words of C's integer type names.
+const C_INT_WORDS: &[&str] = &[
+    "signed", "unsigned", "char", "short", "int", "long", "_Bool", "bool",
+];
+
+/// The D type of a C integer type named by `words` (all of [`C_INT_WORDS`]), for x86-64.
+fn c_int(words: &[&str]) -> Ty {
+    let has = |w: &str| words.contains(&w);
+    let size = if has("char") || has("_Bool") || has("bool") {
+        1
+    } else if has("short") {
+        2
+    } else if has("long") {
+        8
+    } else {
+        4
+    };
+    Ty::Int {
+        size,
+        signed: !has("unsigned") && !has("_Bool") && !has("bool"),
+    }
+}
+
+/// The error for `args[i]` of `f`, which has `n` arguments.
+fn no_arg(f: &str, i: usize, n: usize) -> String {
+    format!(
+        "args[{i}] does not exist: {f}() has {n} argument{}",
+        if n == 1 { "" } else { "s" }
+    )
 }
 
 /// Members of struct or union `id` at `base` bits, anonymous struct and union members

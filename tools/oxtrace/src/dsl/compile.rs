@@ -38,7 +38,7 @@ pub fn compile_items(
     input: &str,
     xopts: &[(String, Option<String>)],
     checked: bool,
-    btf: Option<std::sync::Arc<crate::btf::Btf>>,
+    opts: &super::CompileOptions,
 ) -> GResult<Compiled> {
     let mut c = Compiled::default();
     for (name, value) in xopts {
@@ -78,7 +78,7 @@ pub fn compile_items(
         setopts: vec![],
         destructive: c.tool_options.contains_key("destructive"),
         env: TypeEnv {
-            btf: super::btf_types::BtfTypes::new(btf),
+            btf: super::btf_types::BtfTypes::new(opts.btf.clone(), opts.ksyms.clone()),
             ..TypeEnv::default()
         },
         vty: HashMap::new(),

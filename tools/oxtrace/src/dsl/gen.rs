@@ -384,6 +384,14 @@ impl<'a> Gen<'a> {
             }
             ExprKind::Unary(UnOp::Deref, _) => self.rvalue(e),
             ExprKind::Unary(UnOp::AddrOf, a) => {
+                // The address of an external variable of unknown type: a void *.
+                if let ExprKind::Ident(n) = &a.kind {
+                    if let (true, Ok((addr, None))) = (n.contains('`'), self.t.env.kvar(n)) {
+                        let r = self.reg(e.span)?;
+                        self.load_const(r, addr);
+                        return Ok((r, Ty::Ptr(Box::new(Ty::Void))));
+                    }
+                }
                 if !self.is_storage(a) {
                     return self.err(
                         e.span,
@@ -775,6 +783,16 @@ impl<'a> Gen<'a> {
             span: e.span,
         };
         match &e.kind {
+            ExprKind::Ident(name) if name.contains('`') => {
+                let (addr, ty) = match self.t.env.kvar(name) {
+                    Ok((a, Some(t))) => (a, t),
+                    Ok((_, None)) => return self.err(e.span, self.t.env.kvar_untyped(name)),
+                    Err(m) => return self.err(e.span, m),
+                };
+                let r = self.reg(e.span)?;
+                self.load_const(r, addr);
+                Ok(Loc::Mem { addr: r, ty })
+            }
             ExprKind::Ident(name) => {
                 if builtin(name).is_some()
                     || ustack::is_ident(name)
@@ -1891,8 +1909,18 @@ impl<'a> Gen<'a> {
                 if ty == Ty::Str {
                     return Ok((r, ty));
                 }
+                // A system call's pointer argument is a user address: read it as
+                // copyinstr() does (bpftrace's str() of a syscall argument).
+                let user = matches!(&args[0].kind, ExprKind::Index(n, _) if n == "args")
+                    && matches!(ty, Ty::Ptr(_))
+                    && self.t.env.syscall_clause();
+                let imm = if user {
+                    oxtrace_core::action::KSTR_USER
+                } else {
+                    0
+                };
                 let rd = self.reg(span)?;
-                self.emit(Op::Kstr, rd, r, 0, 0);
+                self.emit(Op::Kstr, rd, r, 0, imm);
                 self.release(r);
                 Ok((rd, Ty::Str))
             }
@@ -1992,7 +2020,12 @@ impl<'a> Gen<'a> {
                             _ => Op::Ldx,
                         };
                         self.emit(op, rd, base, 0, off);
-                        ty
+                        // A `struct T *` field is typed from BTF, for args->f->member.
+                        let sou_ptr = super::probe_spec::tracepoint_ctype(&field)
+                            .filter(|_| size == 8)
+                            .and_then(|ct| self.t.env.btf_ctype(&ct).ok())
+                            .filter(|t| matches!(t, Ty::Ptr(p) if matches!(**p, Ty::Sou(..))));
+                        sou_ptr.unwrap_or(ty)
                     }
                     FieldKind::CharArray | FieldKind::DataLoc => {
                         let max = if kind == FieldKind::DataLoc {

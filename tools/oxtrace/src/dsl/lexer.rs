@@ -92,9 +92,21 @@ pub fn lex(src: &str) -> Result<Vec<Token>, LexError> {
             continue;
         }
         line_start = false;
-        if c.is_ascii_alphabetic() || c == b'_' {
-            while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_') {
+        let ident = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
+        let quoted = c == b'`'
+            && b.get(i + 1)
+                .is_some_and(|&c| ident(c) && !c.is_ascii_digit());
+        if c.is_ascii_alphabetic() || c == b'_' || quoted {
+            i += 1;
+            while i < b.len() && ident(b[i]) {
                 i += 1;
+            }
+            // An external kernel symbol: `name, or module`name.
+            if !quoted && b.get(i) == Some(&b'`') && b.get(i + 1).is_some_and(|&c| ident(c)) {
+                i += 1;
+                while i < b.len() && ident(b[i]) {
+                    i += 1;
+                }
             }
             out.push(Token {
                 tok: Tok::Ident(src[start..i].to_string()),

@@ -10,6 +10,7 @@ pub mod compile;
 pub mod error;
 pub mod format;
 mod gen;
+mod kvar;
 pub mod lexer;
 pub mod options;
 pub mod parser;
@@ -132,6 +133,9 @@ pub struct CompileOptions {
     /// The kernel's types, for typed `args[]`, `curthread` and kernel structs; `None`
     /// when the kernel has no BTF.
     pub btf: Option<std::sync::Arc<crate::btf::Btf>>,
+    /// The kernel's symbols, for external variables (`` `jiffies ``); `None`: the running
+    /// kernel's /proc/kallsyms.
+    pub ksyms: Option<std::sync::Arc<crate::ksym::Ksyms>>,
 }
 
 impl CompileOptions {
@@ -146,6 +150,7 @@ impl CompileOptions {
             macros,
             xopts: vec![],
             btf: None,
+            ksyms: None,
         }
     }
 
@@ -191,7 +196,7 @@ pub fn compile(src: &str, input: &str, opts: &CompileOptions) -> Result<Compiled
         }
     }
     let items = p.program()?;
-    compile::compile_items(&items, src, input, &opts.xopts, true, opts.btf.clone())
+    compile::compile_items(&items, src, input, &opts.xopts, true, opts)
 }
 
 /// [`compile`] without the checks of the kernel's limits (option ranges, aggregation
@@ -211,7 +216,7 @@ pub fn compile_unchecked(
         }
     }
     let items = p.program()?;
-    compile::compile_items(&items, src, input, &opts.xopts, false, opts.btf.clone())
+    compile::compile_items(&items, src, input, &opts.xopts, false, opts)
 }
 
 impl Compiled {

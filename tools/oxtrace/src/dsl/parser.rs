@@ -863,6 +863,26 @@ impl<'a> Parser<'a> {
         Ok(lhs)
     }
 
+    /// At `(`: whether `(name)` followed by an operand, or `(name *...)`, is a cast to a
+    /// name the program does not declare (no expression has that shape); its `*`s.
+    fn unknown_cast(&self) -> Option<usize> {
+        if !self.is("(") || !matches!(&self.peek_at(1).tok, Tok::Ident(s) if !s.contains('`')) {
+            return None;
+        }
+        let mut n = 2;
+        while matches!(self.peek_at(n).tok, Tok::Punct("*")) {
+            n += 1;
+        }
+        if !matches!(self.peek_at(n).tok, Tok::Punct(")")) {
+            return None;
+        }
+        let operand = matches!(
+            self.peek_at(n + 1).tok,
+            Tok::Int(_) | Tok::Ident(_) | Tok::Str(_) | Tok::Char(_)
+        );
+        (n > 2 || operand).then_some(n - 2)
+    }
+
     fn is_type_start(&self, n: usize) -> bool {
         matches!(&self.peek_at(n).tok, Tok::Ident(s)
             if is_type_word(s) || self.typedefs.contains(s))
@@ -1028,6 +1048,26 @@ impl<'a> Parser<'a> {
         if self.is("(") && self.is_type_start(1) {
             self.bump();
             let ty = self.type_name()?;
+            self.expect(")")?;
+            let e = self.nested(Self::unary)?;
+            let span = t.span.to(e.span);
+            return Ok(Expr {
+                kind: ExprKind::Cast(ty, Box::new(e)),
+                span,
+            });
+        }
+        if let Some(stars) = self.unknown_cast() {
+            // `(name)x`, `(name *)x` with a name the program does not declare: a cast to a
+            // typedef the compiler looks up in the kernel's BTF (or reports undefined).
+            self.bump();
+            let Tok::Ident(n) = self.bump().tok.clone() else {
+                unreachable!("unknown_cast() saw an identifier");
+            };
+            let mut ty = TypeName::Named(n);
+            for _ in 0..stars {
+                self.bump();
+                ty = TypeName::Ptr(Box::new(ty));
+            }
             self.expect(")")?;
             let e = self.nested(Self::unary)?;
             let span = t.span.to(e.span);

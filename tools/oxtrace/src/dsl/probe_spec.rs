@@ -285,6 +285,16 @@ pub(super) fn set_clause_probes(probes: &[ProbeSpec]) {
     CLAUSE.with(|c| *c.borrow_mut() = tps);
 }
 
+/// The C type of field `name` of the clause's tracepoints, when all agree.
+pub(super) fn tracepoint_ctype(name: &str) -> Option<String> {
+    let tps = CLAUSE.with(|c| c.borrow().clone());
+    let mut types = tps
+        .iter()
+        .map(|tp| Some(tracepoints::known(tp)?.field(name)?.ctype.clone()));
+    let first = types.next()??;
+    types.all(|t| t.as_deref() == Some(&first)).then_some(first)
+}
+
 /// Where `args->NAME` is in the records of the clause's tracepoints: its offset, size,
 /// signedness and kind, the same in every one of them (else the error says where not).
 pub(super) fn tracepoint_field(name: &str) -> Result<(u32, u32, bool, FieldKind), String> {

@@ -1,0 +1,96 @@
+//! External kernel variables, DTrace's backquote: `` `jiffies ``, `` vmlinux`init_task ``.
+//!
+//! The address comes from /proc/kallsyms, the type from the variable's BTF `VAR` when the
+//! kernel's BTF has one (pahole 1.27 and later emit every global; older ones only the
+//! per-CPU variables), else from the kernel's declaration of a few well-known variables
+//! (`KNOWN`) resolved against BTF. The value is read with the fault-free loads of any
+//! kernel memory; a variable of unknown type only gives its address (`&`name`).
+
+use super::types::{Ty, TypeEnv};
+use crate::btf::NameKind;
+
+/// Declarations (include/linux/...) of variables D programs read, for kernels whose BTF has
+/// no global variables.
+const KNOWN: &[(&str, &str)] = &[
+    ("jiffies", "unsigned long"),
+    ("jiffies_64", "u64"),
+    ("init_task", "struct task_struct"),
+    ("nr_cpu_ids", "unsigned int"),
+    ("nr_threads", "int"),
+    ("max_threads", "int"),
+    ("total_forks", "unsigned long"),
+    ("system_state", "enum system_states"),
+    ("init_uts_ns", "struct uts_namespace"),
+    ("init_nsproxy", "struct nsproxy"),
+    ("init_pid_ns", "struct pid_namespace"),
+    ("init_mm", "struct mm_struct"),
+    ("init_net", "struct net"),
+    ("panic_timeout", "int"),
+    ("totalreserve_pages", "unsigned long"),
+    ("_totalram_pages", "atomic_long_t"),
+    ("__num_online_cpus", "atomic_t"),
+];
+
+impl TypeEnv {
+    /// The address and type (`None`: unknown) of external variable `name`, as written
+    /// (`` `jiffies ``, `` vmlinux`jiffies ``).
+    pub(super) fn kvar(&mut self, name: &str) -> Result<(u64, Option<Ty>), String> {
+        let (module, sym) = name.split_once('`').unwrap_or(("", name));
+        if !matches!(module, "" | "vmlinux") {
+            return Err(format!(
+                "[D_SYM_MODEL] {name}: only the kernel image's symbols are available \
+                 (vmlinux`{sym} or `{sym}), not module {module}'s"
+            ));
+        }
+        let ksyms = self.btf.ksyms.clone();
+        let ksyms = ksyms
+            .as_deref()
+            .unwrap_or_else(|| crate::ksym::Ksyms::kernel());
+        if ksyms.is_empty() {
+            return Err(format!(
+                "[D_SYM_NOSYM] {name}: kernel symbol addresses are unknown \
+                 (/proc/kallsyms shows none: run as root)"
+            ));
+        }
+        let Some(addr) = ksyms.lookup(sym, None) else {
+            let near = crate::syscalls::nearby(sym, ksyms.data_names());
+            return Err(format!(
+                "[D_SYM_NOSYM] unknown kernel symbol `{sym}{}",
+                crate::syscalls::did_you_mean(&near)
+            ));
+        };
+        let btf = self.btf.btf.clone();
+        if let Some((id, percpu)) = btf.as_ref().and_then(|b| b.var(sym)) {
+            if percpu {
+                return Err(format!(
+                    "[D_SYM_PERCPU] `{sym} is a per-CPU variable: it has one copy per CPU and \
+                     no single address"
+                ));
+            }
+            let btf = btf.expect("var() of some BTF");
+            return Ok((addr, Some(self.btf_ty(&btf, id))));
+        }
+        let ty = KNOWN
+            .iter()
+            .find(|k| k.0 == sym)
+            .and_then(|k| self.btf_ctype(k.1).ok())
+            .filter(|t| *t != Ty::Void);
+        Ok((addr, ty))
+    }
+
+    /// Why external variable `name` cannot be read: its type is unknown.
+    pub(super) fn kvar_untyped(&self, name: &str) -> String {
+        let sym = name.rsplit('`').next().unwrap_or(name);
+        let why = match &self.btf.btf {
+            None => "the kernel has no BTF",
+            Some(b) if b.find(NameKind::Var, sym).is_none() => {
+                "the kernel's BTF has no global variables (pahole before 1.27)"
+            }
+            Some(_) => "its BTF type cannot be read",
+        };
+        format!(
+            "[D_SYM_NOTYPE] the type of {name} is unknown ({why}): read it through a cast of \
+             its address, *(TYPE *)&{name}"
+        )
+    }
+}
