@@ -117,6 +117,8 @@ impl<'a> Code<'a> {
 pub struct Verified<'a> {
     pub(super) code: Code<'a>,
     string_allocs: u32,
+    /// `code` decoded, when [`Verified::decode_into`] made it.
+    pub(super) decoded: Option<Decoded<'a>>,
 }
 
 impl<'a> Verified<'a> {
@@ -414,5 +416,6 @@ pub fn verify<'a, D: Dict + ?Sized>(
     Ok(Verified {
         code,
         string_allocs: allocs,
+        decoded: None,
     })
 }

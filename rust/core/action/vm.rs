@@ -2,6 +2,7 @@
 
 //! The interpreter: runs verified code in probe context over the CPU's scratch space.
 
+use super::decode::Fetch;
 use super::*;
 
 /// Everything outside the machine, implemented by the kernel glue (and test doubles).
@@ -368,6 +369,21 @@ impl<'s> Vm<'s> {
         Ok(str_ref(STR_SPACE_SCRATCH, keep as u32))
     }
 
+    /// `self->` load (`load`) or store of variable `var`; the load's value. Out of line: its
+    /// key does not grow the interpreter's frame, which every probe-context chain stacks.
+    #[inline(never)]
+    fn tls<E: Env + ?Sized>(&mut self, load: bool, var: u32, a: u64, env: &mut E) -> Option<u64> {
+        let tid = env.builtin(Builtin::Tid);
+        let keys = [Key::Int(tid)];
+        if load {
+            return Some(env.dynvar_load(var, &keys));
+        }
+        if !env.dynvar_store(var, &keys, a) {
+            self.st.losses.dynvars += 1;
+        }
+        None
+    }
+
     /// Runs a user stack or symbol opcode (`Ustack` ..= `Ucaller`); returns the value of
     /// `rd`. Apart from [`Vm::run`] so that its locals do not grow that frame.
     #[inline(never)]
@@ -572,10 +588,21 @@ impl<'s> Vm<'s> {
         dict: &D,
         env: &mut E,
     ) -> Result<u64, Fault> {
-        self.st.regs = [0; NREGS];
+        self.exec(prog, dict, env)
+    }
+
+    fn exec<D: Dict + ?Sized, E: Env + ?Sized>(
+        &mut self,
+        code: &Verified<'_>,
+        dict: &D,
+        env: &mut E,
+    ) -> Result<u64, Fault> {
+        // Only the registers the program uses: the others are never read.
+        for r in self.st.regs.iter_mut().take(code.nregs()) {
+            *r = 0;
+        }
         self.st.tlen = 0;
-        let code = prog.code;
-        let n = code.len();
+        let n = code.count();
         let mut pc = 0usize;
         // Forward-only jumps make this bound redundant; it keeps termination local.
         let mut steps = 0usize;
@@ -585,14 +612,17 @@ impl<'s> Vm<'s> {
                 pc: pc as u32,
                 kind,
             };
-            let w = code.word(pc).ok_or(f(FaultKind::Invalid))?;
-            let ins = Insn::decode(w);
-            let op = Op::from_u8(ins.op).ok_or(f(FaultKind::Invalid))?;
-            let (rd, r1, r2) = (ins.rd as usize, ins.r1 as usize, ins.r2 as usize);
-            if rd >= NREGS || r1 >= NREGS || r2 >= NREGS {
-                return Err(f(FaultKind::Invalid));
-            }
-            // PANIC: `r1` and `r2` are below `NREGS`, the length of `regs` (checked above).
+            let ins = code.fetch(pc).ok_or(f(FaultKind::Invalid))?;
+            let op = ins.op;
+            // The mask keeps the indices in `regs` without a check: `DInsn`'s registers are
+            // below `NREGS` (a power of two), so it changes nothing.
+            const RMASK: usize = NREGS - 1;
+            const _: () = assert!(NREGS.is_power_of_two());
+            let (rd, r1, r2) = (
+                ins.rd as usize & RMASK,
+                ins.r1 as usize & RMASK,
+                ins.r2 as usize & RMASK,
+            );
             let a = self.st.regs[r1];
             let b = self.st.regs[r2];
             let imm = ins.imm;
@@ -717,15 +747,7 @@ impl<'s> Vm<'s> {
                 }
                 Ldgs => out = Some(env.global_load(imm)),
                 Stgs => env.global_store(imm, a),
-                Ldts | Stts => {
-                    let tid = env.builtin(Builtin::Tid);
-                    let keys = [Key::Int(tid)];
-                    if op == Ldts {
-                        out = Some(env.dynvar_load(imm, &keys));
-                    } else if !env.dynvar_store(imm, &keys, a) {
-                        self.st.losses.dynvars += 1;
-                    }
-                }
+                Ldts | Stts => out = self.tls(op == Ldts, imm, a, env),
                 Ldgaa | Stgaa => {
                     let (layout, string) = match dict.var(imm) {
                         Some(v) if v.scope == Scope::Assoc => (v.keys, v.string),
@@ -840,7 +862,11 @@ impl<'s> Vm<'s> {
                 | Rand | Progenyof => {
                     // The third register of `Substr`, `Index` and `Rindex` (the verifier
                     // checked `imm < NREGS`); the others don't read `c`.
-                    let c = self.st.regs.get(imm as usize).copied().unwrap_or(0);
+                    // Registers from `nregs()` on were not zeroed: they read as 0.
+                    let c = match imm as usize {
+                        i if i < code.nregs() => self.st.regs.get(i).copied().unwrap_or(0),
+                        _ => 0,
+                    };
                     out = Some(self.subr(op, a, b, c, dict, env).map_err(f)?);
                 }
                 Kstack => out = Some(self.kstack(imm, dict, env).map_err(f)?),
@@ -852,7 +878,6 @@ impl<'s> Vm<'s> {
                 if rd == 0 {
                     return Err(f(FaultKind::Invalid));
                 }
-                // PANIC: `rd < NREGS` (checked at decode).
                 self.st.regs[rd] = v;
             }
             pc = next;
