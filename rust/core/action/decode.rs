@@ -113,9 +113,16 @@ impl Fetch for Verified<'_> {
     fn fetch(&self, pc: usize) -> Option<DInsn> {
         match &self.decoded {
             Some(d) => d.insns.get(pc).copied(),
-            None => DInsn::from_word(self.code.word(pc)?),
+            None => raw_fetch(&self.code, pc),
         }
     }
+}
+
+/// Instruction `pc` of raw code. Out of line: the kernel never runs raw code, and its
+/// decoding stays out of the interpreter's frame.
+#[inline(never)]
+fn raw_fetch(code: &Code<'_>, pc: usize) -> Option<DInsn> {
+    DInsn::from_word(code.word(pc)?)
 }
 
 impl<'a> Verified<'a> {

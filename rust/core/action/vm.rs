@@ -369,21 +369,6 @@ impl<'s> Vm<'s> {
         Ok(str_ref(STR_SPACE_SCRATCH, keep as u32))
     }
 
-    /// `self->` load (`load`) or store of variable `var`; the load's value. Out of line: its
-    /// key does not grow the interpreter's frame, which every probe-context chain stacks.
-    #[inline(never)]
-    fn tls<E: Env + ?Sized>(&mut self, load: bool, var: u32, a: u64, env: &mut E) -> Option<u64> {
-        let tid = env.builtin(Builtin::Tid);
-        let keys = [Key::Int(tid)];
-        if load {
-            return Some(env.dynvar_load(var, &keys));
-        }
-        if !env.dynvar_store(var, &keys, a) {
-            self.st.losses.dynvars += 1;
-        }
-        None
-    }
-
     /// Runs a user stack or symbol opcode (`Ustack` ..= `Ucaller`); returns the value of
     /// `rd`. Apart from [`Vm::run`] so that its locals do not grow that frame.
     #[inline(never)]
@@ -747,7 +732,15 @@ impl<'s> Vm<'s> {
                 }
                 Ldgs => out = Some(env.global_load(imm)),
                 Stgs => env.global_store(imm, a),
-                Ldts | Stts => out = self.tls(op == Ldts, imm, a, env),
+                Ldts | Stts => {
+                    let tid = env.builtin(Builtin::Tid);
+                    let keys = [Key::Int(tid)];
+                    if op == Ldts {
+                        out = Some(env.dynvar_load(imm, &keys));
+                    } else if !env.dynvar_store(imm, &keys, a) {
+                        self.st.losses.dynvars += 1;
+                    }
+                }
                 Ldgaa | Stgaa => {
                     let (layout, string) = match dict.var(imm) {
                         Some(v) if v.scope == Scope::Assoc => (v.keys, v.string),
@@ -963,22 +956,34 @@ impl<'s> Vm<'s> {
         dict: &D,
         env: &mut E,
     ) -> Result<(), FaultKind> {
+        let keys = self.agg_keys(imm, dict)?;
+        if !env.agg_update(imm, keys, &[a, b]) {
+            self.st.losses.aggs += 1;
+        }
+        self.st.tlen = 0;
+        Ok(())
+    }
+
+    /// The keys of an update of aggregation `imm`, from the tuple. Out of line: the
+    /// aggregation's description is not kept in [`Vm::agg`]'s frame, which is under the
+    /// update's.
+    #[inline(never)]
+    fn agg_keys<'k, D: Dict + ?Sized>(
+        &'k mut self,
+        imm: u32,
+        dict: &'k D,
+    ) -> Result<&'k [Key<'k>], FaultKind> {
         let layout = dict.agg(imm).ok_or(FaultKind::Invalid)?;
         let ss = self.strsize as usize;
         // PANIC: `tlen <= MAX_TUPLE`, the tuple's length (`Pushtv` checks).
-        let keys = build_keys(
+        build_keys(
             &self.st.tuple[..self.st.tlen],
             layout,
             dict.strtab(),
             self.scratch,
             ss,
             &mut self.st.keys,
-        )?;
-        if !env.agg_update(imm, keys, &[a, b]) {
-            self.st.losses.aggs += 1;
-        }
-        self.st.tlen = 0;
-        Ok(())
+        )
     }
 
     /// `stack(imm)`: the kernel stack, at most `imm` frames, in a new string slot.
@@ -1132,6 +1137,8 @@ impl<'s> Vm<'s> {
 /// Copy the kernel string at `addr` into `out` chunk by chunk (never reading across a page
 /// boundary past the NUL); returns its length (truncated to `out.len()`), or the failing
 /// address.
+// Out of line: its chunk buffer is not in `Vm::strop`'s frame, under `Env::builtin_str`.
+#[inline(never)]
 fn read_kernel_str<E: Env + ?Sized>(
     env: &mut E,
     addr: u64,
