@@ -26,6 +26,8 @@ key=$( {
 	"$KRUSTC" --version
 	"$KBINDGEN" --version
 	clang --version | head -n1
+	# pahole writes the BTF; only flavors with BTF depend on it, so others keep their key.
+	if grep -qx 'CONFIG_DEBUG_INFO_BTF=y' "${fragments[@]}"; then pahole --version; fi
 } | sha256sum | cut -c1-12)
 
 src=$OXT_CACHE/src/linux-$kver

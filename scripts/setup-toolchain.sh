@@ -12,6 +12,8 @@ BINDGEN_VERSION=${BINDGEN_VERSION:-0.69.5}
 APT_PKGS=(linux-source-6.12 clang libclang-dev lld llvm qemu-system-x86
 	busybox-static cpio flex bison bc libelf-dev libssl-dev kmod xz-utils
 	make gcc python3 rsync libipt-dev
+	# pahole, for the test kernel's BTF (CONFIG_DEBUG_INFO_BTF)
+	dwarves
 	prometheus curl
 	# rst2man for make install's man page; make check builds the module through dkms
 	python3-docutils dkms)
@@ -48,6 +50,14 @@ fi
 
 if [ "$(/usr/bin/rustc --version | awk '{print $2}')" != "${RUST_WEB_VERSION%%+*}" ]; then
 	log "error: /usr/bin/rustc is not ${RUST_WEB_VERSION%%+*}"
+	exit 1
+fi
+
+# CONFIG_DEBUG_INFO_BTF with CONFIG_RUST needs pahole's --lang_exclude (1.24), else Kconfig
+# silently drops BTF or Rust.
+pahole_v=$(pahole --version | tr -d v)
+if [ "$(printf '%s\n' 1.24 "$pahole_v" | sort -V | head -n1)" != 1.24 ]; then
+	log "error: pahole $pahole_v is older than 1.24 (package dwarves)"
 	exit 1
 fi
 

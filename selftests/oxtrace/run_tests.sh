@@ -11,7 +11,7 @@ for t in ./device_test ./dynvar_test ./tool_test.sh ./trace_test.sh ./agg_test.s
 	./json_test.sh ./provider_test.sh ./subr_test.sh ./stack_test.sh \
 	./oxt-loadtest ./pt_abi_test ./pt_test.sh "./oxt-doctest tutorial.rst" \
 	"./ioctl_fuzz -T threads_shared_private_swap_fork" ./lifecycle_test ./probesafe_test.sh \
-	./attach_test.sh ./ustack_test.sh ./dlang_test.sh; do
+	./attach_test.sh ./ustack_test.sh ./dlang_test.sh ./btf_test.sh; do
 	echo "# selftest: $t"
 	$t || rc=1
 done

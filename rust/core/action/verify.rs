@@ -215,12 +215,7 @@ fn shape(op: Op) -> Shape {
             ..sh(true, true, false, I::Any)
         },
         // imm: a frame count, clamped by the interpreter.
-        Kstack => Shape {
-            alloc: true,
-            ..sh(true, false, false, I::Any)
-        },
-        // imm: a frame count, clamped by the interpreter.
-        Ustack => Shape {
+        Kstack | Ustack => Shape {
             alloc: true,
             ..sh(true, false, false, I::Any)
         },

@@ -4,6 +4,7 @@
 #![deny(clippy::undocumented_unsafe_blocks)]
 
 pub mod agg;
+pub mod btf;
 pub mod child;
 pub mod device;
 pub mod dsl;

@@ -229,6 +229,19 @@ fn trace(cli: &Cli) -> Res<i32> {
         };
         opts.xopts.push((k, v));
     }
+    // The kernel's types, for typed args[], curthread and kernel structs: parsed only for
+    // a program that can reach them (tens of milliseconds for a distribution kernel).
+    let wants_btf = ["args", "curthread", "struct", "union", "enum"]
+        .iter()
+        .any(|w| text.contains(w));
+    opts.btf = match wants_btf.then(oxtrace::btf::Btf::kernel).flatten() {
+        Some(Ok(b)) => Some(std::sync::Arc::new(b)),
+        Some(Err(e)) => {
+            eprintln!("oxtrace: warning: kernel types unavailable: {e}");
+            None
+        }
+        None => None,
+    };
     let prog = match dsl::compile(&text, &name, &opts) {
         Ok(p) => p,
         Err(e) => {

@@ -6,16 +6,9 @@ mod support;
 use oxtrace::agg::SortOrder;
 use oxtrace::dsl::options::runtime_value;
 use oxtrace::dsl::sim::{Firing, Sim};
-use oxtrace::dsl::{compile, CompileOptions, Compiled};
+use oxtrace::dsl::Compiled;
 use std::collections::BTreeMap;
-use support::{begin_table, c};
-
-fn err(src: &str) -> (String, String) {
-    match compile(src, "t.d", &CompileOptions::default()) {
-        Ok(_) => panic!("compiled: {src}"),
-        Err(e) => (e.position(), e.msg.clone()),
-    }
-}
+use support::{begin_table, c, err_at as err};
 
 fn order(opts: &[(&str, &str)]) -> SortOrder {
     let m: BTreeMap<String, String> = opts

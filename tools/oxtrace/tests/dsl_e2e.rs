@@ -1,18 +1,14 @@
 //! Compile D programs and run their clauses with the simulated environment: the records,
 //! variables and aggregation updates are what the program says.
 
+mod support;
+
 use oxtrace::dsl::sim::{Firing, OwnedItem, OwnedKey, Sim};
-use oxtrace::dsl::{compile, CompileOptions, Compiled};
+use oxtrace::dsl::{compile, CompileOptions};
 use oxtrace_core::action::{FaultKind, IntType, RecordKind};
 use oxtrace_core::agg::AggKind;
 use oxtrace_core::program::{Image, ProbeKind};
-
-fn c(src: &str) -> Compiled {
-    match compile(src, "test.d", &CompileOptions::default()) {
-        Ok(c) => c,
-        Err(e) => panic!("{e}"),
-    }
-}
+use support::c;
 
 fn entry(func: &str, args: [u64; 6]) -> Firing {
     Firing {

@@ -1,16 +1,11 @@
 //! dtrace:::ERROR through the simulator: fired in the firing that faults, with DTrace's
 //! arguments, and never for a fault of its own clauses.
 
-use oxtrace::dsl::sim::{Firing, Sim};
-use oxtrace::dsl::{compile, CompileOptions, Compiled};
-use oxtrace_core::action::FaultKind;
+mod support;
 
-fn c(src: &str) -> Compiled {
-    match compile(src, "test.d", &CompileOptions::default()) {
-        Ok(c) => c,
-        Err(e) => panic!("{e}"),
-    }
-}
+use oxtrace::dsl::sim::{Firing, Sim};
+use oxtrace_core::action::FaultKind;
+use support::c;
 
 #[test]
 fn error_fires_with_dtrace_arguments() {

@@ -1,13 +1,9 @@
 //! Bad programs: each error has the exact `line:column`, message and caret.
 
-use oxtrace::dsl::{compile, CompileError, CompileOptions};
+mod support;
 
-fn err(src: &str) -> CompileError {
-    match compile(src, "t.d", &CompileOptions::default()) {
-        Ok(_) => panic!("program compiled but should not:\n{src}"),
-        Err(e) => e,
-    }
-}
+use oxtrace::dsl::{compile, CompileOptions};
+use support::err;
 
 /// Check position, message and the caret line (the text under the source line).
 fn check(src: &str, pos: &str, msg: &str, caret: &str) {

@@ -2,24 +2,13 @@
 //! arrays, `if`/`else`, lvalues, and the compile errors of each, run through the real
 //! interpreter with the simulated environment.
 
+mod support;
+
 use oxtrace::dsl::sim::{Firing, Sim};
-use oxtrace::dsl::{compile, CompileError, CompileOptions, Compiled};
+use oxtrace::dsl::{compile, CompileOptions};
 use oxtrace_core::action::FaultKind;
 use oxtrace_core::program::ProbeKind;
-
-fn c(src: &str) -> Compiled {
-    match compile(src, "t.d", &CompileOptions::default()) {
-        Ok(c) => c,
-        Err(e) => panic!("{e}"),
-    }
-}
-
-fn err(src: &str) -> CompileError {
-    match compile(src, "t.d", &CompileOptions::default()) {
-        Ok(_) => panic!("program compiled but should not:\n{src}"),
-        Err(e) => e,
-    }
-}
+use support::{c, err};
 
 /// Run BEGIN once and return what printf printed.
 fn run(src: &str) -> String {

@@ -1,12 +1,10 @@
 //! Speculations through the simulator: records held until commit, dropped by discard, the
 //! buffer bounded by specsize, nspec speculations; and the compile errors of misuse.
 
-use oxtrace::dsl::sim::{Firing, Sim};
-use oxtrace::dsl::{compile, CompileOptions, Compiled};
+mod support;
 
-fn c(src: &str) -> Compiled {
-    compile(src, "t.d", &CompileOptions::default()).unwrap_or_else(|e| panic!("{e}"))
-}
+use oxtrace::dsl::sim::{Firing, Sim};
+use support::{c, err_at as err};
 
 fn entry(arg0: u64) -> Firing {
     Firing {
@@ -95,13 +93,6 @@ fn full_speculative_buffer_drops() {
     // Each record takes 24 + 3 + 51 bytes, rounded to 80: 12 fit in 1 KiB.
     assert_eq!(s.printf_output(&p).lines().count(), 12);
     assert_eq!(s.spec_drops, 8);
-}
-
-fn err(src: &str) -> (String, String) {
-    match compile(src, "t.d", &CompileOptions::default()) {
-        Ok(_) => panic!("compiled: {src}"),
-        Err(e) => (e.position(), e.msg.clone()),
-    }
 }
 
 #[test]

@@ -1,16 +1,12 @@
 //! D's subroutine library compiled and run through the simulator: exact output, and the
 //! argument errors with their `line:column`.
 
+mod support;
+
 use oxtrace::dsl::sim::{Firing, Sim};
 use oxtrace::dsl::{compile, CompileOptions, Compiled};
 use oxtrace_core::action::FaultKind;
-
-fn c(src: &str) -> Compiled {
-    match compile(src, "test.d", &CompileOptions::default()) {
-        Ok(c) => c,
-        Err(e) => panic!("{e}"),
-    }
-}
+use support::c;
 
 /// Runs BEGIN of `src`; returns the printf output.
 fn begin(src: &str) -> String {

@@ -4,8 +4,8 @@
 mod support;
 
 use oxtrace::agg::SortOrder;
-use oxtrace::dsl::{compile, CompileOptions, Compiled};
-use support::{begin_table, c};
+use oxtrace::dsl::Compiled;
+use support::{begin_table, c, err_at as err};
 
 /// Runs BEGIN, applies its aggregation updates like one CPU and prints the printa group.
 fn begin_printa_multi(p: &Compiled) -> String {
@@ -31,13 +31,6 @@ fn several_aggregations_print_side_by_side() {
         printa("%-3s %@d %@d %@d\n", @a, @b, @m);
     }"#);
     assert_eq!(begin_printa_multi(&p), "x   1 10 7\ny   2 0 0\nz   0 5 0\n");
-}
-
-fn err(src: &str) -> (String, String) {
-    match compile(src, "t.d", &CompileOptions::default()) {
-        Ok(_) => panic!("compiled: {src}"),
-        Err(e) => (e.position(), e.msg.clone()),
-    }
 }
 
 #[test]

@@ -1,26 +1,14 @@
 //! The syscall and profile providers in the compiler: descriptions to probes, their
 //! arguments in the simulated kernel, and the errors for what does not exist.
 
+mod support;
+
 use oxtrace::dsl::sim::{Firing, OwnedItem, Sim};
-use oxtrace::dsl::{compile, CompileOptions, Compiled};
 use oxtrace::syscalls;
 use oxtrace_core::action::IntType;
 use oxtrace_core::probe::hz_period;
 use oxtrace_core::program::{Image, ProbeKind};
-
-fn c(src: &str) -> Compiled {
-    match compile(src, "test.d", &CompileOptions::default()) {
-        Ok(c) => c,
-        Err(e) => panic!("{e}"),
-    }
-}
-
-fn err(src: &str) -> String {
-    match compile(src, "t.d", &CompileOptions::default()) {
-        Ok(_) => panic!("program compiled but should not:\n{src}"),
-        Err(e) => e.to_string(),
-    }
-}
+use support::{c, err_text as err};
 
 fn nr(name: &str) -> u64 {
     syscalls::all()

@@ -1,25 +1,14 @@
 //! `stack()` in the compiler and the simulated kernel: a string key to the kernel, a stack
 //! key to the tool, its depth bounds, and the frames the encoding carries.
 
+mod support;
+
 use oxtrace::dsl::sim::{Firing, OwnedKey, Sim};
-use oxtrace::dsl::{compile, CompileOptions, Compiled, KeyKind};
+use oxtrace::dsl::KeyKind;
 use oxtrace_core::action::{Dict, KeyLayout};
 use oxtrace_core::program::{Image, ProbeKind};
 use oxtrace_core::stack;
-
-fn c(src: &str) -> Compiled {
-    match compile(src, "test.d", &CompileOptions::default()) {
-        Ok(c) => c,
-        Err(e) => panic!("{e}"),
-    }
-}
-
-fn err(src: &str) -> String {
-    match compile(src, "t.d", &CompileOptions::default()) {
-        Ok(_) => panic!("program compiled but should not:\n{src}"),
-        Err(e) => e.to_string(),
-    }
-}
+use support::{c, err_text as err};
 
 const PCS: [u64; 4] = [
     0xffff_ffff_8123_4519,

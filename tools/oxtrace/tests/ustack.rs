@@ -2,10 +2,13 @@
 //! the simulated kernel: the keys the kernel would build from a fake user stack, the options
 //! that set the default depths, and the errors.
 
+mod support;
+
 use oxtrace::dsl::sim::{Firing, OwnedKey, Sim};
 use oxtrace::dsl::{compile, CompileOptions, Compiled, KeyKind};
 use oxtrace_core::program::ProbeKind;
 use oxtrace_core::ustack::{Decoded, Style, MAX_FRAMES};
+use support::{c, err_text as err};
 
 fn opts(x: &[(&str, &str)]) -> CompileOptions {
     CompileOptions {
@@ -24,19 +27,11 @@ fn c_with(src: &str, o: &CompileOptions) -> Compiled {
     }
 }
 
-fn c(src: &str) -> Compiled {
-    c_with(src, &CompileOptions::default())
-}
-
 fn err_with(src: &str, o: &CompileOptions) -> String {
     match compile(src, "t.d", o) {
         Ok(_) => panic!("program compiled but should not:\n{src}"),
         Err(e) => e.to_string(),
     }
-}
-
-fn err(src: &str) -> String {
-    err_with(src, &CompileOptions::default())
 }
 
 /// A user stack of `depth` frames: PC 0x401000, then return addresses 0x402000 + 0x10 * i,

@@ -38,6 +38,7 @@ pub fn compile_items(
     input: &str,
     xopts: &[(String, Option<String>)],
     checked: bool,
+    btf: Option<std::sync::Arc<crate::btf::Btf>>,
 ) -> GResult<Compiled> {
     let mut c = Compiled::default();
     for (name, value) in xopts {
@@ -75,7 +76,10 @@ pub fn compile_items(
         printa_groups: vec![],
         setopts: vec![],
         destructive: c.tool_options.contains_key("destructive"),
-        env: TypeEnv::default(),
+        env: TypeEnv {
+            btf: super::btf_types::BtfTypes::new(btf),
+            ..TypeEnv::default()
+        },
         vty: HashMap::new(),
         declared: HashMap::new(),
         decl_keys: HashMap::new(),
@@ -340,6 +344,10 @@ fn gen_clause(
         probes.extend(specs);
     }
     super::probe_spec::set_clause_probes(&probes[first..]);
+    t.env.btf.clause = probes[first..]
+        .iter()
+        .map(|p| (p.kind, p.func.clone()))
+        .collect();
     let pred_start = code.len() as u32;
     let pred_len = match &cl.pred {
         Some(e) => {
@@ -420,6 +428,7 @@ fn taken(t: &Tables, name: &str) -> bool {
 const MAX_TYPE_SIZE: u64 = 1 << 32;
 
 fn declare_var(t: &mut Tables, d: &Decl) -> DResult {
+    t.env.btf_prepare(&d.ty);
     let ty = resolve_type(&t.env, &d.ty).map_err(|m| (d.span, m))?;
     let what = class_text(d.class, &d.name);
     if t.env.size(&ty, t.strsize as u64) > MAX_TYPE_SIZE {
@@ -571,6 +580,7 @@ fn declare_sou(
     // the storage unit of its type where it starts, or the next one if it would straddle).
     let mut bitpos = 0u64;
     for m in members {
+        t.env.btf_prepare(&m.ty);
         let ty = resolve_type(&t.env, &m.ty).map_err(|e| (m.span, e))?;
         if let Some(w) = &m.bits {
             let unit = match ty {
@@ -754,6 +764,7 @@ fn const_eval_env(t: &Tables, e: &Expr) -> Option<i64> {
 }
 
 fn declare_typedef(t: &mut Tables, tn: &TypeName, name: &str, span: Span) -> DResult {
+    t.env.btf_prepare(tn);
     let ty = resolve_type(&t.env, tn).map_err(|m| (span, m))?;
     if let Some(prev) = t.env.typedefs.get(name) {
         if *prev != ty {
@@ -768,6 +779,7 @@ fn declare_typedef(t: &mut Tables, tn: &TypeName, name: &str, span: Span) -> DRe
 }
 
 fn declare_inline(t: &mut Tables, tn: &TypeName, name: &str, e: &Expr, span: Span) -> DResult {
+    t.env.btf_prepare(tn);
     let ty = resolve_type(&t.env, tn).map_err(|m| (span, m))?;
     if taken(t, name) || t.vty.contains_key(&(DeclClass::Global, name.to_string())) {
         return Err((

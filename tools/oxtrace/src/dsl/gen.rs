@@ -266,6 +266,9 @@ impl<'a> Gen<'a> {
                     let r = self.reg(e.span)?;
                     let op = if b.is_string() { Op::Ldbs } else { Op::Ldb };
                     self.emit(op, r, 0, 0, b as u32);
+                    if b == Builtin::Curthread {
+                        return Ok((r, self.t.env.btf_curthread().unwrap_or(ty)));
+                    }
                     return Ok((r, ty));
                 }
                 if let Some((ty, ie)) = self.t.inlines.get(name).cloned() {
@@ -344,10 +347,13 @@ impl<'a> Gen<'a> {
                     }
                     Some(mm) => mm.off,
                     None => {
+                        if let Some(msg) = self.t.env.btf_no_member(&ty, m) {
+                            return self.err(e.span, msg);
+                        }
                         return self.err(
                             e.span,
                             format!("[D_TYPE_MEMBER] {} is not a member of {}", m, ty.name()),
-                        )
+                        );
                     }
                 };
                 let r = self.reg(e.span)?;
@@ -640,8 +646,15 @@ impl<'a> Gen<'a> {
     // ---- variables, members and elements ------------------------------------------------
 
     /// Resolve a written type to a value type.
-    pub(super) fn resolve(&self, tn: &TypeName, span: Span) -> GResult<Ty> {
-        resolve_type(&self.t.env, tn).or_else(|m| self.err(span, m))
+    pub(super) fn resolve(&mut self, tn: &TypeName, span: Span) -> GResult<Ty> {
+        self.t.env.btf_prepare(tn);
+        resolve_type(&self.t.env, tn).or_else(|m| {
+            let kernel = matches!(tn, TypeName::Sou(..) | TypeName::Ptr(_));
+            if kernel && self.t.env.btf.btf.is_none() && m.contains(" is not defined") {
+                return self.err(span, format!("{m}: {}", super::btf_types::NO_BTF));
+            }
+            self.err(span, m)
+        })
     }
 
     fn sizeof(&self, ty: &Ty, span: Span) -> GResult<u64> {
@@ -759,6 +772,7 @@ impl<'a> Gen<'a> {
                 let ty = self.vty(DeclClass::Local, name);
                 Ok(var(DeclClass::Local, name, ty))
             }
+            ExprKind::Index(name, keys) if name == "args" => self.args(keys, e.span),
             ExprKind::Index(name, keys) => {
                 let ty = self.vty(DeclClass::Global, name);
                 let scalar = self
@@ -799,13 +813,16 @@ impl<'a> Gen<'a> {
                 let pointee = match &ty {
                     Ty::Ptr(p) if matches!(**p, Ty::Sou(..)) => (**p).clone(),
                     _ => {
-                        return self.err(
-                            e.span,
-                            format!(
-                                "[D_OP_PTR] operator -> must be applied to a pointer to a struct or union, not {}",
-                                ty.name()
-                            ),
-                        )
+                        let mut msg = format!(
+                            "[D_OP_PTR] operator -> must be applied to a pointer to a struct or union, not {}",
+                            ty.name()
+                        );
+                        if matches!(&b.kind, ExprKind::Index(n, _) if n == "args") {
+                            if let Some(why) = &self.t.env.btf.untyped {
+                                msg = format!("{msg} ({why})");
+                            }
+                        }
+                        return self.err(e.span, msg);
                     }
                 };
                 self.member(
@@ -838,6 +855,28 @@ impl<'a> Gen<'a> {
                 "[D_OP_LVAL] operator requires a modifiable lvalue as an operand",
             ),
         }
+    }
+
+    /// `args[i]`: argument `i` of the probe, typed from the kernel's BTF where it knows the
+    /// function (`btf_types.rs`), else an untyped 64-bit integer.
+    fn args<'e>(&mut self, keys: &[Expr], span: Span) -> GResult<Loc<'e>> {
+        let i = match keys {
+            [k] => const_eval(k),
+            _ => None,
+        };
+        let Some(i) = i.filter(|i| (0..10).contains(i)) else {
+            return self.err(span, "args[] takes one constant index from 0 to 9");
+        };
+        let ty = match self.t.env.btf_arg(i as usize) {
+            Ok(t) => t,
+            Err(m) => return self.err(span, m),
+        };
+        let r = self.reg(span)?;
+        use Builtin::*;
+        let arg = [Arg0, Arg1, Arg2, Arg3, Arg4, Arg5, Arg6, Arg7, Arg8, Arg9][i as usize];
+        self.emit(Op::Ldb, r, 0, 0, arg as u32);
+        self.normalize(r, &ty);
+        Ok(Loc::Val { reg: r, ty })
     }
 
     /// The declared or learned type of a variable path; `None` (and `assumed` noted) when
@@ -1020,10 +1059,13 @@ impl<'a> Gen<'a> {
             Ty::Sou(..) => match self.t.env.member(&bty, m) {
                 Some(x) => x.clone(),
                 None => {
+                    if let Some(msg) = self.t.env.btf_no_member(&bty, m) {
+                        return self.err(span, msg);
+                    }
                     return self.err(
                         span,
                         format!("[D_TYPE_MEMBER] {m} is not a member of {}", bty.name()),
-                    )
+                    );
                 }
             },
             _ => {

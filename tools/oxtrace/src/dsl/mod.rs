@@ -5,6 +5,7 @@
 //! `Documentation/d-language.rst`.
 
 pub mod ast;
+mod btf_types;
 pub mod compile;
 pub mod error;
 pub mod format;
@@ -128,6 +129,9 @@ pub struct CompileOptions {
     pub macros: Macros,
     /// `-x name[=value]` options.
     pub xopts: Vec<(String, Option<String>)>,
+    /// The kernel's types, for typed `args[]`, `curthread` and kernel structs; `None`
+    /// when the kernel has no BTF.
+    pub btf: Option<std::sync::Arc<crate::btf::Btf>>,
 }
 
 impl CompileOptions {
@@ -141,6 +145,7 @@ impl CompileOptions {
         CompileOptions {
             macros,
             xopts: vec![],
+            btf: None,
         }
     }
 
@@ -181,7 +186,7 @@ pub fn compile(src: &str, input: &str, opts: &CompileOptions) -> Result<Compiled
     let toks = lexer::lex(src).map_err(|(span, msg)| CompileError::at(src, input, span, msg))?;
     let mut p = parser::Parser::new(toks, src, input, &opts.macros);
     let items = p.program()?;
-    compile::compile_items(&items, src, input, &opts.xopts, true)
+    compile::compile_items(&items, src, input, &opts.xopts, true, opts.btf.clone())
 }
 
 /// [`compile`] without the checks of the kernel's limits (option ranges, aggregation
@@ -196,7 +201,7 @@ pub fn compile_unchecked(
     let toks = lexer::lex(src).map_err(|(span, msg)| CompileError::at(src, input, span, msg))?;
     let mut p = parser::Parser::new(toks, src, input, &opts.macros);
     let items = p.program()?;
-    compile::compile_items(&items, src, input, &opts.xopts, false)
+    compile::compile_items(&items, src, input, &opts.xopts, false, opts.btf.clone())
 }
 
 impl Compiled {

@@ -69,6 +69,8 @@ pub struct TypeEnv {
     pub enums: std::collections::HashMap<String, i64>,
     /// Enum tags declared.
     pub enum_tags: std::collections::HashSet<String>,
+    /// The kernel's types (BTF) and those imported from it.
+    pub btf: super::btf_types::BtfTypes,
 }
 
 impl TypeEnv {

@@ -1,15 +1,37 @@
 //! What the aggregation output tests share: compiling, and BEGIN's aggregation updates
 //! applied like one CPU of the kernel and merged like its snapshot.
 
+// Each test file uses only some of these.
+#![allow(dead_code)]
+
 use oxtrace::agg::AggTable;
 use oxtrace::dsl::sim::{Firing, OwnedKey, Sim};
-use oxtrace::dsl::{compile, CompileOptions, Compiled};
+use oxtrace::dsl::{compile, CompileError, CompileOptions, Compiled};
 use oxtrace::run;
 use oxtrace_core::agg::{AggBuffer, KeyElem, SnapshotCursor};
 
 /// `src` compiled with the default options; a compile error fails the test.
 pub fn c(src: &str) -> Compiled {
     compile(src, "t.d", &CompileOptions::default()).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// The compile error of `src`; compiling fails the test.
+pub fn err(src: &str) -> CompileError {
+    match compile(src, "t.d", &CompileOptions::default()) {
+        Ok(_) => panic!("program compiled but should not:\n{src}"),
+        Err(e) => e,
+    }
+}
+
+/// The compile error of `src` as its position and message.
+pub fn err_at(src: &str) -> (String, String) {
+    let e = err(src);
+    (e.position(), e.msg)
+}
+
+/// The compile error of `src` as the tool prints it.
+pub fn err_text(src: &str) -> String {
+    err(src).to_string()
 }
 
 /// Runs BEGIN in the simulator and merges its aggregation updates like one CPU's snapshot.

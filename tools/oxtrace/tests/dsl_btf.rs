@@ -1,0 +1,448 @@
+//! Kernel types from BTF in D: typed fbt `args[]`, `curthread`, member chains, casts,
+//! `sizeof` and `offsetof` of kernel structs, on a synthetic kernel's BTF, and the errors
+//! with and without BTF.
+
+use oxtrace::btf::build::Builder;
+use oxtrace::btf::Btf;
+use oxtrace::dsl::sim::{Firing, OwnedItem, Sim};
+use oxtrace::dsl::{compile, CompileOptions, Compiled};
+use oxtrace_core::action::IntType;
+use oxtrace_core::program::ProbeKind;
+use std::sync::Arc;
+
+/// A small kernel: `struct file` reaching a name through `f_path.dentry->d_name.name`
+/// (`struct qstr`'s anonymous union and struct included), `struct task_struct`, and
+/// `vfs_read`, `vfs_write`, `do_sys_openat2`.
+fn kernel() -> Arc<Btf> {
+    let mut b = Builder::new();
+    let int = b.int("int", 4, true);
+    let uint = b.int("unsigned int", 4, false);
+    let u64_ = b.int("long long unsigned int", 8, false);
+    let long = b.int("long", 8, true);
+    let uchar = b.int("unsigned char", 1, false);
+    let chr = b.int("char", 1, true);
+    let pid_t = b.typedef("pid_t", int);
+    let size_t = b.typedef("size_t", u64_);
+    let loff_t = b.typedef("loff_t", long);
+    let cuchar = b.constant(uchar);
+    let pcuchar = b.ptr(cuchar);
+    let hl = b.sou(false, "", 8, &[("hash", uint, 0, 0), ("len", uint, 32, 0)]);
+    let un = b.sou(true, "", 8, &[("", hl, 0, 0), ("hash_len", u64_, 0, 0)]);
+    let qstr = b.sou(
+        false,
+        "qstr",
+        16,
+        &[("", un, 0, 0), ("name", pcuchar, 64, 0)],
+    );
+    let fwd_dentry = b.fwd(false, "dentry");
+    let pdentry = b.ptr(fwd_dentry);
+    b.sou(
+        false,
+        "dentry",
+        32,
+        &[
+            ("d_flags", uint, 0, 0),
+            ("d_name", qstr, 64, 0),
+            ("d_parent", pdentry, 192, 0),
+        ],
+    );
+    let vfsmount = b.fwd(false, "vfsmount");
+    let pmnt = b.ptr(vfsmount);
+    let path = b.sou(
+        false,
+        "path",
+        16,
+        &[("mnt", pmnt, 0, 0), ("dentry", pdentry, 64, 0)],
+    );
+    let file = b.sou(
+        false,
+        "file",
+        40,
+        &[
+            ("f_count", int, 0, 0),
+            ("f_mode3", uint, 33, 3),
+            ("f_path", path, 64, 0),
+            ("f_pos", loff_t, 192, 0),
+            ("f_dentry_again", pdentry, 256, 0),
+        ],
+    );
+    let pfile = b.ptr(file);
+    let idx = b.int("__ARRAY_SIZE_TYPE__", 4, false);
+    let comm = b.array(chr, idx, 16);
+    let fwd_task = b.fwd(false, "task_struct");
+    let ptask = b.ptr(fwd_task);
+    b.sou(
+        false,
+        "task_struct",
+        64,
+        &[
+            ("__state", uint, 0, 0),
+            ("pid", pid_t, 128, 0),
+            ("tgid", pid_t, 160, 0),
+            ("comm", comm, 256, 0),
+            ("real_parent", ptask, 384, 0),
+        ],
+    );
+    let pchar = b.ptr(chr);
+    let cchar = b.constant(chr);
+    let pcchar = b.ptr(cchar);
+    let ploff = b.ptr(loff_t);
+    let ssize_t = b.typedef("ssize_t", long);
+    b.func(
+        "vfs_read",
+        ssize_t,
+        &[
+            ("file", pfile),
+            ("buf", pchar),
+            ("count", size_t),
+            ("pos", ploff),
+        ],
+    );
+    b.func(
+        "vfs_write",
+        ssize_t,
+        &[
+            ("file", pfile),
+            ("buf", pcchar),
+            ("count", size_t),
+            ("pos", ploff),
+        ],
+    );
+    b.func(
+        "do_sys_openat2",
+        long,
+        &[("dfd", int), ("filename", pcchar), ("how", pchar)],
+    );
+    b.func("schedule", 0, &[]);
+    Arc::new(Btf::parse(&b.finish()).unwrap())
+}
+
+fn opts(btf: bool) -> CompileOptions {
+    CompileOptions {
+        btf: btf.then(kernel),
+        ..CompileOptions::default()
+    }
+}
+
+fn c(src: &str) -> Compiled {
+    compile(src, "t.d", &opts(true)).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn err(src: &str, btf: bool) -> String {
+    match compile(src, "t.d", &opts(btf)) {
+        Ok(_) => panic!("compiled: {src}"),
+        Err(e) => format!("{}: {}", e.position(), e.msg),
+    }
+}
+
+fn entry(func: &str, args: [u64; 6]) -> Firing {
+    Firing {
+        kind: ProbeKind::FbtEntry,
+        func: func.into(),
+        args,
+        ..Firing::default()
+    }
+}
+
+fn word(v: u64) -> Vec<u8> {
+    v.to_le_bytes().to_vec()
+}
+
+/// A `struct file` at 0x1000 whose path's dentry (0x2000) is named `name` (at 0x3000).
+fn file_memory(s: &mut Sim, name: &str) {
+    let mut file = vec![0u8; 40];
+    file[0..4].copy_from_slice(&7i32.to_le_bytes());
+    // f_mode3: 3 bits at bit 33, in the unsigned int at byte 4.
+    file[4] = 0b1010;
+    file[16..24].copy_from_slice(&word(0x2000));
+    file[24..32].copy_from_slice(&(-3i64).to_le_bytes());
+    s.mem.push((0x1000, file));
+    let mut dentry = vec![0u8; 32];
+    dentry[8..12].copy_from_slice(&0xabcdu32.to_le_bytes());
+    dentry[12..16].copy_from_slice(&(name.len() as u32).to_le_bytes());
+    dentry[16..24].copy_from_slice(&word(0x3000));
+    s.mem.push((0x2000, dentry));
+    let mut n = name.as_bytes().to_vec();
+    n.resize(4096, 0);
+    s.mem.push((0x3000, n));
+}
+
+fn items(s: &Sim) -> Vec<OwnedItem> {
+    s.records.iter().flat_map(|r| r.items.clone()).collect()
+}
+
+#[test]
+fn member_chain_from_typed_args() {
+    let p = c(r#"fbt::vfs_read:entry {
+        trace(stringof(args[0]->f_path.dentry->d_name.name));
+        trace(args[0]->f_path.dentry->d_name.len);
+        trace(args[0]->f_pos);
+        trace(args[0]->f_mode3);
+        trace(args[2]);
+    }"#);
+    let mut s = Sim::default();
+    file_memory(&mut s, "hello.txt");
+    s.fire(&p, &entry("vfs_read", [0x1000, 0, 4096, 0, 0, 0]));
+    assert!(s.faults.is_empty(), "{:?}", s.faults);
+    assert_eq!(
+        items(&s),
+        [
+            OwnedItem::Str(b"hello.txt".to_vec()),
+            OwnedItem::Int(9, IntType::new(4, false).0),
+            OwnedItem::Int(-3i64 as u64, IntType::I64.0),
+            OwnedItem::Int(0b101, IntType::new(4, false).0),
+            OwnedItem::Int(4096, IntType::U64.0),
+        ]
+    );
+}
+
+#[test]
+fn casts_sizeof_offsetof_and_curthread() {
+    let p = c(r#"fbt::vfs_write:entry {
+        trace(((struct file *)arg0)->f_count);
+        trace(sizeof(struct file));
+        trace(offsetof(struct file, f_path));
+        trace(offsetof(struct qstr, name));
+        trace(offsetof(struct qstr, len));
+        trace(sizeof(struct task_struct));
+        trace(sizeof(args[0]->f_path));
+        trace(curthread->pid);
+        trace(curthread->comm);
+        trace(stringof(curthread->real_parent->comm));
+    }"#);
+    let mut s = Sim::default();
+    file_memory(&mut s, "x");
+    // The simulated curthread is address 0; its parent at 0x4000.
+    let mut task = vec![0u8; 64];
+    task[16..20].copy_from_slice(&1234i32.to_le_bytes());
+    task[32..37].copy_from_slice(b"child");
+    task[48..56].copy_from_slice(&word(0x4000));
+    s.mem.push((0, task));
+    let mut parent = vec![0u8; 4096];
+    parent[32..36].copy_from_slice(b"init");
+    s.mem.push((0x4000, parent));
+    s.fire(&p, &entry("vfs_write", [0x1000, 0, 0, 0, 0, 0]));
+    assert!(s.faults.is_empty(), "{:?}", s.faults);
+    let u64t = IntType::U64.0;
+    assert_eq!(
+        items(&s),
+        [
+            OwnedItem::Int(7, IntType::new(4, true).0),
+            OwnedItem::Int(40, u64t),
+            OwnedItem::Int(8, u64t),
+            OwnedItem::Int(8, u64t),
+            OwnedItem::Int(4, u64t),
+            OwnedItem::Int(64, u64t),
+            OwnedItem::Int(16, u64t),
+            OwnedItem::Int(1234, IntType::new(4, true).0),
+            OwnedItem::Str(b"child".to_vec()),
+            OwnedItem::Str(b"init".to_vec()),
+        ]
+    );
+}
+
+#[test]
+fn return_globs_and_other_probes() {
+    // On return, args[1] is the return value with the function's return type.
+    let p = c("fbt::vfs_read:return { trace(args[1]); trace(args[0]); }");
+    let mut s = Sim::default();
+    let mut f = entry("vfs_read", [0; 6]);
+    f.kind = ProbeKind::FbtReturn;
+    f.retval = -14i64 as u64;
+    s.fire(&p, &f);
+    assert_eq!(
+        items(&s),
+        [
+            OwnedItem::Int(-14i64 as u64, IntType::I64.0),
+            OwnedItem::Int(0, IntType::I64.0)
+        ]
+    );
+    // A glob whose functions agree on the argument's type keeps it (const aside).
+    c("fbt::vfs_*:entry { trace(args[0]->f_pos); trace(stringof(args[1])); }");
+    // Where they disagree, or elsewhere than fbt, args[] are untyped 64-bit integers.
+    for src in [
+        "fbt::vfs_read:entry, fbt::do_sys_openat2:entry { trace(args[0] + 1); }",
+        "syscall::read:entry { trace(args[0] + 1); }",
+        "BEGIN { trace(args[9]); }",
+    ] {
+        c(src);
+    }
+    assert_eq!(
+        err(
+            "fbt::vfs_read:entry, fbt::do_sys_openat2:entry { trace(args[0]->f_pos); }",
+            true
+        ),
+        "1:56: [D_OP_PTR] operator -> must be applied to a pointer to a struct or union, not \
+         int64_t (args[0] is untyped: vfs_read() and do_sys_openat2() have different types \
+         there (struct file * and int): cast it)"
+    );
+    assert_eq!(
+        err("fbt::vfs_read:return { trace(args[0]->f_pos); }", true),
+        "1:30: [D_OP_PTR] operator -> must be applied to a pointer to a struct or union, not \
+         int64_t (args[0] is untyped: on return only args[1], the return value, is typed)"
+    );
+    assert_eq!(
+        err("syscall::read:entry { trace(args[0]->f_pos); }", true),
+        "1:29: [D_OP_PTR] operator -> must be applied to a pointer to a struct or union, not \
+         int64_t (args[0] is untyped: only fbt probes have typed arguments)"
+    );
+    // A function BTF does not know: untyped.
+    c("fbt::not_in_btf:entry { trace(args[3] * 2); }");
+    // A D declaration wins over the kernel's type of the same name.
+    let p = c("struct file { long first; };\nfbt::vfs_read:entry { trace(((struct file *)arg0)->first); }");
+    let mut s = Sim::default();
+    file_memory(&mut s, "x");
+    s.fire(&p, &entry("vfs_read", [0x1000, 0, 0, 0, 0, 0]));
+    assert_eq!(
+        items(&s),
+        [OwnedItem::Int(7 | 0b1010 << 32, IntType::I64.0)]
+    );
+}
+
+#[test]
+fn errors_name_the_type_and_member() {
+    let cases = [
+        (
+            "fbt::vfs_read:entry { trace(args[0]->f_paht); }",
+            "1:29: [D_TYPE_MEMBER] struct file has no member 'f_paht' (did you mean 'f_path' or 'f_pos'?)",
+        ),
+        (
+            "fbt::vfs_read:entry {\n  trace(args[0]->f_path.dentry->d_nmae.name);\n}",
+            "2:9: [D_TYPE_MEMBER] struct dentry has no member 'd_nmae' (did you mean 'd_name'?)",
+        ),
+        (
+            "BEGIN { trace(offsetof(struct qstr, nam)); }",
+            "1:15: [D_TYPE_MEMBER] struct qstr has no member 'nam' (did you mean 'name'?)",
+        ),
+        (
+            "BEGIN { trace(curthread->pidd); }",
+            "1:15: [D_TYPE_MEMBER] struct task_struct has no member 'pidd' (did you mean 'pid'?)",
+        ),
+        (
+            "fbt::vfs_read:entry { trace(args[4]); }",
+            "1:29: args[4] does not exist: vfs_read() has 4 arguments",
+        ),
+        (
+            "fbt::vfs_read:entry { trace(args[arg0]); }",
+            "1:29: args[] takes one constant index from 0 to 9",
+        ),
+        (
+            "BEGIN { trace(sizeof(struct nosuch)); }",
+            "1:15: [D_TYPE_ERR] struct nosuch is not defined",
+        ),
+        (
+            "fbt::vfs_read:entry { args[0] = 0; }",
+            "1:23: [D_OP_WRITE] operator requires a writable variable: kernel memory cannot be modified",
+        ),
+    ];
+    for (src, want) in cases {
+        assert_eq!(err(src, true), want, "{src}");
+    }
+}
+
+#[test]
+fn without_btf_args_are_untyped_and_kernel_types_unknown() {
+    let p = compile(
+        "fbt::vfs_read:entry { trace(args[2]); }",
+        "t.d",
+        &opts(false),
+    )
+    .unwrap();
+    let mut s = Sim::default();
+    s.fire(&p, &entry("vfs_read", [1, 2, 4096, 0, 0, 0]));
+    assert_eq!(items(&s), [OwnedItem::Int(4096, IntType::I64.0)]);
+    let no_btf = "the kernel has no BTF (/sys/kernel/btf/vmlinux: CONFIG_DEBUG_INFO_BTF), \
+                  so kernel types are unknown: declare it in D";
+    assert_eq!(
+        err("BEGIN { trace(sizeof(struct file)); }", false),
+        format!("1:15: [D_TYPE_ERR] struct file is not defined: {no_btf}")
+    );
+    assert_eq!(
+        err("BEGIN { trace(((struct file *)arg0)->f_pos); }", false),
+        format!("1:15: [D_TYPE_ERR] struct file is not defined: {no_btf}")
+    );
+    assert_eq!(
+        err("fbt::vfs_read:entry { trace(args[0]->f_path); }", false),
+        "1:29: [D_OP_PTR] operator -> must be applied to a pointer to a struct or union, not \
+         int64_t (args[0] is untyped: the kernel has no BTF)"
+    );
+    assert_eq!(
+        err("BEGIN { trace(curthread->pid); }", false),
+        "1:15: [D_OP_PTR] operator -> must be applied to a pointer to a struct or union, not void *"
+    );
+}
+
+#[test]
+fn hostile_type_cycles_end() {
+    // A typedef and a pointer that name themselves, a struct holding itself by value and
+    // an anonymous member that is its own struct: each import ends.
+    let mut b = Builder::new();
+    let int = b.int("int", 4, true);
+    let loop_td = b.typedef("loop_t", int + 1);
+    let ptr = b.ptr(int + 2);
+    assert_eq!((loop_td, ptr), (int + 1, int + 2));
+    let me = int + 3;
+    b.sou(
+        false,
+        "me",
+        16,
+        &[
+            ("x", int, 0, 0),
+            ("self", me, 32, 0),
+            ("", me, 64, 0),
+            ("p", ptr, 96, 0),
+            ("l", loop_td, 0, 0),
+        ],
+    );
+    // The pointer to `me` comes after the prototype and the function.
+    b.func("f", int, &[("m", me + 3)]);
+    b.ptr(me);
+    let btf = Arc::new(Btf::parse(&b.finish()).unwrap());
+    let o = CompileOptions {
+        btf: Some(btf),
+        ..CompileOptions::default()
+    };
+    let src = "fbt::f:entry { trace(args[0]->x); trace(args[0]->self.self.x); trace(sizeof(struct me)); }";
+    compile(src, "t.d", &o).unwrap_or_else(|e| panic!("{e}"));
+    compile("BEGIN { trace((loop_t)1); }", "t.d", &o).unwrap_err();
+}
+
+/// The running kernel's own BTF, when it has some: the guest test's programs compile
+/// against a real kernel's layouts, and offsets that every Linux shares come out right.
+#[test]
+fn the_running_kernels_types() {
+    let Some(btf) = Btf::kernel() else {
+        eprintln!("no {}: nothing to check", oxtrace::btf::KERNEL_PATH);
+        return;
+    };
+    let o = CompileOptions {
+        btf: Some(Arc::new(btf.unwrap())),
+        ..CompileOptions::default()
+    };
+    for src in [
+        "fbt::vfs_read:entry { @[stringof(args[0]->f_path.dentry->d_name.name)] = count(); }",
+        "fbt::vfs_read:entry { @[stringof(((struct file *)arg0)->f_path.dentry->d_name.name)] = count(); }",
+        "fbt::vfs_read:entry /args[0]->f_path.dentry->d_name.len == 4/ { @s = sum(args[2]); }",
+        "fbt::vfs_read:return { @s = sum(args[1] > 0 ? args[1] : 0); }",
+        "BEGIN { @[stringof(curthread->comm)] = sum(curthread->pid == tid && curthread->tgid == pid); }",
+    ] {
+        compile(src, "t.d", &o).unwrap_or_else(|e| panic!("{e}"));
+    }
+    let p = compile(
+        "BEGIN { trace(offsetof(struct qstr, name)); trace(sizeof(struct list_head));
+                 trace(offsetof(struct path, dentry)); trace(sizeof(args[0])); }",
+        "t.d",
+        &o,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let mut s = Sim::default();
+    s.fire(&p, &Firing::default());
+    let got: Vec<_> = items(&s)
+        .into_iter()
+        .map(|i| match i {
+            OwnedItem::Int(v, _) => v,
+            OwnedItem::Str(_) => u64::MAX,
+        })
+        .collect();
+    assert_eq!(got, [8, 16, 8, 8]);
+}
