@@ -46,7 +46,8 @@ for line in open(raw, errors="replace"):
         {"KEYS": keys, "DYN": dyn, "CLEAN": clean, "ATTACH": attach}[line.split()[0]].append(d)
 
 WLS = [("1t", "read loop, 1 thread"), ("4t", "read loop, 4 threads"),
-       ("lat", "16 KiB read (latency), 1 thread")]
+       ("lat", "16 KiB read (latency), 1 thread"),
+       ("cpu", "CPU-bound loop, 4 threads, per block of 100 000 iterations")]
 PAIRS = ["empty", "count", "hist", "sum", "trace", "ten", "sysread", "profile"]
 DESC = {
     "empty": ("fbt::ksys_read:entry /0/ { }", "kprobe:ksys_read { }"),
@@ -142,6 +143,29 @@ for wl in ("1t", "4t", "lat"):
 for wl in ("1t", "4t"):
     md.append(target("count action / bare kprobe", wl, "count", "action_over_probe", 0.25))
 md.append("")
+
+# The providers' pairs: the hook every system call passes, and sampling every CPU.
+prov = []
+for pair, wls in (("sysread", ("1t", "4t")), ("profile", ("cpu",))):
+    for wl in wls:
+        e = data["workloads"].get(wl, {}).get("pairs", {}).get(pair)
+        if not e:
+            continue
+        base = data["workloads"][wl]["none_ns"]
+        share = " ".join(
+            f"{SHORT[t]} {100 * e[t]['added_ns'] / base:.2f} %" for t in ("oxtrace", "bpftrace")
+            if e[t]["added_ns"] is not None)
+        prov.append(f"| {pair} | {wl} | {fmt(e['oxtrace']['added_ns'])} | "
+                    f"{fmt(e['bpftrace']['added_ns'])} | {fmt(e['oxtrace']['over_bpftrace'], 2)} "
+                    f"| {share} |")
+if prov:
+    md += ["## Providers: syscall and profile", "",
+           "sysread: `syscall::read:entry` against bpftrace's read tracepoint, on the read "
+           "loops; profile: `profile-997` against `profile:hz:997`, what sampling every CPU "
+           "at 997 Hz adds to a CPU-bound loop on all four CPUs.", "",
+           "| pair | wl | ox added ns | bt added ns | ox/bt | added / no-probe |",
+           "|---|---|---:|---:|---:|---|"] + prov + [""]
+
 
 def timed(runs, count):
     """The microseconds of each run, its `count` column and the median in ms."""

@@ -23,8 +23,14 @@ mkdir -p "$out/files"
 # The module as shipped (Kbuild: -Copt-level=2), the tool and the selftests against
 # the bench kernel; and a second build with KRUSTFLAGS=-Copt-level=2, the same code
 # since the module ships at -O2, kept as a measure of run-to-run noise.
-KRUSTFLAGS="-Copt-level=2" "$OXT_ROOT/scripts/build.sh" module
-cp "$OXT_ROOT/build/oxtrace.ko" "$out/files/oxtrace-o2.ko"
+# BENCH_VARIANT_KO=path takes that module for the variant instead (a before/after pair in
+# one guest boot, e.g. main's module built with KFLAVOR=bench).
+if [ -n "${BENCH_VARIANT_KO:-}" ]; then
+	cp "$BENCH_VARIANT_KO" "$out/files/oxtrace-o2.ko"
+else
+	KRUSTFLAGS="-Copt-level=2" "$OXT_ROOT/scripts/build.sh" module
+	cp "$OXT_ROOT/build/oxtrace.ko" "$out/files/oxtrace-o2.ko"
+fi
 # The profile's build: interrupts left on in the probe handler (shim/shim.c).
 KCFLAGS="-DOXT_PROFILE_IRQS_ON" "$OXT_ROOT/scripts/build.sh" module
 cp "$OXT_ROOT/build/oxtrace.ko" "$out/files/oxtrace-prof.ko"

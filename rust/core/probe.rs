@@ -435,9 +435,17 @@ fn run_clause<E: ClauseEnv>(
     let Some(clause) = clauses.get(c as usize) else {
         return Ok(());
     };
+    // A constant predicate is known at LOAD: a false one (`/0/`) skips the clause before
+    // anything is set up, a true one need not run.
+    let mut pred = clause.pred.as_ref();
+    match pred.map(|p| p.constant()) {
+        Some(Some(0)) => return Ok(()),
+        Some(Some(_)) => pred = None,
+        _ => {}
+    }
     env.enter_clause(c);
     vm.begin_clause();
-    if let Some(pred) = &clause.pred {
+    if let Some(pred) = pred {
         match vm.run(pred, image, env) {
             Ok(0) => return Ok(()),
             Ok(_) => {}

@@ -8,11 +8,11 @@
 # bpftrace runs from the host's root filesystem (9p, read-only) in a chroot.
 # Settings come as arguments NAME=VALUE: ROUNDS, N1 (calls, 1 thread), N4 (calls
 # per thread, 4 threads), NL (calls of the latency workload), LSIZE (its read size),
-# KEYS (distinct keys), ATTACH (probes of the attach timing; 0: none), PAIRS
-# (which pairs), PROFILE (pairs to profile with the
+# NS (blocks of the CPU-bound workload per thread), KEYS (distinct keys), ATTACH
+# (probes of the attach timing; 0: none), PAIRS (which pairs), PROFILE (pairs to profile with the
 # host's perf: cpu-clock samples on the workload's CPU, where the time goes), ONLY
 # (the sections to run, of "pairs bulk keys attach dyn clean profile"; empty: all).
-ROUNDS=5 N1=200000 N4=100000 NL=20000 LSIZE=16384 KEYS=100000 ATTACH=1000
+ROUNDS=5 N1=200000 N4=100000 NL=20000 LSIZE=16384 NS=300 KEYS=100000 ATTACH=1000
 PAIRS="empty count hist sum trace ten sysread profile"
 PROFILE="empty count hist"
 # VARIANT: pairs also run with /extra/oxtrace-o2.ko (a second build with
@@ -46,12 +46,19 @@ mount_host() {
 }
 
 # The workloads of one session: a tight read loop on one CPU and on all four,
-# and a read of LSIZE bytes (controlled latency) on one CPU.
+# and a read of LSIZE bytes (controlled latency) on one CPU; with the argument cpu,
+# then a CPU-bound loop on all four CPUs (what sampling every CPU costs: the profile
+# pair, and the no-probe runs it is compared with).
 cat >/tmp/wl.sh <<EOF
 echo "W 1t \$($B read 1 $N1 1)" >>/tmp/wl.out
 echo "W 4t \$($B read 4 $N4 1)" >>/tmp/wl.out
 echo "W lat \$($B read 1 $NL $LSIZE)" >>/tmp/wl.out
+[ "\$1" != cpu ] || echo "W cpu \$($B spin 4 $NS)" >>/tmp/wl.out
 EOF
+# wl_arg PAIR: the workload script's argument for PAIR.
+wl_arg() {
+	[ "$1" != profile ] || echo cpu
+}
 
 # emit ROUND PAIR TOOL: the session's results, then reset.
 emit() {
@@ -100,8 +107,9 @@ kretprobe:ksys_read /@start[tid]/ { @ = hist(nsecs - @start[tid]); delete(@start
 	esac
 }
 
+# run_none ROUND [cpu]
 run_none() {
-	sh /tmp/wl.sh
+	sh /tmp/wl.sh $2
 	emit "$1" none none
 }
 
@@ -118,7 +126,7 @@ run_ox() {
 	opts=
 	[ "$2" = trace ] && opts="-x bufsize=16m -x switchrate=20hz"
 	# shellcheck disable=SC2086
-	oxtrace -q -v $opts -e "$(ox_prog "$2")" -c 'sh /tmp/wl.sh' >/tmp/ox.out 2>/tmp/ox.err
+	oxtrace -q -v $opts -e "$(ox_prog "$2")" -c "sh /tmp/wl.sh $(wl_arg "$2")" >/tmp/ox.out 2>/tmp/ox.err
 	rc=$?
 	[ $rc = 0 ] || echo "NOTE ${3:-oxtrace} $2 round $1 exit $rc: $(head -c 300 /tmp/ox.err)"
 	d=$(grep -E 'records dropped in all|drops on CPU' /tmp/ox.err | head -n 3 | tr '\n' ' ')
@@ -146,7 +154,7 @@ run_bt() {
 		t=$((t + 1))
 	done
 	echo "NOTE bpftrace $2 round $1 ready after ${t}s"
-	sh /tmp/wl.sh
+	sh /tmp/wl.sh $(wl_arg "$2")
 	kill -INT $bt
 	wait $bt
 	lost=$(grep -i 'lost' $H/tmp/bt.out | head -n 2 | tr '\n' ' ')
@@ -173,7 +181,7 @@ while want pairs && [ $r -le "$ROUNDS" ]; do
 		run_ox $r "$p"
 		[ $have_bt = 0 ] || run_bt $r "$p"
 		case " $VARIANT " in *" $p "*) run_ox2 $r "$p" ;; esac
-		run_none $r
+		run_none $r $(wl_arg "$p")
 	done
 	r=$((r + 1))
 done

@@ -4,6 +4,7 @@
  *
  *   oxt_bench read THREADS CALLS SIZE   read(/dev/zero, buf, SIZE) CALLS times per thread
  *   oxt_bench keys N                    read(/dev/null, buf, j) for j = 0..N-1: N distinct arg2
+ *   oxt_bench spin THREADS BLOCKS       BLOCKS blocks of pure arithmetic per thread, no syscall
  *
  * SIZE sets the latency of ksys_read (clear_user of SIZE bytes), so SIZE=1 is a
  * tight syscall loop and a large SIZE a function with a controlled latency.
@@ -13,7 +14,9 @@
  *   ns_per_call=N elapsed_ns=N calls=N
  *
  * ns_per_call is the mean over threads of (thread's time / its calls): the cost of
- * one call as each CPU sees it, comparable between 1 and 4 threads.
+ * one call as each CPU sees it, comparable between 1 and 4 threads.  For spin a
+ * "call" is one block of SPIN_ITERS iterations: what a sampling probe (profile-997)
+ * takes from a CPU-bound program shows as a longer block.
  */
 #include <fcntl.h>
 #include <pthread.h>
@@ -24,7 +27,9 @@
 #include <time.h>
 #include <unistd.h>
 
-static long calls, size, ncpu;
+#define SPIN_ITERS 100000
+
+static long calls, size, ncpu, spin;
 static pthread_barrier_t start;
 static double *per_call;
 
@@ -36,17 +41,50 @@ static unsigned long long now_ns(void)
 	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
 }
 
+/* A block of arithmetic the compiler cannot fold away. */
+static unsigned long spin_block(unsigned long x)
+{
+	for (long i = 0; i < SPIN_ITERS; i++)
+		x = x * 6364136223846793005ul + 1442695040888963407ul;
+	return x;
+}
+
+static void *spinner(void *arg)
+{
+	long id = (long)arg;
+	volatile unsigned long sink;
+	unsigned long x = id;
+	unsigned long long t0;
+
+	pthread_barrier_wait(&start);
+	t0 = now_ns();
+	for (long j = 0; j < calls; j++)
+		x = spin_block(x);
+	sink = x;
+	(void)sink;
+	per_call[id] = (double)(now_ns() - t0) / calls;
+	return NULL;
+}
+
 static void *reader(void *arg)
 {
 	long id = (long)arg;
-	char *buf = malloc(size);
-	int fd = open("/dev/zero", O_RDONLY);
+	char *buf;
+	int fd;
 	cpu_set_t set;
 	unsigned long long t0;
 
 	CPU_ZERO(&set);
 	CPU_SET(id % ncpu, &set);
-	if (!buf || fd < 0 || sched_setaffinity(0, sizeof(set), &set)) {
+	if (sched_setaffinity(0, sizeof(set), &set)) {
+		perror("oxt_bench");
+		exit(1);
+	}
+	if (spin)
+		return spinner(arg);
+	buf = malloc(size);
+	fd = open("/dev/zero", O_RDONLY);
+	if (!buf || fd < 0) {
 		perror("oxt_bench");
 		exit(1);
 	}
@@ -71,12 +109,13 @@ int main(int argc, char **argv)
 	if (sched_getaffinity(0, sizeof(all), &all))
 		return 1;
 	ncpu = CPU_COUNT(&all);
-	if (argc == 5 && !strcmp(argv[1], "read")) {
+	if ((argc == 5 && !strcmp(argv[1], "read")) || (argc == 4 && !strcmp(argv[1], "spin"))) {
 		long threads = atol(argv[2]);
 		pthread_t *th = calloc(threads, sizeof(*th));
 
+		spin = argc == 4;
 		calls = atol(argv[3]);
-		size = atol(argv[4]);
+		size = spin ? 1 : atol(argv[4]);
 		per_call = calloc(threads, sizeof(*per_call));
 		if (threads < 1 || calls < 1 || size < 1 || !th || !per_call)
 			return 2;
@@ -110,6 +149,6 @@ int main(int argc, char **argv)
 		       n);
 		return 0;
 	}
-	fprintf(stderr, "usage: oxt_bench read THREADS CALLS SIZE | keys N\n");
+	fprintf(stderr, "usage: oxt_bench read THREADS CALLS SIZE | keys N | spin THREADS BLOCKS\n");
 	return 2;
 }

@@ -62,6 +62,7 @@ pub const fn scratch_size(nlocals: u32, strsize: u32, slots: u32) -> usize {
     nlocals as usize * 8 + record_buf_size(strsize) + (slots as usize + 1) * slot_size(strsize)
 }
 
+mod decode;
 mod isa;
 mod keybuf;
 mod record;
@@ -69,6 +70,7 @@ pub mod subr;
 mod verify;
 mod vm;
 
+pub use decode::{DInsn, Decoded};
 pub use isa::*;
 pub use keybuf::KeyBuf;
 pub use record::*;

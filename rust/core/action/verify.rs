@@ -119,6 +119,8 @@ pub struct Verified<'a> {
     pub(super) code: Code<'a>,
     string_allocs: u32,
     mem_sites: u32,
+    /// `code` decoded, when [`Verified::decode_into`] made it.
+    pub(super) decoded: Option<Decoded<'a>>,
 }
 
 impl<'a> Verified<'a> {
@@ -435,6 +437,7 @@ pub fn verify<'a, D: Dict + ?Sized>(
         code,
         string_allocs: allocs,
         mem_sites: sites,
+        decoded: None,
     })
 }
 

@@ -2,6 +2,7 @@
 
 //! The interpreter: runs verified code in probe context over the CPU's scratch space.
 
+use super::decode::Fetch;
 use super::*;
 
 #[path = "mem.rs"]
@@ -584,10 +585,21 @@ impl<'s> Vm<'s> {
         dict: &D,
         env: &mut E,
     ) -> Result<u64, Fault> {
-        self.st.regs = [0; NREGS];
+        self.exec(prog, dict, env)
+    }
+
+    fn exec<D: Dict + ?Sized, E: Env + ?Sized>(
+        &mut self,
+        code: &Verified<'_>,
+        dict: &D,
+        env: &mut E,
+    ) -> Result<u64, Fault> {
+        // Only the registers the program uses: the others are never read.
+        for r in self.st.regs.iter_mut().take(code.nregs()) {
+            *r = 0;
+        }
         self.st.tlen = 0;
-        let code = prog.code;
-        let n = code.len();
+        let n = code.count();
         let mut pc = 0usize;
         // Forward-only jumps make this bound redundant; it keeps termination local.
         let mut steps = 0usize;
@@ -597,14 +609,17 @@ impl<'s> Vm<'s> {
                 pc: pc as u32,
                 kind,
             };
-            let w = code.word(pc).ok_or(f(FaultKind::Invalid))?;
-            let ins = Insn::decode(w);
-            let op = Op::from_u8(ins.op).ok_or(f(FaultKind::Invalid))?;
-            let (rd, r1, r2) = (ins.rd as usize, ins.r1 as usize, ins.r2 as usize);
-            if rd >= NREGS || r1 >= NREGS || r2 >= NREGS {
-                return Err(f(FaultKind::Invalid));
-            }
-            // PANIC: `r1` and `r2` are below `NREGS`, the length of `regs` (checked above).
+            let ins = code.fetch(pc).ok_or(f(FaultKind::Invalid))?;
+            let op = ins.op;
+            // The mask keeps the indices in `regs` without a check: `DInsn`'s registers are
+            // below `NREGS` (a power of two), so it changes nothing.
+            const RMASK: usize = NREGS - 1;
+            const _: () = assert!(NREGS.is_power_of_two());
+            let (rd, r1, r2) = (
+                ins.rd as usize & RMASK,
+                ins.r1 as usize & RMASK,
+                ins.r2 as usize & RMASK,
+            );
             let a = self.st.regs[r1];
             let b = self.st.regs[r2];
             let imm = ins.imm;
@@ -852,7 +867,11 @@ impl<'s> Vm<'s> {
                 | Rand | Progenyof => {
                     // The third register of `Substr`, `Index` and `Rindex` (the verifier
                     // checked `imm < NREGS`); the others don't read `c`.
-                    let c = self.st.regs.get(imm as usize).copied().unwrap_or(0);
+                    // Registers from `nregs()` on were not zeroed: they read as 0.
+                    let c = match imm as usize {
+                        i if i < code.nregs() => self.st.regs.get(i).copied().unwrap_or(0),
+                        _ => 0,
+                    };
                     out = Some(self.subr(op, a, b, c, dict, env).map_err(f)?);
                 }
                 Kstack => out = Some(self.kstack(imm, dict, env).map_err(f)?),
@@ -879,7 +898,6 @@ impl<'s> Vm<'s> {
                 if rd == 0 {
                     return Err(f(FaultKind::Invalid));
                 }
-                // PANIC: `rd < NREGS` (checked at decode).
                 self.st.regs[rd] = v;
             }
             pc = next;
@@ -985,22 +1003,34 @@ impl<'s> Vm<'s> {
         dict: &D,
         env: &mut E,
     ) -> Result<(), FaultKind> {
+        let keys = self.agg_keys(imm, dict)?;
+        if !env.agg_update(imm, keys, &[a, b]) {
+            self.st.losses.aggs += 1;
+        }
+        self.st.tlen = 0;
+        Ok(())
+    }
+
+    /// The keys of an update of aggregation `imm`, from the tuple. Out of line: the
+    /// aggregation's description is not kept in [`Vm::agg`]'s frame, which is under the
+    /// update's.
+    #[inline(never)]
+    fn agg_keys<'k, D: Dict + ?Sized>(
+        &'k mut self,
+        imm: u32,
+        dict: &'k D,
+    ) -> Result<&'k [Key<'k>], FaultKind> {
         let layout = dict.agg(imm).ok_or(FaultKind::Invalid)?;
         let ss = self.strsize as usize;
         // PANIC: `tlen <= MAX_TUPLE`, the tuple's length (`Pushtv` checks).
-        let keys = build_keys(
+        build_keys(
             &self.st.tuple[..self.st.tlen],
             layout,
             dict.strtab(),
             self.scratch,
             ss,
             &mut self.st.keys,
-        )?;
-        if !env.agg_update(imm, keys, &[a, b]) {
-            self.st.losses.aggs += 1;
-        }
-        self.st.tlen = 0;
-        Ok(())
+        )
     }
 
     /// `stack(imm)`: the kernel stack, at most `imm` frames, in a new string slot.
@@ -1154,6 +1184,8 @@ impl<'s> Vm<'s> {
 /// Copy the kernel string at `addr` into `out` chunk by chunk (never reading across a page
 /// boundary past the NUL); returns its length (truncated to `out.len()`), or the failing
 /// address.
+// Out of line: its chunk buffer is not in `Vm::strop`'s frame, under `Env::builtin_str`.
+#[inline(never)]
 fn read_kernel_str<E: Env + ?Sized>(
     env: &mut E,
     addr: u64,

@@ -106,6 +106,35 @@ proptest! {
         }
     }
 
+    /// The predecoded form the kernel runs behaves exactly as the raw code: same result or
+    /// fault, same records, aggregations, variables and losses.
+    #[test]
+    fn decoded_runs_as_raw(p in any_program(), strsize in 1u32..64) {
+        let dict = TDict { strsize, ..TDict::default() };
+        let bytes = code_bytes(&p);
+        let code = Code::new(&bytes).unwrap();
+        if let Ok(v) = verify(code, &dict, LIMIT) {
+            let mut buf = vec![DInsn::NOP; code.len()];
+            let dv = v.decode_into(&mut buf).expect("verified code decodes");
+            let mut out = Vec::new();
+            for prog in [v, dv] {
+                let mut scratch =
+                    vec![0u8; scratch_size(dict.nlocals, dict.strsize, v.string_allocs())];
+                let mut vmst = VmState::new();
+                let mut vm = Vm::new(&mut vmst, &mut scratch, dict.nlocals, dict.strsize).unwrap();
+                let mut env = rich_env();
+                vm.begin_clause();
+                let r = vm.run(&prog, &dict, &mut env);
+                let losses = vm.losses();
+                out.push(format!(
+                    "{r:?} {:?} {:?} {:?} {:?} {:?} {losses:?}",
+                    env.records, env.aggs, env.globals, env.ptw, env.raised
+                ));
+            }
+            prop_assert_eq!(&out[0], &out[1]);
+        }
+    }
+
     #[test]
     fn verifier_never_panics_on_any_bytes(b in prop::collection::vec(any::<u8>(), 0..400)) {
         if let Ok(code) = Code::new(&b) {
