@@ -867,11 +867,7 @@ impl<'s> Vm<'s> {
                 | Rand | Progenyof => {
                     // The third register of `Substr`, `Index` and `Rindex` (the verifier
                     // checked `imm < NREGS`); the others don't read `c`.
-                    // Registers from `nregs()` on were not zeroed: they read as 0.
-                    let c = match imm as usize {
-                        i if i < code.nregs() => self.st.regs.get(i).copied().unwrap_or(0),
-                        _ => 0,
-                    };
+                    let c = self.imm_reg(imm, code.nregs());
                     out = Some(self.subr(op, a, b, c, dict, env).map_err(f)?);
                 }
                 Kstack => out = Some(self.kstack(imm, dict, env).map_err(f)?),
@@ -881,11 +877,11 @@ impl<'s> Vm<'s> {
                 Alloca => out = Some(self.alloca(a, dict).map_err(f)?),
                 Copyin => out = Some(self.copyin(a, b, dict, env).map_err(f)?),
                 Copyinto => {
-                    let dest = self.st.regs.get(imm as usize).copied().unwrap_or(0);
+                    let dest = self.imm_reg(imm, code.nregs());
                     self.copyinto(a, b, dest, env).map_err(f)?;
                 }
                 Bcopy => {
-                    let dest = self.st.regs.get(imm as usize).copied().unwrap_or(0);
+                    let dest = self.imm_reg(imm, code.nregs());
                     self.bcopy(a, dest, b, env).map_err(f)?;
                 }
                 Stb => self.store(a, imm, b, 1).map_err(f)?,
@@ -907,6 +903,16 @@ impl<'s> Vm<'s> {
             pc: pc as u32,
             kind: FaultKind::Invalid,
         })
+    }
+
+    /// The register an instruction's `imm` names (a third operand). Registers from
+    /// `nregs` on are not zeroed when a run starts, so they read as 0 as they always did.
+    #[inline(always)]
+    fn imm_reg(&self, imm: u32, nregs: usize) -> u64 {
+        match imm as usize {
+            i if i < nregs => self.st.regs.get(i).copied().unwrap_or(0),
+            _ => 0,
+        }
     }
 
     /// `Ldbs`, `Kstr`, `Strjoin` and `Uargs`: a new string in a scratch slot; returns its
