@@ -60,7 +60,7 @@ const _: () = assert!(UREG_COUNT == 26);
 /// comes from, for the error.
 fn kernel_root(e: &Expr) -> Option<String> {
     match &e.kind {
-        ExprKind::Ident(n) if builtin(n).is_some() => Some(n.clone()),
+        ExprKind::Ident(n) if builtin(n).is_some() || n.contains('`') => Some(n.clone()),
         ExprKind::Index(n, _) if n == "args" => Some("args[]".into()),
         ExprKind::Int(..) => Some("a constant address".into()),
         ExprKind::Cast(_, a) => kernel_root(a),
@@ -215,6 +215,12 @@ impl Gen<'_> {
             return Ok(());
         }
         match kernel_root(target) {
+            // A kernel variable (`jiffies, `init_task.pid): what storing to any kernel
+            // variable gets.
+            Some(root) if root.contains('`') => self.err(
+                target.span,
+                "[D_OP_WRITE] operator requires a writable variable: kernel memory cannot be modified",
+            ),
             Some(root) => self.err(
                 target.span,
                 format!("[D_OP_WRITE] cannot store to kernel memory through {root}: only scratch memory (alloca(), copyin()) is writable"),
