@@ -16,7 +16,9 @@ use std::collections::HashSet;
 /// The prelude compiled before a program when the kernel has BTF: DTrace's `psinfo_t`
 /// and `lwpsinfo_t` translated from Linux's `struct task_struct` (member meanings as
 /// Oracle Linux DTrace documents them; `d-language.rst`, "Process views").
-pub(in super::super) const PRELUDE: &str = include_str!("prelude.d");
+// A static, not a const: `__uargs` is allowed only in the prelude, recognised by this
+// address, and a const's data may be duplicated per use.
+pub(in super::super) static PRELUDE: &str = include_str!("prelude.d");
 
 /// The name of the prelude in error messages.
 pub(in super::super) const PRELUDE_NAME: &str = "<prelude>";
