@@ -517,6 +517,7 @@ int oxt_probe_disable(struct oxt_probe *p)
  */
 struct oxt_fent {
 	unsigned long ip;
+	unsigned int order;	/* the probe's place in the program */
 	struct oxt_probe *p;
 };
 
@@ -531,7 +532,13 @@ static int oxt_fent_cmp(const void *a, const void *b)
 {
 	const struct oxt_fent *x = a, *y = b;
 
-	return x->ip < y->ip ? -1 : x->ip > y->ip;
+	/*
+	 * sort() is not stable: probes on one function run in program order, as DTrace
+	 * runs the clauses of one probe (`n++` in one clause, `n == 8` in the next).
+	 */
+	if (x->ip != y->ip)
+		return x->ip < y->ip ? -1 : 1;
+	return x->order < y->order ? -1 : x->order > y->order;
 }
 
 static void oxt_fset_handler(unsigned long ip, unsigned long parent_ip,
@@ -577,7 +584,7 @@ struct oxt_fset *oxt_fset_alloc(struct oxt_probe **probes, unsigned int n)
 
 		if (p->is_return || !kprobe_ftrace(&p->krp.kp))
 			continue;
-		s->ent[s->n++] = (struct oxt_fent){ (unsigned long)p->krp.kp.addr, p };
+		s->ent[s->n++] = (struct oxt_fent){ (unsigned long)p->krp.kp.addr, i, p };
 	}
 	sort(s->ent, s->n, sizeof(s->ent[0]), oxt_fent_cmp, NULL);
 	for (i = 0; i < s->n; i++)
