@@ -55,12 +55,12 @@ impl OwnedImage {
             .map(|c| c.pred.map_or(0, |p| p.code().len()) + c.act.code().len())
             .sum();
         let mut dec = KVVec::from_elem(DInsn::NOP, total, gfp_load())?;
+        let (ptr, len) = (dec.as_mut_ptr(), dec.len());
         // SAFETY: as for `bytes`: the elements are written only through this slice, here,
         // then only read through what `decode_into` returns; they never move and are freed
         // only with `dec`, which moves into `Self` below (type invariant). `dec` itself is
         // not used again but to be dropped.
-        let mut rest: &'static mut [DInsn] =
-            unsafe { core::slice::from_raw_parts_mut(dec.as_mut_ptr(), dec.len()) };
+        let mut rest: &'static mut [DInsn] = unsafe { core::slice::from_raw_parts_mut(ptr, len) };
         for c in clauses.iter_mut() {
             for v in Iterator::chain(c.pred.iter_mut(), core::iter::once(&mut c.act)) {
                 // PANIC: `total` is the sum of these lengths, so `rest` holds this one.

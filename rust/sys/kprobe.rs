@@ -75,10 +75,10 @@ impl Regs {
     /// number of frames. Safe in probe context (no allocation, no fault).
     pub(crate) fn kernel_stack(&self, out: &mut [u64], from: StackFrom) -> usize {
         let max = out.len().min(c_uint::MAX as usize) as c_uint;
-        // SAFETY: as in `arg` for `self.0`; `out` is valid for `max` writes of `unsigned
+        let (buf, from) = (out.as_mut_ptr().cast(), from as c_uint);
+        // SAFETY: as in `arg` for `self.0`; `buf` is valid for `max` writes of `unsigned
         // long`, which is `u64` on the 64-bit kernels the module builds for.
-        let n =
-            unsafe { shim::oxt_kernel_stack(self.0, from as c_uint, out.as_mut_ptr().cast(), max) };
+        let n = unsafe { shim::oxt_kernel_stack(self.0, from, buf, max) };
         (n as usize).min(out.len())
     }
 
