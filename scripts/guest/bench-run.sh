@@ -306,6 +306,7 @@ if want profile && [ $have_bt = 1 ] && [ -n "$PROFILE" ] && chroot $H /usr/bin/p
 			rmmod oxtrace && insmod /extra/oxtrace-prof.ko; then
 			label=oxtrace-irqs-on
 		fi
+		: >/tmp/ox.err # the last round's "probes enabled" must not count for this one
 		oxtrace -q -v -x aggrate=60s -x switchrate=60s -e "$(ox_prog "$p")" >/dev/null 2>/tmp/ox.err &
 		ox=$!
 		t=0

@@ -73,6 +73,7 @@ expect "clear() empties an aggregation" "0" "$out"
 
 # The exporter: scrape /metrics while the program runs.
 ifconfig lo 127.0.0.1 up 2>/dev/null
+: >/tmp/err # wait_for must not find an earlier run's line
 oxtrace -q -v --listen 127.0.0.1:9910 -x aggrate=100ms \
 	-e 'fbt::ksys_read:entry /execname == "oxt_workload"/ { @reads = count(); @size = quantize(arg2); }' \
 	>/dev/null 2>/tmp/err &

@@ -86,6 +86,7 @@ expect "tracepoint events follow CPU hotplug" "both rc=0" "$(echo "$out" | head 
 echo 0 >$C/cpu3/online
 tail -f /dev/null &
 anchor=$!
+: >/tmp/err # wait_for must not find an earlier run's line
 guard oxtrace -q -v -e 'profile-997 /cpu == 3/ { printf("cpu3\n"); exit(0); }' -p $anchor \
 	>/tmp/out 2>/tmp/err &
 p=$!

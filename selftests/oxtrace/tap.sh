@@ -87,7 +87,8 @@ expect_clause_error() {
 
 # wait_for FILE REGEX [PID]: until FILE has a line matching REGEX.  Fails at once if
 # PID has exited, and after the hang guard's $OXT_GUARD seconds (see guard): not a guess at
-# how long anything takes.
+# how long anything takes. Empty FILE before starting PID: the `2>FILE` of a background
+# job truncates it in the child, maybe after the first grep here.
 wait_for() {
 	_w=0
 	while ! grep -q "$2" "$1" 2>/dev/null; do

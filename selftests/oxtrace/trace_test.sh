@@ -84,6 +84,10 @@ if grep -q '"type":"printf",.*"text":"x1\\n"}$' /tmp/out; then ok "-o json"; els
 wl=$!
 bad=""
 for i in 1 2 3 4; do
+	# Emptied here, not only by the redirection: that happens in the child, later, and
+	# until then wait_for would find the last consumer's line and signal this one before
+	# it catches SIGINT (a background job starts with SIGINT ignored).
+	: >/tmp/kill.err
 	oxtrace -q -v -e 'fbt::ksys_read:entry { @[cpu] = count(); self->t = timestamp; }
 		fbt::ksys_read:return /self->t/ { @l = quantize(timestamp - self->t); self->t = 0; }' \
 		>/dev/null 2>/tmp/kill.err &
