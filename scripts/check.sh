@@ -5,6 +5,12 @@ set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 cd "$OXT_ROOT"
 
+t_start=$(date +%s)
+# elapsed: seconds since make check started; each phase and step says when it ran, so a
+# slow CI run shows where its time went.
+elapsed() { echo $(($(date +%s) - t_start)); }
+phase() { say "$* (at $(elapsed) s)"; }
+
 passed=0
 failed=0
 skipped=0
@@ -22,9 +28,10 @@ fail() {
 step() {
 	local name=$1
 	shift
-	local log=$logdir/${name// /_}.log
+	local log=$logdir/${name// /_}.log t0
+	t0=$(date +%s)
 	if "$@" >"$log" 2>&1; then
-		echo "ok: $name"
+		echo "ok: $name ($(($(date +%s) - t0)) s)"
 		pass
 	else
 		fail "$name"
@@ -32,10 +39,18 @@ step() {
 	fi
 }
 
-say "toolchain"
+phase "toolchain"
 "$OXT_ROOT/scripts/setup-toolchain.sh" || die "toolchain setup failed"
 
-say "host tests (cargo test)"
+phase "test kernel"
+# Built here, not inside the module build's step, so that its time shows on its own.
+"$OXT_ROOT/scripts/kernel.sh" test >/dev/null 2>"$logdir/kernel.log" || {
+	tail -n 40 "$logdir/kernel.log" >&2
+	die "test kernel build failed"
+}
+grep -E 'kernel built in|configuring' "$logdir/kernel.log" | sed 's/^==> /   /' || echo "   cached"
+
+phase "host tests (cargo test)"
 cargo test --workspace --locked >"$logdir/cargo-test.log" 2>&1
 cargo_rc=$?
 while read -r p f; do
@@ -49,20 +64,20 @@ if [ $cargo_rc != 0 ] && ! grep -q '^test result: FAILED' "$logdir/cargo-test.lo
 fi
 grep '^test result' "$logdir/cargo-test.log" | awk '{p+=$4; f+=$6} END {print "   host: " p " passed, " f " failed"}'
 
-say "loom models (lock-free dynamic variables)"
+phase "loom models (lock-free dynamic variables)"
 for t in rust/core/tests/loom_*.rs; do
 	[ -f "$t" ] || continue
 	name=$(basename "$t" .rs)
 	step "loom $name" env RUSTFLAGS="--cfg loom" cargo test --release --locked -p oxtrace-core --test "$name"
 done
 
-say "style"
+phase "style"
 mapfile -t rust_files < <(git ls-files -co --exclude-standard -- 'rust/*.rs' 'tools/*.rs')
 step "rustfmt" rustfmt --check --edition 2021 --config-path "$OXT_ROOT/.rustfmt.toml" "${rust_files[@]}"
 step "clippy" cargo clippy --workspace --all-targets --locked -- -D warnings
 step "logscan" "$OXT_ROOT/scripts/test-logscan.sh"
 
-say "module build (warnings, clippy's included, are errors)"
+phase "module build (warnings, clippy's included, are errors)"
 step "module build" env OXT_CLIPPY=1 "$OXT_ROOT/scripts/build.sh" module
 # Probe context may run deep in an IRQ stack: its deepest call chain may not grow. The
 # ceiling is the depth measured when it was set (1,416 to 1,432 bytes in this clippy
@@ -73,7 +88,7 @@ step "probe-context stack" python3 "$OXT_ROOT/scripts/stackcheck.py" --limit 147
 # dkms.conf must keep building: dkms build against the same kernel, in a throwaway tree.
 step "dkms build" "$OXT_ROOT/scripts/dkms.sh" check
 
-say "guest selftests"
+phase "guest selftests"
 guest_log=$logdir/guest.log
 # A hang guard: a saturated host (scripts/saturate.sh) takes hours.
 "$OXT_ROOT/scripts/vm.sh" --timeout "${CHECK_TIMEOUT:-10800}" -- /selftests/run_tests.sh 2>&1 | tee "$guest_log"
@@ -98,12 +113,13 @@ fi
 [ "$gp" -ge 10 ] || fail "guest ran only $gp tests"
 step "vm fail-fast" "$OXT_ROOT/scripts/test-failfast.sh"
 
-say "Prometheus scrapes the guest"
+phase "Prometheus scrapes the guest"
 step "prometheus end to end" "$OXT_ROOT/scripts/test-prometheus.sh"
 
 if [ ${#failures[@]} -gt 0 ]; then
 	echo "failed: ${failures[*]}" >&2
 fi
+echo "   make check took $(elapsed) s"
 if [ $skipped -gt 0 ]; then
 	echo "$passed passed, $failed failed, $skipped skipped"
 else

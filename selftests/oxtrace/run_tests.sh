@@ -14,6 +14,9 @@ for t in ./device_test ./dynvar_test ./tool_test.sh ./trace_test.sh ./agg_test.s
 	./attach_test.sh ./ustack_test.sh ./dlang_test.sh ./btf_test.sh \
 	./xlate_test.sh ./mem_test.sh; do
 	echo "# selftest: $t"
+	t0=$(date +%s)
 	$t || rc=1
+	# Where a slow run's time went (a TAP comment: no test's result).
+	echo "# $t: $(($(date +%s) - t0)) s"
 done
 exit $rc
