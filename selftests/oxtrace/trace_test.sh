@@ -7,7 +7,7 @@ cd "$(dirname "$0")" || exit 1
 W="./oxt_workload read 4 2000"
 
 echo "TAP version 13"
-plan 17
+plan 18
 
 run 'fbt::ksys_read:entry /pid == $target/ { @n = count(); } END { printa("%@d\n", @n); }' -c "$W"
 expect "count: 4 threads x 2000 reads on 4 CPUs" "8000" "$out"
@@ -78,6 +78,15 @@ expect_fail "unknown function: clear error" "no_such_function_xyz"
 
 guard oxtrace -o json -e 'BEGIN { printf("x%d\n", 1); exit(0); }' >/tmp/out 2>/dev/null
 if grep -q '"type":"printf",.*"text":"x1\\n"}$' /tmp/out; then ok "-o json"; else nok "-o json" "$(cat /tmp/out)"; fi
+
+# DTrace runs the clauses of one probe in program order: kretprobes on one function too,
+# with an entry clause between them running before all of them.
+run 'fbt::ksys_read:return /pid == $target/ { printf("a"); }
+fbt::ksys_read:return /pid == $target/ { printf("b"); }
+fbt::ksys_read:entry /pid == $target/ { printf("E"); }
+fbt::ksys_read:return /pid == $target/ { printf("c\n"); }' -c "./oxt_workload read 1 5"
+expect "clauses on one function's return run in program order" "5 Eabc" \
+	"$(echo "$out" | sort | uniq -c | tr -s ' ' | sed 's/^ //')"
 
 # Consumers killed or interrupted while their probes fire on every CPU.
 ./oxt_workload spin 4 3600 &   # until killed below
