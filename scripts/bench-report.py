@@ -57,8 +57,7 @@ DESC = {
     "trace": ("trace(pid)", "printf(\"%d\\n\", pid)"),
     "ten": ("10 clauses @cN = count() on one probe", "10 blocks @cN = count()"),
     "sysread": ("syscall::read:entry @[pid] = count()",
-                "tracepoint:syscalls:sys_enter_read (raw_syscalls:sys_enter /args->id == 0/ "
-                "without FTRACE_SYSCALLS) @[pid] = count()"),
+                "tracepoint:syscalls:sys_enter_read @[pid] = count()"),
     "profile": ("profile-997 @[cpu] = count()", "profile:hz:997 @[cpu] = count()"),
 }
 

@@ -96,8 +96,8 @@ bt_prog() {
 	hist) echo 'kprobe:ksys_read { @start[tid] = nsecs; }
 kretprobe:ksys_read /@start[tid]/ { @ = hist(nsecs - @start[tid]); delete(@start[tid]); }' ;;
 	ten) for i in 0 1 2 3 4 5 6 7 8 9; do echo "kprobe:ksys_read { @c$i = count(); }"; done ;;
-	# Without CONFIG_FTRACE_SYSCALLS (the bench kernel) there is no syscalls:sys_enter_read:
-	# the raw tracepoint with the number filtered is the same hook.
+	# Without CONFIG_FTRACE_SYSCALLS (the bench kernel has it) there is no
+	# syscalls:sys_enter_read: the raw tracepoint with the number filtered is the same hook.
 	sysread) if [ -d /sys/kernel/tracing/events/syscalls/sys_enter_read ]; then
 		echo 'tracepoint:syscalls:sys_enter_read { @[pid] = count(); }'
 	else
@@ -172,6 +172,7 @@ elif ! chroot $H /usr/bin/bpftrace --version >/tmp/btv 2>&1; then
 	have_bt=0
 else
 	echo "NOTE $(cat /tmp/btv)"
+	echo "NOTE bpftrace's sysread program: $(bt_prog sysread)"
 fi
 
 r=1
