@@ -258,3 +258,29 @@ fn compile_errors_name_the_line_and_column() {
         assert_eq!(p, pos, "{src}: {m}");
     }
 }
+
+#[test]
+fn pointer_difference_counts_elements() {
+    let out = ok(
+        r#"struct pair { int a; long b; };
+        BEGIN {
+            this->p = (long *)alloca(8 * sizeof (long));
+            this->q = this->p + 5;
+            this->s = (struct pair *)alloca(4 * sizeof (struct pair));
+            this->c = (char *)this->p;
+            printf("%d %d %d %d %d\n", this->q - this->p, this->p - this->q,
+                (this->s + 3) - this->s, (this->c + 7) - this->c, sizeof (this->q - this->p));
+        }"#,
+        &[],
+    );
+    assert_eq!(out, "5 -5 3 7 8\n");
+}
+
+#[test]
+fn pointer_difference_of_other_types_is_refused() {
+    let (p, m) = err_at(
+        "BEGIN {\n  this->p = (long *)alloca(8);\n  this->c = (char *)this->p;\n  trace(this->p - this->c);\n}",
+    );
+    assert!(m.contains("D_OP_INCOMPAT") && m.contains("\"int64_t *\" - \"char *\""), "{m}");
+    assert_eq!(p, "4:9");
+}

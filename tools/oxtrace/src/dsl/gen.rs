@@ -1011,8 +1011,9 @@ impl<'a> Gen<'a> {
         }
     }
 
-    /// `ptr ± int` and `int + ptr`, the integer scaled by the pointee's size; `None` for
-    /// any other operands. Leaves `rb` to the caller.
+    /// `ptr ± int` and `int + ptr`, the integer scaled by the pointee's size, and `ptr -
+    /// ptr` of one pointee type, the number of elements between them (C's `ptrdiff_t`, a
+    /// `long`); `None` for any other operands. Leaves `rb` to the caller.
     fn ptr_arith(
         &mut self,
         op: BinOp,
@@ -1033,6 +1034,27 @@ impl<'a> Gen<'a> {
                 self.mul_const(ra, self.stride(tb), span)?;
                 self.emit(Op::Add, ra, ra, rb, 0);
                 Ok(Some((ra, tb.clone())))
+            }
+            (Ty::Ptr(pa), BinOp::Sub, Ty::Ptr(pb)) => {
+                if pa != pb {
+                    return self.err(
+                        span,
+                        format!(
+                            "[D_OP_INCOMPAT] operands have incompatible types: \"{}\" - \"{}\"",
+                            ta.name(),
+                            tb.name()
+                        ),
+                    );
+                }
+                self.emit(Op::Sub, ra, ra, rb, 0);
+                let k = self.stride(ta);
+                if k != 1 {
+                    let rs = self.reg(span)?;
+                    self.load_const(rs, k);
+                    self.emit(Op::Sdiv, ra, ra, rs, 0);
+                    self.release(rs);
+                }
+                Ok(Some((ra, I64)))
             }
             _ => Ok(None),
         }
