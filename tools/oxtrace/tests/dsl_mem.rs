@@ -281,6 +281,9 @@ fn pointer_difference_of_other_types_is_refused() {
     let (p, m) = err_at(
         "BEGIN {\n  this->p = (long *)alloca(8);\n  this->c = (char *)this->p;\n  trace(this->p - this->c);\n}",
     );
-    assert!(m.contains("D_OP_INCOMPAT") && m.contains("\"int64_t *\" - \"char *\""), "{m}");
+    assert!(
+        m.contains("D_OP_INCOMPAT") && m.contains("\"int64_t *\" - \"char *\""),
+        "{m}"
+    );
     assert_eq!(p, "4:9");
 }
