@@ -621,3 +621,19 @@ fn unassigned_this_string_is_empty() {
         "[] 1\n"
     );
 }
+
+#[test]
+fn null_is_address_zero() {
+    let out = run(r#"BEGIN {
+        this->p = (char *)alloca(1);
+        this->q = (int *)NULL;
+        printf("%d %d %d %d\n", this->p != NULL, this->q == NULL, NULL, sizeof (NULL));
+    }"#);
+    assert_eq!(out, "1 1 0 4\n");
+    // The Guide's badptr.d: reading through NULL is the runtime fault "invalid address".
+    let p = c("BEGIN { x = (int *)NULL; y = *x; trace(y); }");
+    let mut s = Sim::default();
+    s.fire(&p, &Firing::default());
+    assert_eq!(s.faults.len(), 1, "{:?}", s.faults);
+    assert_eq!(s.faults[0].1.kind, FaultKind::BadAddr(0));
+}

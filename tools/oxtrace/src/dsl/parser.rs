@@ -1168,6 +1168,9 @@ impl<'a> Parser<'a> {
                 }
             },
             Tok::Char(c) => ExprKind::Int(c as i8 as i64 as u64, false),
+            // D's built-in alias for address 0 (the Guide's `x = (int *)NULL;`), the integer
+            // constant 0 as C's `#define NULL 0`, so it compares with any pointer or integer.
+            Tok::Ident(name) if name == "NULL" => ExprKind::Int(0, false),
             Tok::Str(mut s) => {
                 // Adjacent string literals concatenate, as in C.
                 while let Tok::Str(more) = self.peek().tok.clone() {
