@@ -10,7 +10,7 @@ W="./oxt_workload read 4 2000"
 ZERO='pid == $target && args[0]->f_path.dentry->d_name.len == 4'
 
 echo "TAP version 13"
-plan 7
+plan 9
 
 run "struct ids { int p; int t; char name[16]; };
      translator struct ids < struct task_struct *T > { p = T->tgid; t = T->pid; name = T->comm; };
@@ -33,6 +33,23 @@ expect "curpsinfo and curlwpsinfo agree with pid, ppid, execname, tid, uid, gid,
 run "fbt::vfs_read:entry /$ZERO/ { @[curpsinfo->pr_psargs] = count(); }
      END { printa(\"%s|%@d\n\", @); }" -c "./oxt_workload read 1 3"
 expect "pr_psargs: the workload's arguments from its user memory" "./oxt_workload read 1 3|3" "$out"
+
+# exec's initial stack: argc, then argv[] (argv[1] is "read"), a NULL, then envp[].
+run "fbt::vfs_read:entry /$ZERO/ {
+       @[curpsinfo->pr_argc, copyinstr(*(uintptr_t *)copyin(curpsinfo->pr_argv + 8, 8)),
+         curpsinfo->pr_envp == curpsinfo->pr_argv + (curpsinfo->pr_argc + 1) * 8,
+         curpsinfo->pr_dmodel] = count(); }
+     END { printa(\"%d %s %d %d %@d\n\", @); }" -c "./oxt_workload read 1 3"
+expect "pr_argc, pr_argv, pr_envp and pr_dmodel (LP64) of the workload" "4 read 1 2 3" "$out"
+
+# pr_ttydev against the kernel's own view (tty_nr in /proc/PID/stat, 0 without a tty).
+tty=$(cut -d' ' -f7 /proc/$$/stat)
+if [ "$tty" = 0 ]; then want="1"; else
+	want="0 $(((tty >> 8) & 0xfff)) $(((tty & 0xff) | ((tty >> 12) & 0xfff00)))"; fi
+run 'BEGIN { if (curpsinfo->pr_ttydev == (dev_t)-1) { printf("1\n"); } else {
+       printf("0 %d %d\n", getmajor(curpsinfo->pr_ttydev), getminor(curpsinfo->pr_ttydev)); }
+       exit(0); }'
+expect "pr_ttydev: the controlling tty as /proc gives it (tty_nr $tty)" "$want" "$out"
 
 run "fbt::vfs_read:entry /$ZERO/ {
        @[curlwpsinfo->pr_sname, curlwpsinfo->pr_state, curlwpsinfo->pr_flag,

@@ -355,7 +355,7 @@ fn errors() {
         (
             "BEGIN { trace(curpsinfo->pr_nlwp); }".to_string(),
             k(),
-            "1:15: [D_TYPE_MEMBER] struct task_struct has no member 'signal' (translating member pr_nlwp at <prelude>:36:12)",
+            "1:15: [D_TYPE_MEMBER] struct task_struct has no member 'signal' (translating member pr_nlwp at <prelude>:41:12)",
         ),
     ] {
         assert_eq!(err_with(&src, btf), want, "{src}");
@@ -382,6 +382,11 @@ fn the_prelude_on_the_running_kernel() {
         "pr_addr",
         "pr_fname",
         "pr_psargs",
+        "pr_ttydev",
+        "pr_argc",
+        "pr_argv",
+        "pr_envp",
+        "pr_dmodel",
     ] {
         c_with(&format!("BEGIN {{ trace(curpsinfo->{m}); }}"), btf.clone());
     }

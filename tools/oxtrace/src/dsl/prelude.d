@@ -18,6 +18,11 @@ typedef struct psinfo {
 	uintptr_t pr_addr;	/* the task_struct's address */
 	char pr_fname[16];	/* command name (comm) */
 	char pr_psargs[80];	/* the arguments, blank-separated */
+	dev_t pr_ttydev;	/* the controlling tty, or PRNODEV (-1) */
+	int pr_argc;		/* the initial argument count */
+	uintptr_t pr_argv;	/* the user address of the initial argv[] */
+	uintptr_t pr_envp;	/* the user address of the initial envp[] */
+	char pr_dmodel;		/* data model: PR_MODEL_ILP32 1, PR_MODEL_LP64 2, none 0 */
 } psinfo_t;
 
 typedef struct lwpsinfo {
@@ -46,6 +51,21 @@ translator psinfo_t < struct task_struct *T > {
 	pr_fname = T->comm;
 	pr_psargs = T->mm == 0 ? T->comm : T != curthread ? "" :
 	    __uargs(T->mm->arg_start, T->mm->arg_end);
+	/* tty_devnum(): the driver's first minor plus the tty's index. */
+	pr_ttydev = T->signal->tty == 0 ? (dev_t)-1 :
+	    (T->signal->tty->driver->major << 20) +
+	    T->signal->tty->driver->minor_start + T->signal->tty->index;
+	/*
+	 * exec leaves the user stack pointer at argc, then argv[] and envp[]
+	 * (mm->start_stack); argc is read from there, so only for the current
+	 * task, as pr_psargs.
+	 */
+	pr_argc = T->mm == 0 || T != curthread ? 0 :
+	    *(long *)copyin(T->mm->start_stack, sizeof (long));
+	pr_argv = T->mm == 0 ? 0 : T->mm->start_stack + sizeof (long);
+	pr_envp = T->mm == 0 || T != curthread ? 0 : T->mm->start_stack +
+	    (*(long *)copyin(T->mm->start_stack, sizeof (long)) + 2) * sizeof (long);
+	pr_dmodel = T->mm == 0 ? 0 : T->thread_info.flags & (1 << 29) ? 1 : 2;
 };
 
 translator lwpsinfo_t < struct task_struct *T > {
