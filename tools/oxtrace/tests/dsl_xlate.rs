@@ -333,6 +333,17 @@ fn errors() {
             "2:42: [D_XLATE_INCOMPAT] translator member name definition uses incompatible types: \"string\" = \"int\"",
         ),
         (
+            // Checked where declared, though nothing uses it (as D does).
+            format!("{OUT}translator struct out < int x > {{ name = x; }};\nBEGIN {{ }}"),
+            None,
+            "2:42: [D_XLATE_INCOMPAT] translator member name definition uses incompatible types: \"string\" = \"int\"",
+        ),
+        (
+            format!("{OUT}translator struct out < int x > {{ sum = x + nosuch; }};\nBEGIN {{ }}"),
+            None,
+            "2:45: [D_IDENT_UNDEF] failed to resolve nosuch: it is never assigned or declared",
+        ),
+        (
             "inline int a = b; inline int b = a; BEGIN { trace(a->x); }".to_string(),
             None,
             "1:34: inlines nested more than 64 deep (an inline defined in terms of itself?)",

@@ -151,6 +151,9 @@ pub fn compile_items(
             Item::Pragma(..) => Ok(()),
         };
         r.map_err(|(span, m)| CompileError::at(src, input, span, m))?;
+        if let Item::Translator(_) = it {
+            Gen::new(&mut t, src, input).check_last_xlator()?;
+        }
     }
     // Pre-pass: every variable that is assigned anywhere exists, so that a return clause may
     // test a variable its entry clause (later in the text) sets; aggregations likewise.

@@ -325,6 +325,34 @@ impl Gen<'_> {
         }
     }
 
+    /// Compiles each member of the translator declared last, if the user's, once, its input bound to a register
+    /// of the input type, and throws the code away: a member that cannot compile is an
+    /// error where the translator is declared, as in D, not at a first use (or never, when
+    /// nothing uses it). The prelude's translators are not checked: a kernel without one of
+    /// their members' fields fails only the programs that read that member.
+    pub(in super::super) fn check_last_xlator(&mut self) -> GResult<()> {
+        let Some(xl) = self.t.xlate.list.last().cloned() else {
+            return Ok(());
+        };
+        let (Some(inp), false) = (xl.inp.clone(), xl.prelude) else {
+            return Ok(());
+        };
+        for (m, me, _) in &xl.members {
+            let Some(mem) = self.t.env.member(&xl.out, m).cloned() else {
+                continue; // refused by `declare`
+            };
+            let ri = self.reg(me.span)?;
+            self.xbind.push((xl.name.clone(), ri, inp.clone()));
+            let r = self
+                .expr(me)
+                .and_then(|(r, from)| self.xlate_convert(r, &from, &mem.ty, m, me.span));
+            self.xbind.pop();
+            self.release(r?.0);
+            self.release(ri);
+        }
+        Ok(())
+    }
+
     /// `v = xlate <T> (e)` (or `*xlate <T *> (e)`, or an inline of one) with `v` a
     /// variable: each member of `T` translated into `v`'s, those the translator does not
     /// define zero, as in DTrace; `None` when `rhs` is no translated struct.
