@@ -199,7 +199,7 @@ impl<'a> Gen<'a> {
         self.code[at] = i.encode();
     }
 
-    fn load_const(&mut self, rd: u8, v: u64) {
+    pub(super) fn load_const(&mut self, rd: u8, v: u64) {
         if v as i64 >= i32::MIN as i64 && v as i64 <= i32::MAX as i64 {
             self.emit(Op::Ldi, rd, 0, 0, v as u32);
         } else {
@@ -1491,7 +1491,7 @@ impl<'a> Gen<'a> {
     }
 
     /// Read a place into a new register (the place's key registers stay allocated).
-    fn load_place(&mut self, p: &Place, ty: &Ty, span: Span) -> GResult<u8> {
+    pub(super) fn load_place(&mut self, p: &Place, ty: &Ty, span: Span) -> GResult<u8> {
         if matches!(ty, Ty::Sou(..)) {
             return self.err(
                 span,
@@ -1675,7 +1675,7 @@ impl<'a> Gen<'a> {
     }
 
     /// Narrow `r` to the `width` bits at `shift` (sign-extended when `signed`).
-    fn extract_bits(
+    pub(super) fn extract_bits(
         &mut self,
         r: u8,
         shift: u8,
@@ -1815,31 +1815,81 @@ impl<'a> Gen<'a> {
     fn assign_sou(&mut self, l: Loc<'_>, ty: &Ty, rhs: &Expr, span: Span) -> GResult<(u8, Ty)> {
         let src_ty = self.type_of(rhs)?;
         self.check_compat(ty, &src_ty, rhs.span, None)?;
-        let Loc::Var { .. } = &l else {
-            return self.err(
-                span,
-                "[D_OP_WRITE] operator requires a writable variable: kernel memory cannot be modified",
-            );
+        let dst_addr = match &l {
+            Loc::Var { .. } => None,
+            // Through a pointer (`*p = *q`, `p->s = this->s`): into scratch memory only, as
+            // every store through a pointer (the kernel checks it, `check_store` refused
+            // what provably is kernel memory).
+            Loc::Mem { addr, .. } => Some(*addr),
+            _ => {
+                return self.err(
+                    span,
+                    "[D_OP_WRITE] operator requires a writable variable: kernel memory cannot be modified",
+                )
+            }
         };
+        if let Some(dst) = dst_addr {
+            if let Loc::Mem { addr: src, .. } = self.loc(rhs)? {
+                // Memory to memory: the whole struct, arrays and padding included.
+                let n = self.t.env.size(ty, self.t.strsize as u64);
+                let rn = self.reg(span)?;
+                self.load_const(rn, n);
+                self.emit(Op::Bcopy, 0, src, rn, dst as u32);
+                self.release(rn);
+                self.release(src);
+                self.release(dst);
+                let r = self.reg(span)?;
+                return Ok((r, I64));
+            }
+        }
+        // Member by member: a D struct variable on either side.
         let leaves = sou_leaves(&self.t.env, ty);
-        for (path, _off, _lty) in leaves {
-            // Each member of the source (a variable path, or memory at its offset) into the
-            // same member of the destination.
+        for (path, _off, lty) in leaves {
+            if dst_addr.is_some() && matches!(lty, Ty::Array(..)) {
+                continue; // not from a D struct variable, which keeps none in memory
+            }
             let mut src = self.loc(rhs)?;
-            let mut dst = l.clone_shallow();
+            let mut dst = self.loc_copy(&l, span)?;
             for seg in path.split('.').skip(1) {
                 src = self.member(src, seg, span)?;
                 dst = self.member(dst, seg, span)?;
             }
             let (rv, _) = self.load_loc(src, span)?;
-            let (p, t) = self.place(dst, false)?;
-            self.normalize(rv, &t);
-            self.store_place(&p, rv, span)?;
-            self.release_place(&p);
-            self.release(rv);
+            self.store_member(dst, rv, span)?;
+        }
+        if let Some(dst) = dst_addr {
+            self.release(dst);
         }
         let r = self.reg(span)?;
         Ok((r, I64))
+    }
+
+    /// `l` again, for one more member of it: a memory location's address in a register of
+    /// its own (`member` moves the address it is given).
+    fn loc_copy<'e>(&mut self, l: &Loc<'e>, span: Span) -> GResult<Loc<'e>> {
+        match l {
+            Loc::Mem { addr, ty } => {
+                let r = self.reg(span)?;
+                self.emit(Op::Mov, r, *addr, 0, 0);
+                Ok(Loc::Mem {
+                    addr: r,
+                    ty: ty.clone(),
+                })
+            }
+            l => Ok(l.clone_shallow()),
+        }
+    }
+
+    /// Stores `rv` into the member location `dst` (a variable's, or memory through a
+    /// pointer), narrowed to its type; releases both. What a whole-struct copy does for
+    /// each member (`assign_sou`, and translations copied whole in `xlate.rs`).
+    pub(super) fn store_member(&mut self, dst: Loc<'_>, rv: u8, span: Span) -> GResult<()> {
+        let (p, t) = self.place(dst, false)?;
+        self.normalize(rv, &t);
+        self.store_to(&p, &t, rv, span)?;
+        self.release_place(&p);
+        self.release(rv);
+        Ok(())
     }
 
     /// `++x`, `x++`, `--x`, `x--` on any modifiable lvalue.

@@ -249,11 +249,48 @@ impl Gen<'_> {
                 self.emit(op, 0, *addr, rv, 0);
                 Ok(())
             }
-            Place::Bits { inner, .. } if matches!(**inner, Place::Mem(_)) => self.err(
-                span,
-                "[D_OP_WRITE] cannot store to a bit-field through a pointer",
-            ),
+            Place::Bits {
+                inner,
+                shift,
+                width,
+                signed,
+            } if matches!(**inner, Place::Mem(_)) => {
+                self.store_bits(inner, ty, (*shift, *width, *signed), rv, span)
+            }
             _ => self.store_place(p, rv, span),
         }
+    }
+
+    /// A bit-field through a pointer (`shift`, `width`, `signed` of `unit`, a `ty` in
+    /// memory): a read-modify-write of its unit through the same checked store as any
+    /// other; `rv` is narrowed to the field, the assignment's value.
+    fn store_bits(
+        &mut self,
+        unit: &Place,
+        ty: &Ty,
+        (shift, width, signed): (u8, u8, bool),
+        rv: u8,
+        span: Span,
+    ) -> GResult<()> {
+        self.extract_bits(rv, 0, width, signed, span)?;
+        let mask = match width {
+            64.. => u64::MAX,
+            w => ((1u64 << w) - 1) << shift,
+        };
+        let old = self.load_place(unit, ty, span)?;
+        let k = self.reg(span)?;
+        let v = self.reg(span)?;
+        self.load_const(k, !mask);
+        self.emit(Op::And, old, old, k, 0);
+        self.load_const(k, shift as u64);
+        self.emit(Op::Sll, v, rv, k, 0);
+        self.load_const(k, mask);
+        self.emit(Op::And, v, v, k, 0);
+        self.emit(Op::Or, old, old, v, 0);
+        self.release(v);
+        self.release(k);
+        let r = self.store_to(unit, ty, old, span);
+        self.release(old);
+        r
     }
 }

@@ -422,11 +422,7 @@ impl Gen<'_> {
                 }
             };
             let dst = self.member(l.clone_shallow(), &mm.name, span)?;
-            let (p, t) = self.place(dst, false)?;
-            self.normalize(rv, &t);
-            self.store_place(&p, rv, span)?;
-            self.release_place(&p);
-            self.release(rv);
+            self.store_member(dst, rv, span)?;
         }
         let r = self.reg(span)?;
         Ok((r, I64))
