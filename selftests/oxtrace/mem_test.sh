@@ -8,7 +8,7 @@ REC='struct oxt_rec { int a; short b; char name[6]; long c; };'
 W="./oxt_mem 100"
 
 echo "TAP version 13"
-plan 10
+plan 11
 
 # The DTrace idiom: a user struct copied in and cast, member by member.
 run "$REC"'
@@ -35,6 +35,24 @@ run "$REC"'
      END { printa("%d %s %x %@d\n", @); }' -c "$W"
 expect "stores, ++, -- and compound assignment through a scratch pointer" \
 	"-3 Oxt 1122334455667789 9900" "$out"
+
+# A whole struct copied between scratch pointers, a bit-field stored through one, and the
+# distance between two pointers in elements.
+run "$REC"'
+     struct bits { unsigned int lo : 3; int mid : 5; unsigned int hi : 24; };
+     syscall::write:entry /pid == $target && arg2 == sizeof (struct oxt_rec)/ {
+	this->r = (struct oxt_rec *)copyin(arg1, sizeof (struct oxt_rec));
+	this->q = (struct oxt_rec *)alloca(2 * sizeof (struct oxt_rec));
+	this->q[1] = *this->r;
+	this->bf = (struct bits *)alloca(sizeof (struct bits));
+	*(uint32_t *)this->bf = 0xffffffff;
+	this->bf->mid = -2; this->bf->lo = 4;
+	@[this->q[1].b, stringof(this->q[1].name), this->bf->lo, this->bf->mid, this->bf->hi,
+	  &this->q[1] - this->q, (char *)&this->q[1] - (char *)this->q] = count();
+     }
+     END { printa("%d %s %d %d %x %d %d %@d\n", @); }' -c "$W"
+expect "whole struct and bit-field stores through scratch pointers, ptr - ptr" \
+	"-2 oxt 4 -2 ffffff 1 24 100" "$out"
 
 run 'syscall::write:entry /pid == $target && arg2 == 9/ {
 	this->b = (char *)alloca(16);
