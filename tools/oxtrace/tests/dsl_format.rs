@@ -144,3 +144,15 @@ fn trace_default_layout() {
     assert_eq!(t(Item::Str(b"hello")), format!("  {:<33}", "hello"));
     assert_eq!(t(Item::Str(&[b'x'; 40])), format!("  {}", "x".repeat(40)));
 }
+
+/// `rawbytes`: trace() of a string as dtrace prints binary data, the whole `strsize` bytes.
+#[test]
+fn rawbytes_dumps_the_recorded_bytes() {
+    let out = oxtrace::dsl::format::format_rawbytes(b"oxtrace\tok", 20);
+    let want = "
+             0  1  2  3  4  5  6  7  8  9  a  b  c  d  e  f  0123456789abcdef
+         0: 6f 78 74 72 61 63 65 09 6f 6b 00 00 00 00 00 00  oxtrace.ok......
+        10: 00 00 00 00                                      ....
+";
+    assert_eq!(String::from_utf8(out).unwrap(), want);
+}

@@ -126,3 +126,29 @@ fn trace_of_a_stack_is_a_percent_k_printf() {
         "{e}"
     );
 }
+
+#[test]
+fn maxframes_bounds_every_stack() {
+    // The default depth, and a stack() without a count, take at most maxframes.
+    let p = c("#pragma D option maxframes=2\nfbt::ksys_read:entry { @a[stack()] = count(); }");
+    let mut s = Sim::default();
+    s.fire(&p, &fbt(&PCS));
+    let [(_, k, _)] = &s.agg_updates[..] else {
+        panic!("{:?}", s.agg_updates)
+    };
+    let [OwnedKey::Str(b)] = &k[..] else {
+        panic!("{k:?}")
+    };
+    assert!(stack::decode(b).eq(PCS[..2].iter().copied()));
+    // A larger count is an error that names the bound.
+    let e = err("#pragma D option maxframes=2\nBEGIN { @[stack(3)] = count(); }");
+    assert!(
+        e.contains("frame count must be a constant from 1 to 2"),
+        "{e}"
+    );
+    let e = err("#pragma D option maxframes=2\nBEGIN { @[ustack(3)] = count(); }");
+    assert!(
+        e.contains("frame count must be a constant from 1 to 2"),
+        "{e}"
+    );
+}

@@ -71,8 +71,12 @@ pub fn compile_items(
         locals: HashMap::new(),
         strsize: c.options.strsize as u32,
         scratchsize: c.options.scratchsize as u32,
-        stackframes: frames_option(&c, "stackframes", oxtrace_core::stack::DEFAULT_FRAMES),
-        ustackframes: frames_option(&c, "ustackframes", oxtrace_core::ustack::DEFAULT_FRAMES),
+        // maxframes bounds every frame count, the defaults included, as in DTrace.
+        stackframes: frames_option(&c, "stackframes", oxtrace_core::stack::DEFAULT_FRAMES)
+            .min(frames_option(&c, "maxframes", u32::MAX)),
+        ustackframes: frames_option(&c, "ustackframes", oxtrace_core::ustack::DEFAULT_FRAMES)
+            .min(frames_option(&c, "maxframes", u32::MAX)),
+        maxframes: frames_option(&c, "maxframes", u32::MAX),
         checked,
         printa_groups: vec![],
         setopts: vec![],

@@ -415,6 +415,38 @@ pub fn format_trace_item(item: &Item<'_>) -> Vec<u8> {
     }
 }
 
+/// `trace()` of a string with the `rawbytes` option, as dtrace prints a buffer it takes for
+/// binary: the `strsize` bytes recorded (the string, then NULs), 16 a row, each row its
+/// offset in hex, the bytes in hex and as characters (`.` for what is not printable), under
+/// a header of the column numbers; on lines of its own.
+pub fn format_rawbytes(s: &[u8], strsize: usize) -> Vec<u8> {
+    let mut b = s.to_vec();
+    b.resize(b.len().max(strsize), 0);
+    let mut o = String::from("\n           ");
+    for d in "0123456789abcdef".chars() {
+        o.push_str("  ");
+        o.push(d);
+    }
+    o.push_str("  0123456789abcdef\n");
+    for (i, row) in b.chunks(16).enumerate() {
+        o.push_str(&format!("{:>10x}:", i * 16));
+        for c in row {
+            o.push_str(&format!(" {c:02x}"));
+        }
+        o.push_str(&"   ".repeat(16 - row.len()));
+        o.push_str("  ");
+        o.extend(row.iter().map(|&c| {
+            if (b' '..=b'~').contains(&c) {
+                c as char
+            } else {
+                '.'
+            }
+        }));
+        o.push('\n');
+    }
+    o.into_bytes()
+}
+
 /// How `trace()` shows one item without `-q`, as the Dynamic Tracing Guide's dtrace does:
 /// an integer after a space, right-aligned by its size (16 columns for 8 bytes, 8, 5 and
 /// 3 for 4, 2 and 1), a string after two spaces, left-aligned in 33 columns.

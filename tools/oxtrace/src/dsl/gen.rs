@@ -67,6 +67,8 @@ pub(super) struct Tables {
     /// `ustackframes`).
     pub(super) stackframes: u32,
     pub(super) ustackframes: u32,
+    /// The most frames any `stack()` or `ustack()` takes (option `maxframes`).
+    pub(super) maxframes: u32,
     /// Declared structs, unions, typedefs and enumerators.
     pub(super) env: TypeEnv,
     /// The value type of each variable (and member path `x.m`) by storage class and name:
@@ -2032,7 +2034,11 @@ impl<'a> Gen<'a> {
                 use oxtrace_core::stack::MAX_FRAMES;
                 let n = match args {
                     [] => self.t.stackframes,
-                    [e] => self.const_upto(e, MAX_FRAMES, "stack()'s frame count")?,
+                    [e] => self.const_upto(
+                        e,
+                        MAX_FRAMES.min(self.t.maxframes),
+                        "stack()'s frame count",
+                    )?,
                     _ => return self.err(span, "stack() takes an optional frame count"),
                 };
                 let rd = self.reg(span)?;

@@ -130,6 +130,8 @@ pub const TOOL_OPTIONS: &[&str] = &[
     "destructive",
     "stackframes",
     "ustackframes",
+    "maxframes",
+    "rawbytes",
 ];
 
 /// The options `setopt()` may change while tracing: those the consumer uses.
@@ -185,6 +187,9 @@ pub fn frames_bound(name: &str) -> Option<u32> {
     match name {
         "stackframes" => Some(oxtrace_core::limits::MAX_STACKFRAMES),
         "ustackframes" => Some(oxtrace_core::limits::MAX_USTACKFRAMES),
+        "maxframes" => {
+            Some(oxtrace_core::limits::MAX_STACKFRAMES.max(oxtrace_core::limits::MAX_USTACKFRAMES))
+        }
         _ => None,
     }
 }

@@ -57,7 +57,11 @@ impl Gen<'_> {
         if name == "ustack" {
             let n = match args {
                 [] => self.t.ustackframes,
-                [e] => self.const_upto(e, MAX_FRAMES, "ustack()'s frame count")?,
+                [e] => self.const_upto(
+                    e,
+                    MAX_FRAMES.min(self.t.maxframes),
+                    "ustack()'s frame count",
+                )?,
                 [_, e, ..] => {
                     return self.err(
                         e.span,
