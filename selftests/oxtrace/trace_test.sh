@@ -7,7 +7,7 @@ cd "$(dirname "$0")" || exit 1
 W="./oxt_workload read 4 2000"
 
 echo "TAP version 13"
-plan 18
+plan 19
 
 run 'fbt::ksys_read:entry /pid == $target/ { @n = count(); } END { printa("%@d\n", @n); }' -c "$W"
 expect "count: 4 threads x 2000 reads on 4 CPUs" "8000" "$out"
@@ -54,6 +54,11 @@ expect "printf conversions (-1 is an int, as in D)" "str|   42|42   |ff|A|%|4294
 guard oxtrace -e 'BEGIN { trace(42); exit(0); }' >/tmp/out 2>/dev/null
 got=$(sed -n '2p' /tmp/out | tr -s ' ')
 expect "trace() in dtrace's default format" " 0 1 :BEGIN 42" "$(echo "$got" | sed 's/^ *[0-9]* /X/; s/^X/ 0 /')"
+
+run 'BEGIN { trace("ab"); exit(0); }' -x rawbytes -x strsize=16
+expect "trace() of a string with rawbytes: the recorded bytes in hex" "
+             0  1  2  3  4  5  6  7  8  9  a  b  c  d  e  f  0123456789abcdef
+         0: 61 62 00 00 00 00 00 00 00 00 00 00 00 00 00 00  ab.............." "$out"
 
 run 'BEGIN { x = 0; y = 1 / x; printf("after\n"); } BEGIN { printf("next clause\n"); exit(0); }'
 expect_clause_error "division by zero aborts only its clause, reported like dtrace" \
