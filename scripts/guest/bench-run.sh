@@ -246,13 +246,15 @@ if want attach && [ "$ATTACH" -gt 0 ]; then
 	[ "$step" -ge 1 ] || step=1
 	awk -v s="$step" 'NR % s == 0' /tmp/funcs >/tmp/picked
 	# A function the kernel refuses (NOKPROBE_SYMBOL outside the blacklist file, the
-	# module's own refusals) fails the whole LOAD: drop it and try again.
+	# module's own refusals) fails the whole LOAD, and one the tool refuses by name as unsafe
+	# to probe fails the compile: drop it and try again.
 	t=0
 	while :; do
 		awk -v n="$ATTACH" 'c < n { printf "%sfbt::%s:entry", (c ? ",\n" : ""), $1; c++ }
 			END { print " /0/ { }" }' /tmp/picked >/tmp/attach.d
 		oxtrace -q -v -s /tmp/attach.d -c true >/dev/null 2>/tmp/ox.err && break
-		bad=$(sed -n 's/.*failed to enable probe fbt::\([^:]*\):entry.*/\1/p' /tmp/ox.err | head -n 1)
+		bad=$(sed -n -e 's/.*failed to enable probe fbt::\([^:]*\):entry.*/\1/p' \
+			-e 's/.*function \([^ ]*\) is unsafe to probe.*/\1/p' /tmp/ox.err | head -n 1)
 		t=$((t + 1))
 		[ -n "$bad" ] && [ $t -lt 50 ] || break
 		grep -vxF "$bad" /tmp/picked >/tmp/picked2
