@@ -267,10 +267,16 @@ pub trait ClauseEnv: Env {
     /// Clause `clause` faulted with `fault`; the rest of it does not run.
     fn fault(&mut self, clause: u32, fault: Fault);
 
-    /// Switches to ERROR description `desc`, whose `arg0..arg5` are `args`, for the clauses
-    /// of a fault; false when ERROR must not fire (a fault in an ERROR clause: no
-    /// recursion).
-    fn enter_error(&mut self, desc: u32, args: &[u64; 6]) -> bool;
+    /// Where ERROR's `arg0..arg5` wait while the clauses of a fault run: the environment's
+    /// per-CPU room, so that its `arg0..arg5` built-ins read them from there. The faulting
+    /// clause is over by then and ERROR's clauses do not fire ERROR again, so one set per
+    /// CPU is enough.
+    fn error_args(&mut self) -> &mut [u64; 6];
+
+    /// Switches to ERROR description `desc`, whose `arg0..arg5` are in
+    /// [`ClauseEnv::error_args`], for the clauses of a fault; false when ERROR must not fire
+    /// (a fault in an ERROR clause: no recursion).
+    fn enter_error(&mut self, desc: u32) -> bool;
 
     /// Back to the faulting probe after [`ClauseEnv::enter_error`].
     fn leave_error(&mut self);
@@ -346,7 +352,7 @@ pub fn run_clauses<E: ClauseEnv>(
     let mut error: Option<ErrorWalk> = None;
     loop {
         let (c, in_error) = match error.as_mut() {
-            Some(w) => match w.next(image, vm, env) {
+            Some(w) => match w.next(image, env) {
                 Some(c) => (c, true),
                 None => {
                     error = None;
@@ -363,7 +369,7 @@ pub fn run_clauses<E: ClauseEnv>(
             // One level deep: a fault in ERROR's clauses is reported, ERROR does not fire.
             Err((f, _)) if in_error => env.fault(c, f),
             Err((f, in_pred)) => {
-                if on_fault(image, clauses, env, c, f, in_pred, vm.error_args()) {
+                if on_fault(image, clauses, env, c, f, in_pred) {
                     error = Some(ErrorWalk {
                         desc: 0,
                         clause: 0,
@@ -377,7 +383,7 @@ pub fn run_clauses<E: ClauseEnv>(
 
 /// Where a firing is in the ERROR clauses of one fault: description `desc` (entered through
 /// [`ClauseEnv::enter_error`] when `entered`), its clauses from index `clause` on. ERROR's
-/// arguments wait in the interpreter's per-CPU state ([`Vm::error_args`]).
+/// arguments wait in the environment's room ([`ClauseEnv::error_args`]).
 struct ErrorWalk {
     desc: u32,
     clause: u32,
@@ -387,12 +393,7 @@ struct ErrorWalk {
 impl ErrorWalk {
     /// The next ERROR clause to run, entering and leaving the descriptions in turn; `None`
     /// when there is none left or ERROR must not fire.
-    fn next<E: ClauseEnv>(
-        &mut self,
-        image: &Image<'_>,
-        vm: &mut Vm<'_>,
-        env: &mut E,
-    ) -> Option<u32> {
+    fn next<E: ClauseEnv>(&mut self, image: &Image<'_>, env: &mut E) -> Option<u32> {
         let ndesc = image.probe_count() as u32;
         loop {
             if self.entered {
@@ -413,7 +414,7 @@ impl ErrorWalk {
                 }
                 self.desc += 1;
             }
-            if self.desc >= ndesc || !env.enter_error(self.desc, vm.error_args()) {
+            if self.desc >= ndesc || !env.enter_error(self.desc) {
                 return None;
             }
             self.entered = true;
@@ -459,7 +460,7 @@ fn run_clause<E: ClauseEnv>(
 }
 
 /// Reports a fault of clause `c` (in its predicate when `in_pred`, else in its actions) and
-/// sets `args` to ERROR's arguments for it, DTrace's: `arg1` the enabled probe id, `arg2`
+/// sets [`ClauseEnv::error_args`] to ERROR's arguments for it, DTrace's: `arg1` the enabled probe id, `arg2`
 /// the action index, `arg3` the instruction, `arg4` the fault type, `arg5` the address.
 /// Returns whether ERROR has clauses to run.
 // Out of line: its frame is not stacked under the interpreter's.
@@ -471,7 +472,6 @@ fn on_fault<E: ClauseEnv>(
     c: u32,
     f: Fault,
     in_pred: bool,
-    args: &mut [u64; 6],
 ) -> bool {
     env.fault(c, f);
     let Some(clause) = clauses.get(c as usize) else {
@@ -487,9 +487,10 @@ fn on_fault<E: ClauseEnv>(
         return false;
     }
     let (ty, addr) = fault_type(&f.kind);
-    *args = [
+    let epid = env.builtin(Builtin::Epid);
+    *env.error_args() = [
         0,
-        env.builtin(Builtin::Epid),
+        epid,
         action_index(&code, f.pc, in_pred),
         f.pc as u64,
         ty,

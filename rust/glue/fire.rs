@@ -237,7 +237,11 @@ impl ClauseEnv for KernelEnv<'_> {
         self.write(buffer::KIND_ERROR, code, &data);
     }
 
-    fn enter_error(&mut self, desc: u32, args: &[u64; 6]) -> bool {
+    fn error_args(&mut self) -> &mut [u64; 6] {
+        &mut self.room.err_args
+    }
+
+    fn enter_error(&mut self, desc: u32) -> bool {
         if self.faulting.is_some() || self.slot.kind == ProbeKind::Error {
             return false;
         }
@@ -254,7 +258,6 @@ impl ClauseEnv for KernelEnv<'_> {
         }
         self.faulting = Some(self.slot);
         self.slot = err;
-        self.room.err_args = *args;
         true
     }
 

@@ -154,8 +154,6 @@ pub struct VmState {
     tlen: usize,
     /// The keys of one variable or aggregation access, built from the tuple.
     keys: KeyBuf<MAX_KEYS>,
-    /// ERROR's `arg0..arg5` while the clauses of a fault run (`probe::run_clauses`).
-    error_args: [u64; 6],
     /// Where `strtok(NULL, ...)` goes on: a reference to the `strtok` slot, which holds what
     /// is left of the CPU's last `strtok()` string, or 0.
     strtok: u64,
@@ -175,7 +173,6 @@ impl VmState {
             tuple: [TupleVal::Int(0, IntType::I64); MAX_TUPLE],
             tlen: 0,
             keys: KeyBuf::new(),
-            error_args: [0; 6],
             strtok: 0,
             rand_n: 0,
             spec: None,
@@ -267,13 +264,6 @@ impl<'s> Vm<'s> {
     /// Losses counted since the VM was created.
     pub fn losses(&self) -> Losses {
         self.st.losses
-    }
-
-    /// Room for ERROR's arguments while the clauses of a fault run: the faulting clause
-    /// is over by then, and ERROR's clauses do not fire ERROR again, so one set per CPU is
-    /// enough.
-    pub fn error_args(&mut self) -> &mut [u64; 6] {
-        &mut self.st.error_args
     }
 
     fn slots_start(&self) -> usize {

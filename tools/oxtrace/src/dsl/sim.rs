@@ -176,8 +176,10 @@ struct FiringEnv<'s> {
     period_ns: u64,
     /// The enabled probe id of each ERROR description: (description, id).
     error_ids: &'s [(u32, u32)],
-    /// While ERROR's clauses run: its arguments and the faulting probe's id.
-    err: Option<([u64; 6], u32)>,
+    /// While ERROR's clauses run: the faulting probe's id.
+    err: Option<u32>,
+    /// ERROR's arguments (`ClauseEnv::error_args`).
+    err_args: [u64; 6],
     /// Option `specsize`.
     specsize: usize,
     /// Clauses of the program (for `epid`).
@@ -200,7 +202,7 @@ impl Env for FiringEnv<'_> {
         if let Some(src) = probe::arg_source(self.kind(), b) {
             return match src {
                 ArgSource::Arg(n) => match &self.err {
-                    Some(e) => e.0.get(n as usize).copied().unwrap_or(0),
+                    Some(_) => self.err_args.get(n as usize).copied().unwrap_or(0),
                     None => f
                         .args
                         .iter()
@@ -424,20 +426,24 @@ impl ClauseEnv for FiringEnv<'_> {
         self.sim.faults.push((clause as usize, fault));
     }
 
-    fn enter_error(&mut self, desc: u32, args: &[u64; 6]) -> bool {
+    fn error_args(&mut self) -> &mut [u64; 6] {
+        &mut self.err_args
+    }
+
+    fn enter_error(&mut self, desc: u32) -> bool {
         if self.err.is_some() || self.f.kind == ProbeKind::Error {
             return false;
         }
         let Some(&(_, id)) = self.error_ids.iter().find(|e| e.0 == desc) else {
             return false;
         };
-        self.err = Some((*args, self.probe_id));
+        self.err = Some(self.probe_id);
         self.probe_id = id;
         true
     }
 
     fn leave_error(&mut self) {
-        if let Some((_, id)) = self.err.take() {
+        if let Some(id) = self.err.take() {
             self.probe_id = id;
         }
     }
@@ -527,6 +533,7 @@ impl Sim {
                 period_ns: img.probe(pi).map_or(0, |p| p.arg),
                 error_ids: &error_ids,
                 err: None,
+                err_args: [0; 6],
                 specsize: img.options().specsize as usize,
                 nclauses: clauses.len() as u32,
             };
