@@ -405,7 +405,7 @@ static __always_inline void oxt_hit_here(const struct oxt_probe_ops *ops, void *
 {
 	/* A hit too deep in its stack is skipped like a recursive one: counted. */
 	if (oxt_guard_enter() && oxt_stack_left() >= OXT_STACK_MIN)
-		ops->fire(cookie, slot, regs, is_return);
+		ops->fire(cookie, slot, regs, is_return, raw_smp_processor_id());
 	else
 		ops->recursion(cookie, slot);
 	oxt_guard_exit();

@@ -80,7 +80,9 @@ struct oxt_probe;
 
 /* The Rust handler of a probe or tick; ops and cookie outlive the probe. */
 struct oxt_probe_ops {
-	void (*fire)(void *cookie, unsigned int slot, struct pt_regs *regs, bool is_return);
+	/* cpu: the running CPU, read here where it is one instruction (no call). */
+	void (*fire)(void *cookie, unsigned int slot, struct pt_regs *regs, bool is_return,
+		     unsigned int cpu);
 	void (*recursion)(void *cookie, unsigned int slot);
 };
 

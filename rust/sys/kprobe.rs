@@ -140,16 +140,18 @@ pub(crate) trait Handler: Sync {
 ///
 /// Called by the shim inside its action guard with interrupts off, with the cookie of a
 /// probe of a [`ProbeSet<H>`] or of a profile or tracepoint probe of `sys::provider` (a
-/// `*const H` valid while the probe is registered) and `regs`, the hit's registers or null
-/// for a tick.
+/// `*const H` valid while the probe is registered), `regs`, the hit's registers or null
+/// for a tick, and `cpu`, the running CPU.
 unsafe extern "C" fn fire_trampoline<H: Handler>(
     cookie: *mut c_void,
     slot: c_uint,
     regs: *mut shim::PtRegs,
     is_return: bool,
+    cpu: c_uint,
 ) {
-    // SAFETY: inside the guard with interrupts off, one context per entry (precondition).
-    let mut ctx = unsafe { ActionCtx::new() };
+    // SAFETY: inside the guard with interrupts off on `cpu`, one context per entry
+    // (precondition).
+    let mut ctx = unsafe { ActionCtx::on(cpu) };
     // SAFETY: the cookie is the set's `H`, alive while its probes are registered.
     let h = unsafe { &*(cookie as *const H) };
     h.fire(slot, &mut ctx, &Regs(regs), is_return);

@@ -40,6 +40,20 @@ impl ActionCtx {
         }
     }
 
+    /// [`ActionCtx::new`] for a caller that knows its CPU (the shim passes it to a probe's
+    /// handler), without asking the shim again.
+    ///
+    /// # Safety
+    ///
+    /// As for [`ActionCtx::new`], and `cpu` is the CPU the caller runs on.
+    pub(crate) unsafe fn on(cpu: u32) -> Self {
+        // INVARIANT: as in `new`; `cpu` is the running CPU (caller's precondition).
+        Self {
+            cpu,
+            _not_send: PhantomData,
+        }
+    }
+
     /// The CPU this runs on.
     pub(crate) fn cpu(&self) -> u32 {
         self.cpu

@@ -37,15 +37,17 @@ pub(crate) trait SyscallHandler: Sync {
 ///
 /// Called by the shim inside its action guard with interrupts off, with the cookie of a hook
 /// of a [`Providers<H>`] (a `*const H` valid while the hook is registered) and `regs`, the
-/// system call's registers.
+/// system call's registers, and `cpu`, the running CPU.
 unsafe extern "C" fn sys_fire<H: SyscallHandler, const RET: bool>(
     cookie: *mut c_void,
     nr: c_uint,
     regs: *mut shim::PtRegs,
     _is_return: bool,
+    cpu: c_uint,
 ) {
-    // SAFETY: inside the guard with interrupts off, one context per entry (precondition).
-    let mut ctx = unsafe { ActionCtx::new() };
+    // SAFETY: inside the guard with interrupts off on `cpu`, one context per entry
+    // (precondition).
+    let mut ctx = unsafe { ActionCtx::on(cpu) };
     // SAFETY: the cookie is the set's `H`, alive while its hooks are registered.
     let h = unsafe { &*(cookie as *const H) };
     // SAFETY: `regs` is the hit's `pt_regs`, valid during the call (precondition).

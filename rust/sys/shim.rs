@@ -60,8 +60,13 @@ pub(crate) struct FileOps {
 /// `struct oxt_probe_ops`: the handler a probe or tick calls, with its cookie and slot.
 #[repr(C)]
 pub(crate) struct ProbeOps {
-    pub(crate) fire:
-        unsafe extern "C" fn(cookie: *mut c_void, slot: c_uint, regs: *mut PtRegs, is_return: bool),
+    pub(crate) fire: unsafe extern "C" fn(
+        cookie: *mut c_void,
+        slot: c_uint,
+        regs: *mut PtRegs,
+        is_return: bool,
+        cpu: c_uint,
+    ),
     pub(crate) recursion: unsafe extern "C" fn(cookie: *mut c_void, slot: c_uint),
 }
 
