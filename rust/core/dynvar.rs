@@ -106,6 +106,7 @@ pub fn key_words(key: &Key<'_>) -> usize {
     1 + payload_words(key)
 }
 
+#[inline(always)]
 fn payload_words(key: &Key<'_>) -> usize {
     match key {
         Key::Int(_) => 1,
@@ -113,6 +114,7 @@ fn payload_words(key: &Key<'_>) -> usize {
     }
 }
 
+#[inline(always)]
 fn key_desc(key: &Key<'_>) -> u64 {
     match key {
         Key::Int(_) => KIND_INT,
@@ -121,19 +123,21 @@ fn key_desc(key: &Key<'_>) -> u64 {
 }
 
 /// Payload word `i` of a key: the integer, or eight string bytes packed little-endian (zero
-/// padded).
+/// padded). Built in a register, not a byte buffer: it is inlined into the frames of probe
+/// context's chain walk.
+#[inline(always)]
 fn key_payload(key: &Key<'_>, i: usize) -> u64 {
     match key {
         Key::Int(v) => *v,
         Key::Str(b) => {
-            let mut w = [0u8; 8];
-            let start = i * 8;
-            let end = (start + 8).min(b.len());
-            if start < end {
-                // PANIC: `start < end <= b.len()` and `end - start <= 8`.
-                w[..end - start].copy_from_slice(&b[start..end]);
+            let start = i.saturating_mul(8);
+            let mut w = 0u64;
+            for j in 0..8 {
+                if let Some(&c) = b.get(start.saturating_add(j)) {
+                    w |= u64::from(c) << (8 * j);
+                }
             }
-            u64::from_le_bytes(w)
+            w
         }
     }
 }
@@ -977,7 +981,7 @@ impl<'a> Dstate<'a> {
     // ---- probe context ----------------------------------------------------------------
 
     /// Finds the variable named by `keys`; no lock, no allocation.
-    #[inline]
+    #[inline(always)]
     pub fn lookup(&self, keys: &[Key<'_>]) -> Result<Option<VarRef<'a>>, DynvarError> {
         Ok(self
             .dynvar(0, 0, keys, Op::Lookup)?
@@ -985,6 +989,7 @@ impl<'a> Dstate<'a> {
     }
 
     /// Value word 0 of the variable; 0 when it does not exist.
+    #[inline(always)]
     pub fn load(&self, keys: &[Key<'_>]) -> Result<u64, DynvarError> {
         Ok(self.lookup(keys)?.map_or(0, |v| v.word(0)))
     }
@@ -992,7 +997,7 @@ impl<'a> Dstate<'a> {
     /// The variable, allocated on `cpu` with `value_bytes` of zeroed value space if it does
     /// not exist yet (claim 10: an existing variable is never allocated again). `var` is the
     /// variable id whose drop counter counts a failure.
-    #[inline]
+    #[inline(always)]
     pub fn get_or_alloc(
         &self,
         cpu: usize,
@@ -1008,6 +1013,7 @@ impl<'a> Dstate<'a> {
     }
 
     /// Stores a scalar; storing 0 deletes the variable.
+    #[inline(always)]
     pub fn store(
         &self,
         cpu: usize,
@@ -1024,6 +1030,7 @@ impl<'a> Dstate<'a> {
 
     /// Stores a string value of `value_bytes` bytes of space (truncated to it); storing the
     /// empty string deletes the variable, as storing 0 deletes an integer.
+    #[inline(always)]
     pub fn store_bytes(
         &self,
         cpu: usize,
@@ -1042,6 +1049,7 @@ impl<'a> Dstate<'a> {
 
     /// Copies a string value into `out` (up to its NUL or `out.len()` bytes); returns its
     /// length, 0 when the variable does not exist.
+    #[inline(always)]
     pub fn load_bytes(&self, keys: &[Key<'_>], out: &mut [u8]) -> Result<usize, DynvarError> {
         let Some(v) = self.lookup(keys)? else {
             return Ok(0);

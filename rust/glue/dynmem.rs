@@ -62,7 +62,7 @@ fn audit_code(e: &AuditError) -> u32 {
 /// `dstate` borrows the regions of `_mem`, a vmalloc area that is never accessed otherwise,
 /// never resized, and dropped last (declared last). Its bytes were zero when the view was
 /// made, a valid content for every region.
-/// Room for a dynamic variable's tuple, one per CPU (`with_tuple`).
+/// Room for a dynamic variable's tuple, one per CPU (`DynMem::tuple`).
 pub(crate) type DynKeys = KeyBuf<MAX_KEYS>;
 
 pub(crate) struct DynMem {
@@ -82,36 +82,34 @@ pub(crate) struct DynMem {
 }
 
 impl DynMem {
-    /// Calls `f` with the tuple of variable `var` as the interpreter names it (`keys` =
-    /// `[tid]` for `self->x`, the array keys otherwise); `None` for a global or a bad key.
-    /// A thread-local's tuple is two keys built in place, not a `MAX_KEYS` array: the
-    /// common `self->x` path copies 48 bytes instead of 384 and keeps its stack frame small.
-    /// Calls `f` with the whole tuple of variable `var` at `keys`, built in `room`.
+    /// The whole tuple of variable `var` as the interpreter names it (`keys` = `[tid]` for
+    /// `self->x`, the array keys otherwise), built in `room`; `None` for a global or a bad
+    /// key. A thread-local's tuple is two keys built in place, not a `MAX_KEYS` array: the
+    /// common `self->x` path copies 48 bytes instead of 384. A slice, not a callback, so
+    /// that no closure frame sits between the interpreter and the chunk allocator.
     #[inline(always)]
-    fn with_tuple<R>(
+    fn tuple<'k, 'b: 'k>(
         &self,
         var: u32,
-        keys: &[Key<'_>],
-        room: &mut DynKeys,
-        f: impl FnOnce(&[Key<'_>]) -> R,
-    ) -> Option<R> {
+        keys: &[Key<'b>],
+        room: &'k mut DynKeys,
+    ) -> Option<&'k [Key<'b>]> {
         match self.scopes.get(var as usize)? {
             Scope::Thread => {
                 let Some(&Key::Int(tid)) = keys.first() else {
                     return None;
                 };
                 let [k0, k1] = thread_tuple(tid, var);
-                let t = room.fill(2, |i| Ok::<_, ()>(if i == 0 { k0 } else { k1 }))?;
-                Some(f(t.ok()?))
+                room.fill(2, |i| Ok::<_, ()>(if i == 0 { k0 } else { k1 }))?
+                    .ok()
             }
-            Scope::Assoc => {
-                // The array's own key, then the element's.
-                let t = room.fill(keys.len() + 1, |i| match i.checked_sub(1) {
+            // The array's own key, then the element's.
+            Scope::Assoc => room
+                .fill(keys.len() + 1, |i| match i.checked_sub(1) {
                     None => Ok(array_key(var)),
                     Some(j) => keys.get(j).copied().ok_or(()),
-                })?;
-                Some(f(t.ok()?))
-            }
+                })?
+                .ok(),
             Scope::Global => None,
         }
     }
@@ -275,8 +273,8 @@ impl DynVars {
     /// Probe context.
     pub(crate) fn load(&self, var: u32, keys: &[Key<'_>], room: &mut DynKeys) -> u64 {
         self.mem
-            .with_tuple(var, keys, room, |t| self.mem.dstate.load(t).unwrap_or(0))
-            .unwrap_or(0)
+            .tuple(var, keys, room)
+            .map_or(0, |t| self.mem.dstate.load(t).unwrap_or(0))
     }
 
     /// Stores `value` into variable `var` at `keys` on `cpu` (0 deletes); false when the
@@ -290,11 +288,10 @@ impl DynVars {
         value: u64,
     ) -> bool {
         let d = &self.mem.dstate;
-        let Some(ok) = self.mem.with_tuple(var, keys, room, |t| {
-            d.store(cpu as usize, var, t, value).is_ok()
-        }) else {
+        let Some(t) = self.mem.tuple(var, keys, room) else {
             return false;
         };
+        let ok = d.store(cpu as usize, var, t, value).is_ok();
         if d.wants_clean(cpu as usize) {
             // Free chunks run short on this CPU: the cleaner runs now, not at its next
             // period (Documentation/dynvar.rst, "On-demand cleaning").
@@ -313,10 +310,8 @@ impl DynVars {
         out: &mut [u8],
     ) -> usize {
         self.mem
-            .with_tuple(var, keys, room, |t| {
-                self.mem.dstate.load_bytes(t, out).unwrap_or(0)
-            })
-            .unwrap_or(0)
+            .tuple(var, keys, room)
+            .map_or(0, |t| self.mem.dstate.load_bytes(t, out).unwrap_or(0))
     }
 
     /// Stores string `s` into string-valued variable `var` at `keys` on `cpu` (the empty
@@ -331,11 +326,10 @@ impl DynVars {
     ) -> bool {
         let d = &self.mem.dstate;
         let bytes = self.mem.str_bytes;
-        let Some(ok) = self.mem.with_tuple(var, keys, room, |t| {
-            d.store_bytes(cpu as usize, var, t, s, bytes).is_ok()
-        }) else {
+        let Some(t) = self.mem.tuple(var, keys, room) else {
             return false;
         };
+        let ok = d.store_bytes(cpu as usize, var, t, s, bytes).is_ok();
         if d.wants_clean(cpu as usize) {
             // As for an integer store (`store`).
             self.cleaner.kick();
