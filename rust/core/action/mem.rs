@@ -28,7 +28,7 @@ impl Vm<'_> {
     /// place a store may go.
     fn in_allocated(&self, addr: u64, len: u64) -> Option<usize> {
         let off = self.in_scratch(addr, len)?;
-        (off >= self.slots_start() && off + len as usize <= self.next_slot).then_some(off)
+        (off >= self.slots_start() && off + len as usize <= self.st.next_slot).then_some(off)
     }
 
     /// Reads `out.len()` bytes at `addr`: from the scratch area itself when it is there,
@@ -77,23 +77,24 @@ impl Vm<'_> {
             return Err(FaultKind::ScratchExhausted);
         }
         let size = size as usize;
-        let at = self.scratch_base().wrapping_add(self.next_slot as u64);
+        let at = self.scratch_base().wrapping_add(self.st.next_slot as u64);
         let pad = (at.wrapping_neg() & 7) as usize;
-        let off = self.next_slot + pad;
+        let off = self.st.next_slot + pad;
         // The verifier reserved `scratchsize` and each allocation's padding: the second test
         // only keeps the slice in bounds whatever the tables say.
-        if self.mem_used + size > limit || off + size > self.scratch.len() {
+        if self.st.mem_used + size > limit || off + size > self.scratch.len() {
             return Err(FaultKind::ScratchExhausted);
         }
         // PANIC: `off + size <= scratch.len()` (checked above).
         self.scratch[off..off + size].fill(0);
-        self.next_slot = off + size;
-        self.mem_used += size;
+        self.st.next_slot = off + size;
+        self.st.mem_used += size;
         Ok(self.scratch_base() + off as u64)
     }
 
     /// `copyin(addr, size)`: `size` bytes of the current task's user memory at `addr` in new
     /// scratch memory; returns its address.
+    #[inline(never)]
     pub(super) fn copyin<D: Dict + ?Sized, E: Env + ?Sized>(
         &mut self,
         addr: u64,
@@ -108,6 +109,7 @@ impl Vm<'_> {
 
     /// `copyinto(addr, size, dest)`: `size` bytes of user memory at `addr` into the scratch
     /// memory at `dest`.
+    #[inline(never)]
     pub(super) fn copyinto<E: Env + ?Sized>(
         &mut self,
         addr: u64,
@@ -128,6 +130,7 @@ impl Vm<'_> {
 
     /// `bcopy(src, dest, size)`: `size` readable bytes at `src` into the scratch memory at
     /// `dest`.
+    #[inline(never)]
     pub(super) fn bcopy<E: Env + ?Sized>(
         &mut self,
         src: u64,
@@ -152,6 +155,7 @@ impl Vm<'_> {
     }
 
     /// `*(uN *)(base + simm) = v` of `size` bytes, into scratch memory only.
+    #[inline(never)]
     pub(super) fn store(
         &mut self,
         base: u64,
@@ -169,6 +173,7 @@ impl Vm<'_> {
     }
 
     /// `uregs[idx]`: 0 for a kernel thread, "illegal operation" for an unknown register.
+    #[inline(never)]
     pub(super) fn uregs<E: Env + ?Sized>(
         &mut self,
         idx: u64,

@@ -136,6 +136,14 @@ pub struct Losses {
     pub ptwrites: u64,
 }
 
+/// Where [`Vm::exec`] stopped.
+enum Stop {
+    /// At `ret`, with its value.
+    Ret(u64),
+    /// At instruction `.1`, index `.0`, which [`Vm::slow`] runs.
+    Slow(usize, DInsn),
+}
+
 #[derive(Clone, Copy)]
 enum TupleVal {
     Int(u64, IntType),
@@ -163,6 +171,13 @@ pub struct VmState {
     spec: Option<u64>,
     /// Losses counted since the VM was created.
     losses: Losses,
+    /// The running [`Vm`]'s parameters (its invariants say what holds of them).
+    nlocals: u32,
+    strsize: u32,
+    /// Where the next string slot starts in the scratch.
+    next_slot: usize,
+    /// Scratch memory bytes (`alloca()`) the clause took.
+    mem_used: usize,
 }
 
 impl VmState {
@@ -182,6 +197,10 @@ impl VmState {
                 aggs: 0,
                 ptwrites: 0,
             },
+            nlocals: 0,
+            strsize: 1,
+            next_slot: 0,
+            mem_used: 0,
         }
     }
 }
@@ -197,17 +216,18 @@ impl Default for VmState {
 /// Scratch layout: `nlocals` `u64` locals, the record-assembly buffer, the `strtok` slot,
 /// then string slots of `strsize + 1` bytes allocated in order during a clause.
 ///
+/// Two references: the rest of a firing's interpreter state is in the [`VmState`], so that
+/// the frame that holds the `Vm`, under every call of the interpreter, stays small.
+///
 /// # Invariants
 ///
-/// `strsize` is in `1..=MAX_STRSIZE`; `next_slot` is at or after the slot area's start.
-/// `mem_used` counts the scratch memory bytes (`alloca()`) the clause took.
+/// While the `Vm` exists, `st.strsize` is in `1..=MAX_STRSIZE`, `st.nlocals` at most
+/// [`MAX_LOCALS`], the scratch holds `scratch_size(st.nlocals, st.strsize, 0)` bytes, and
+/// `st.next_slot` is at or after the slot area's start; `st.mem_used` counts the scratch
+/// memory bytes (`alloca()`) the clause took.
 pub struct Vm<'s> {
     st: &'s mut VmState,
     scratch: &'s mut [u8],
-    nlocals: u32,
-    strsize: u32,
-    next_slot: usize,
-    mem_used: usize,
 }
 
 /// The VM could not be created.
@@ -222,6 +242,8 @@ pub enum VmError {
 impl<'s> Vm<'s> {
     /// A VM over `st` and `scratch` for programs with `nlocals` locals and strings of
     /// `strsize`.
+    // Inlined: no returned copy of the `Vm` in the probe's frame.
+    #[inline(always)]
     pub fn new(
         st: &'s mut VmState,
         scratch: &'s mut [u8],
@@ -246,19 +268,16 @@ impl<'s> Vm<'s> {
             0
         };
         // INVARIANT: parameters checked; the slot area starts at `base`.
+        st.nlocals = nlocals;
+        st.strsize = strsize;
+        st.next_slot = base;
+        st.mem_used = 0;
         st.tlen = 0;
         st.strtok = strtok;
         st.rand_n = 0;
         st.spec = None;
         st.losses = Losses::default();
-        Ok(Vm {
-            st,
-            scratch,
-            nlocals,
-            strsize,
-            next_slot: base,
-            mem_used: 0,
-        })
+        Ok(Vm { st, scratch })
     }
 
     /// Losses counted since the VM was created.
@@ -267,24 +286,24 @@ impl<'s> Vm<'s> {
     }
 
     fn slots_start(&self) -> usize {
-        scratch_size(self.nlocals, self.strsize, 0)
+        scratch_size(self.st.nlocals, self.st.strsize, 0)
     }
 
     /// Start a clause: zero the locals and free every string slot.
     pub fn begin_clause(&mut self) {
-        let l = self.nlocals as usize * 8;
+        let l = self.st.nlocals as usize * 8;
         for b in self.scratch.iter_mut().take(l) {
             *b = 0;
         }
-        self.next_slot = self.slots_start();
-        self.mem_used = 0;
+        self.st.next_slot = self.slots_start();
+        self.st.mem_used = 0;
         // `strtok` goes on in the next clause: its string is in the strtok slot, not freed.
         self.st.spec = None;
     }
 
     /// Value of clause-local `idx` (for tests and the glue).
     pub fn local(&self, idx: u32) -> Option<u64> {
-        if idx >= self.nlocals {
+        if idx >= self.st.nlocals {
             return None;
         }
         let o = idx as usize * 8;
@@ -295,7 +314,7 @@ impl<'s> Vm<'s> {
     }
 
     fn set_local(&mut self, idx: u32, v: u64) -> bool {
-        if idx >= self.nlocals {
+        if idx >= self.st.nlocals {
             return false;
         }
         let o = idx as usize * 8;
@@ -309,12 +328,12 @@ impl<'s> Vm<'s> {
     }
 
     fn alloc_slot(&mut self) -> Option<usize> {
-        let sz = slot_size(self.strsize);
-        let off = self.next_slot;
+        let sz = slot_size(self.st.strsize);
+        let off = self.st.next_slot;
         if off.checked_add(sz)? > self.scratch.len() || off > u32::MAX as usize - sz {
             return None;
         }
-        self.next_slot = off + sz;
+        self.st.next_slot = off + sz;
         Some(off)
     }
 
@@ -326,7 +345,7 @@ impl<'s> Vm<'s> {
         F: FnOnce(&[u8], &[u8], &mut [u8]) -> Result<Option<usize>, FaultKind>,
     {
         let off = self.alloc_slot().ok_or(FaultKind::ScratchExhausted)?;
-        let ss = self.strsize as usize;
+        let ss = self.st.strsize as usize;
         // PANIC: `alloc_slot` checked that `off + ss + 1` fits the scratch.
         let (before, slot_area) = self.scratch.split_at_mut(off);
         let slot = &mut slot_area[..ss + 1];
@@ -346,8 +365,8 @@ impl<'s> Vm<'s> {
     /// Copies what follows byte `end` of string `cur` into the `strtok` slot (in place when
     /// `cur` is that slot); returns the slot's reference.
     fn keep_strtok(&mut self, strtab: &[u8], cur: u64, end: usize) -> Result<u64, FaultKind> {
-        let ss = self.strsize as usize;
-        let keep = self.nlocals as usize * 8 + record_buf_size(self.strsize);
+        let ss = self.st.strsize as usize;
+        let keep = self.st.nlocals as usize * 8 + record_buf_size(self.st.strsize);
         let len = resolve_str(strtab, self.scratch, ss, cur)
             .ok_or(FaultKind::BadString)?
             .len();
@@ -450,7 +469,7 @@ impl<'s> Vm<'s> {
         env: &mut E,
     ) -> Result<u64, FaultKind> {
         use Op::*;
-        let ss = self.strsize as usize;
+        let ss = self.st.strsize as usize;
         let strtab = dict.strtab();
         // Resolves a string register within `sc`, the scratch before the new slot.
         fn get<'b>(t: &'b [u8], sc: &'b [u8], ss: usize, r: u64) -> Result<&'b [u8], FaultKind> {
@@ -505,7 +524,8 @@ impl<'s> Vm<'s> {
                 self.st.strtok = match cut {
                     Some(end) => self.keep_strtok(strtab, cur, end)?,
                     None => {
-                        let flag = self.nlocals as usize * 8 + record_buf_size(self.strsize) + ss;
+                        let flag =
+                            self.st.nlocals as usize * 8 + record_buf_size(self.st.strsize) + ss;
                         // PANIC: the strtok slot is within `slots_start()` (see `Vm::new`).
                         self.scratch[flag] = 0;
                         0
@@ -569,28 +589,47 @@ impl<'s> Vm<'s> {
     ///
     /// Returns the `ret` value, or the fault that aborted the clause. Each instruction runs at
     /// most once, so the run ends after at most `len` steps.
+    ///
+    /// [`Vm::exec`] runs the instructions that stay in the interpreter and stops at one that
+    /// calls deep into the environment (aggregations, dynamic variables, records,
+    /// subroutines), which [`Vm::slow`] runs from here, with `exec`'s frame gone: on the
+    /// probe's stack the two frames are never stacked.
+    #[inline(always)]
     pub fn run<D: Dict + ?Sized, E: Env + ?Sized>(
         &mut self,
         prog: &Verified<'_>,
         dict: &D,
         env: &mut E,
     ) -> Result<u64, Fault> {
-        self.exec(prog, dict, env)
+        // Only the registers the program uses: the others are never read.
+        for r in self.st.regs.iter_mut().take(prog.nregs()) {
+            *r = 0;
+        }
+        self.st.tlen = 0;
+        let mut pc = 0;
+        loop {
+            match self.exec(prog, dict, env, pc)? {
+                Stop::Ret(v) => return Ok(v),
+                // `slow` runs instruction `at` and goes on at the next one: `pc` only grows.
+                Stop::Slow(at, ins) => {
+                    self.slow(prog, dict, env, at, ins)?;
+                    pc = at + 1;
+                }
+            }
+        }
     }
 
+    /// Runs instructions from `pc` until `ret` or an instruction for [`Vm::slow`]. Out of
+    /// line: its frame is gone while `slow` runs.
+    #[inline(never)]
     fn exec<D: Dict + ?Sized, E: Env + ?Sized>(
         &mut self,
         code: &Verified<'_>,
         dict: &D,
         env: &mut E,
-    ) -> Result<u64, Fault> {
-        // Only the registers the program uses: the others are never read.
-        for r in self.st.regs.iter_mut().take(code.nregs()) {
-            *r = 0;
-        }
-        self.st.tlen = 0;
+        mut pc: usize,
+    ) -> Result<Stop, Fault> {
         let n = code.count();
-        let mut pc = 0usize;
         // Forward-only jumps make this bound redundant; it keeps termination local.
         let mut steps = 0usize;
         while pc < n && steps <= n {
@@ -622,8 +661,17 @@ impl<'s> Vm<'s> {
                 return Err(f(FaultKind::IllegalOp));
             }
             match op {
+                Ldbs | Kstr | Strjoin | Uargs | Ldgaa | Stgaa | Ldts | Stts | Agg | Trace
+                | Printf | System | Printa | Clear | Denormalize | Trunc | Normalize | Exit
+                | Ptwrite | Raise | Chill | Speculation | Commit | Discard | Substr | Strstr
+                | Strchr | Strrchr | Index | Rindex | Strtok | Lltostr | Strtoll | Toupper
+                | Tolower | Basename | Dirname | Cleanpath | InetNtop | Rand | Progenyof
+                | Kstack | Ustack | Ustackdepth | Ucaller | Kstackdepth | Symval | Alloca
+                | Copyin | Copyinto | Bcopy | Uregs => {
+                    return Ok(Stop::Slow(pc, ins));
+                }
                 Nop => {}
-                Ret => return Ok(a),
+                Ret => return Ok(Stop::Ret(a)),
                 Mov => out = Some(a),
                 Ldi => out = Some(imm as i32 as i64 as u64),
                 Setx => out = Some(dict.int_at(imm).ok_or(f(FaultKind::Invalid))?),
@@ -702,9 +750,6 @@ impl<'s> Vm<'s> {
                     let bi = Builtin::from_u32(imm).ok_or(f(FaultKind::Invalid))?;
                     out = Some(env.builtin(bi));
                 }
-                Ldbs | Kstr | Strjoin | Uargs => {
-                    out = Some(self.strop(op, a, b, imm, dict, env).map_err(f)?)
-                }
                 Ldsb | Ldsh | Ldsw | Ldub | Lduh | Lduw | Ldx => {
                     let addr = a.wrapping_add(imm as i32 as i64 as u64);
                     let size = match op {
@@ -734,25 +779,6 @@ impl<'s> Vm<'s> {
                 }
                 Ldgs => out = Some(env.global_load(imm)),
                 Stgs => env.global_store(imm, a),
-                Ldts | Stts => {
-                    let tid = env.builtin(Builtin::Tid);
-                    let keys = [Key::Int(tid)];
-                    if op == Ldts {
-                        out = Some(env.dynvar_load(imm, &keys));
-                    } else if !env.dynvar_store(imm, &keys, a) {
-                        self.st.losses.dynvars += 1;
-                    }
-                }
-                Ldgaa | Stgaa => {
-                    let (layout, string) = match dict.var(imm) {
-                        Some(v) if v.scope == Scope::Assoc => (v.keys, v.string),
-                        _ => return Err(f(FaultKind::Invalid)),
-                    };
-                    out = self
-                        .assoc(op, imm, layout, string, a, dict, env)
-                        .map_err(f)?;
-                    self.st.tlen = 0;
-                }
                 Pushtv | Pushts => {
                     if self.st.tlen >= MAX_TUPLE {
                         return Err(f(FaultKind::TupleOverflow));
@@ -766,7 +792,7 @@ impl<'s> Vm<'s> {
                         TupleVal::Int(a, t)
                     } else {
                         // Validate now so the fault points at the push.
-                        resolve_str(dict.strtab(), self.scratch, self.strsize as usize, a)
+                        resolve_str(dict.strtab(), self.scratch, self.st.strsize as usize, a)
                             .ok_or(f(FaultKind::BadString))?;
                         TupleVal::Str(a)
                     };
@@ -774,7 +800,7 @@ impl<'s> Vm<'s> {
                 }
                 Flusht => self.st.tlen = 0,
                 Scmp => {
-                    let ss = self.strsize as usize;
+                    let ss = self.st.strsize as usize;
                     let strtab = dict.strtab();
                     let s1 =
                         resolve_str(strtab, self.scratch, ss, a).ok_or(f(FaultKind::BadString))?;
@@ -787,63 +813,17 @@ impl<'s> Vm<'s> {
                     });
                 }
                 Strlen => {
-                    let s = resolve_str(dict.strtab(), self.scratch, self.strsize as usize, a)
+                    let s = resolve_str(dict.strtab(), self.scratch, self.st.strsize as usize, a)
                         .ok_or(f(FaultKind::BadString))?;
                     out = Some(s.len() as u64);
-                }
-                Agg => self.agg(imm, a, b, dict, env).map_err(f)?,
-                Trace | Printf | System => {
-                    let (kind, id) = if op == Trace {
-                        (RecordKind::Trace, 0)
-                    } else {
-                        if imm >= dict.fmt_count() {
-                            return Err(f(FaultKind::Invalid));
-                        }
-                        let k = if op == Printf {
-                            RecordKind::Printf
-                        } else {
-                            RecordKind::System
-                        };
-                        (k, imm)
-                    };
-                    let len = self.assemble(dict.strtab()).map_err(f)?;
-                    self.st.tlen = 0;
-                    self.emit(env, kind, id, len);
-                }
-                Printa => {
-                    let fmt = imm >> 16;
-                    let v = if fmt == 0 { u32::MAX } else { fmt - 1 };
-                    self.emit_int(env, RecordKind::Printa, imm & 0xffff, v as u64);
-                }
-                Clear => self.emit_int_none(env, RecordKind::Clear, imm),
-                Denormalize => self.emit_int_none(env, RecordKind::Denormalize, imm),
-                Trunc => self.emit_int(env, RecordKind::Trunc, imm, a),
-                Normalize => self.emit_int(env, RecordKind::Normalize, imm, a),
-                Exit => self.emit_int(env, RecordKind::Exit, 0, a),
-                Ptwrite => {
-                    if !env.ptwrite(a) {
-                        self.st.losses.ptwrites += 1;
-                    }
                 }
                 Chkb => {
                     if a >= u64::from(imm) {
                         return Err(f(FaultKind::BadIndex(a)));
                     }
                 }
-                Raise => {
-                    if !env.raise(a) {
-                        return Err(f(FaultKind::IllegalOp));
-                    }
-                }
-                Chill => {
-                    if !env.chill(a) {
-                        return Err(f(FaultKind::IllegalOp));
-                    }
-                }
-                Speculation => out = Some(env.speculation()),
                 // One speculate() per clause, before its data (the compiler checks it).
                 Speculate => self.st.spec = Some(a),
-                Commit | Discard => env.spec_end(a, op == Commit),
                 Hton => {
                     out = Some(match imm {
                         16 => (a as u16).to_be() as u64,
@@ -852,33 +832,10 @@ impl<'s> Vm<'s> {
                         _ => return Err(f(FaultKind::Invalid)),
                     })
                 }
-                Substr | Strstr | Strchr | Strrchr | Index | Rindex | Strtok | Lltostr
-                | Strtoll | Toupper | Tolower | Basename | Dirname | Cleanpath | InetNtop
-                | Rand | Progenyof => {
-                    // The third register of `Substr`, `Index` and `Rindex` (the verifier
-                    // checked `imm < NREGS`); the others don't read `c`.
-                    let c = self.imm_reg(imm, code.nregs());
-                    out = Some(self.subr(op, a, b, c, dict, env).map_err(f)?);
-                }
-                Kstack => out = Some(self.kstack(imm, dict, env).map_err(f)?),
-                Ustack | Ustackdepth | Ucaller | Kstackdepth | Symval => {
-                    out = Some(self.user_op(op, a, imm, dict, env).map_err(f)?);
-                }
-                Alloca => out = Some(self.alloca(a, dict).map_err(f)?),
-                Copyin => out = Some(self.copyin(a, b, dict, env).map_err(f)?),
-                Copyinto => {
-                    let dest = self.imm_reg(imm, code.nregs());
-                    self.copyinto(a, b, dest, env).map_err(f)?;
-                }
-                Bcopy => {
-                    let dest = self.imm_reg(imm, code.nregs());
-                    self.bcopy(a, dest, b, env).map_err(f)?;
-                }
                 Stb => self.store(a, imm, b, 1).map_err(f)?,
                 Sth => self.store(a, imm, b, 2).map_err(f)?,
                 Stw => self.store(a, imm, b, 4).map_err(f)?,
                 Stx => self.store(a, imm, b, 8).map_err(f)?,
-                Uregs => out = Some(self.uregs(a, env).map_err(f)?),
             }
             if let Some(v) = out {
                 if rd == 0 {
@@ -893,6 +850,134 @@ impl<'s> Vm<'s> {
             pc: pc as u32,
             kind: FaultKind::Invalid,
         })
+    }
+
+    /// Runs instruction `ins` at `pc`, one that [`Vm::exec`] stopped at. Out of line, and its
+    /// opcodes' bodies out of line too, so that its frame is small under theirs.
+    #[inline(never)]
+    fn slow<D: Dict + ?Sized, E: Env + ?Sized>(
+        &mut self,
+        code: &Verified<'_>,
+        dict: &D,
+        env: &mut E,
+        pc: usize,
+        ins: DInsn,
+    ) -> Result<(), Fault> {
+        let f = |kind| Fault {
+            pc: pc as u32,
+            kind,
+        };
+        const RMASK: usize = NREGS - 1;
+        let op = ins.op;
+        let (rd, r1, r2) = (
+            ins.rd as usize & RMASK,
+            ins.r1 as usize & RMASK,
+            ins.r2 as usize & RMASK,
+        );
+        let a = self.st.regs[r1];
+        let b = self.st.regs[r2];
+        let imm = ins.imm;
+        let mut out: Option<u64> = None;
+        use Op::*;
+        match op {
+            Ldbs | Kstr | Strjoin | Uargs => {
+                out = Some(self.strop(op, a, b, imm, dict, env).map_err(f)?)
+            }
+            Ldts => out = Some(self.thread_var(imm, None, env)),
+            Stts => {
+                self.thread_var(imm, Some(a), env);
+            }
+            Ldgaa | Stgaa => {
+                let (layout, string) = match dict.var(imm) {
+                    Some(v) if v.scope == Scope::Assoc => (v.keys, v.string),
+                    _ => return Err(f(FaultKind::Invalid)),
+                };
+                out = if op == Ldgaa && string {
+                    Some(self.assoc_load_str(imm, layout, dict, env).map_err(f)?)
+                } else {
+                    self.assoc(op, imm, layout, string, a, dict, env)
+                        .map_err(f)?
+                };
+                self.st.tlen = 0;
+            }
+            Agg => self.agg(imm, a, b, dict, env).map_err(f)?,
+            Trace | Printf | System => {
+                let (kind, id) = if op == Trace {
+                    (RecordKind::Trace, 0)
+                } else {
+                    if imm >= dict.fmt_count() {
+                        return Err(f(FaultKind::Invalid));
+                    }
+                    let k = if op == Printf {
+                        RecordKind::Printf
+                    } else {
+                        RecordKind::System
+                    };
+                    (k, imm)
+                };
+                let len = self.assemble(dict.strtab()).map_err(f)?;
+                self.st.tlen = 0;
+                self.emit(env, kind, id, len);
+            }
+            Printa => {
+                let fmt = imm >> 16;
+                let v = if fmt == 0 { u32::MAX } else { fmt - 1 };
+                self.emit_int(env, RecordKind::Printa, imm & 0xffff, v as u64);
+            }
+            Clear => self.emit_int_none(env, RecordKind::Clear, imm),
+            Denormalize => self.emit_int_none(env, RecordKind::Denormalize, imm),
+            Trunc => self.emit_int(env, RecordKind::Trunc, imm, a),
+            Normalize => self.emit_int(env, RecordKind::Normalize, imm, a),
+            Exit => self.emit_int(env, RecordKind::Exit, 0, a),
+            Ptwrite => {
+                if !env.ptwrite(a) {
+                    self.st.losses.ptwrites += 1;
+                }
+            }
+            Raise => {
+                if !env.raise(a) {
+                    return Err(f(FaultKind::IllegalOp));
+                }
+            }
+            Chill => {
+                if !env.chill(a) {
+                    return Err(f(FaultKind::IllegalOp));
+                }
+            }
+            Speculation => out = Some(env.speculation()),
+            Commit | Discard => env.spec_end(a, op == Commit),
+            Substr | Strstr | Strchr | Strrchr | Index | Rindex | Strtok | Lltostr | Strtoll
+            | Toupper | Tolower | Basename | Dirname | Cleanpath | InetNtop | Rand | Progenyof => {
+                // The third register of `Substr`, `Index` and `Rindex` (the verifier
+                // checked `imm < NREGS`); the others don't read `c`.
+                let c = self.imm_reg(imm, code.nregs());
+                out = Some(self.subr(op, a, b, c, dict, env).map_err(f)?);
+            }
+            Kstack => out = Some(self.kstack(imm, dict, env).map_err(f)?),
+            Ustack | Ustackdepth | Ucaller | Kstackdepth | Symval => {
+                out = Some(self.user_op(op, a, imm, dict, env).map_err(f)?);
+            }
+            Alloca => out = Some(self.alloca(a, dict).map_err(f)?),
+            Copyin => out = Some(self.copyin(a, b, dict, env).map_err(f)?),
+            Copyinto => {
+                let dest = self.imm_reg(imm, code.nregs());
+                self.copyinto(a, b, dest, env).map_err(f)?;
+            }
+            Bcopy => {
+                let dest = self.imm_reg(imm, code.nregs());
+                self.bcopy(a, dest, b, env).map_err(f)?;
+            }
+            Uregs => out = Some(self.uregs(a, env).map_err(f)?),
+
+            _ => return Err(f(FaultKind::Invalid)),
+        }
+        if let Some(v) = out {
+            if rd == 0 {
+                return Err(f(FaultKind::Invalid));
+            }
+            self.st.regs[rd] = v;
+        }
+        Ok(())
     }
 
     /// The register an instruction's `imm` names (a third operand). Registers from
@@ -922,7 +1007,7 @@ impl<'s> Vm<'s> {
             Ldbs => {
                 let bi = Builtin::from_u32(imm).ok_or(FaultKind::Invalid)?;
                 let off = self.alloc_slot().ok_or(FaultKind::ScratchExhausted)?;
-                let ss = self.strsize as usize;
+                let ss = self.st.strsize as usize;
                 // PANIC: `alloc_slot` checked that `off + slot_size` (`ss + 1`) fits the
                 // scratch, and `len <= ss` below, so `slot` is `ss + 1` bytes and every
                 // index into it is in range.
@@ -935,7 +1020,7 @@ impl<'s> Vm<'s> {
             }
             Kstr => {
                 let off = self.alloc_slot().ok_or(FaultKind::ScratchExhausted)?;
-                let ss = self.strsize as usize;
+                let ss = self.st.strsize as usize;
                 let max = match (imm >> 1) as usize {
                     0 => ss,
                     m => m.min(ss),
@@ -956,7 +1041,7 @@ impl<'s> Vm<'s> {
             }
             Uargs => {
                 let off = self.alloc_slot().ok_or(FaultKind::ScratchExhausted)?;
-                let ss = self.strsize as usize;
+                let ss = self.st.strsize as usize;
                 let max = match imm as usize {
                     0 => ss,
                     m => m.min(ss),
@@ -970,7 +1055,7 @@ impl<'s> Vm<'s> {
             }
             Strjoin => {
                 let off = self.alloc_slot().ok_or(FaultKind::ScratchExhausted)?;
-                let ss = self.strsize as usize;
+                let ss = self.st.strsize as usize;
                 let strtab = dict.strtab();
                 // PANIC: `alloc_slot` checked that `off + ss + 1` fits the scratch; then
                 // `l1 <= ss`, `l1 + l2 <= ss` and `l1`, `l2` are within `s1`, `s2`.
@@ -1017,7 +1102,7 @@ impl<'s> Vm<'s> {
         dict: &'k D,
     ) -> Result<&'k [Key<'k>], FaultKind> {
         let layout = dict.agg(imm).ok_or(FaultKind::Invalid)?;
-        let ss = self.strsize as usize;
+        let ss = self.st.strsize as usize;
         // PANIC: `tlen <= MAX_TUPLE`, the tuple's length (`Pushtv` checks).
         build_keys(
             &self.st.tuple[..self.st.tlen],
@@ -1038,7 +1123,7 @@ impl<'s> Vm<'s> {
         env: &mut E,
     ) -> Result<u64, FaultKind> {
         let want = (imm.min(crate::stack::MAX_FRAMES) as usize)
-            .min(self.strsize as usize / crate::stack::FRAME_BYTES);
+            .min(self.st.strsize as usize / crate::stack::FRAME_BYTES);
         self.new_str(dict.strtab(), |_, _, slot| {
             let mut pcs = [0u64; crate::stack::MAX_FRAMES as usize];
             // PANIC: `want <= MAX_FRAMES`, the array's length; `n <= want`.
@@ -1048,7 +1133,8 @@ impl<'s> Vm<'s> {
     }
 
     /// `ldgaa`/`stgaa` of associative array `var`, keyed by the tuple: a load returns the
-    /// value (a string copied into a new scratch slot when `string`), a store stores `a`.
+    /// value (an integer: strings are [`Vm::assoc_load_str`]'s), a store stores `a`.
+    #[inline(never)]
     #[allow(clippy::too_many_arguments)]
     fn assoc<D: Dict + ?Sized, E: Env + ?Sized>(
         &mut self,
@@ -1060,30 +1146,9 @@ impl<'s> Vm<'s> {
         dict: &D,
         env: &mut E,
     ) -> Result<Option<u64>, FaultKind> {
-        let ss = self.strsize as usize;
+        let ss = self.st.strsize as usize;
         let strtab = dict.strtab();
-        if op == Op::Ldgaa && string {
-            let off = self.alloc_slot().ok_or(FaultKind::ScratchExhausted)?;
-            // PANIC: `alloc_slot` checked that `off + ss + 1` fits the scratch; the keys
-            // only borrow the part before `off`.
-            let (before, slot_area) = self.scratch.split_at_mut(off);
-            let slot = &mut slot_area[..ss + 1];
-            // PANIC: `tlen <= MAX_TUPLE`, the tuple's length (`Pushtv` checks).
-            let keys = build_keys(
-                &self.st.tuple[..self.st.tlen],
-                layout,
-                strtab,
-                before,
-                ss,
-                &mut self.st.keys,
-            )?;
-            // PANIC: the length is clamped to `ss`.
-            let len = env.dynvar_load_str(var, keys, &mut slot[..ss]).min(ss);
-            let len = slot[..len].iter().position(|&c| c == 0).unwrap_or(len);
-            slot[len] = 0;
-            return Ok(Some(str_ref(STR_SPACE_SCRATCH, off as u32)));
-        }
-        // PANIC: as above.
+        // PANIC: `tlen <= MAX_TUPLE`, the tuple's length (`Pushtv` checks).
         let keys = build_keys(
             &self.st.tuple[..self.st.tlen],
             layout,
@@ -1106,11 +1171,60 @@ impl<'s> Vm<'s> {
         Ok(None)
     }
 
+    /// `Ldgaa` of a string-valued array: the element copied into a new scratch slot; returns
+    /// the slot's reference. Apart from [`Vm::assoc`], whose frame is under every store.
+    #[inline(never)]
+    fn assoc_load_str<D: Dict + ?Sized, E: Env + ?Sized>(
+        &mut self,
+        var: u32,
+        layout: KeyLayout,
+        dict: &D,
+        env: &mut E,
+    ) -> Result<u64, FaultKind> {
+        let ss = self.st.strsize as usize;
+        let off = self.alloc_slot().ok_or(FaultKind::ScratchExhausted)?;
+        // PANIC: `alloc_slot` checked that `off + ss + 1` fits the scratch; the keys only
+        // borrow the part before `off`.
+        let (before, slot_area) = self.scratch.split_at_mut(off);
+        let slot = &mut slot_area[..ss + 1];
+        // PANIC: `tlen <= MAX_TUPLE`, the tuple's length (`Pushtv` checks).
+        let keys = build_keys(
+            &self.st.tuple[..self.st.tlen],
+            layout,
+            dict.strtab(),
+            before,
+            ss,
+            &mut self.st.keys,
+        )?;
+        // PANIC: the length is clamped to `ss`.
+        let len = env.dynvar_load_str(var, keys, &mut slot[..ss]).min(ss);
+        let len = slot[..len].iter().position(|&c| c == 0).unwrap_or(len);
+        slot[len] = 0;
+        Ok(str_ref(STR_SPACE_SCRATCH, off as u32))
+    }
+
+    /// `self->x`: loads thread-local `var` (`store` `None`), or stores `store` into it and
+    /// returns 0. Out of line: its key stays out of `exec`'s frame.
+    #[inline(never)]
+    fn thread_var<E: Env + ?Sized>(&mut self, var: u32, store: Option<u64>, env: &mut E) -> u64 {
+        let tid = env.builtin(Builtin::Tid);
+        let keys = [Key::Int(tid)];
+        match store {
+            None => env.dynvar_load(var, &keys),
+            Some(v) => {
+                if !env.dynvar_store(var, &keys, v) {
+                    self.st.losses.dynvars += 1;
+                }
+                0
+            }
+        }
+    }
+
     /// Encode the tuple into the record buffer; returns its length.
     fn assemble(&mut self, strtab: &[u8]) -> Result<usize, FaultKind> {
-        let ss = self.strsize as usize;
-        let rb_start = self.nlocals as usize * 8;
-        let rb_len = record_buf_size(self.strsize);
+        let ss = self.st.strsize as usize;
+        let rb_start = self.st.nlocals as usize * 8;
+        let rb_len = record_buf_size(self.st.strsize);
         // PANIC: `Vm::new` checked that the scratch holds the locals and the record buffer
         // (`scratch_size(nlocals, strsize, 0)`); `tlen <= MAX_TUPLE`, the tuple's length; each
         // `d` has the length its indices assume (9, or 3 + the string's).
@@ -1140,8 +1254,9 @@ impl<'s> Vm<'s> {
         Ok(n)
     }
 
+    #[inline(never)]
     fn emit<E: Env + ?Sized>(&mut self, env: &mut E, kind: RecordKind, id: u32, len: usize) {
-        let rb_start = self.nlocals as usize * 8;
+        let rb_start = self.st.nlocals as usize * 8;
         let data = self.scratch.get(rb_start..rb_start + len).unwrap_or(&[]);
         let rec = Record { kind, id, data };
         match self.st.spec {
@@ -1157,6 +1272,7 @@ impl<'s> Vm<'s> {
         }
     }
 
+    #[inline(never)]
     fn emit_int<E: Env + ?Sized>(&mut self, env: &mut E, kind: RecordKind, id: u32, v: u64) {
         let mut d = [0u8; 9];
         d[0] = IntType::I64.0;
@@ -1166,6 +1282,7 @@ impl<'s> Vm<'s> {
         }
     }
 
+    #[inline(never)]
     fn emit_int_none<E: Env + ?Sized>(&mut self, env: &mut E, kind: RecordKind, id: u32) {
         if !env.emit(&Record {
             kind,
@@ -1275,6 +1392,7 @@ fn resolve_str_in<'b>(
 }
 
 /// Turn the tuple into keys in `keys`, checking it against `layout`; returns them.
+#[inline(never)]
 fn build_keys<'b, 'k>(
     tuple: &[TupleVal],
     layout: KeyLayout,
