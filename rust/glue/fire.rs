@@ -99,6 +99,8 @@ impl Session {
 }
 
 /// Runs the clauses of `slot`'s probe description on session `s`.
+// Inlined into the handlers that call it: one frame less on the probe's stack.
+#[inline(always)]
 pub(super) fn fire(s: &Session, slot: &ProbeSlot, ctx: &mut ActionCtx, regs: &Regs) {
     let cpu = ctx.cpu();
     if let Some(k) = s.counter(cpu, slot.id) {
@@ -134,14 +136,9 @@ pub(super) fn fire(s: &Session, slot: &ProbeSlot, ctx: &mut ActionCtx, regs: &Re
         s,
         slot,
         regs,
-        ts: None,
+        ts: 0,
         cpu,
-        pbuf: &mut st.pbuf,
-        pbuf_off: &mut st.pbuf_off,
-        pbuf_drops: &mut st.pbuf_drops,
-        agg: st.agg.as_mut(),
         room: &mut st.room,
-        spec: st.spec.as_mut(),
         pt,
         faulting: None,
         clause: 0,
@@ -155,8 +152,17 @@ pub(super) fn fire(s: &Session, slot: &ProbeSlot, ctx: &mut ActionCtx, regs: &Re
     );
 }
 
-/// What a firing of a session keeps per CPU rather than on the stack (built at LOAD).
+/// What a firing of a session uses per CPU besides the interpreter's state, kept off the
+/// stack (built at LOAD) and reached through one reference.
 pub(super) struct EnvCpu {
+    /// The principal buffer's halves, the write offset in the active one, and its drops.
+    pub(super) pbuf: Halves<u8>,
+    pub(super) pbuf_off: usize,
+    pub(super) pbuf_drops: u64,
+    /// The aggregation buffer's halves, if the program aggregates.
+    pub(super) agg: Option<Halves<u64>>,
+    /// Speculative buffers, if the program speculates.
+    pub(super) spec: Option<SpecCpu>,
     /// Room for a dynamic variable's tuple.
     keys: DynKeys,
     /// While ERROR's clauses run: its `arg0..arg5`.
@@ -164,8 +170,13 @@ pub(super) struct EnvCpu {
 }
 
 impl EnvCpu {
-    pub(super) const fn new() -> Self {
+    pub(super) fn new(pbuf: Halves<u8>, agg: Option<Halves<u64>>, spec: Option<SpecCpu>) -> Self {
         Self {
+            pbuf,
+            pbuf_off: 0,
+            pbuf_drops: 0,
+            agg,
+            spec,
             keys: DynKeys::new(),
             err_args: [0; 6],
         }
@@ -177,17 +188,12 @@ struct KernelEnv<'a> {
     s: &'a Session,
     slot: &'a ProbeSlot,
     regs: &'a Regs,
-    /// When the probe fired: read at first use, then the same for the whole firing.
-    ts: Option<u64>,
+    /// When the probe fired: read at first use (0 until then: the clock counts from boot),
+    /// then the same for the whole firing.
+    ts: u64,
     cpu: u32,
-    pbuf: &'a mut Halves<u8>,
-    pbuf_off: &'a mut usize,
-    pbuf_drops: &'a mut u64,
-    agg: Option<&'a mut Halves<u64>>,
-    /// This CPU's room for what a firing keeps off the stack.
+    /// This CPU's buffers and room for what a firing keeps off the stack.
     room: &'a mut EnvCpu,
-    /// This CPU's speculative buffers, if the program speculates.
-    spec: Option<&'a mut SpecCpu>,
     pt: Option<(&'a Pt, &'a mut PtCpu)>,
     /// While ERROR's clauses run: the faulting probe's slot, `slot` being ERROR's (whose
     /// `arg0..arg5` are then in `room.err_args`).
@@ -199,16 +205,27 @@ struct KernelEnv<'a> {
 impl KernelEnv<'_> {
     /// The firing's timestamp; the clock is read only by programs that use it.
     fn ts(&mut self) -> u64 {
-        *self.ts.get_or_insert_with(cpu::mono_fast_ns)
+        if self.ts == 0 {
+            self.ts = cpu::mono_fast_ns();
+        }
+        self.ts
     }
 
     fn write(&mut self, kind: u32, id: u32, data: &[u8]) -> bool {
         let ts = self.ts();
-        let buf = self.pbuf.active();
+        let r = &mut *self.room;
         let kind = buffer::with_clause(kind, self.clause);
-        let ok = buffer::write(buf, self.pbuf_off, kind, self.slot.id, id, ts, data);
+        let ok = buffer::write(
+            r.pbuf.active(),
+            &mut r.pbuf_off,
+            kind,
+            self.slot.id,
+            id,
+            ts,
+            data,
+        );
         if !ok {
-            *self.pbuf_drops += 1;
+            r.pbuf_drops += 1;
         }
         if let Some(c) = self.s.cpu_counters.get(self.cpu as usize) {
             bump(if ok { &c.records } else { &c.drops });
@@ -356,6 +373,7 @@ impl Env for KernelEnv<'_> {
         }
     }
 
+    #[inline(never)]
     fn dynvar_load(&mut self, var: u32, keys: &[Key<'_>]) -> u64 {
         self.s
             .dynvars
@@ -364,6 +382,7 @@ impl Env for KernelEnv<'_> {
     }
 
     // A dropped store is counted by the dynamic memory (by state and by variable).
+    #[inline(never)]
     fn dynvar_store(&mut self, var: u32, keys: &[Key<'_>], value: u64) -> bool {
         self.s
             .dynvars
@@ -371,6 +390,7 @@ impl Env for KernelEnv<'_> {
             .is_some_and(|d| d.store(self.cpu, var, keys, &mut self.room.keys, value))
     }
 
+    #[inline(never)]
     fn dynvar_load_str(&mut self, var: u32, keys: &[Key<'_>], out: &mut [u8]) -> usize {
         self.s
             .dynvars
@@ -379,6 +399,7 @@ impl Env for KernelEnv<'_> {
     }
 
     // A dropped store is counted like an integer one.
+    #[inline(never)]
     fn dynvar_store_str(&mut self, var: u32, keys: &[Key<'_>], s: &[u8]) -> bool {
         self.s
             .dynvars
@@ -386,8 +407,9 @@ impl Env for KernelEnv<'_> {
             .is_some_and(|d| d.store_str(self.cpu, var, keys, &mut self.room.keys, s))
     }
 
+    #[inline(never)]
     fn agg_update(&mut self, id: u32, keys: &[Key<'_>], args: &[u64; AGG_NARGS]) -> bool {
-        let (Some(h), Some(func)) = (self.agg.as_deref_mut(), self.s.agg_funcs.get(id as usize))
+        let (Some(h), Some(func)) = (self.room.agg.as_mut(), self.s.agg_funcs.get(id as usize))
         else {
             return false;
         };
@@ -399,6 +421,7 @@ impl Env for KernelEnv<'_> {
             .is_ok()
     }
 
+    #[inline(never)]
     fn emit(&mut self, rec: &Record<'_>) -> bool {
         if rec.kind == RecordKind::Exit && !self.s.exited.load(Ordering::Relaxed) {
             let status = action::Items::new(rec.data)
@@ -442,6 +465,7 @@ impl Env for KernelEnv<'_> {
         }
     }
 
+    #[inline(never)]
     fn speculation(&mut self) -> u64 {
         let Some(specs) = self.s.specs.as_ref() else {
             return 0;
@@ -460,9 +484,10 @@ impl Env for KernelEnv<'_> {
         }
     }
 
+    #[inline(never)]
     fn emit_spec(&mut self, id: u64, rec: &Record<'_>) -> bool {
         let ts = self.ts();
-        let (Some(specs), Some(sc)) = (self.s.specs.as_ref(), self.spec.as_deref_mut()) else {
+        let (Some(specs), Some(sc)) = (self.s.specs.as_ref(), self.room.spec.as_mut()) else {
             return false;
         };
         let from = Origin {
@@ -482,9 +507,11 @@ impl Env for KernelEnv<'_> {
         }
     }
 
+    #[inline(never)]
     fn spec_end(&mut self, id: u64, commit: bool) {
         let ts = self.ts();
-        let (Some(specs), Some(sc)) = (self.s.specs.as_ref(), self.spec.as_deref_mut()) else {
+        let r = &mut *self.room;
+        let (Some(specs), Some(sc)) = (self.s.specs.as_ref(), r.spec.as_mut()) else {
             return;
         };
         if specs.end(id, commit, ts) {
@@ -492,9 +519,9 @@ impl Env for KernelEnv<'_> {
             specs.settle(
                 self.cpu,
                 sc,
-                self.pbuf.active(),
-                self.pbuf_off,
-                self.pbuf_drops,
+                r.pbuf.active(),
+                &mut r.pbuf_off,
+                &mut r.pbuf_drops,
                 self.s.cpu_counters.get(self.cpu as usize),
             );
         }

@@ -17,7 +17,7 @@ use crate::glue::fire::{self, EnvCpu};
 use crate::glue::image::OwnedImage;
 use crate::glue::provider::SyscallSlots;
 use crate::glue::pt::Pt;
-use crate::glue::spec::{SpecCpu, Specs};
+use crate::glue::spec::Specs;
 use crate::limits::LoadMemory;
 use crate::probe;
 use crate::probesafe;
@@ -27,7 +27,7 @@ use crate::sys::gfp_load;
 use crate::sys::kprobe::ProbeSet;
 use crate::sys::percpu::{ActionCtx, PerCpu};
 use crate::sys::provider::Providers;
-use crate::sys::switchbuf::{Halves, HalvesMem, Switcher};
+use crate::sys::switchbuf::{HalvesMem, Switcher};
 use crate::sys::xcall;
 use core::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use kernel::prelude::*;
@@ -91,15 +91,10 @@ impl CpuCounters {
 pub(super) struct CpuState {
     /// The interpreter's registers and tuple stack (kept off the probe's stack).
     pub(super) vm: KBox<VmState>,
-    /// What a firing keeps off the probe's stack besides.
-    pub(super) room: KBox<EnvCpu>,
     pub(super) scratch: VVec<u8>,
-    pub(super) pbuf: Halves<u8>,
-    pub(super) pbuf_off: usize,
-    pub(super) pbuf_drops: u64,
-    pub(super) agg: Option<Halves<u64>>,
-    /// Speculative buffers, if the program speculates.
-    pub(super) spec: Option<SpecCpu>,
+    /// The CPU's buffers and what a firing's environment keeps off the probe's stack: one
+    /// reference in the environment instead of one per field.
+    pub(super) room: KBox<EnvCpu>,
 }
 
 /// The consumer-side handles of a session's switched buffers.
@@ -303,13 +298,15 @@ impl Session {
         let cpus = PerCpu::new(|c| {
             Ok(CpuState {
                 vm: KBox::new(VmState::new(), GFP_KERNEL)?,
-                room: KBox::new(EnvCpu::new(), GFP_KERNEL)?,
                 scratch: VVec::from_elem(0u8, scratch, crate::sys::gfp_load())?,
-                pbuf: pbuf_mem.halves(c).ok_or(EINVAL)?,
-                pbuf_off: 0,
-                pbuf_drops: 0,
-                agg: agg_mem.as_ref().and_then(|m| m.halves(c)),
-                spec: specs.as_ref().map(Specs::new_cpu).transpose()?,
+                room: KBox::new(
+                    EnvCpu::new(
+                        pbuf_mem.halves(c).ok_or(EINVAL)?,
+                        agg_mem.as_ref().and_then(|m| m.halves(c)),
+                        specs.as_ref().map(Specs::new_cpu).transpose()?,
+                    ),
+                    GFP_KERNEL,
+                )?,
             })
         })?;
         let mut globals = KVec::with_capacity(image.var_count(), gfp_load())?;
@@ -575,7 +572,7 @@ impl Session {
         let off = AtomicU64::new(0);
         let drops = AtomicU64::new(0);
         xcall::on_cpu(cpu, &|ctx: &mut ActionCtx| {
-            let st = self.cpus.local(ctx);
+            let st = &mut *self.cpus.local(ctx).room;
             // Commits and discards settle here on every CPU but the one that made them.
             if let (Some(specs), Some(sc)) = (self.specs.as_ref(), st.spec.as_mut()) {
                 specs.settle(
@@ -620,7 +617,7 @@ impl Session {
             None => {
                 let got = AtomicU64::new(0);
                 xcall::on_cpu(cpu, &|ctx: &mut ActionCtx| {
-                    if let Some(h) = self.cpus.local(ctx).agg.as_mut() {
+                    if let Some(h) = self.cpus.local(ctx).room.agg.as_mut() {
                         got.store(h.switch() as u64, Ordering::Relaxed);
                     }
                 })?;
