@@ -33,7 +33,7 @@ use crate::agg::AggBuffer;
 use crate::buffer;
 use crate::diag;
 use crate::glue::dynmem::DynKeys;
-use crate::glue::pt::{Pt, PtCpu};
+use crate::glue::pt::PtCpu;
 use crate::glue::session::{ProbeSlot, Session};
 use crate::glue::spec::{Lost, Origin, Refused, SpecCpu};
 use crate::limits;
@@ -125,18 +125,18 @@ pub(super) fn fire(s: &Session, slot: &ProbeSlot, ctx: &mut ActionCtx, regs: &Re
             let Some((st, c)) = s.cpus.local_with(pt.cpus(), ctx) else {
                 return;
             };
-            (st, Some((pt, c)))
+            (st, Some(c))
         }
         None => (s.cpus.local(ctx), None),
     };
     let Ok(mut vm) = Vm::new(&mut st.vm, &mut st.scratch, s.nlocals, s.strsize) else {
         return;
     };
+    st.room.ts = 0;
     let mut env = KernelEnv {
         s,
         slot,
         regs,
-        ts: 0,
         cpu,
         room: &mut st.room,
         pt,
@@ -167,6 +167,9 @@ pub(super) struct EnvCpu {
     keys: DynKeys,
     /// While ERROR's clauses run: its `arg0..arg5`.
     err_args: [u64; 6],
+    /// When the probe fired: read at first use in a firing (0 until then: the clock counts
+    /// from boot), then the same for the whole firing.
+    ts: u64,
 }
 
 impl EnvCpu {
@@ -179,6 +182,7 @@ impl EnvCpu {
             spec,
             keys: DynKeys::new(),
             err_args: [0; 6],
+            ts: 0,
         }
     }
 }
@@ -188,13 +192,11 @@ struct KernelEnv<'a> {
     s: &'a Session,
     slot: &'a ProbeSlot,
     regs: &'a Regs,
-    /// When the probe fired: read at first use (0 until then: the clock counts from boot),
-    /// then the same for the whole firing.
-    ts: u64,
     cpu: u32,
     /// This CPU's buffers and room for what a firing keeps off the stack.
     room: &'a mut EnvCpu,
-    pt: Option<(&'a Pt, &'a mut PtCpu)>,
+    /// This CPU's PT state, when the session traces with PT (`s.pt`).
+    pt: Option<&'a mut PtCpu>,
     /// While ERROR's clauses run: the faulting probe's slot, `slot` being ERROR's (whose
     /// `arg0..arg5` are then in `room.err_args`).
     faulting: Option<&'a ProbeSlot>,
@@ -205,10 +207,11 @@ struct KernelEnv<'a> {
 impl KernelEnv<'_> {
     /// The firing's timestamp; the clock is read only by programs that use it.
     fn ts(&mut self) -> u64 {
-        if self.ts == 0 {
-            self.ts = cpu::mono_fast_ns();
+        let r = &mut *self.room;
+        if r.ts == 0 {
+            r.ts = cpu::mono_fast_ns();
         }
-        self.ts
+        r.ts
     }
 
     fn write(&mut self, kind: u32, id: u32, data: &[u8]) -> bool {
@@ -459,9 +462,9 @@ impl Env for KernelEnv<'_> {
     }
 
     fn ptwrite(&mut self, value: u64) -> bool {
-        match self.pt.as_mut() {
-            Some((pt, c)) => pt.ptwrite(c, self.cpu, value),
-            None => false,
+        match (self.s.pt.as_deref(), self.pt.as_deref_mut()) {
+            (Some(pt), Some(c)) => pt.ptwrite(c, self.cpu, value),
+            _ => false,
         }
     }
 
