@@ -238,7 +238,9 @@ pub enum Op {
     /// at register `imm`'s address.
     Copyinto = 162,
     /// `bcopy(r1, r_imm, r2)`: `r2` bytes of readable memory at `r1` into the scratch memory
-    /// at register `imm`'s address.
+    /// at register `imm`'s address. When `r1` is a string reference (no address: its tag is
+    /// non-canonical), a string store into a `char[r2]` or `string` member: at most `r2 - 1`
+    /// bytes of the string, then NULs up to `r2`.
     Bcopy = 163,
     /// `*(u8 *)(r1 + simm) = r2`: a store, into the clause's scratch memory only.
     Stb = 164,

@@ -129,19 +129,23 @@ impl Vm<'_> {
     }
 
     /// `bcopy(src, dest, size)`: `size` readable bytes at `src` into the scratch memory at
-    /// `dest`.
+    /// `dest`; a string reference as `src` is a string store ([`Vm::store_str`]).
     #[inline(never)]
-    pub(super) fn bcopy<E: Env + ?Sized>(
+    pub(super) fn bcopy<D: Dict + ?Sized, E: Env + ?Sized>(
         &mut self,
         src: u64,
         dest: u64,
         size: u64,
+        dict: &D,
         env: &mut E,
     ) -> Result<(), FaultKind> {
         let off = self
             .in_allocated(dest, size)
             .ok_or(FaultKind::BadAddr(dest))?;
         let n = size as usize;
+        if src >> 48 == STR_TAG {
+            return self.store_str(src, off, n, dict.strtab());
+        }
         if let Some(from) = self.in_scratch(src, size) {
             // PANIC: both ranges are within the scratch (checked above).
             self.scratch.copy_within(from..from + n, off);
@@ -151,6 +155,30 @@ impl Vm<'_> {
         if !env.read_kernel(src, &mut self.scratch[off..off + n]) {
             return Err(FaultKind::BadAddr(src));
         }
+        Ok(())
+    }
+
+    /// A string stored into the `n` bytes at scratch offset `off` (a `char[n]` or `string`
+    /// member, `p->name = execname`): at most `n - 1` of its bytes, truncated as DTrace
+    /// truncates, then NULs up to `n`. A string reference is no address (its tag makes it
+    /// non-canonical), so `bcopy` tells the two apart.
+    fn store_str(&mut self, r: u64, off: usize, n: usize, strtab: &[u8]) -> Result<(), FaultKind> {
+        let ss = self.st.strsize as usize;
+        let len = resolve_str(strtab, self.scratch, ss, r)
+            .ok_or(FaultKind::BadString)?
+            .len()
+            .min(n.saturating_sub(1));
+        // The string's first byte: `resolve_str` accepted the reference, so its offset is
+        // within the table or the scratch and `len` bytes follow it there.
+        let from = (r & 0xffff_ffff) as usize;
+        // PANIC: `in_allocated` checked that `off + n` is within the scratch and `len < n`;
+        // `from + len` is within the source (above).
+        if (r >> 40) & 0xff == STR_SPACE_TABLE {
+            self.scratch[off..off + len].copy_from_slice(&strtab[from..from + len]);
+        } else {
+            self.scratch.copy_within(from..from + len, off);
+        }
+        self.scratch[off + len..off + n].fill(0);
         Ok(())
     }
 

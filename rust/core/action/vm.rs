@@ -965,7 +965,7 @@ impl<'s> Vm<'s> {
             }
             Bcopy => {
                 let dest = self.imm_reg(imm, code.nregs());
-                self.bcopy(a, dest, b, env).map_err(f)?;
+                self.bcopy(a, dest, b, dict, env).map_err(f)?;
             }
             Uregs => out = Some(self.uregs(a, env).map_err(f)?),
 

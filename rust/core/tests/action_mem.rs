@@ -134,3 +134,82 @@ fn uregs_checks_the_index() {
     );
     assert_eq!(r, Ok(0));
 }
+
+/// Fills 8 allocated bytes at r2 with 0xff, stores the string in r1 into the first `n` of
+/// them with `bcopy`, and returns the 8 bytes.
+fn string_store(src: &[u64], n: i32) -> Result<[u8; 8], Fault> {
+    let mut w = vec![
+        ldi(5, 8),
+        insn(Op::Alloca, 2, 5, 0, 0),
+        insn(Op::Setx, 3, 0, 0, 1),
+        insn(Op::Stx, 0, 2, 3, 0),
+    ];
+    w.extend_from_slice(src);
+    w.extend([
+        ldi(4, n),
+        insn(Op::Bcopy, 0, 1, 4, 2),
+        insn(Op::Ldx, 6, 2, 0, 0),
+        insn(Op::Ret, 0, 6, 0, 0),
+    ]);
+    run_sized(&w, &mut TEnv::default()).map(u64::to_le_bytes)
+}
+
+#[test]
+fn bcopy_of_a_string_reference_is_a_bounded_string_store() {
+    let hello = [insn(Op::Sets, 1, 0, 0, 1)];
+    // Truncated to n - 1 bytes and a NUL; the bytes past n untouched.
+    assert_eq!(string_store(&hello, 4), Ok(*b"hel\0\xff\xff\xff\xff"));
+    // Shorter than n: NULs up to n.
+    assert_eq!(string_store(&hello, 8), Ok(*b"hello\0\0\0"));
+    assert_eq!(string_store(&hello, 6), Ok(*b"hello\0\xff\xff"));
+    // n = 1 holds the NUL only, n = 0 nothing.
+    assert_eq!(
+        string_store(&hello, 1),
+        Ok(*b"\0\xff\xff\xff\xff\xff\xff\xff")
+    );
+    assert_eq!(string_store(&hello, 0), Ok([0xff; 8]));
+    // A string in a scratch slot.
+    let joined = [
+        insn(Op::Sets, 1, 0, 0, 1),
+        insn(Op::Sets, 7, 0, 0, 7),
+        insn(Op::Strjoin, 1, 1, 7, 0),
+    ];
+    assert_eq!(string_store(&joined, 8), Ok(*b"hellowo\0"));
+    // A reference to no string.
+    let bad = [insn(Op::Setx, 1, 0, 0, 2)];
+    let mut d = TDict::default();
+    d.ints.push(str_ref(STR_SPACE_TABLE, 999));
+    let b = code_bytes(
+        &[
+            &[ldi(5, 8), insn(Op::Alloca, 2, 5, 0, 0)][..],
+            &bad[..],
+            &[ldi(4, 8), insn(Op::Bcopy, 0, 1, 4, 2), RET0][..],
+        ]
+        .concat(),
+    );
+    let v = verify(Code::new(&b).unwrap(), &d, LIMIT).unwrap();
+    let need =
+        scratch_size(d.nlocals, d.strsize, v.string_allocs()) + scratch_mem(&d, v.mem_sites());
+    let mut scratch = vec![0u8; need];
+    let mut vmst = VmState::new();
+    let mut vm = Vm::new(&mut vmst, &mut scratch, d.nlocals, d.strsize).unwrap();
+    vm.begin_clause();
+    let r = vm.run(&v, &d, &mut TEnv::default());
+    assert_eq!(r.unwrap_err().kind, FaultKind::BadString);
+    // The destination is checked as for any store, the whole n bytes.
+    assert!(matches!(
+        string_store(&hello, 9).unwrap_err().kind,
+        FaultKind::BadAddr(_)
+    ));
+    let r = run_sized(
+        &[
+            insn(Op::Sets, 1, 0, 0, 1),
+            ldi(2, 0x1000),
+            ldi(4, 4),
+            insn(Op::Bcopy, 0, 1, 4, 2),
+            RET0,
+        ],
+        &mut TEnv::default(),
+    );
+    assert_eq!(r.unwrap_err().kind, FaultKind::BadAddr(0x1000));
+}

@@ -358,3 +358,124 @@ fn whole_struct_store_outside_scratch_is_refused_or_faults() {
         s.faults
     );
 }
+
+#[test]
+fn string_stores_into_char_arrays_truncate_like_dtrace() {
+    // `name` is char[6]: at most 5 bytes, then a NUL; the byte after it stays.
+    let out = ok(
+        &format!(
+            "{FOO}BEGIN {{
+            this->f = (struct foo *)alloca(sizeof (struct foo));
+            this->f->c = -1;
+            this->f->name = \"abc\";
+            printf(\"%s|%s|%d\\n\", stringof(this->f->name), this->f->name, this->f->name[4]);
+            this->f->name = \"abcdefgh\";
+            printf(\"%s|%d|%x\\n\", stringof(this->f->name), this->f->name[5], this->f->c);
+            this->f->name = execname;
+            this->s = (this->f->name = strjoin(\"x\", \"yz\"));
+            printf(\"%s %s %d\\n\", this->f->name, this->s, strlen(this->f->name));
+            this->f->name = \"\";
+            printf(\"[%s] %d\\n\", this->f->name, this->f->name[1]);
+        }}"
+        ),
+        &[],
+    );
+    assert_eq!(
+        out,
+        "abc|abc|0\nabcde|0|ffffffffffffffff\nxyz xyz 3\n[] 0\n"
+    );
+}
+
+#[test]
+fn string_stores_of_execname_and_into_copied_in_structs() {
+    let out = ok(
+        &format!(
+            "{FOO}BEGIN {{
+            this->f = (struct foo *)copyin(0x7000, sizeof (struct foo));
+            this->f->name = execname;
+            printf(\"%d %d %s %x\\n\", this->f->a, this->f->b, this->f->name, this->f->c);
+        }}"
+        ),
+        &foo_bytes(),
+    );
+    assert_eq!(out, "7 -2 test 1122334455667788\n");
+}
+
+#[test]
+fn string_members_in_scratch_are_stored_and_read_as_strings() {
+    // A `string` member holds `strsize` bytes in place: at most strsize - 1 of a string.
+    let out = ok(
+        r#"#pragma D option strsize=8
+        struct ent { int id; string name; long after; };
+        struct ent v;
+        BEGIN {
+            this->e = (struct ent *)alloca(sizeof (struct ent));
+            this->e->after = 7;
+            this->e->name = "stringy value";
+            this->e->id = 3;
+            printf("%d %s %d %d %d\n", this->e->id, this->e->name, this->e->after,
+                sizeof (struct ent), strlen(stringof(this->e->name)));
+            v.id = 4; v.name = "dvar"; v.after = 9;
+            *this->e = v;
+            printf("%d %s %d\n", this->e->id, this->e->name, this->e->after);
+            this->e->name = execname;
+            v = *this->e;
+            printf("%d %s %d\n", v.id, v.name, v.after);
+        }"#,
+        &[],
+    );
+    assert_eq!(out, "3 stringy 7 24 7\n4 dvar 9\n4 test 9\n");
+}
+
+#[test]
+fn string_stores_are_type_checked_and_kernel_memory_stays_refused() {
+    for (src, pos, msg) in [
+        (
+            "BEGIN {\n  ((struct foo *)arg0)->name = \"x\";\n}",
+            "3:3",
+            "[D_OP_WRITE] cannot store to kernel memory through arg0",
+        ),
+        (
+            "BEGIN {\n  this->f = (struct foo *)alloca(sizeof (struct foo));\n  this->f->name = 5;\n}",
+            "4:19",
+            "[D_OP_INCOMPAT] operands have incompatible types: \"char [6]\" = \"int\"",
+        ),
+        (
+            "BEGIN {\n  this->f = (struct foo *)alloca(sizeof (struct foo));\n  this->f->a = execname;\n}",
+            "4:16",
+            "[D_OP_INCOMPAT] operands have incompatible types: \"int\" = \"string\"",
+        ),
+        (
+            "BEGIN {\n  this->f = (struct foo *)alloca(sizeof (struct foo));\n  this->f->name += \"x\";\n}",
+            "4:3",
+            "[D_OP_ARRFUN] cannot assign to an array",
+        ),
+        (
+            "struct iv { int v[4]; };\nBEGIN {\n  this->p = (struct iv *)alloca(16);\n  this->p->v = \"x\";\n}",
+            "5:3",
+            "[D_OP_ARRFUN] cannot assign to an array",
+        ),
+    ] {
+        let (p, m) = err_at(&format!("{FOO}{src}"));
+        assert!(m.contains(msg), "{src}: {m}");
+        assert_eq!(p, pos, "{src}: {m}");
+    }
+}
+
+#[test]
+fn string_stores_fault_outside_what_the_clause_allocated() {
+    // Not provably kernel memory: the kernel's check makes it "invalid address", and a
+    // char[6] store one byte short of the allocation's end is refused whole.
+    for src in [
+        "BEGIN { this->p = (struct foo *)0x5000; this->p->name = \"abc\"; }",
+        "BEGIN { this->c = (char *)alloca(8); this->f = (struct foo *)(this->c - 1); this->f->name = \"a\"; }",
+    ] {
+        let (s, _) = run(&format!("{FOO}{src}"), &[]);
+        assert_eq!(s.faults.len(), 1, "{src}: {:?}", s.faults);
+        assert!(
+            matches!(s.faults[0].1.kind, FaultKind::BadAddr(_)),
+            "{src}: {:?}",
+            s.faults
+        );
+    }
+}

@@ -1503,15 +1503,6 @@ impl<'a> Gen<'a> {
                 ),
             );
         }
-        if ty == &Ty::Str && !matches!(p, Place::Local(_) | Place::LocalArr { .. } | Place::Val(_))
-        {
-            if let Place::Mem(_) = p {
-                return self.err(
-                    span,
-                    "cannot read a string from kernel memory: use stringof()",
-                );
-            }
-        }
         if let Place::Bits {
             inner,
             shift,
@@ -1580,6 +1571,11 @@ impl<'a> Gen<'a> {
                     Ty::Array(e, n) if matches!(**e, Ty::Int { size: 1, .. }) => {
                         // A char array in memory is a string, as in D, of at most its length.
                         self.emit(Op::Kstr, rd, *addr, 0, (*n as u32) << 1);
+                        return Ok(rd);
+                    }
+                    Ty::Str => {
+                        // A `string` member: its bytes in place, at most `strsize`.
+                        self.emit(Op::Kstr, rd, *addr, 0, 0);
                         return Ok(rd);
                     }
                     Ty::Array(..) => {
@@ -1786,7 +1782,9 @@ impl<'a> Gen<'a> {
                 return self.assign_sou(l, &t, rhs, span);
             }
         }
-        if let Some(Ty::Array(..)) = l.ty_opt() {
+        // A string into memory (`p->name = "abc"`): a `char[N]` or `string` member.
+        let str_dest = matches!(&l, Loc::Mem { ty, .. } if is_str_storage(ty));
+        if matches!(l.ty_opt(), Some(Ty::Array(..))) && !(str_dest && op.is_none()) {
             return self.err(lhs.span, "[D_OP_ARRFUN] cannot assign to an array");
         }
         // Keys are evaluated once, before the value.
@@ -1805,12 +1803,23 @@ impl<'a> Gen<'a> {
             return self.err(rhs.span, STACK_USE);
         }
         let lit0 = matches!(rhs.kind, ExprKind::Int(0, _));
+        // Memory holds a string as its bytes only, and no string reference.
+        if matches!(l, Loc::Mem { .. }) && str_dest != (tv == Ty::Str) {
+            return self.err(
+                rhs.span,
+                format!(
+                    "[D_OP_INCOMPAT] operands have incompatible types: \"{}\" = \"{}\"",
+                    cur_ty.name(),
+                    tv.name()
+                ),
+            );
+        }
         // `x += 1` on a never-assigned variable: it starts at 0 of the result's type.
         let ty = self.fix_type(&l, &tv, rhs.span, lit0)?;
         self.normalize(rv, &ty);
         self.store_to(&p, &ty, rv, span)?;
         self.release_place(&p);
-        Ok((rv, ty))
+        Ok((rv, if str_dest { Ty::Str } else { ty }))
     }
 
     /// `a = b` of a struct or union: member by member.
@@ -2936,6 +2945,16 @@ pub(super) fn resolve_type(env: &TypeEnv, tn: &TypeName) -> Result<Ty, String> {
         },
         TypeName::Array(t, n) => Ty::Array(Box::new(resolve_type(env, t)?), *n),
     })
+}
+
+/// Whether memory of type `ty` holds a string: a `string` or a `char[N]`, which a string
+/// is stored into (`p->name = execname`) and read from as a string.
+pub(super) fn is_str_storage(ty: &Ty) -> bool {
+    match ty {
+        Ty::Str => true,
+        Ty::Array(e, _) => matches!(**e, Ty::Int { size: 1, .. }),
+        _ => false,
+    }
 }
 
 /// The scalar and string members of a struct or union, recursively: path (`.a.b`), byte

@@ -1,6 +1,6 @@
 //! Code generation of scratch memory: `alloca()`, `copyin()`, `copyinto()`, `bcopy()`,
 //! stores through D pointers (`*p = v`, `p[i] = v`, `p->m = v`, with `++`, `--` and compound
-//! assignment) and `uregs[]`. A child of `gen`, like `subr.rs`.
+//! assignment; strings into `char[N]` and `string` members) and `uregs[]`. A child of `gen`, like `subr.rs`.
 //!
 //! The kernel checks every store at run time (only what the clause allocated is writable);
 //! the compiler refuses the stores it can see go to kernel memory, through a pointer that
@@ -9,7 +9,7 @@
 use super::super::ast::{BinOp, Expr, ExprKind, UnOp};
 use super::super::error::Span;
 use super::super::types::{builtin, Ty, U64};
-use super::{arity_error, const_eval, GResult, Gen, Loc, Place};
+use super::{arity_error, const_eval, is_str_storage, GResult, Gen, Loc, Place};
 use oxtrace_core::action::{Op, UREG_COUNT};
 
 /// The subroutines compiled here.
@@ -239,6 +239,15 @@ impl Gen<'_> {
                     Ty::Int { size: 2, .. } => Op::Sth,
                     Ty::Int { size: 4, .. } => Op::Stw,
                     Ty::Int { .. } | Ty::Ptr(_) => Op::Stx,
+                    // The kernel copies at most `size - 1` bytes of the string, then NULs.
+                    t if is_str_storage(t) => {
+                        let n = self.t.env.size(t, u64::from(self.t.strsize));
+                        let rn = self.reg(span)?;
+                        self.load_const(rn, n);
+                        self.emit(Op::Bcopy, 0, rv, rn, u32::from(*addr));
+                        self.release(rn);
+                        return Ok(());
+                    }
                     _ => {
                         return self.err(
                             span,
