@@ -8,7 +8,7 @@ REC='struct oxt_rec { int a; short b; char name[6]; long c; };'
 W="./oxt_mem 100"
 
 echo "TAP version 13"
-plan 11
+plan 12
 
 # The DTrace idiom: a user struct copied in and cast, member by member.
 run "$REC"'
@@ -35,6 +35,25 @@ run "$REC"'
      END { printa("%d %s %x %@d\n", @); }' -c "$W"
 expect "stores, ++, -- and compound assignment through a scratch pointer" \
 	"-3 Oxt 1122334455667789 9900" "$out"
+
+# Strings stored into a char[6] member (at most 5 bytes and a NUL, like DTrace) and into a
+# string member of a D struct in scratch (strsize bytes of it: 256 would not fit the
+# default scratchsize next to the two records).
+run "$REC"'
+     #pragma D option strsize=64
+     struct ent { int id; string name; };
+     syscall::write:entry /pid == $target && arg2 == sizeof (struct oxt_rec)/ {
+	this->r = (struct oxt_rec *)copyin(arg1, sizeof (struct oxt_rec));
+	this->r->name = execname;
+	this->q = (struct oxt_rec *)alloca(sizeof (struct oxt_rec));
+	this->q->name = "ab";
+	this->e = (struct ent *)alloca(sizeof (struct ent));
+	this->e->name = strjoin(execname, "!");
+	@[this->r->b, this->r->name, this->r->c, stringof(this->q->name), this->e->name] = count();
+     }
+     END { printa("%d %s %x %s %s %@d\n", @); }' -c "$W"
+expect "strings stored into char[N] and string members through scratch pointers" \
+	"-2 oxt_m 1122334455667788 ab oxt_mem! 100" "$(echo $out)"
 
 # A whole struct copied between scratch pointers, a bit-field stored through one, and the
 # distance between two pointers in elements.
