@@ -151,6 +151,26 @@ pub fn clause_at(prog: &Compiled, src: &Source<'_>, i: u32) -> String {
         .unwrap_or_else(|| format!("clause {i}"))
 }
 
+/// DTrace's runtime error line (after "oxtrace: ") of `fault` at instruction `pc` of clause
+/// `clause` firing on `probe`, its slot, ID (as `-l` lists it; 0 when unknown) and
+/// `prov:mod:func:name`: "error on enabled probe ID N (ID P: prov:mod:func:name): ...", N the
+/// clause's enabled probe ID as the `epid` built-in gives it (and ERROR's `arg1`).
+pub fn error_line(
+    prog: &Compiled,
+    src: Source<'_>,
+    (slot, id, name): (u32, u32, &str),
+    (clause, pc): (u32, u32),
+    fault: FaultMsg,
+) -> String {
+    let epid = oxtrace_core::probe::epid(slot, clause, prog.clause_spans.len() as u32);
+    let at = clause_at(prog, &src, clause);
+    let probe = match id {
+        0 => name.to_string(),
+        id => format!("ID {id}: {name}"),
+    };
+    format!("error on enabled probe ID {epid} ({probe}): {fault} in {at}, instruction {pc}")
+}
+
 /// The program's source text and its name (`-e` or a file).
 #[derive(Clone, Copy)]
 pub struct Source<'a> {
@@ -511,10 +531,9 @@ impl<'a> Run<'a> {
             .collect();
         let mut names: Vec<ProbeName> = names;
         let quiet = prog.quiet;
-        if fmt == OutFmt::Text {
-            // setopt("quiet", "0") can turn the prefix on at run time: number them always.
-            listed_ids(&mut names, &functions);
-        }
+        // setopt("quiet", "0") can turn the prefix on at run time, and runtime errors name
+        // the probe by its ID: number them always.
+        listed_ids(&mut names, &functions);
         if !quiet && fmt == OutFmt::Text {
             if src.name.starts_with('-') {
                 // A description the compiler expanded (syscall:::entry: one per call) is one
@@ -835,14 +854,16 @@ impl<'a> Run<'a> {
             } else {
                 (0, 0, 0)
             };
-            let at = clause_at(self.prog, &self.src, clause);
-            self.out.flush()?;
-            eprintln!(
-                "oxtrace: error on enabled probe ID {} ({}): {} in {at}, instruction {pc}",
-                h.probe,
-                self.probe_name(h.probe).1,
-                FaultMsg { code: h.id, addr }
+            let id = self.names.get(h.probe as usize).map_or(0, |n| n.id);
+            let line = error_line(
+                self.prog,
+                self.src,
+                (h.probe, id, self.probe_name(h.probe).1),
+                (clause, pc),
+                FaultMsg { code: h.id, addr },
             );
+            self.out.flush()?;
+            eprintln!("oxtrace: {line}");
             return Ok(());
         }
         let Some(kind) = RecordKind::from_u32(h.record_kind()) else {

@@ -4,7 +4,9 @@
 mod support;
 
 use oxtrace::dsl::sim::{Firing, Sim};
+use oxtrace::run;
 use oxtrace_core::action::FaultKind;
+use oxtrace_core::diag::FaultMsg;
 use support::c;
 
 #[test]
@@ -56,4 +58,47 @@ fn without_error_clauses_faults_are_only_reported() {
     s.fire(&p, &Firing::default());
     assert_eq!(s.printf_output(&p), "next\n");
     assert_eq!(s.faults[0].1.kind, FaultKind::DivZero);
+}
+
+#[test]
+fn the_error_line_names_the_epid_of_the_clause_and_the_probe_id() {
+    let src = "BEGIN { trace(1); }\nBEGIN { printf(\"%d\\n\", epid); x = 0; y = 1 / x; }";
+    let p = c(src);
+    let mut s = Sim::default();
+    s.fire(&p, &Firing::default());
+    // The second description is probe slot 1, its clause the second of 2: epid 4.
+    assert_eq!(s.printf_output(&p), "4\n");
+    let (clause, f) = s.faults[0];
+    let (code, addr) = oxtrace_core::diag::fault_code(&f.kind);
+    let src = run::Source {
+        text: src,
+        name: "t.d",
+    };
+    let fault = || FaultMsg { code, addr };
+    let line = run::error_line(
+        &p,
+        src,
+        (1, 7, "dtrace:::BEGIN"),
+        (clause as u32, f.pc),
+        fault(),
+    );
+    assert_eq!(
+        line,
+        format!(
+            "error on enabled probe ID 4 (ID 7: dtrace:::BEGIN): division by zero in clause at t.d:2:1, instruction {}",
+            f.pc
+        )
+    );
+    // A probe without a listed ID is named without one.
+    let line = run::error_line(
+        &p,
+        src,
+        (1, 0, "dtrace:::BEGIN"),
+        (clause as u32, f.pc),
+        fault(),
+    );
+    assert!(
+        line.starts_with("error on enabled probe ID 4 (dtrace:::BEGIN): division by zero"),
+        "{line}"
+    );
 }
