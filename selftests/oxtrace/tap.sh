@@ -74,10 +74,11 @@ expect_fail() {
 		nok "$1" "rc=$rc" "$err"; fi
 }
 
-# expect_clause_error NAME ERROR OUT: the last `run` reported ERROR for dtrace:::BEGIN,
-# went on with the next clause (its whole stdout is OUT) and exited 0.
+# expect_clause_error NAME ERROR OUT: the last `run` reported ERROR for its first clause,
+# on dtrace:::BEGIN (enabled probe ID 1, probe ID 1, as dtrace numbers them), went on with
+# the next clause (its whole stdout is OUT) and exited 0.
 expect_clause_error() {
-	if echo "$err" | grep -qF "error on enabled probe ID 0 (dtrace:::BEGIN): $2" &&
+	if echo "$err" | grep -qF "error on enabled probe ID 1 (ID 1: dtrace:::BEGIN): $2" &&
 		[ "$out" = "$3" ] && [ "$rc" = 0 ]; then
 		ok "$1"
 	else

@@ -7,7 +7,7 @@ cd "$(dirname "$0")" || exit 1
 W="./oxt_workload read 4 2000"
 
 echo "TAP version 13"
-plan 19
+plan 20
 
 run 'fbt::ksys_read:entry /pid == $target/ { @n = count(); } END { printa("%@d\n", @n); }' -c "$W"
 expect "count: 4 threads x 2000 reads on 4 CPUs" "8000" "$out"
@@ -63,6 +63,15 @@ expect "trace() of a string with rawbytes: the recorded bytes in hex" "
 run 'BEGIN { x = 0; y = 1 / x; printf("after\n"); } BEGIN { printf("next clause\n"); exit(0); }'
 expect_clause_error "division by zero aborts only its clause, reported like dtrace" \
 	"division by zero" "next clause"
+
+# The error names the clause by the enabled probe ID its epid built-in gives.
+run 'BEGIN { x = 1; } BEGIN { printf("%d\n", epid); x = 0; y = 1 / x; } BEGIN { exit(0); }'
+if [ -n "$out" ] && [ "$out" != 1 ] &&
+	echo "$err" | grep -qF "error on enabled probe ID $out (ID 1: dtrace:::BEGIN): division by zero"; then
+	ok "the error line's enabled probe ID is the clause's epid"
+else
+	nok "the error line's enabled probe ID is the clause's epid" "$out" "$err"
+fi
 
 run 'BEGIN { trace(*(int *)8); } BEGIN { exit(0); }'
 if echo "$err" | grep -q "invalid address (0x8)"; then ok "bad kernel read is an error, not a fault"; else
