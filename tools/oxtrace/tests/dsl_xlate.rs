@@ -74,10 +74,11 @@ fn kernel() -> Arc<Btf> {
     let comm = b.array(chr, idx, 16);
     let fwd_task = b.fwd(false, "task_struct");
     let ptask = b.ptr(fwd_task);
+    let u64_t = b.int("long long unsigned int", 8, false);
     b.sou(
         false,
         "task_struct",
-        80,
+        96,
         &[
             ("__state", uint, 0, 0),
             ("pid", pid_t, 128, 0),
@@ -87,6 +88,8 @@ fn kernel() -> Arc<Btf> {
             ("cred", pcred, 448, 0),
             ("prio", int, 512, 0),
             ("mm", pmm, 576, 0),
+            ("group_leader", ptask, 640, 0),
+            ("start_time", u64_t, 704, 0),
         ],
     );
     Arc::new(Btf::parse(&b.finish()).unwrap())
@@ -97,9 +100,10 @@ fn word(v: u64) -> Vec<u8> {
 }
 
 /// The simulated current task (address 0, as `curthread` is in the simulator): pid 1234
-/// of process 1200, `child`, parent process 1, uid 1000 gid 100 euid 0 egid 10, prio 120.
+/// of process 1200, `child`, parent process 1, uid 1000 gid 100 euid 0 egid 10, prio 120,
+/// started at 9_000_000_000 ns, its thread group leader (at 0x8000) at 5_000_000_000.
 fn task_memory(s: &mut Sim) {
-    let mut task = vec![0u8; 80];
+    let mut task = vec![0u8; 96];
     task[16..20].copy_from_slice(&1234i32.to_le_bytes());
     task[20..24].copy_from_slice(&1200i32.to_le_bytes());
     task[32..37].copy_from_slice(b"child");
@@ -107,8 +111,13 @@ fn task_memory(s: &mut Sim) {
     task[56..64].copy_from_slice(&word(0x5000));
     task[64..68].copy_from_slice(&120i32.to_le_bytes());
     task[72..80].copy_from_slice(&word(0x6000));
+    task[80..88].copy_from_slice(&word(0x8000));
+    task[88..96].copy_from_slice(&word(9_000_000_000));
     s.mem.push((0, task));
-    let mut parent = vec![0u8; 80];
+    let mut leader = vec![0u8; 96];
+    leader[88..96].copy_from_slice(&word(5_000_000_000));
+    s.mem.push((0x8000, leader));
+    let mut parent = vec![0u8; 96];
     parent[20..24].copy_from_slice(&1i32.to_le_bytes());
     s.mem.push((0x4000, parent));
     let mut cred = vec![0u8; 32];
@@ -227,7 +236,7 @@ fn the_process_views() {
                  trace(curlwpsinfo->pr_pri);
                  trace(xlate <psinfo_t *> (curthread)->pr_pid);
                  trace((*curpsinfo).pr_fname == \"child\");
-                 trace(curpsinfo->pr_psargs); }",
+                 trace(curpsinfo->pr_psargs); trace(curpsinfo->pr_start); }",
         Some(kernel()),
     );
     assert_eq!(
@@ -245,6 +254,8 @@ fn the_process_views() {
             int(1200, 4, true),
             int(1, 4, true),
             str("./w a b  c"),
+            // The thread group leader's start, not the thread's.
+            int(5_000_000_000, 8, false),
         ]
     );
     // A kernel thread (no mm): its name, as ps shows it.
@@ -366,7 +377,7 @@ fn errors() {
         (
             "BEGIN { trace(curpsinfo->pr_nlwp); }".to_string(),
             k(),
-            "1:15: [D_TYPE_MEMBER] struct task_struct has no member 'signal' (translating member pr_nlwp at <prelude>:41:12)",
+            "1:15: [D_TYPE_MEMBER] struct task_struct has no member 'signal' (translating member pr_nlwp at <prelude>:42:12)",
         ),
     ] {
         assert_eq!(err_with(&src, btf), want, "{src}");
@@ -394,6 +405,7 @@ fn the_prelude_on_the_running_kernel() {
         "pr_fname",
         "pr_psargs",
         "pr_ttydev",
+        "pr_start",
         "pr_argc",
         "pr_argv",
         "pr_envp",

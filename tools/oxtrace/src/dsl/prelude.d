@@ -19,6 +19,7 @@ typedef struct psinfo {
 	char pr_fname[16];	/* command name (comm) */
 	char pr_psargs[80];	/* the arguments, blank-separated */
 	dev_t pr_ttydev;	/* the controlling tty, or PRNODEV (-1) */
+	uint64_t pr_start;	/* process start, ns since boot (see the translator) */
 	int pr_argc;		/* the initial argument count */
 	uintptr_t pr_argv;	/* the user address of the initial argv[] */
 	uintptr_t pr_envp;	/* the user address of the initial envp[] */
@@ -55,6 +56,13 @@ translator psinfo_t < struct task_struct *T > {
 	pr_ttydev = T->signal->tty == 0 ? (dev_t)-1 :
 	    (T->signal->tty->driver->major << 20) +
 	    T->signal->tty->driver->minor_start + T->signal->tty->index;
+	/*
+	 * The thread group leader's start_time: when the process, not the thread,
+	 * began, in ns of CLOCK_MONOTONIC, timestamp's clock (so pr_start <=
+	 * timestamp), not Solaris's timestruc_t from the epoch: add
+	 * walltimestamp - timestamp for that.
+	 */
+	pr_start = T->group_leader->start_time;
 	/*
 	 * exec leaves the user stack pointer at argc, then argv[] and envp[]
 	 * (mm->start_stack); argc is read from there, so only for the current
