@@ -10,7 +10,7 @@ W="./oxt_workload read 4 2000"
 ZERO='pid == $target && args[0]->f_path.dentry->d_name.len == 4'
 
 echo "TAP version 13"
-plan 9
+plan 11
 
 run "struct ids { int p; int t; char name[16]; };
      translator struct ids < struct task_struct *T > { p = T->tgid; t = T->pid; name = T->comm; };
@@ -50,6 +50,34 @@ run 'BEGIN { if (curpsinfo->pr_ttydev == (dev_t)-1) { printf("1\n"); } else {
        printf("0 %d %d\n", getmajor(curpsinfo->pr_ttydev), getminor(curpsinfo->pr_ttydev)); }
        exit(0); }'
 expect "pr_ttydev: the controlling tty as /proc gives it (tty_nr $tty)" "$want" "$out"
+
+# pr_start: the thread group leader's start, on timestamp's clock: the same in every
+# thread, not after any thread's own start nor after the firing.
+run "fbt::vfs_read:entry /$ZERO/ {
+       @ok = sum(curpsinfo->pr_start > 0 && curpsinfo->pr_start <= timestamp &&
+         curpsinfo->pr_start <= curthread->start_time);
+       @lo = min(curpsinfo->pr_start); @hi = max(curpsinfo->pr_start); }
+     END { printa(\"%@d \", @ok); printa(\"%@d \", @lo); printa(\"%@d\", @hi); }" -c "$W"
+set -- $out
+if [ "$1" = 8000 ] && [ -n "$3" ] && [ "$2" = "$3" ]; then
+	ok "pr_start: the process's start, nonzero, before timestamp, one for all threads"
+else
+	nok "pr_start: the process's start, nonzero, before timestamp, one for all threads" \
+		"$out" "$err"
+fi
+
+# Against the kernel's own view: /proc/PID/stat's starttime, in clock ticks (USER_HZ 100)
+# since boot, of the tool's parent; boot time and CLOCK_MONOTONIC agree without a
+# suspend, the two reads at fork may straddle a tick.
+run 'BEGIN { printf("%d %d\n", $ppid,
+       xlate <psinfo_t *> (curthread->real_parent)->pr_start / 10000000); exit(0); }'
+set -- $out
+st=$(cut -d' ' -f22 "/proc/${1:-0}/stat" 2>/dev/null)
+if [ -n "$st" ] && [ -n "$2" ] && [ $(($2 - st)) -ge -1 ] && [ $(($2 - st)) -le 1 ]; then
+	ok "pr_start agrees with /proc/PID/stat's starttime"
+else
+	nok "pr_start agrees with /proc/PID/stat's starttime" "$out" "starttime=$st" "$err"
+fi
 
 run "fbt::vfs_read:entry /$ZERO/ {
        @[curlwpsinfo->pr_sname, curlwpsinfo->pr_state, curlwpsinfo->pr_flag,
