@@ -34,10 +34,11 @@
  * 16-31 of its kind word; llquantize values with zero and negative buckets
  * (Documentation/agg.rst).  Minor 8: opcode 210, uargs (a process's arguments).
  * Minor 9: opcodes 160-168, scratch memory (alloca, copyin, copyinto, bcopy,
- * stores, uregs) and image option 10, scratchsize.
+ * stores, uregs) and image option 10, scratchsize.  Minor 10: bcopy from a
+ * string reference stores the string (truncated, NUL-padded) into scratch.
  */
 #define OXT_ABI_MAJOR 1
-#define OXT_ABI_MINOR 9
+#define OXT_ABI_MINOR 10
 
 /* Feature bits of struct oxt_version.features. */
 /* The CPU has Intel PT with ToPA output (CPUID 7.0:EBX[25], 0x14.0:ECX[0]). */
