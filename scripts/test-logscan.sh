@@ -7,11 +7,10 @@ scan=$(dirname "$0")/logscan.sh
 build=$(cd "$(dirname "$0")/.." && pwd)/build
 mkdir -p "$build"
 dir=$(mktemp -d "$build/logscan.XXXXXX")
-# Only this shell cleans up: a background subshell killed before it execs its command
-# (the holders below) runs the inherited EXIT trap, which removed $dir under the next step.
+# Only this shell cleans up: a background subshell that ends before it execs its command
+# runs the inherited EXIT trap, which removed $dir under the next step.
 trap '[ "$BASHPID" = '"$$"' ] && rm -rf "$dir"' EXIT
 bad=0
-bg() { "$@" & }
 
 cat >"$dir/clean" <<'LOG'
 [    0.000000] Linux version 6.12.117 (root@host) #1 SMP PREEMPT
@@ -56,26 +55,35 @@ SPLATS
 # --follow: returns at the first fatal line while the process lives (the guest's
 # QEMU in vm.sh), and 0 once the process has ended without one.  The holder's
 # lifetime only bounds a broken follower; nothing here waits for time to pass.
+# The holder lives until its input closes. It is ended by closing that pipe, not by a
+# signal: a kill that lands between a background job's fork and its exec can be lost (the
+# shell's child catches it, then execs), and the follower then waited for a holder that
+# never ended (make check hung here on a loaded machine). The follower must not hold the
+# pipe open itself.
+hold_start() {
+	exec {hold_fd}> >(exec cat >/dev/null)
+	holder=$!
+}
+hold_end() {
+	exec {hold_fd}>&-
+	wait "$holder" 2>/dev/null
+}
 cp "$dir/clean" "$dir/live"
 echo "[    3.000000] WARNING: CPU: 1 PID: 42 at kernel/fake.c:1 x+0x0/0x10" >>"$dir/live"
-bg tail -f /dev/null
-holder=$!
-bg "$scan" --follow $holder "$dir/live"
+hold_start
+"$scan" --follow "$holder" "$dir/live" {hold_fd}>&- &
 follower=$!
-kill $holder
-wait $holder 2>/dev/null
+hold_end
 wait $follower || { echo "--follow flagged a log without a fatal line"; bad=1; }
 
-bg tail -f /dev/null
-holder=$!
+hold_start
 cp "$dir/clean" "$dir/live"
-bg "$scan" --follow $holder "$dir/live"
+"$scan" --follow "$holder" "$dir/live" {hold_fd}>&- &
 follower=$!
 echo "[    4.000000] watchdog: BUG: soft lockup - CPU#2 stuck for 22s! [sh:91]" >>"$dir/live"
 if wait $follower; then
 	echo "--follow missed a fatal line"
 	bad=1
 fi
-kill $holder
-wait $holder 2>/dev/null
+hold_end
 exit $bad
