@@ -614,6 +614,11 @@ impl<'s> Vm<'s> {
                 Stop::Slow(at, ins) => {
                     self.slow(prog, dict, env, at, ins)?;
                     pc = at + 1;
+                    // Most actions end with such an instruction and `ret`: return here
+                    // rather than enter `exec` again for it.
+                    if let Some(next) = prog.fetch(pc).filter(|i| i.op == Op::Ret) {
+                        return Ok(self.st.regs[next.r1 as usize & (NREGS - 1)]);
+                    }
                 }
             }
         }
