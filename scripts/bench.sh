@@ -25,9 +25,7 @@ mkdir -p "$out/files"
 # since the module ships at -O2, kept as a measure of run-to-run noise.
 # BENCH_VARIANT_KO=path takes that module for the variant instead (a before/after pair in
 # one guest boot, e.g. main's module built with KFLAVOR=bench).
-if [ -n "${BENCH_VARIANT_KO:-}" ]; then
-	cp "$BENCH_VARIANT_KO" "$out/files/oxtrace-o2.ko"
-else
+if [ -z "${BENCH_VARIANT_KO:-}" ]; then
 	KRUSTFLAGS="-Copt-level=2" "$OXT_ROOT/scripts/build.sh" module
 	cp "$OXT_ROOT/build/oxtrace.ko" "$out/files/oxtrace-o2.ko"
 fi
@@ -35,6 +33,11 @@ fi
 KCFLAGS="-DOXT_PROFILE_IRQS_ON" "$OXT_ROOT/scripts/build.sh" module
 cp "$OXT_ROOT/build/oxtrace.ko" "$out/files/oxtrace-prof.ko"
 "$OXT_ROOT/scripts/build.sh" all
+# After the builds: the first module build of a clone runs kbuild's clean, which deletes
+# every .ko under the tree, a variant copied into build/bench/files before it included.
+if [ -n "${BENCH_VARIANT_KO:-}" ]; then
+	cp "$BENCH_VARIANT_KO" "$out/files/oxtrace-o2.ko"
+fi
 say "building the bench workload"
 ${CC:-gcc} -O2 -Wall -Wextra -Werror -static -pthread -D_GNU_SOURCE \
 	"$OXT_ROOT/tools/bench/oxt_bench.c" -o "$out/files/oxt_bench"

@@ -115,7 +115,7 @@ run_none() {
 
 # run_ox2 ROUND PAIR: run_ox with the -Copt-level=2 module loaded instead.
 run_ox2() {
-	[ -f /extra/oxtrace-o2.ko ] || return 0
+	[ -f /extra/oxtrace-o2.ko ] || { echo "NOTE no oxtrace-o2.ko: the variant does not run"; return 0; }
 	rmmod oxtrace && insmod /extra/oxtrace-o2.ko || { echo "NOTE cannot swap in oxtrace-o2.ko"; return; }
 	run_ox "$1" "$2" oxtrace-o2
 	rmmod oxtrace
