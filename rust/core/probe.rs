@@ -328,11 +328,52 @@ pub fn action_index(code: &crate::action::Code<'_>, pc: u32, in_predicate: bool)
     done as u64 + 1
 }
 
-/// DTrace's enabled probe ID (`epid`, ERROR's `arg1`) of clause `clause` firing on probe
-/// (slot) `slot` of a program of `nclauses` clauses: one number per probe and clause, from 1.
-/// (dtrace numbers its enablings densely in creation order; these are not dense.)
-pub fn epid(slot: u32, clause: u32, nclauses: u32) -> u64 {
-    slot as u64 * nclauses as u64 + clause as u64 + 1
+/// DTrace's enabled probe IDs (EPIDs: the `epid` built-in, ERROR's `arg1`, the runtime
+/// error line) are numbered here, once for the kernel and the tool.
+///
+/// There is one EPID per probe (LOAD's slot) and clause that runs on it, numbered densely
+/// from 1 in the order of the slots and, on one slot, in the order its description's
+/// clauses run ([`clauses_of`]). A slot thus holds the EPIDs `base + 1 ..= base + n`, `n`
+/// the clauses of its description and `base` those of the slots before it. BEGIN, END,
+/// ERROR and every other probe count like fbt's; a clause not on a slot's description has
+/// no EPID there.
+///
+/// `EpidBases` gives each slot, in slot order, its base.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct EpidBases {
+    next: u32,
+}
+
+impl EpidBases {
+    /// The base of the next slot, whose description has `nclauses` clauses (as many as
+    /// [`clauses_of`] gives).
+    pub fn next(&mut self, nclauses: u32) -> u32 {
+        let base = self.next;
+        self.next = self.next.saturating_add(nclauses);
+        base
+    }
+}
+
+/// The base of each slot in turn, the slots being on descriptions `slot_descs` in slot
+/// order ([`EpidBases`]).
+pub fn epid_bases<'i>(
+    image: &'i Image<'_>,
+    slot_descs: impl IntoIterator<Item = u32> + 'i,
+) -> impl Iterator<Item = u32> + 'i {
+    let mut bases = EpidBases::default();
+    slot_descs
+        .into_iter()
+        .map(move |d| bases.next(clauses_of(image, d).count() as u32))
+}
+
+/// The EPID of clause `clause` on a slot of base `base` ([`EpidBases`]) whose description
+/// runs the clauses `order` ([`clauses_of`]); 0, DTrace's "no EPID", if `clause` is not
+/// one of them.
+pub fn epid(base: u32, order: impl IntoIterator<Item = u32>, clause: u32) -> u64 {
+    match order.into_iter().position(|c| c == clause) {
+        Some(i) => base as u64 + i as u64 + 1,
+        None => 0,
+    }
 }
 
 /// Runs one firing: for each clause index of `order` (an index of `clauses`), the predicate,

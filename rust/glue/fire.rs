@@ -327,8 +327,12 @@ impl Env for KernelEnv<'_> {
             },
             Builtin::Vtimestamp => task::vtime(),
             Builtin::Epid => {
-                let n = self.s.prog.clauses().len() as u32;
-                probe::epid(self.slot.id, self.clause, n)
+                let (s, sl) = (self.s, self.slot);
+                probe::epid(
+                    sl.epid_base,
+                    s.clauses_of(sl.desc).iter().copied(),
+                    self.clause,
+                )
             }
             Builtin::Ipl => task::irq_level() as u64,
             _ => 0,

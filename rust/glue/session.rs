@@ -45,6 +45,9 @@ pub(crate) struct ProbeSlot {
     pub(super) kind: ProbeKind,
     pub(super) func: [u8; abi::PROBE_FUNC_LEN],
     pub(super) func_len: usize,
+    /// Its enabled probe IDs (`epid`) follow this one, a clause's being this plus one
+    /// more than its index in the description's clauses ([`probe::EpidBases`]).
+    pub(super) epid_base: u32,
 }
 
 impl ProbeSlot {
@@ -332,16 +335,21 @@ impl Session {
         for _ in 0..nslots * ncpus as usize {
             counters.push(SlotCounters::default(), gfp_load())?;
         }
-        let slot = |id: usize, desc: u32, kind: ProbeKind, func: &[u8]| -> ProbeSlot {
+        // EPIDs are numbered over the slots in this order, which the tool reads back from
+        // PROBES.
+        let mut epids = probe::EpidBases::default();
+        let mut slot = |id: usize, desc: u32, kind: ProbeKind, func: &[u8]| -> ProbeSlot {
             let mut f = [0u8; abi::PROBE_FUNC_LEN];
             let n = func.len().min(f.len() - 1);
             f[..n].copy_from_slice(&func[..n]);
+            let nclauses = desc_range.get(desc as usize).map_or(0, |r| r.1);
             ProbeSlot {
                 id: id as u32,
                 desc,
                 kind,
                 func: f,
                 func_len: n,
+                epid_base: epids.next(nclauses),
             }
         };
         for a in attach {
@@ -528,6 +536,14 @@ impl Session {
             st.specunavail = self.cpu_counters[c].spec_unavail.load(Ordering::Relaxed);
         }
         n
+    }
+
+    /// The clauses of description `desc`, in the order they run; none if out of range.
+    pub(super) fn clauses_of(&self, desc: u32) -> &[u32] {
+        self.desc_range
+            .get(desc as usize)
+            .and_then(|&(start, n)| self.desc_clauses.get(start as usize..(start + n) as usize))
+            .unwrap_or_default()
     }
 
     /// Number of attached probes (slots).

@@ -7,7 +7,7 @@ cd "$(dirname "$0")" || exit 1
 . ./tap.sh
 
 echo "TAP version 13"
-plan 10
+plan 11
 
 # expect_file NAME: /tmp/out is exactly /tmp/want (trailing blank lines included).
 expect_file() {
@@ -105,9 +105,15 @@ run 'BEGIN { printf("%s ", strtok(strjoin("x,", "yy,zzz"), ",")); }
      BEGIN { printf("%s\n", strtok(0, ",")); exit(0); }'
 expect "strtok(NULL) across the clauses of a firing" "x yy zzz rc=0" "$out rc=$rc"
 
-# epid: probe x clauses + clause + 1 (BEGIN is probe 0, ERROR 1, two clauses), ERROR's arg1.
+# epid: dense over the probes and their clauses, from 1 (BEGIN's clause 1, ERROR's 2);
+# ERROR's arg1 is the faulting clause's.
 run 'BEGIN { x = 0; y = 1 / x; } ERROR { printf("%d %d\n", arg1, epid); exit(0); }'
-expect "epid, and ERROR's arg1 is the faulting clause's" "1 4" "$out"
+expect "epid, and ERROR's arg1 is the faulting clause's" "1 2" "$out"
+
+# Two BEGIN clauses, a tick and END: their EPIDs are 1 to 4, in the order they were enabled.
+run 'BEGIN { printf("%d ", epid); } BEGIN { printf("%d ", epid); }
+     tick-10ms { printf("%d ", epid); exit(0); } END { printf("%d\n", epid); }'
+expect "epids are 1, 2, 3, ... over the probes and clauses" "1 2 3 4 rc=0" "$out rc=$rc"
 
 # ipl: 0 in a task (read(2)), 2 in a hardirq (tick's hrtimer).
 run 'fbt::ksys_read:entry /pid == $target/ { @r[ipl] = count(); } END { printa("%d %@d\n", @r); }' \

@@ -19,7 +19,7 @@ use oxtrace_core::buffer::{self, Reader};
 use oxtrace_core::diag::{FaultMsg, ImageMsg, ReasonMsg};
 use oxtrace_core::limits;
 use oxtrace_core::probesafe;
-use oxtrace_core::program::ProbeKind;
+use oxtrace_core::program::{Image, ProbeKind};
 use std::io::{self, Write};
 use std::time::{Duration, Instant};
 
@@ -151,18 +151,54 @@ pub fn clause_at(prog: &Compiled, src: &Source<'_>, i: u32) -> String {
         .unwrap_or_else(|| format!("clause {i}"))
 }
 
+/// The enabled probe IDs (EPIDs) of a loaded program, numbered as the kernel numbers them
+/// (`oxtrace_core::probe::EpidBases`) over its slots.
+#[derive(Clone, Debug, Default)]
+pub struct EnabledIds {
+    /// Each slot's description and EPID base.
+    slots: Vec<(u32, u32)>,
+    /// Each description's clauses, in the order they run.
+    order: Vec<Vec<u32>>,
+}
+
+impl EnabledIds {
+    /// The EPIDs of `image`'s clauses on slots of descriptions `slot_descs`, in slot order
+    /// (as PROBES lists them, or LOAD makes them).
+    pub fn new(image: &Image<'_>, slot_descs: &[u32]) -> Self {
+        let bases = oxtrace_core::probe::epid_bases(image, slot_descs.iter().copied());
+        EnabledIds {
+            slots: slot_descs.iter().copied().zip(bases).collect(),
+            order: (0..image.probe_count() as u32)
+                .map(|d| oxtrace_core::probe::clauses_of(image, d).collect())
+                .collect(),
+        }
+    }
+
+    /// The EPID of clause `clause` on slot `slot`: what its `epid` built-in gives; 0 if the
+    /// clause does not run there.
+    pub fn epid(&self, slot: u32, clause: u32) -> u64 {
+        let Some(&(desc, base)) = self.slots.get(slot as usize) else {
+            return 0;
+        };
+        let order = self.order.get(desc as usize).map_or(&[][..], |o| &o[..]);
+        oxtrace_core::probe::epid(base, order.iter().copied(), clause)
+    }
+}
+
 /// DTrace's runtime error line (after "oxtrace: ") of `fault` at instruction `pc` of clause
 /// `clause` firing on `probe`, its slot, ID (as `-l` lists it; 0 when unknown) and
 /// `prov:mod:func:name`: "error on enabled probe ID N (ID P: prov:mod:func:name): ...", N the
-/// clause's enabled probe ID as the `epid` built-in gives it (and ERROR's `arg1`).
+/// clause's enabled probe ID as the `epid` built-in gives it (and ERROR's `arg1`), from
+/// `epids`.
 pub fn error_line(
     prog: &Compiled,
     src: Source<'_>,
+    epids: &EnabledIds,
     (slot, id, name): (u32, u32, &str),
     (clause, pc): (u32, u32),
     fault: FaultMsg,
 ) -> String {
-    let epid = oxtrace_core::probe::epid(slot, clause, prog.clause_spans.len() as u32);
+    let epid = epids.epid(slot, clause);
     let at = clause_at(prog, &src, clause);
     let probe = match id {
         0 => name.to_string(),
@@ -415,6 +451,8 @@ pub struct Run<'a> {
     src: Source<'a>,
     fmt: OutFmt,
     names: Vec<ProbeName>,
+    /// The EPIDs of the kernel's slots, for runtime error lines.
+    epids: EnabledIds,
     aggs: AggTable,
     buf: Vec<u8>,
     aggbuf: Vec<u8>,
@@ -483,6 +521,11 @@ impl<'a> Run<'a> {
             );
         }
         let infos = dev.probes()?;
+        // The kernel's slots, as PROBES lists them, are what its EPIDs are numbered over.
+        let slot_descs: Vec<u32> = infos.iter().map(|p| p.probe).collect();
+        let epids = Image::parse(&prog.image)
+            .map(|img| EnabledIds::new(&img, &slot_descs))
+            .unwrap_or_default();
         let mut per_desc = vec![0usize; prog.probes.len()];
         let names = infos
             .iter()
@@ -575,6 +618,7 @@ impl<'a> Run<'a> {
             src,
             fmt,
             names,
+            epids,
             aggs: AggTable::new(dictionary(prog)?),
             buf: vec![0; prog.options.bufsize as usize],
             aggbuf: Vec::with_capacity(1 << 16),
@@ -858,6 +902,7 @@ impl<'a> Run<'a> {
             let line = error_line(
                 self.prog,
                 self.src,
+                &self.epids,
                 (h.probe, id, self.probe_name(h.probe).1),
                 (clause, pc),
                 FaultMsg { code: h.id, addr },

@@ -7,6 +7,7 @@ use oxtrace::dsl::sim::{Firing, Sim};
 use oxtrace::run;
 use oxtrace_core::action::FaultKind;
 use oxtrace_core::diag::FaultMsg;
+use oxtrace_core::program::{Image, ProbeKind};
 use support::c;
 
 #[test]
@@ -23,15 +24,15 @@ fn error_fires_with_dtrace_arguments() {
     "#);
     let mut s = Sim::default();
     s.fire(&p, &Firing::default());
-    // Each BEGIN description is a probe of its own (0, 1, 2); arg1 is the epid of probe p's
-    // clause c of the 5: p * 5 + c + 1. Action index: the division is the second
+    // Each description is a probe of its own (BEGIN 0, 1, 2, ERROR 3, BEGIN 4) of one
+    // clause: arg1, the faulting clause's EPID, is probe + 1. Action index: the division is the second
     // statement; the read the first; a predicate's fault is action 0. Fault types are
     // DTrace's: 4 division by zero, 1 bad address.
     assert_eq!(
         s.printf_output(&p),
         "0 1 2 1 4 0 dtrace::ERROR\n\
-         0 7 1 1 1 0x8 dtrace::ERROR\n\
-         0 13 0 1 4 0 dtrace::ERROR\n\
+         0 2 1 1 1 0x8 dtrace::ERROR\n\
+         0 3 0 1 4 0 dtrace::ERROR\n\
          after\n"
     );
     assert_eq!(s.faults.len(), 3);
@@ -66,8 +67,8 @@ fn the_error_line_names_the_epid_of_the_clause_and_the_probe_id() {
     let p = c(src);
     let mut s = Sim::default();
     s.fire(&p, &Firing::default());
-    // The second description is probe slot 1, its clause the second of 2: epid 4.
-    assert_eq!(s.printf_output(&p), "4\n");
+    // The second description is probe slot 1, after the first's one clause: EPID 2.
+    assert_eq!(s.printf_output(&p), "2\n");
     let (clause, f) = s.faults[0];
     let (code, addr) = oxtrace_core::diag::fault_code(&f.kind);
     let src = run::Source {
@@ -75,9 +76,12 @@ fn the_error_line_names_the_epid_of_the_clause_and_the_probe_id() {
         name: "t.d",
     };
     let fault = || FaultMsg { code, addr };
+    let img = Image::parse(&p.image).unwrap();
+    let epids = run::EnabledIds::new(&img, &[0, 1]);
     let line = run::error_line(
         &p,
         src,
+        &epids,
         (1, 7, "dtrace:::BEGIN"),
         (clause as u32, f.pc),
         fault(),
@@ -85,7 +89,7 @@ fn the_error_line_names_the_epid_of_the_clause_and_the_probe_id() {
     assert_eq!(
         line,
         format!(
-            "error on enabled probe ID 4 (ID 7: dtrace:::BEGIN): division by zero in clause at t.d:2:1, instruction {}",
+            "error on enabled probe ID 2 (ID 7: dtrace:::BEGIN): division by zero in clause at t.d:2:1, instruction {}",
             f.pc
         )
     );
@@ -93,12 +97,62 @@ fn the_error_line_names_the_epid_of_the_clause_and_the_probe_id() {
     let line = run::error_line(
         &p,
         src,
+        &epids,
         (1, 0, "dtrace:::BEGIN"),
         (clause as u32, f.pc),
         fault(),
     );
     assert!(
-        line.starts_with("error on enabled probe ID 4 (dtrace:::BEGIN): division by zero"),
+        line.starts_with("error on enabled probe ID 2 (dtrace:::BEGIN): division by zero"),
         "{line}"
     );
+}
+
+/// EPIDs are dense over LOAD's slots: the fbt ones of the attach list first (a glob's
+/// functions each a slot), then BEGIN; the error line names the EPID the clause's `epid`
+/// gave.
+#[test]
+fn epids_are_dense_over_the_slots_and_the_error_line_agrees() {
+    let src = "fbt::f*:entry { printf(\"f%d \", epid); }\n\
+               BEGIN { printf(\"B%d \", epid); }\n\
+               fbt::g:entry { printf(\"g%d\\n\", epid); x = 0; y = 1 / x; }";
+    let p = c(src);
+    let mut s = Sim {
+        functions: vec!["f1".into(), "f2".into(), "g".into()],
+        ..Sim::default()
+    };
+    let fbt = |func: &str| Firing {
+        kind: ProbeKind::FbtEntry,
+        func: func.into(),
+        ..Firing::default()
+    };
+    // Slots: f1, f2 (description 0), g (2), then BEGIN (1).
+    s.fire(&p, &fbt("f2"));
+    s.fire(&p, &Firing::default());
+    s.fire(&p, &fbt("f1"));
+    s.fire(&p, &fbt("g"));
+    assert_eq!(s.printf_output(&p), "f2 B4 f1 g3\n");
+    let (clause, f) = s.faults[0];
+    let (code, addr) = oxtrace_core::diag::fault_code(&f.kind);
+    let img = Image::parse(&p.image).unwrap();
+    // As PROBES lists the slots' descriptions.
+    let epids = run::EnabledIds::new(&img, &[0, 0, 2, 1]);
+    let line = run::error_line(
+        &p,
+        run::Source {
+            text: src,
+            name: "t.d",
+        },
+        &epids,
+        (2, 0, "fbt:vmlinux:g:entry"),
+        (clause as u32, f.pc),
+        FaultMsg { code, addr },
+    );
+    assert!(
+        line.starts_with("error on enabled probe ID 3 (fbt:vmlinux:g:entry):"),
+        "{line}"
+    );
+    // A clause has no EPID on a slot of another description.
+    assert_eq!(epids.epid(0, 1), 0);
+    assert_eq!(epids.epid(3, 1), 4);
 }

@@ -92,13 +92,13 @@ fn strtok_goes_on_across_clauses_and_firings() {
 
 #[test]
 fn epid_and_ipl() {
-    // Each description is a probe (BEGIN 0, END 1, BEGIN 2), three clauses: epid = probe * 3
-    // + clause + 1. The simulator fires in a task (ipl 0).
+    // Each description is a probe (BEGIN 0, END 1, BEGIN 2) of one clause: EPIDs 1, 2, 3,
+    // END's counting though it does not fire. The simulator fires in a task (ipl 0).
     let out = begin(
         r#"BEGIN { printf("%d ", epid); } END { x = 1; }
         BEGIN { printf("%d %d\n", epid, ipl); }"#,
     );
-    assert_eq!(out, "1 9 0\n");
+    assert_eq!(out, "1 3 0\n");
 }
 
 #[test]
@@ -337,12 +337,13 @@ fn destructive_actions_run() {
     );
 }
 
-/// ERROR's arg1 is the faulting clause's epid (BEGIN is probe 0, ERROR 1; two clauses).
+/// ERROR's arg1 is the faulting clause's epid (BEGIN is probe 0, its clause EPID 1; ERROR's
+/// is 2).
 #[test]
 fn error_arg1_is_the_epid() {
     let p = c(r#"BEGIN { x = 0; y = 1 / x; } ERROR { printf("%d %d\n", arg1, epid); }"#);
     let mut s = Sim::default();
     s.fire(&p, &Firing::default());
     assert_eq!(s.faults.len(), 1);
-    assert_eq!(s.printf_output(&p), "1 4\n");
+    assert_eq!(s.printf_output(&p), "1 2\n");
 }

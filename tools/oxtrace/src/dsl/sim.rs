@@ -4,6 +4,7 @@
 
 use super::Compiled;
 use crate::probes::glob_match;
+use crate::run::EnabledIds;
 use oxtrace_core::action::{
     Builtin, Dict, Env, Fault, Item, Items, Key, Record, RecordKind, Vm, VmState, AGG_NARGS,
 };
@@ -182,8 +183,8 @@ struct FiringEnv<'s> {
     err_args: [u64; 6],
     /// Option `specsize`.
     specsize: usize,
-    /// Clauses of the program (for `epid`).
-    nclauses: u32,
+    /// The EPIDs of the probes (for `epid`), numbered as LOAD numbers them.
+    epids: &'s EnabledIds,
 }
 
 impl FiringEnv<'_> {
@@ -231,7 +232,7 @@ impl Env for FiringEnv<'_> {
             Builtin::Walltimestamp => 1_700_000_000_000_000_000 + f.timestamp,
             Builtin::Uid => f.uid,
             Builtin::Id => self.probe_id.into(),
-            Builtin::Epid => probe::epid(self.probe_id, self.clause as u32, self.nclauses),
+            Builtin::Epid => self.epids.epid(self.probe_id, self.clause as u32),
             _ => 0,
         }
     }
@@ -520,6 +521,20 @@ impl Sim {
             probes.push((id, pi));
         }
         probes.sort_unstable();
+        // LOAD's slots: the attach list's, then one per other description.
+        let slot_descs: Vec<u32> = attach
+            .iter()
+            .map(|&(pi, _)| pi as u32)
+            .chain(
+                (0..img.probe_count())
+                    .filter(|&pi| {
+                        img.probe(pi)
+                            .is_some_and(|p| !probe::by_attach_list(p.kind))
+                    })
+                    .map(|pi| pi as u32),
+            )
+            .collect();
+        let epids = EnabledIds::new(&img, &slot_descs);
         let error_ids: Vec<(u32, u32)> = (0..img.probe_count())
             .filter(|&pi| img.probe(pi).map(|p| p.kind) == Some(ProbeKind::Error))
             .filter_map(|pi| Some((pi as u32, probe::other_probe_id(&img, attach.len(), pi)?)))
@@ -535,7 +550,7 @@ impl Sim {
                 err: None,
                 err_args: [0; 6],
                 specsize: img.options().specsize as usize,
-                nclauses: clauses.len() as u32,
+                epids: &epids,
             };
             let order = probe::clauses_of(&img, pi as u32);
             probe::run_clauses(&mut vm, &img, &clauses, order, &mut env);
