@@ -332,38 +332,84 @@ pub fn action_index(code: &crate::action::Code<'_>, pc: u32, in_predicate: bool)
 /// error line) are numbered here, once for the kernel and the tool.
 ///
 /// There is one EPID per probe (LOAD's slot) and clause that runs on it, numbered densely
-/// from 1 in the order of the slots and, on one slot, in the order its description's
-/// clauses run ([`clauses_of`]). A slot thus holds the EPIDs `base + 1 ..= base + n`, `n`
-/// the clauses of its description and `base` those of the slots before it. BEGIN, END,
-/// ERROR and every other probe count like fbt's; a clause not on a slot's description has
-/// no EPID there.
+/// from 1 in program order, as dtrace numbers its enablings: description by description in
+/// image order (the compiler gives each clause its own descriptions, in program order),
+/// then the description's slots in slot order, then, on one slot, the description's
+/// clauses in the order they run ([`clauses_of`]). So a slot holds the EPIDs
+/// `base + 1 ..= base + n`, `n` the clauses of its description `d` and `base` the EPIDs of
+/// the descriptions before `d` plus `n` for each slot of `d` before it. BEGIN, END, ERROR
+/// and every other probe count like fbt's; a clause not on a slot's description has no EPID
+/// there.
 ///
-/// `EpidBases` gives each slot, in slot order, its base.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct EpidBases {
-    next: u32,
+/// `EpidBases` gives each slot its base, in storage the caller provides (one
+/// [`DescEpids`] per description: the core does not allocate).
+#[derive(Debug)]
+pub struct EpidBases<'a> {
+    descs: &'a mut [DescEpids],
 }
 
-impl EpidBases {
-    /// The base of the next slot, whose description has `nclauses` clauses (as many as
-    /// [`clauses_of`] gives).
-    pub fn next(&mut self, nclauses: u32) -> u32 {
-        let base = self.next;
-        self.next = self.next.saturating_add(nclauses);
+/// One description's part of [`EpidBases`].
+#[derive(Clone, Copy, Debug, Default)]
+pub struct DescEpids {
+    /// While counting, the description's slots; then the base of its next slot.
+    next: u32,
+    /// Its clauses: what each of its slots takes.
+    nclauses: u32,
+}
+
+impl<'a> EpidBases<'a> {
+    /// Numbers `image`'s EPIDs over slots on descriptions `slot_descs` (each slot's
+    /// description, in slot order; a description out of range has no EPIDs), in `descs`,
+    /// one per description of `image` (its contents are overwritten).
+    pub fn new(
+        image: &Image<'_>,
+        descs: &'a mut [DescEpids],
+        slot_descs: impl IntoIterator<Item = u32>,
+    ) -> Self {
+        for (d, e) in descs.iter_mut().enumerate() {
+            *e = DescEpids {
+                next: 0,
+                nclauses: clauses_of(image, d as u32).count() as u32,
+            };
+        }
+        for d in slot_descs {
+            if let Some(e) = descs.get_mut(d as usize) {
+                e.next = e.next.saturating_add(1);
+            }
+        }
+        let mut base = 0u32;
+        for e in descs.iter_mut() {
+            let n = e.next.saturating_mul(e.nclauses);
+            e.next = base;
+            base = base.saturating_add(n);
+        }
+        EpidBases { descs }
+    }
+
+    /// The base of the next slot of description `desc`, a description's slots being taken in
+    /// slot order; 0 for a description out of range.
+    pub fn next(&mut self, desc: u32) -> u32 {
+        let Some(e) = self.descs.get_mut(desc as usize) else {
+            return 0;
+        };
+        let base = e.next;
+        e.next = e.next.saturating_add(e.nclauses);
         base
     }
 }
 
 /// The base of each slot in turn, the slots being on descriptions `slot_descs` in slot
-/// order ([`EpidBases`]).
-pub fn epid_bases<'i>(
-    image: &'i Image<'_>,
-    slot_descs: impl IntoIterator<Item = u32> + 'i,
-) -> impl Iterator<Item = u32> + 'i {
-    let mut bases = EpidBases::default();
-    slot_descs
-        .into_iter()
-        .map(move |d| bases.next(clauses_of(image, d).count() as u32))
+/// order ([`EpidBases`], in `descs`, one per description of `image`).
+pub fn epid_bases<'a, I>(
+    image: &Image<'_>,
+    descs: &'a mut [DescEpids],
+    slot_descs: I,
+) -> impl Iterator<Item = u32> + 'a
+where
+    I: IntoIterator<Item = u32> + Clone + 'a,
+{
+    let mut bases = EpidBases::new(image, descs, slot_descs.clone());
+    slot_descs.into_iter().map(move |d| bases.next(d))
 }
 
 /// The EPID of clause `clause` on a slot of base `base` ([`EpidBases`]) whose description

@@ -335,21 +335,29 @@ impl Session {
         for _ in 0..nslots * ncpus as usize {
             counters.push(SlotCounters::default(), gfp_load())?;
         }
-        // EPIDs are numbered over the slots in this order, which the tool reads back from
-        // PROBES.
-        let mut epids = probe::EpidBases::default();
+        // EPIDs go in program order (`probe::EpidBases`): by description, then its slots in
+        // the order made below (the attach list's, then one per other description), which
+        // the tool reads back from PROBES.
+        let others = (0..ndesc as u32).filter(|&d| {
+            image
+                .probe(d as usize)
+                .is_some_and(|p| !probe::by_attach_list(p.kind))
+        });
+        // `Iterator::` because the kernel's `Init` has a `chain` too.
+        let slot_descs = Iterator::chain(attach.iter().map(|a| a.desc), others);
+        let mut epid_descs = KVec::from_elem(probe::DescEpids::default(), ndesc, gfp_load())?;
+        let mut epids = probe::EpidBases::new(&image, &mut epid_descs, slot_descs);
         let mut slot = |id: usize, desc: u32, kind: ProbeKind, func: &[u8]| -> ProbeSlot {
             let mut f = [0u8; abi::PROBE_FUNC_LEN];
             let n = func.len().min(f.len() - 1);
             f[..n].copy_from_slice(&func[..n]);
-            let nclauses = desc_range.get(desc as usize).map_or(0, |r| r.1);
             ProbeSlot {
                 id: id as u32,
                 desc,
                 kind,
                 func: f,
                 func_len: n,
-                epid_base: epids.next(nclauses),
+                epid_base: epids.next(desc),
             }
         };
         for a in attach {

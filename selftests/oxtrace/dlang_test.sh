@@ -110,10 +110,13 @@ expect "strtok(NULL) across the clauses of a firing" "x yy zzz rc=0" "$out rc=$r
 run 'BEGIN { x = 0; y = 1 / x; } ERROR { printf("%d %d\n", arg1, epid); exit(0); }'
 expect "epid, and ERROR's arg1 is the faulting clause's" "1 2" "$out"
 
-# Two BEGIN clauses, a tick and END: their EPIDs are 1 to 4, in the order they were enabled.
-run 'BEGIN { printf("%d ", epid); } BEGIN { printf("%d ", epid); }
-     tick-10ms { printf("%d ", epid); exit(0); } END { printf("%d\n", epid); }'
-expect "epids are 1, 2, 3, ... over the probes and clauses" "1 2 3 4 rc=0" "$out rc=$rc"
+# EPIDs are 1, 2, 3, ... in program order, as dtrace enables its clauses: the fbt clause
+# written after the first BEGIN one is 2, though the module makes its probe first; the
+# tick (it need not fire) takes 4, END 5.
+run 'BEGIN { a = epid; } fbt::ksys_read:entry /pid == $target/ { f = epid; }
+     BEGIN { b = epid; } tick-10ms { t = epid; }
+     END { printf("%d %d %d %d\n", a, f, b, epid); }' -c "./oxt_workload read 1 1"
+expect "epids are 1, 2, 3, ... in program order" "1 2 3 5 rc=0" "$out rc=$rc"
 
 # ipl: 0 in a task (read(2)), 2 in a hardirq (tick's hrtimer).
 run 'fbt::ksys_read:entry /pid == $target/ { @r[ipl] = count(); } END { printa("%d %@d\n", @r); }' \

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Enabled probe IDs (`probe::EpidBases`, `probe::epid`): dense over the slots and the
-//! clauses of their descriptions, as the kernel and the tool number them.
+//! Enabled probe IDs (`probe::EpidBases`, `probe::epid`): dense, in program order (by
+//! description, then its slots, then its clauses), as the kernel and the tool number them.
 
 use oxtrace_core::action::*;
-use oxtrace_core::probe::{self, ClauseEnv, EpidBases};
+use oxtrace_core::probe::{self, ClauseEnv, DescEpids, EpidBases};
 use oxtrace_core::program::*;
 
 const STRTAB: &[u8] = b"\0f*\0";
@@ -59,9 +59,15 @@ fn image(probes: &[ProbeDesc], clauses: &[ClauseDesc], code: &[u64]) -> Vec<u8> 
 
 const RET: u64 = insn(Op::Ret, 0, 0, 0, 0);
 
+/// Each slot's EPID base, the slots being on descriptions `slot_descs`.
+fn bases(img: &Image<'_>, slot_descs: &[u32]) -> Vec<u32> {
+    let mut descs = vec![DescEpids::default(); img.probe_count()];
+    probe::epid_bases(img, &mut descs, slot_descs.iter().copied()).collect()
+}
+
 /// Every slot's EPID of every clause (0 where the clause is not on the slot's description).
 fn table(img: &Image<'_>, slot_descs: &[u32]) -> Vec<Vec<u64>> {
-    let bases: Vec<u32> = probe::epid_bases(img, slot_descs.iter().copied()).collect();
+    let bases = bases(img, slot_descs);
     slot_descs
         .iter()
         .zip(&bases)
@@ -84,7 +90,7 @@ fn one_clause_per_description_numbers_the_slots() {
 }
 
 #[test]
-fn dense_over_slots_and_their_clauses_with_no_epid_for_other_clauses() {
+fn dense_in_program_order_with_no_epid_for_other_clauses() {
     // Descriptions: 0 BEGIN, 1 fbt (a glob, three functions), 2 tick. Clause 0 is on 0 and
     // 1, clause 1 on 1, clause 2 on 2, clause 3 on 0. LOAD's slots: the attach list's
     // (description 1's three functions), then descriptions 0 and 2.
@@ -101,11 +107,13 @@ fn dense_over_slots_and_their_clauses_with_no_epid_for_other_clauses() {
     assert_eq!(
         t,
         [
-            [1, 2, 0, 0],
+            // Description 1 follows BEGIN's two EPIDs: its functions in slot order, each
+            // with clauses 0 and 1.
             [3, 4, 0, 0],
             [5, 6, 0, 0],
+            [7, 8, 0, 0],
             // BEGIN runs clauses 0 and 3, in that order.
-            [7, 0, 0, 8],
+            [1, 0, 0, 2],
             [0, 0, 9, 0],
         ]
     );
@@ -116,17 +124,52 @@ fn dense_over_slots_and_their_clauses_with_no_epid_for_other_clauses() {
 }
 
 #[test]
-fn bases_are_prefix_sums_and_saturate() {
-    let mut b = EpidBases::default();
-    assert_eq!(
-        [2, 0, 3, 1].map(|n| b.next(n)),
-        [0, 2, 2, 5],
-        "a description without clauses takes no EPID"
-    );
-    let mut b = EpidBases::default();
-    assert_eq!(b.next(u32::MAX), 0);
-    assert_eq!(b.next(5), u32::MAX);
-    assert_eq!(b.next(0), u32::MAX);
+fn a_clause_before_an_fbt_one_numbers_first() {
+    // `BEGIN {} fbt::f:entry {}`: LOAD's slots put f's first, but BEGIN's clause is first in
+    // the program, so it is EPID 1, as in dtrace.
+    let probes = [ProbeKind::Begin, ProbeKind::FbtEntry].map(desc);
+    let clauses = [clause(0, 1, 0, 1), clause(1, 1, 0, 1)];
+    let b = image(&probes, &clauses, &[RET]);
+    let img = Image::parse(&b).unwrap();
+    assert_eq!(table(&img, &[1, 0]), [[0, 2], [1, 0]]);
+    // A glob's functions follow BEGIN's clause, in slot order.
+    assert_eq!(table(&img, &[1, 1, 0]), [[0, 2], [0, 3], [1, 0]]);
+}
+
+#[test]
+fn a_descriptions_slots_need_not_be_adjacent() {
+    // Slots on descriptions 1, 0, 1: description 0's comes first, then 1's in slot order.
+    let probes = [ProbeKind::FbtEntry, ProbeKind::FbtEntry].map(desc);
+    let clauses = [clause(0, 1, 0, 1), clause(1, 1, 0, 1)];
+    let b = image(&probes, &clauses, &[RET]);
+    let img = Image::parse(&b).unwrap();
+    assert_eq!(bases(&img, &[1, 0, 1]), [1, 0, 2]);
+}
+
+#[test]
+fn a_description_without_clauses_or_slots_takes_no_epid() {
+    // Descriptions 0 BEGIN (clauses 0 and 1), 1 END (none), 2 tick (clause 2), 3 BEGIN
+    // (clause 3) with no slot.
+    let probes = [
+        ProbeKind::Begin,
+        ProbeKind::End,
+        ProbeKind::Tick,
+        ProbeKind::Begin,
+    ]
+    .map(desc);
+    let clauses = [
+        clause(0, 1, 0, 1),
+        clause(0, 1, 0, 1),
+        clause(2, 1, 0, 1),
+        clause(3, 1, 0, 1),
+    ];
+    let b = image(&probes, &clauses, &[RET]);
+    let img = Image::parse(&b).unwrap();
+    assert_eq!(bases(&img, &[0, 1, 2]), [0, 2, 2]);
+    // A description out of range has no slot of its own and takes no EPID.
+    let mut descs = vec![DescEpids::default(); img.probe_count()];
+    let mut e = EpidBases::new(&img, &mut descs, [9, 2, 0]);
+    assert_eq!([e.next(9), e.next(0), e.next(2)], [0, 0, 2]);
     assert_eq!(probe::epid(7, [4, 9], 9), 9);
     assert_eq!(probe::epid(7, [4, 9], 5), 0);
 }
@@ -148,7 +191,7 @@ impl<'a> Firing<'a> {
         Firing {
             img,
             slot_descs,
-            bases: probe::epid_bases(img, slot_descs.iter().copied()).collect(),
+            bases: bases(img, slot_descs),
             slot,
             clause: 0,
             faulting: None,

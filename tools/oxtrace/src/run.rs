@@ -165,7 +165,8 @@ impl EnabledIds {
     /// The EPIDs of `image`'s clauses on slots of descriptions `slot_descs`, in slot order
     /// (as PROBES lists them, or LOAD makes them).
     pub fn new(image: &Image<'_>, slot_descs: &[u32]) -> Self {
-        let bases = oxtrace_core::probe::epid_bases(image, slot_descs.iter().copied());
+        let mut descs = vec![oxtrace_core::probe::DescEpids::default(); image.probe_count()];
+        let bases = oxtrace_core::probe::epid_bases(image, &mut descs, slot_descs.iter().copied());
         EnabledIds {
             slots: slot_descs.iter().copied().zip(bases).collect(),
             order: (0..image.probe_count() as u32)

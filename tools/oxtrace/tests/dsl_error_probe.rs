@@ -108,14 +108,14 @@ fn the_error_line_names_the_epid_of_the_clause_and_the_probe_id() {
     );
 }
 
-/// EPIDs are dense over LOAD's slots: the fbt ones of the attach list first (a glob's
-/// functions each a slot), then BEGIN; the error line names the EPID the clause's `epid`
-/// gave.
+/// EPIDs are dense and in program order, though LOAD's slots put the fbt ones of the attach
+/// list (a glob's functions each a slot) before BEGIN's; the error line names the EPID the
+/// clause's `epid` gave.
 #[test]
-fn epids_are_dense_over_the_slots_and_the_error_line_agrees() {
-    let src = "fbt::f*:entry { printf(\"f%d \", epid); }\n\
-               BEGIN { printf(\"B%d \", epid); }\n\
-               fbt::g:entry { printf(\"g%d\\n\", epid); x = 0; y = 1 / x; }";
+fn epids_are_in_program_order_and_the_error_line_agrees() {
+    let src = "BEGIN { printf(\"B=%d \", epid); }\n\
+               fbt::f*:entry { printf(\"f=%d \", epid); }\n\
+               fbt::g:entry { printf(\"g=%d\\n\", epid); x = 0; y = 1 / x; }";
     let p = c(src);
     let mut s = Sim {
         functions: vec!["f1".into(), "f2".into(), "g".into()],
@@ -126,17 +126,18 @@ fn epids_are_dense_over_the_slots_and_the_error_line_agrees() {
         func: func.into(),
         ..Firing::default()
     };
-    // Slots: f1, f2 (description 0), g (2), then BEGIN (1).
+    // Slots: f1, f2 (description 1), g (2), then BEGIN (0). EPIDs: BEGIN's clause 1, then
+    // f1's 2, f2's 3, g's 4.
     s.fire(&p, &fbt("f2"));
     s.fire(&p, &Firing::default());
     s.fire(&p, &fbt("f1"));
     s.fire(&p, &fbt("g"));
-    assert_eq!(s.printf_output(&p), "f2 B4 f1 g3\n");
+    assert_eq!(s.printf_output(&p), "f=3 B=1 f=2 g=4\n");
     let (clause, f) = s.faults[0];
     let (code, addr) = oxtrace_core::diag::fault_code(&f.kind);
     let img = Image::parse(&p.image).unwrap();
     // As PROBES lists the slots' descriptions.
-    let epids = run::EnabledIds::new(&img, &[0, 0, 2, 1]);
+    let epids = run::EnabledIds::new(&img, &[1, 1, 2, 0]);
     let line = run::error_line(
         &p,
         run::Source {
@@ -149,10 +150,11 @@ fn epids_are_dense_over_the_slots_and_the_error_line_agrees() {
         FaultMsg { code, addr },
     );
     assert!(
-        line.starts_with("error on enabled probe ID 3 (fbt:vmlinux:g:entry):"),
+        line.starts_with("error on enabled probe ID 4 (fbt:vmlinux:g:entry):"),
         "{line}"
     );
     // A clause has no EPID on a slot of another description.
-    assert_eq!(epids.epid(0, 1), 0);
-    assert_eq!(epids.epid(3, 1), 4);
+    assert_eq!(epids.epid(0, 0), 0);
+    assert_eq!(epids.epid(3, 0), 1);
+    assert_eq!(epids.epid(1, 1), 3);
 }

@@ -6,6 +6,7 @@ mod support;
 use oxtrace::dsl::sim::{Firing, Sim};
 use oxtrace::dsl::{compile, CompileOptions, Compiled};
 use oxtrace_core::action::FaultKind;
+use oxtrace_core::program::ProbeKind;
 use support::c;
 
 /// Runs BEGIN of `src`; returns the printf output.
@@ -99,6 +100,37 @@ fn epid_and_ipl() {
         BEGIN { printf("%d %d\n", epid, ipl); }"#,
     );
     assert_eq!(out, "1 3 0\n");
+}
+
+/// EPIDs are numbered in program order, as dtrace enables its clauses: the fbt clause after
+/// the first BEGIN one is 2, though LOAD makes the fbt probe first; the tick (not fired)
+/// takes 4. The guest's dlang_test.sh runs this program through the module.
+#[test]
+fn epids_follow_program_order_across_providers() {
+    let p = c(r#"BEGIN { a = epid; } fbt::ksys_read:entry { f = epid; }
+        BEGIN { b = epid; } tick-10ms { t = epid; }
+        END { printf("%d %d %d %d\n", a, f, b, epid); }"#);
+    let mut s = Sim {
+        functions: vec!["ksys_read".into()],
+        ..Sim::default()
+    };
+    s.fire(&p, &Firing::default());
+    s.fire(
+        &p,
+        &Firing {
+            kind: ProbeKind::FbtEntry,
+            func: "ksys_read".into(),
+            ..Firing::default()
+        },
+    );
+    s.fire(
+        &p,
+        &Firing {
+            kind: ProbeKind::End,
+            ..Firing::default()
+        },
+    );
+    assert_eq!(s.printf_output(&p), "1 2 3 5\n");
 }
 
 #[test]
