@@ -645,17 +645,7 @@ impl<'s> Vm<'s> {
             };
             let ins = code.fetch(pc).ok_or(f(FaultKind::Invalid))?;
             let op = ins.op;
-            // The mask keeps the indices in `regs` without a check: `DInsn`'s registers are
-            // below `NREGS` (a power of two), so it changes nothing.
-            const RMASK: usize = NREGS - 1;
-            const _: () = assert!(NREGS.is_power_of_two());
-            let (rd, r1, r2) = (
-                ins.rd as usize & RMASK,
-                ins.r1 as usize & RMASK,
-                ins.r2 as usize & RMASK,
-            );
-            let a = self.st.regs[r1];
-            let b = self.st.regs[r2];
+            let (rd, a, b) = self.operands(ins);
             let imm = ins.imm;
             let mut next = pc + 1;
             let mut out: Option<u64> = None;
@@ -842,12 +832,7 @@ impl<'s> Vm<'s> {
                 Stw => self.store(a, imm, b, 4).map_err(f)?,
                 Stx => self.store(a, imm, b, 8).map_err(f)?,
             }
-            if let Some(v) = out {
-                if rd == 0 {
-                    return Err(f(FaultKind::Invalid));
-                }
-                self.st.regs[rd] = v;
-            }
+            self.write_back(rd, out).map_err(f)?;
             pc = next;
         }
         // Verified code ends in `ret`; running off the end means unverified code.
@@ -872,15 +857,8 @@ impl<'s> Vm<'s> {
             pc: pc as u32,
             kind,
         };
-        const RMASK: usize = NREGS - 1;
         let op = ins.op;
-        let (rd, r1, r2) = (
-            ins.rd as usize & RMASK,
-            ins.r1 as usize & RMASK,
-            ins.r2 as usize & RMASK,
-        );
-        let a = self.st.regs[r1];
-        let b = self.st.regs[r2];
+        let (rd, a, b) = self.operands(ins);
         let imm = ins.imm;
         let mut out: Option<u64> = None;
         use Op::*;
@@ -976,10 +954,32 @@ impl<'s> Vm<'s> {
 
             _ => return Err(f(FaultKind::Invalid)),
         }
+        self.write_back(rd, out).map_err(f)
+    }
+
+    /// The destination register and the two source values of `ins`. The mask keeps the
+    /// indices in `regs` without a check: `DInsn`'s registers are below `NREGS` (a power of
+    /// two), so it changes nothing.
+    #[inline(always)]
+    fn operands(&self, ins: DInsn) -> (usize, u64, u64) {
+        const RMASK: usize = NREGS - 1;
+        const _: () = assert!(NREGS.is_power_of_two());
+        (
+            ins.rd as usize & RMASK,
+            self.st.regs[ins.r1 as usize & RMASK],
+            self.st.regs[ins.r2 as usize & RMASK],
+        )
+    }
+
+    /// Writes an instruction's result `out`, if it has one, into register `rd` (below
+    /// `NREGS`, from [`Vm::operands`]); register 0 is never written.
+    #[inline(always)]
+    fn write_back(&mut self, rd: usize, out: Option<u64>) -> Result<(), FaultKind> {
         if let Some(v) = out {
             if rd == 0 {
-                return Err(f(FaultKind::Invalid));
+                return Err(FaultKind::Invalid);
             }
+            // PANIC: `rd < NREGS`, the length of `regs` (`Vm::operands` masks it).
             self.st.regs[rd] = v;
         }
         Ok(())
