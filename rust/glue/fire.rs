@@ -111,12 +111,7 @@ pub(super) fn fire(s: &Session, slot: &ProbeSlot, ctx: &mut ActionCtx, regs: &Re
     if slot.kind != ProbeKind::End && s.exited.load(Ordering::Acquire) {
         return;
     }
-    let Some(&(start, n)) = s.desc_range.get(slot.desc as usize) else {
-        return;
-    };
-    let Some(order) = s.desc_clauses.get(start as usize..(start + n) as usize) else {
-        return;
-    };
+    let order = s.clauses_of(slot.desc);
     if order.is_empty() {
         return;
     }
