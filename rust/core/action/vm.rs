@@ -617,7 +617,7 @@ impl<'s> Vm<'s> {
                     // Most actions end with such an instruction and `ret`: return here
                     // rather than enter `exec` again for it.
                     if let Some(next) = prog.fetch(pc).filter(|i| i.op == Op::Ret) {
-                        return Ok(self.st.regs[next.r1 as usize & (NREGS - 1)]);
+                        return Ok(self.operands(next).1);
                     }
                 }
             }
