@@ -170,10 +170,10 @@ impl Vm<'_> {
             .min(n.saturating_sub(1));
         // The string's first byte: `resolve_str` accepted the reference, so its offset is
         // within the table or the scratch and `len` bytes follow it there.
-        let from = (r & 0xffff_ffff) as usize;
+        let from = str_offset(r);
         // PANIC: `in_allocated` checked that `off + n` is within the scratch and `len < n`;
         // `from + len` is within the source (above).
-        if (r >> 40) & 0xff == STR_SPACE_TABLE {
+        if str_space(r) == STR_SPACE_TABLE {
             self.scratch[off..off + len].copy_from_slice(&strtab[from..from + len]);
         } else {
             self.scratch.copy_within(from..from + len, off);

@@ -35,6 +35,17 @@ pub const fn str_ref(space: u64, offset: u32) -> u64 {
     (STR_TAG << 48) | ((space & 0xff) << 40) | offset as u64
 }
 
+/// The space ([`STR_SPACE_TABLE`], [`STR_SPACE_SCRATCH`]) of a string reference made by
+/// [`str_ref`].
+pub const fn str_space(r: u64) -> u64 {
+    (r >> 40) & 0xff
+}
+
+/// The offset in its space of a string reference made by [`str_ref`].
+pub const fn str_offset(r: u64) -> usize {
+    r as u32 as usize
+}
+
 /// A key component handed to the dynamic-variable and aggregation engines.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Key<'a> {

@@ -371,10 +371,10 @@ impl<'s> Vm<'s> {
             .ok_or(FaultKind::BadString)?
             .len();
         let end = end.min(len);
-        if (cur >> 40) & 0xff == STR_SPACE_SCRATCH {
+        if str_space(cur) == STR_SPACE_SCRATCH {
             // The strtok slot itself or a later slot of this clause: `copy_within` allows the
             // overlap of the first.
-            let off = cur as u32 as usize;
+            let off = str_offset(cur);
             // PANIC: `resolve_str` found `len` bytes at `off`, so `off + len` is in the
             // scratch; `Vm::new` checked that it holds the strtok slot (`keep + ss + 1`).
             self.scratch.copy_within(off + end..off + len, keep);
@@ -1381,11 +1381,11 @@ fn resolve_str_in<'b>(
     if r >> 48 != STR_TAG {
         return None;
     }
-    let off = (r & 0xffff_ffff) as usize;
+    let off = str_offset(r);
     if (r >> 32) & 0xff != 0 {
         return None;
     }
-    let tail = match (r >> 40) & 0xff {
+    let tail = match str_space(r) {
         STR_SPACE_TABLE => strtab.get(off..)?,
         STR_SPACE_SCRATCH => scratch.get(off.checked_sub(base)?..)?,
         _ => return None,
