@@ -933,26 +933,11 @@ impl<'a> Run<'a> {
             RecordKind::Trace | RecordKind::Printf => {
                 let text = if kind == RecordKind::Printf {
                     self.prog.format_printf(h.id, &items).unwrap_or_default()
-                } else if self.opts.contains_key("rawbytes") && self.fmt == OutFmt::Text {
-                    let strsize = self.prog.options.strsize as usize;
-                    items
-                        .iter()
-                        .flat_map(|it| match it {
-                            Item::Str(s) => dsl::format::format_rawbytes(s, strsize),
-                            it if self.lines.quiet => dsl::format::format_trace_item(it),
-                            it => dsl::format::format_trace_item_default(it),
-                        })
-                        .collect()
-                } else if self.lines.quiet || self.fmt != OutFmt::Text {
-                    items
-                        .iter()
-                        .flat_map(dsl::format::format_trace_item)
-                        .collect()
                 } else {
-                    items
-                        .iter()
-                        .flat_map(dsl::format::format_trace_item_default)
-                        .collect()
+                    let text = self.fmt == OutFmt::Text;
+                    let rawbytes = (self.opts.contains_key("rawbytes") && text)
+                        .then_some(self.prog.options.strsize as usize);
+                    dsl::format::format_trace(&items, self.lines.quiet || !text, rawbytes)
                 };
                 match self.fmt {
                     OutFmt::Json => {

@@ -156,3 +156,158 @@ fn rawbytes_dumps_the_recorded_bytes() {
 ";
     assert_eq!(String::from_utf8(out).unwrap(), want);
 }
+
+/// A `double` as the compiler records it: its 8 bytes, unsigned.
+fn dv(v: f64) -> Item<'static> {
+    Item::Int(v.to_bits(), IntType::U64)
+}
+
+/// A `float` as recorded: its 4 bytes, unsigned.
+fn fv(v: f32) -> Item<'static> {
+    Item::Int(u64::from(v.to_bits()), IntType::new(4, false))
+}
+
+fn c_snprintf_f(fmt: &str, v: f64) -> String {
+    let cfmt = std::ffi::CString::new(fmt).unwrap();
+    let mut buf = vec![0u8; 512];
+    // SAFETY: the buffer is 512 bytes, the format takes exactly one double argument.
+    let n = unsafe { libc::snprintf(buf.as_mut_ptr().cast(), buf.len(), cfmt.as_ptr(), v) };
+    buf.truncate(n as usize);
+    String::from_utf8(buf).unwrap()
+}
+
+/// `%e %E %f %g %G` of floats and doubles: golden outputs, a float promoted to double.
+#[test]
+fn float_golden() {
+    let cases: Vec<(&str, Vec<Item<'_>>, &str)> = vec![
+        ("%f", vec![fv(1.5)], "1.500000"),
+        ("%f", vec![dv(-2.25)], "-2.250000"),
+        (
+            "%e|%E",
+            vec![dv(12345.678), dv(0.00012)],
+            "1.234568e+04|1.200000E-04",
+        ),
+        (
+            "%g|%g|%g|%G",
+            vec![dv(100000.0), dv(1e6), dv(0.0001), dv(1e-5)],
+            "100000|1e+06|0.0001|1E-05",
+        ),
+        (
+            "%.2f|%8.3f|%-8.1f|%08.2f",
+            vec![dv(4.56789), dv(2.5), dv(2.5), dv(-2.5)],
+            "4.57|   2.500|2.5     |-0002.50",
+        ),
+        ("%*.*f|", vec![i32v(9), i32v(2), fv(0.1)], "     0.10|"),
+        (
+            "%f %f %F",
+            vec![dv(f64::INFINITY), dv(f64::NAN), dv(0.0)],
+            "inf nan %F",
+        ),
+        (
+            "%G %e",
+            vec![dv(f64::NEG_INFINITY), dv(-0.0)],
+            "-INF -0.000000e+00",
+        ),
+        (
+            "%#.0f %#g %+.1e % f",
+            vec![dv(2.0), dv(1.0), dv(5.0), dv(1.0)],
+            "2. 1.00000 +5.0e+00  1.000000",
+        ),
+        (
+            "%.3g|%.10g|%g",
+            vec![fv(0.1), fv(0.1), dv(123456789.0)],
+            "0.1|0.1000000015|1.23457e+08",
+        ),
+    ];
+    for (fmt, items, want) in cases {
+        if fmt.contains("%F") {
+            // %F is no conversion D has.
+            assert!(parse(fmt.as_bytes(), false).is_err());
+            continue;
+        }
+        assert_eq!(f(fmt, &items), want, "format {fmt}");
+    }
+}
+
+/// Every combination of flags, widths and precisions of the float conversions against the
+/// C library.
+#[test]
+fn float_matches_c_snprintf() {
+    let values = [
+        0.0,
+        -0.0,
+        1.0,
+        -1.5,
+        0.1,
+        123.456,
+        -9.999_999e-5,
+        1e21,
+        6.02214076e23,
+        2.5e-308,
+        f64::MAX,
+        f64::INFINITY,
+        f64::NAN,
+        0.5,
+        9.5,
+        99999.5,
+    ];
+    let flags = ["", "-", "0", "+", " ", "#", "-+", "0#", "- "];
+    let widths = ["", "1", "12", "25"];
+    let precs = ["", ".0", ".1", ".3", ".17"];
+    let mut n = 0;
+    for conv in ["e", "E", "f", "g", "G"] {
+        for fl in flags {
+            for w in widths {
+                for p in precs {
+                    for &v in &values {
+                        let fmt = format!("[%{fl}{w}{p}{conv}]");
+                        let ours = f(&fmt, &[dv(v)]);
+                        assert_eq!(ours, c_snprintf_f(&fmt, v), "{fmt} of {v:e}");
+                        n += 1;
+                    }
+                }
+            }
+        }
+    }
+    assert!(n > 10000);
+}
+
+/// A long double's two recorded halves, formatted as the nearest double; trace() of a
+/// long double shows its bytes, of a float or double the integer of its size, as dtrace.
+#[test]
+fn long_double_and_trace_of_floats() {
+    use oxtrace::dsl::format::{format_trace, long_double};
+    // 1.5L: significand 0xc000..., exponent 16383.
+    let (lo, hi) = (0xc000_0000_0000_0000u64, 0x3fffu64);
+    assert_eq!(long_double(lo, hi), 1.5);
+    assert_eq!(long_double(lo, hi | 0x8000), -1.5);
+    assert_eq!(long_double(0x8000_0000_0000_0000, 0x7fff), f64::INFINITY);
+    assert!(long_double(0xc000_0000_0000_0000, 0x7fff).is_nan());
+    assert_eq!(long_double(0, 0), 0.0);
+    let ld = [Item::Int(lo, IntType::I64), Item::Int(hi, IntType::I64)];
+    assert_eq!(
+        f("%f|%8.2e|%g", &[ld[0], ld[1], ld[0], ld[1], ld[0], ld[1]]),
+        "1.500000|1.50e+00|1.5"
+    );
+    let bytes = String::from_utf8(format_trace(&ld, true, None)).unwrap();
+    assert_eq!(
+        bytes,
+        "
+             0  1  2  3  4  5  6  7  8  9  a  b  c  d  e  f  0123456789abcdef
+         0: 00 00 00 00 00 00 00 c0 ff 3f 00 00 00 00 00 00  .........?......
+"
+    );
+    // trace(float) and trace(double): the bits as a signed integer of their size.
+    let t = |it: Item<'_>, quiet| String::from_utf8(format_trace(&[it], quiet, None)).unwrap();
+    let fb = 1.5f32.to_bits() as i32;
+    assert_eq!(
+        t(Item::Int(fb as i64 as u64, IntType::I32), true),
+        fb.to_string()
+    );
+    assert_eq!(
+        t(Item::Int(fb as i64 as u64, IntType::I32), false),
+        format!(" {fb:>8}")
+    );
+    let db = (-2.0f64).to_bits() as i64;
+    assert_eq!(t(Item::Int(db as u64, IntType::I64), true), db.to_string());
+}

@@ -52,6 +52,8 @@ pub enum ArgKind {
     Stack,
     /// A user address (`%A`), which the compiler records with the process as `uaddr()`.
     Uaddr,
+    /// A `float`, `double` or `long double` (`%e %E %f %g %G`).
+    Float,
 }
 
 impl Conv {
@@ -61,6 +63,7 @@ impl Conv {
             's' | 'S' => ArgKind::Str,
             'k' => ArgKind::Stack,
             'A' => ArgKind::Uaddr,
+            'e' | 'E' | 'f' | 'g' | 'G' => ArgKind::Float,
             _ => ArgKind::Int,
         }
     }
@@ -70,6 +73,19 @@ impl Conv {
     pub fn arg_kinds(&self) -> impl Iterator<Item = ArgKind> {
         let stars = self.star_width as usize + self.star_prec as usize;
         std::iter::repeat_n(ArgKind::Int, stars).chain(std::iter::once(self.arg_kind()))
+    }
+}
+
+/// The types conversion `conv` takes, as DTrace names them in its errors.
+pub fn prototype(conv: char) -> &'static str {
+    match conv {
+        'e' | 'E' | 'f' | 'g' | 'G' => "float, double, or long double",
+        'c' => "char, short, or int",
+        's' | 'S' => "char [] or string (or use stringof)",
+        'k' => "stack",
+        'a' | 'A' | 'p' => "pointer or integer",
+        'Y' => "int64_t",
+        _ => "char, short, int, long, or long long",
     }
 }
 
@@ -164,7 +180,7 @@ pub fn parse(fmt: &[u8], printa: bool) -> Result<Vec<Piece>, FormatError> {
             None => return Err((start, "format ends in the middle of a conversion".into())),
             Some(&c) => c as char,
         };
-        if !"diuxXocspSYakA".contains(conv) {
+        if !"diuxXocspSYakAeEfgG".contains(conv) {
             return Err((
                 i,
                 format!("conversion %{} is not supported", conv.escape_default()),
@@ -274,10 +290,134 @@ fn date_text(ns: u64) -> Vec<u8> {
     .into_bytes()
 }
 
+/// The value of a float in a record, as C's varargs pass it (a float promoted to double):
+/// the compiler records a `float`'s 4 bytes as an unsigned 4-byte integer, a `double`'s 8
+/// as an unsigned 8-byte one, and a `long double`'s 16 as two signed 8-byte ones, low
+/// first (see [`long_double`]).
+fn fp_item(v: u64, ty: IntType) -> f64 {
+    if ty.size() == 4 {
+        f64::from(f32::from_bits(v as u32))
+    } else {
+        f64::from_bits(v)
+    }
+}
+
+/// An x86-64 `long double` (the x87 80-bit format in the low 10 of its 16 bytes) as the
+/// nearest `f64`: `lo` holds the 64-bit significand, `hi` the sign and 15-bit exponent.
+pub fn long_double(lo: u64, hi: u64) -> f64 {
+    let neg = hi & 0x8000 != 0;
+    let exp = (hi & 0x7fff) as i32;
+    let v = if exp == 0x7fff {
+        if lo << 1 == 0 {
+            f64::INFINITY
+        } else {
+            f64::NAN
+        }
+    } else {
+        // value = significand * 2^(exp - 16383 - 63); a denormal has exponent 1 - 16383.
+        let e = exp.max(1) - 16383 - 63;
+        let half = e / 2;
+        (lo as f64) * 2f64.powi(half) * 2f64.powi(e - half)
+    };
+    if neg {
+        -v
+    } else {
+        v
+    }
+}
+
+/// `m` (not negative) as C's `%e` with `prec` digits after the point: at least two
+/// exponent digits, with their sign.
+fn exp_text(m: f64, prec: usize, upper: bool, alt: bool) -> String {
+    let s = format!("{m:.prec$e}");
+    let (mant, exp) = s.split_once('e').unwrap_or((&s, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let mut o = mant.to_string();
+    if alt && prec == 0 {
+        o.push('.');
+    }
+    o.push(if upper { 'E' } else { 'e' });
+    o.push(if exp < 0 { '-' } else { '+' });
+    o.push_str(&format!("{:02}", exp.unsigned_abs()));
+    o
+}
+
+/// `v` as C's `%f`, `%e`, `%E`, `%g` or `%G` of conversion `c` (flags, width, precision).
+fn format_fp(out: &mut Vec<u8>, c: &Conv, v: f64) {
+    let f = c.flags;
+    let upper = c.conv.is_ascii_uppercase();
+    let prec = c.prec.unwrap_or(6);
+    let m = v.abs();
+    let body = if !v.is_finite() {
+        let t = if v.is_nan() { "nan" } else { "inf" };
+        if upper {
+            t.to_uppercase()
+        } else {
+            t.to_string()
+        }
+    } else {
+        match c.conv {
+            'f' => {
+                let mut t = format!("{m:.prec$}");
+                if f.alt && prec == 0 {
+                    t.push('.');
+                }
+                t
+            }
+            'e' | 'E' => exp_text(m, prec, upper, f.alt),
+            _ => {
+                // %g: %e's exponent X of precision P decides: %f if P > X >= -4.
+                let p = prec.max(1);
+                let e = exp_text(m, p - 1, false, false);
+                let x: i64 = e
+                    .rsplit_once('e')
+                    .map_or(0, |(_, x)| x.parse().unwrap_or(0));
+                let mut t = if (-4..p as i64).contains(&x) {
+                    let dp = (p as i64 - 1 - x) as usize;
+                    format!("{m:.dp$}")
+                } else {
+                    exp_text(m, p - 1, upper, false)
+                };
+                if f.alt {
+                    if !t.contains('.') {
+                        let at = t.find(['e', 'E']).unwrap_or(t.len());
+                        t.insert(at, '.');
+                    }
+                } else if let Some(dot) = t.find('.') {
+                    // Trailing zeros of the fraction go, and a point left alone.
+                    let end = t[dot..].find(['e', 'E']).map_or(t.len(), |i| dot + i);
+                    let frac = t[..end].trim_end_matches('0').trim_end_matches('.').len();
+                    t.replace_range(frac..end, "");
+                }
+                t
+            }
+        }
+    };
+    let sign = if v.is_sign_negative() {
+        "-"
+    } else if f.plus {
+        "+"
+    } else if f.space {
+        " "
+    } else {
+        ""
+    };
+    let w = c.width.unwrap_or(0);
+    let len = sign.len() + body.len();
+    if f.zero && !f.minus && v.is_finite() && w > len {
+        out.extend_from_slice(sign.as_bytes());
+        out.extend(std::iter::repeat_n(b'0', w - len));
+        out.extend_from_slice(body.as_bytes());
+    } else {
+        pad(out, format!("{sign}{body}").as_bytes(), c.width, f.minus);
+    }
+}
+
 /// Format one conversion of `item` into `out`.
 pub fn format_conv(out: &mut Vec<u8>, c: &Conv, item: &Item<'_>) {
     let f = c.flags;
     match (c.conv, item) {
+        ('e' | 'E' | 'f' | 'g' | 'G', Item::Int(v, ty)) => format_fp(out, c, fp_item(*v, *ty)),
         ('S', Item::Str(s)) => {
             let e = escaped(s);
             let e = match c.prec {
@@ -393,8 +533,17 @@ pub fn format_printf(pieces: &[Piece], items: &[Item<'_>]) -> Vec<u8> {
                     let p = star(&mut args).unwrap_or(-1);
                     c.prec = (p >= 0).then(|| (p as usize).min(MAX_WIDTH));
                 }
-                if let Some(item) = args.next() {
-                    format_conv(&mut out, &c, item);
+                match args.next() {
+                    // A long double: its two halves.
+                    Some(Item::Int(lo, ty)) if c.arg_kind() == ArgKind::Float && ty.signed() => {
+                        let hi = match args.next() {
+                            Some(Item::Int(hi, _)) => *hi,
+                            _ => 0,
+                        };
+                        format_fp(&mut out, &c, long_double(*lo, hi));
+                    }
+                    Some(item) => format_conv(&mut out, &c, item),
+                    None => {}
                 }
             }
         }
@@ -445,6 +594,28 @@ pub fn format_rawbytes(s: &[u8], strsize: usize) -> Vec<u8> {
         o.push('\n');
     }
     o.into_bytes()
+}
+
+/// The text of a `trace()` record: `quiet` as with `-q`, `rawbytes` the `strsize` when
+/// the `rawbytes` option is set.
+///
+/// A record of two items is a long double's 16 bytes (`trace()` takes one value, and
+/// every other value is one item): shown as dtrace shows data of no integer size, its
+/// bytes in hex.
+pub fn format_trace(items: &[Item<'_>], quiet: bool, rawbytes: Option<usize>) -> Vec<u8> {
+    if let [Item::Int(lo, _), Item::Int(hi, _)] = items {
+        let mut b = lo.to_le_bytes().to_vec();
+        b.extend(hi.to_le_bytes());
+        return format_rawbytes(&b, 16);
+    }
+    items
+        .iter()
+        .flat_map(|it| match (it, rawbytes) {
+            (Item::Str(s), Some(strsize)) => format_rawbytes(s, strsize),
+            (it, _) if quiet => format_trace_item(it),
+            (it, _) => format_trace_item_default(it),
+        })
+        .collect()
 }
 
 /// How `trace()` shows one item without `-q`, as the Dynamic Tracing Guide's dtrace does:

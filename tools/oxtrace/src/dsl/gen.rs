@@ -2489,6 +2489,8 @@ impl<'a> Gen<'a> {
                 ArgKind::Str => ty == Ty::Str,
                 ArgKind::Stack => ty == Ty::Stack,
                 ArgKind::Int | ArgKind::Uaddr => ty.is_scalar(),
+                // No D value is a float yet.
+                ArgKind::Float => false,
             };
             if !ok {
                 let conv = String::from_utf8_lossy(&text[c.start..c.end]).into_owned();
@@ -2505,6 +2507,7 @@ impl<'a> Gen<'a> {
                             ArgKind::Str => "a string",
                             ArgKind::Stack => "a stack()",
                             ArgKind::Int | ArgKind::Uaddr => "an integer",
+                            ArgKind::Float => "a float",
                         },
                         i + 2,
                         ty.name()
