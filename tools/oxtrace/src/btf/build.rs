@@ -48,6 +48,11 @@ impl Builder {
         self.add(name, info(1, 0, false), size, &[enc])
     }
 
+    /// A floating-point type of `size` bytes (`BTF_KIND_FLOAT`).
+    pub fn float(&mut self, name: &str, size: u32) -> u32 {
+        self.add(name, info(16, 0, false), size, &[])
+    }
+
     /// A pointer to `to`.
     pub fn ptr(&mut self, to: u32) -> u32 {
         self.add("", info(2, 0, false), to, &[])

@@ -12,6 +12,8 @@ pub enum TypeName {
         /// Signedness.
         signed: bool,
     },
+    /// `float`, `double` or `long double`: its size in bytes (4, 8, 16).
+    Float(u8),
     /// `string`.
     Str,
     /// `void` (only behind a pointer).

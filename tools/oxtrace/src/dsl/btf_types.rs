@@ -117,6 +117,7 @@ impl TypeEnv {
                 },
                 n => bytes(*n),
             },
+            Kind::Float(n @ (4 | 8 | 16)) => Ty::Float(*n as u8),
             Kind::Float(n) => bytes(*n),
             Kind::Ptr(p) => match self.convert(btf, *p, depth + 1) {
                 // Functions are reached only through pointers: a code address.
@@ -384,6 +385,9 @@ impl TypeEnv {
         };
         let mut ty = match base {
             ["void"] => Ty::Void,
+            ["float"] => Ty::Float(4),
+            ["double"] => Ty::Float(8),
+            ["long", "double"] => Ty::Float(16),
             ["struct", n] | ["union", n] => {
                 let union = base[0] == "union";
                 match self.sou(n, union) {

@@ -431,7 +431,8 @@ impl<'a> Gen<'a> {
                 self.patch(j_end);
                 let ty = match (&ta, &tb) {
                     (Ty::Str, Ty::Str) => Ty::Str,
-                    (Ty::Str, _) | (_, Ty::Str) => {
+                    (Ty::Float(x), Ty::Float(y)) if x == y => ta.clone(),
+                    (Ty::Str | Ty::Float(_), _) | (_, Ty::Str | Ty::Float(_)) => {
                         return self.err(
                             e.span,
                             format!(
@@ -465,6 +466,15 @@ impl<'a> Gen<'a> {
                 }
                 match (&to, &from) {
                     (Ty::Str, Ty::Str) => Ok((r, to)),
+                    (Ty::Float(x), Ty::Float(y)) if x == y => Ok((r, to)),
+                    (Ty::Float(_), _) | (_, Ty::Float(_)) => self.err(
+                        e.span,
+                        format!(
+                            "[D_CAST_INVAL] invalid cast expression: \"{}\" to \"{}\"",
+                            from.name(),
+                            to.name()
+                        ),
+                    ),
                     (Ty::Str, _) => {
                         // (string) of an address reads a kernel string, like stringof().
                         let rd = self.reg(e.span)?;
@@ -539,6 +549,15 @@ impl<'a> Gen<'a> {
 
     fn unary(&mut self, op: UnOp, a: &Expr, span: Span) -> GResult<(u8, Ty)> {
         let (r, ty) = self.expr(a)?;
+        if ty.is_float() {
+            let m = match op {
+                UnOp::Neg => "[D_OP_ARITH] operator - requires an operand of arithmetic type",
+                UnOp::Plus => "[D_OP_ARITH] operator + requires an operand of arithmetic type",
+                UnOp::BitNot => "[D_OP_INT] operator ~ requires an operand of integral type",
+                _ => "[D_OP_SCALAR] operator ! requires an operand of scalar type",
+            };
+            return self.err(span, m);
+        }
         match op {
             UnOp::Plus => {
                 self.need_scalar(&ty, a.span, "unary +")?;
@@ -567,6 +586,9 @@ impl<'a> Gen<'a> {
         match op {
             BinOp::LAnd | BinOp::LOr => {
                 let (ra, ta) = self.expr(a)?;
+                if ta.is_float() {
+                    return self.err(span, float_binop_error(op, &ta, &ta));
+                }
                 self.need_scalar(&ta, a.span, "a logical operator")?;
                 let j = self.emit(
                     if op == BinOp::LAnd { Op::Bz } else { Op::Bnz },
@@ -576,6 +598,9 @@ impl<'a> Gen<'a> {
                     0,
                 );
                 let (rb, tb) = self.expr(b)?;
+                if tb.is_float() {
+                    return self.err(span, float_binop_error(op, &tb, &tb));
+                }
                 self.need_scalar(&tb, b.span, "a logical operator")?;
                 self.emit(Op::Ne, ra, rb, 0, 0);
                 self.release(rb);
@@ -595,6 +620,9 @@ impl<'a> Gen<'a> {
             BinOp::LXor => {
                 let (ra, ta) = self.expr(a)?;
                 let (rb, tb) = self.expr(b)?;
+                if ta.is_float() || tb.is_float() {
+                    return self.err(span, float_binop_error(op, &ta, &tb));
+                }
                 self.need_scalar(&ta, a.span, "^^")?;
                 self.need_scalar(&tb, b.span, "^^")?;
                 self.emit(Op::Ne, ra, ra, 0, 0);
@@ -612,6 +640,9 @@ impl<'a> Gen<'a> {
         let (rb, tb) = self.expr(b)?;
         if ta == Ty::Stack || tb == Ty::Stack {
             return self.err(span, STACK_USE);
+        }
+        if ta.is_float() || tb.is_float() {
+            return self.err(span, float_binop_error(op, &ta, &tb));
         }
         let cmp = matches!(
             op,
@@ -667,6 +698,23 @@ impl<'a> Gen<'a> {
                 self.emit(Op::Pushtv, 0, *r, 0, ty.int_type().0 as u32);
             }
         }
+    }
+
+    /// The record items of value `r` of type `ty`: a long double (the address of its 16
+    /// bytes) becomes its two halves as signed 8-byte integers, low first, which tell it
+    /// from a `double` (unsigned) to the formatter; any other value is itself.
+    fn record_items(&mut self, r: u8, ty: Ty, span: Span) -> GResult<Vec<(u8, Ty)>> {
+        if ty != Ty::Float(16) {
+            return Ok(vec![(r, ty)]);
+        }
+        let lo = self.reg(span)?;
+        let hi = self.reg(span)?;
+        self.emit(Op::Ldx, lo, r, 0, 0);
+        self.load_const(hi, 8);
+        self.emit(Op::Add, hi, r, hi, 0);
+        self.emit(Op::Ldx, hi, hi, 0, 0);
+        self.release(r);
+        Ok(vec![(lo, I64), (hi, I64)])
     }
 
     fn release_all(&mut self, regs: &[(u8, Ty)]) {
@@ -756,6 +804,7 @@ impl<'a> Gen<'a> {
         let ok = match (to, from) {
             (Ty::Int { .. }, Ty::Int { .. }) => true,
             (Ty::Str, Ty::Str) => true,
+            (Ty::Float(a), Ty::Float(b)) => a == b,
             (Ty::Ptr(a), Ty::Ptr(b)) => a == b || **a == Ty::Void || **b == Ty::Void,
             (Ty::Ptr(_), Ty::Int { .. }) => lit0 == Some(true),
             (Ty::Sou(a, _), Ty::Sou(b, _)) => a == b,
@@ -1454,6 +1503,9 @@ impl<'a> Gen<'a> {
         if regs.len() > act::MAX_KEYS {
             return self.err(span, format!("too many keys (at most {})", act::MAX_KEYS));
         }
+        if let Some((_, t)) = regs.iter().find(|(_, t)| t.is_float()) {
+            return self.err(span, float_key(t));
+        }
         let kinds: Vec<KeyKind> = regs.iter().map(|(_, t)| t.key_kind()).collect();
         let name = self.t.vars[id as usize].name.clone();
         let skip = regs.len() - keys.len();
@@ -1494,6 +1546,9 @@ impl<'a> Gen<'a> {
 
     /// Read a place into a new register (the place's key registers stay allocated).
     pub(super) fn load_place(&mut self, p: &Place, ty: &Ty, span: Span) -> GResult<u8> {
+        if *ty == Ty::Float(16) && !matches!(p, Place::Mem(_) | Place::Val(_)) {
+            return self.err(span, LDOUBLE_VAR);
+        }
         if matches!(ty, Ty::Sou(..)) {
             return self.err(
                 span,
@@ -1566,8 +1621,14 @@ impl<'a> Gen<'a> {
                         size: 4,
                         signed: true,
                     } => Op::Ldsw,
-                    Ty::Int { size: 4, .. } => Op::Lduw,
-                    Ty::Int { .. } | Ty::Ptr(_) => Op::Ldx,
+                    Ty::Int { size: 4, .. } | Ty::Float(4) => Op::Lduw,
+                    Ty::Int { .. } | Ty::Ptr(_) | Ty::Float(8) => Op::Ldx,
+                    Ty::Float(_) => {
+                        // A long double is its address: printf() and trace() read its
+                        // 16 bytes (`push_float`), a store copies them.
+                        self.emit(Op::Mov, rd, *addr, 0, 0);
+                        return Ok(rd);
+                    }
                     Ty::Array(e, n) if matches!(**e, Ty::Int { size: 1, .. }) => {
                         // A char array in memory is a string, as in D, of at most its length.
                         self.emit(Op::Kstr, rd, *addr, 0, (*n as u32) << 1);
@@ -1803,8 +1864,10 @@ impl<'a> Gen<'a> {
             return self.err(rhs.span, STACK_USE);
         }
         let lit0 = matches!(rhs.kind, ExprKind::Int(0, _));
-        // Memory holds a string as its bytes only, and no string reference.
-        if matches!(l, Loc::Mem { .. }) && str_dest != (tv == Ty::Str) {
+        // Memory holds a string as its bytes only, and no string reference; a float only
+        // the bytes of a float of its type.
+        let float_mismatch = (cur_ty.is_float() || tv.is_float()) && cur_ty != tv;
+        if matches!(l, Loc::Mem { .. }) && (str_dest != (tv == Ty::Str) || float_mismatch) {
             return self.err(
                 rhs.span,
                 format!(
@@ -1952,6 +2015,9 @@ impl<'a> Gen<'a> {
         }
         if *ta == Ty::Str || *tb == Ty::Str {
             return self.err(span, "arithmetic on strings is not supported");
+        }
+        if ta.is_float() || tb.is_float() {
+            return self.err(span, float_binop_error(op, ta, tb));
         }
         if let Some(res) = self.ptr_arith(op, ra, ta, rb, tb, span)? {
             return Ok(res);
@@ -2220,8 +2286,16 @@ impl<'a> Gen<'a> {
                 let (r, ty) = self.expr(&args[0])?;
                 // The tool prints a stack symbolized: a printf record of format `%k`.
                 let stack = ty == Ty::Stack;
-                self.push_keys(&[(r, ty)]);
-                self.release(r);
+                // A float's bytes, as DTrace traces them: a float or double prints as the
+                // integer of its size, a long double (two items) as its bytes.
+                let ty = match ty {
+                    Ty::Float(4) => I32,
+                    Ty::Float(8) => I64,
+                    t => t,
+                };
+                let items = self.record_items(r, ty, args[0].span)?;
+                self.push_keys(&items);
+                self.release_all(&items);
                 if stack {
                     let id = self.t.fmt(b"%k");
                     self.emit(Op::Printf, 0, 0, 0, id);
@@ -2293,6 +2367,15 @@ impl<'a> Gen<'a> {
                                 .err(fmt_span(self.src, f.span, off), format!("printa(): {msg}"))
                         }
                     };
+                    // Keys and values of aggregations are never floats.
+                    if let Some(c) = format::convs(&pieces).find(|c| c.arg_kind() == ArgKind::Float)
+                    {
+                        let conv = String::from_utf8_lossy(&text[c.start..c.end]).into_owned();
+                        return self.err(
+                            fmt_span(self.src, f.span, c.start),
+                            format!("[D_PRINTF_ARG_PROTO] printa( ): conversion {conv} takes a float, double, or long double, and aggregation keys and values are integers or strings"),
+                        );
+                    }
                     let id = if aggs.len() > 1 {
                         let nagg = format::convs(&pieces).filter(|c| c.flags.agg).count();
                         if nagg != aggs.len() {
@@ -2489,9 +2572,27 @@ impl<'a> Gen<'a> {
                 ArgKind::Str => ty == Ty::Str,
                 ArgKind::Stack => ty == Ty::Stack,
                 ArgKind::Int | ArgKind::Uaddr => ty.is_scalar(),
-                // No D value is a float yet.
-                ArgKind::Float => false,
+                ArgKind::Float => ty.is_float(),
             };
+            if !ok && (kind == ArgKind::Float || ty.is_float()) {
+                // DTrace's words for a float where none goes, or none where one does.
+                let n = convs.iter().position(|x| x.start == c.start).unwrap_or(0) + 1;
+                let conv = String::from_utf8_lossy(&text[c.start..c.end]).into_owned();
+                let conv = if star {
+                    format!("the * of {conv}")
+                } else {
+                    conv
+                };
+                return self.err(
+                    a.span,
+                    format!(
+                        "[D_PRINTF_ARG_PROTO] {name}( ) argument #{} is incompatible with conversion #{n} prototype: conversion: {conv}, prototype: {}, argument: {}",
+                        i + 2,
+                        if star { "int" } else { format::prototype(c.conv) },
+                        ty.name()
+                    ),
+                );
+            }
             if !ok {
                 let conv = String::from_utf8_lossy(&text[c.start..c.end]).into_owned();
                 let what = if star {
@@ -2506,8 +2607,7 @@ impl<'a> Gen<'a> {
                         match kind {
                             ArgKind::Str => "a string",
                             ArgKind::Stack => "a stack()",
-                            ArgKind::Int | ArgKind::Uaddr => "an integer",
-                            ArgKind::Float => "a float",
+                            ArgKind::Int | ArgKind::Uaddr | ArgKind::Float => "an integer",
                         },
                         i + 2,
                         ty.name()
@@ -2517,7 +2617,17 @@ impl<'a> Gen<'a> {
             if kind == ArgKind::Uaddr {
                 ty = self.user_addr(r);
             }
-            regs.push((r, ty));
+            let items = self.record_items(r, ty, a.span)?;
+            regs.extend(items);
+            if regs.len() > act::MAX_TUPLE {
+                return self.err(
+                    a.span,
+                    format!(
+                        "{name}(): too many arguments (at most {} values, a long double counting two)",
+                        act::MAX_TUPLE
+                    ),
+                );
+            }
         }
         self.push_keys(&regs);
         self.release_all(&regs);
@@ -2624,7 +2734,11 @@ impl<'a> Gen<'a> {
         }
         let mut kr = Vec::new();
         for k in keys {
-            kr.push(self.expr(k)?);
+            let (r, t) = self.expr(k)?;
+            if t.is_float() {
+                return self.err(k.span, float_key(&t));
+            }
+            kr.push((r, t));
         }
         let kinds: Vec<KeyKind> = kr.iter().map(|(_, t)| t.key_kind()).collect();
         match &self.t.aggs[id as usize].keys {
@@ -2685,6 +2799,40 @@ const STACK_USE: &str = "a stack() value can only be an aggregation key";
 fn kinds_text(k: &[KeyKind]) -> String {
     k.iter().map(|k| k.name()).collect::<Vec<_>>().join(", ")
 }
+
+/// The error for binary operator `op` with a floating-point operand (`ta op tb`), in
+/// DTrace's words: D has no floating-point arithmetic or comparison.
+pub(super) fn float_binop_error(op: BinOp, ta: &Ty, tb: &Ty) -> String {
+    let o = binop_text(op);
+    match op {
+        BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div => {
+            format!("[D_OP_ARITH] operator {o} requires operands of arithmetic type")
+        }
+        BinOp::Mod | BinOp::And | BinOp::Or | BinOp::Xor | BinOp::Shl | BinOp::Shr => {
+            format!("[D_OP_INT] operator {o} requires operands of integral type")
+        }
+        BinOp::LAnd | BinOp::LOr | BinOp::LXor => {
+            format!("[D_OP_SCALAR] operator {o} requires operands of scalar type")
+        }
+        _ => format!(
+            "[D_OP_INCOMPAT] operands have incompatible types: \"{}\" {o} \"{}\"",
+            ta.name(),
+            tb.name()
+        ),
+    }
+}
+
+/// The error for a key of float type `t`.
+fn float_key(t: &Ty) -> String {
+    format!(
+        "[D_KEY_TYPE] a key of type {} is not supported: D has no floating-point comparison",
+        t.name()
+    )
+}
+
+/// The error for a long double in a D variable, which holds at most 8 bytes.
+pub(super) const LDOUBLE_VAR: &str =
+    "[D_OP_INCOMPAT] a long double cannot be stored in a D variable: only traced or formatted";
 
 fn binop_text(op: BinOp) -> &'static str {
     match op {
@@ -2915,6 +3063,7 @@ pub(super) fn resolve_type(env: &TypeEnv, tn: &TypeName) -> Result<Ty, String> {
             size: *size,
             signed: *signed,
         },
+        TypeName::Float(n) => Ty::Float(*n),
         TypeName::Str => Ty::Str,
         TypeName::Void => Ty::Void,
         TypeName::Ptr(p) => match &**p {

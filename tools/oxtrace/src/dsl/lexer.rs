@@ -9,6 +9,8 @@ pub enum Tok {
     Ident(String),
     /// An integer literal's text (suffixes included; parsed later).
     Int(String),
+    /// A floating-point constant's text, which D does not permit in expressions.
+    Float(String),
     /// A string literal, escapes resolved.
     Str(Vec<u8>),
     /// A character literal's value.
@@ -114,9 +116,35 @@ pub fn lex(src: &str) -> Result<Vec<Token>, LexError> {
             });
             continue;
         }
+        // A floating-point constant (`1.5`, `.5`, `1e3`): a token of its own, which an
+        // expression refuses and a probe description (`libc.so.6`) keeps as text.
+        let word_end = |mut j: usize| {
+            while j < b.len() && ident(b[j]) {
+                j += 1;
+            }
+            j
+        };
+        if c == b'.' && b.get(i + 1).is_some_and(|c| c.is_ascii_digit()) {
+            i = word_end(i + 1);
+            out.push(Token {
+                tok: Tok::Float(src[start..i].to_string()),
+                span: Span::new(start, i),
+            });
+            continue;
+        }
         if c.is_ascii_digit() {
-            while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_') {
-                i += 1;
+            i = word_end(i);
+            let text = &src[start..i];
+            let hex = text.starts_with("0x") || text.starts_with("0X");
+            if b.get(i) == Some(&b'.') || (!hex && text.contains(['e', 'E'])) {
+                if b.get(i) == Some(&b'.') {
+                    i = word_end(i + 1);
+                }
+                out.push(Token {
+                    tok: Tok::Float(src[start..i].to_string()),
+                    span: Span::new(start, i),
+                });
+                continue;
             }
             out.push(Token {
                 tok: Tok::Int(src[start..i].to_string()),

@@ -237,8 +237,16 @@ impl Gen<'_> {
                 let op = match ty {
                     Ty::Int { size: 1, .. } => Op::Stb,
                     Ty::Int { size: 2, .. } => Op::Sth,
-                    Ty::Int { size: 4, .. } => Op::Stw,
-                    Ty::Int { .. } | Ty::Ptr(_) => Op::Stx,
+                    Ty::Int { size: 4, .. } | Ty::Float(4) => Op::Stw,
+                    Ty::Int { .. } | Ty::Ptr(_) | Ty::Float(8) => Op::Stx,
+                    // A long double value is the address of its bytes: copy them.
+                    Ty::Float(n) => {
+                        let rn = self.reg(span)?;
+                        self.load_const(rn, u64::from(*n));
+                        self.emit(Op::Bcopy, 0, rv, rn, u32::from(*addr));
+                        self.release(rn);
+                        return Ok(());
+                    }
                     // The kernel copies at most `size - 1` bytes of the string, then NULs.
                     t if is_str_storage(t) => {
                         let n = self.t.env.size(t, u64::from(self.t.strsize));
@@ -266,6 +274,7 @@ impl Gen<'_> {
             } if matches!(**inner, Place::Mem(_)) => {
                 self.store_bits(inner, ty, (*shift, *width, *signed), rv, span)
             }
+            _ if *ty == Ty::Float(16) => self.err(span, super::LDOUBLE_VAR),
             _ => self.store_place(p, rv, span),
         }
     }

@@ -59,6 +59,8 @@ const TYPE_WORDS: &[&str] = &[
     "long",
     "signed",
     "unsigned",
+    "float",
+    "double",
     "int8_t",
     "int16_t",
     "int32_t",
@@ -186,7 +188,7 @@ impl<'a> Parser<'a> {
     fn describe(t: &Tok) -> String {
         match t {
             Tok::Ident(s) => format!("'{s}'"),
-            Tok::Int(s) => format!("'{s}'"),
+            Tok::Int(s) | Tok::Float(s) => format!("'{s}'"),
             Tok::Str(_) => "string literal".into(),
             Tok::Char(_) => "character literal".into(),
             Tok::Macro { name, .. } => format!("'${name}'"),
@@ -983,6 +985,9 @@ impl<'a> Parser<'a> {
             | ["size_t"]
             | ["uintptr_t"]
             | ["ino_t"] => int(8, false),
+            ["float"] => TypeName::Float(4),
+            ["double"] => TypeName::Float(8),
+            ["long", "double"] => TypeName::Float(16),
             ["caddr_t"] => TypeName::Ptr(Box::new(int(1, true))),
             ["string"] => TypeName::Str,
             ["void"] => TypeName::Void,
@@ -1167,6 +1172,12 @@ impl<'a> Parser<'a> {
                     return self.err(span, m);
                 }
             },
+            Tok::Float(_) => {
+                return self.err(
+                    span,
+                    "[D_SYNTAX] floating-point constants are not permitted",
+                )
+            }
             Tok::Char(c) => ExprKind::Int(c as i8 as i64 as u64, false),
             // D's built-in alias for address 0 (the Guide's `x = (int *)NULL;`), the integer
             // constant 0 as C's `#define NULL 0`, so it compares with any pointer or integer.

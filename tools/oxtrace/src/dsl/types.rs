@@ -28,6 +28,10 @@ pub enum Ty {
     /// A kernel stack (`stack()`): a string of encoded frames to the kernel, printed
     /// symbolized by the tool.
     Stack,
+    /// `float`, `double` or `long double` (size 4, 8 or 16): data D traces and formats but
+    /// does no arithmetic on. A float or double value is its bits in a register; a long
+    /// double value is the address of its 16 bytes (it fits no register).
+    Float(u8),
 }
 
 /// A member of a D-declared struct or union.
@@ -83,7 +87,7 @@ impl TypeEnv {
     /// Size of a value of `ty` in bytes (strings count `strsize`).
     pub fn size(&self, ty: &Ty, strsize: u64) -> u64 {
         match ty {
-            Ty::Int { size, .. } => *size as u64,
+            Ty::Int { size, .. } | Ty::Float(size) => *size as u64,
             Ty::Str => strsize,
             // The encoded frames, as the string the kernel holds.
             // (A user stack or symbol value fits a key string too.)
@@ -98,7 +102,7 @@ impl TypeEnv {
     /// Alignment of `ty`.
     pub fn align(&self, ty: &Ty) -> u64 {
         match ty {
-            Ty::Int { size, .. } => *size as u64,
+            Ty::Int { size, .. } | Ty::Float(size) => *size as u64,
             Ty::Str | Ty::Void | Ty::Stack => 1,
             Ty::Ptr(_) => 8,
             Ty::Sou(i, _) => self.sous.get(*i).map_or(1, |s| s.align),
@@ -154,7 +158,15 @@ impl Ty {
             Ty::Sou(_, n) => n.clone(),
             Ty::Array(t, n) => format!("{} [{n}]", t.name()),
             Ty::Stack => "stack".into(),
+            Ty::Float(4) => "float".into(),
+            Ty::Float(8) => "double".into(),
+            Ty::Float(_) => "long double".into(),
         }
+    }
+
+    /// Whether the type is `float`, `double` or `long double`.
+    pub(super) fn is_float(&self) -> bool {
+        matches!(self, Ty::Float(_))
     }
 
     /// Whether the type is an integer.
@@ -169,6 +181,8 @@ impl Ty {
     pub(super) fn int_type(&self) -> IntType {
         match self {
             Ty::Int { size, signed } => IntType::new(*size, *signed),
+            // A float's bits, as printf records carry them (see `format::fp_item`).
+            Ty::Float(4) => IntType::new(4, false),
             _ => IntType::U64,
         }
     }
