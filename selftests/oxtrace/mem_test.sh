@@ -8,7 +8,7 @@ REC='struct oxt_rec { int a; short b; char name[6]; long c; };'
 W="./oxt_mem 100"
 
 echo "TAP version 13"
-plan 12
+plan 13
 
 # The DTrace idiom: a user struct copied in and cast, member by member.
 run "$REC"'
@@ -72,6 +72,17 @@ run "$REC"'
      END { printa("%d %s %d %d %x %d %d %@d\n", @); }' -c "$W"
 expect "whole struct and bit-field stores through scratch pointers, ptr - ptr" \
 	"-2 oxt 4 -2 ffffff 1 24 100" "$out"
+
+# Floats of user memory: loaded through a cast pointer and a struct's members, formatted by
+# printf() as C would (the float 0.1f promoted to double), with no arithmetic in D.
+run 'struct oxt_fl { float f; double d; long double ld; };
+     syscall::write:entry /pid == $target && arg2 == sizeof (struct oxt_fl)/ {
+	this->p = (struct oxt_fl *)copyin(arg1, sizeof (struct oxt_fl));
+	printf("%.10f %e %g %5.1Lf|%G\n", this->p->f, this->p->d, this->p->ld, this->p->ld,
+	    *(float *)copyin(arg1, sizeof (float)));
+     }' -c "$W"
+expect "floats of user memory formatted by printf" \
+	"0.1000000015 -2.250000e+00 3   3.0|0.1" "$out"
 
 run 'syscall::write:entry /pid == $target && arg2 == 9/ {
 	this->b = (char *)alloca(16);
