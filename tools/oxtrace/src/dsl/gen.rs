@@ -2574,25 +2574,6 @@ impl<'a> Gen<'a> {
                 ArgKind::Int | ArgKind::Uaddr => ty.is_scalar(),
                 ArgKind::Float => ty.is_float(),
             };
-            if !ok && (kind == ArgKind::Float || ty.is_float()) {
-                // DTrace's words for a float where none goes, or none where one does.
-                let n = convs.iter().position(|x| x.start == c.start).unwrap_or(0) + 1;
-                let conv = String::from_utf8_lossy(&text[c.start..c.end]).into_owned();
-                let conv = if star {
-                    format!("the * of {conv}")
-                } else {
-                    conv
-                };
-                return self.err(
-                    a.span,
-                    format!(
-                        "[D_PRINTF_ARG_PROTO] {name}( ) argument #{} is incompatible with conversion #{n} prototype: conversion: {conv}, prototype: {}, argument: {}",
-                        i + 2,
-                        if star { "int" } else { format::prototype(c.conv) },
-                        ty.name()
-                    ),
-                );
-            }
             if !ok {
                 let conv = String::from_utf8_lossy(&text[c.start..c.end]).into_owned();
                 let what = if star {
@@ -2600,8 +2581,16 @@ impl<'a> Gen<'a> {
                 } else {
                     conv
                 };
-                return self.err(
-                    a.span,
+                let msg = if kind == ArgKind::Float || ty.is_float() {
+                    // DTrace's words for a float where none goes, or none where one does.
+                    let n = convs.iter().position(|x| x.start == c.start).unwrap_or(0) + 1;
+                    format!(
+                        "[D_PRINTF_ARG_PROTO] {name}( ) argument #{} is incompatible with conversion #{n} prototype: conversion: {what}, prototype: {}, argument: {}",
+                        i + 2,
+                        if star { "int" } else { format::prototype(c.conv) },
+                        ty.name()
+                    )
+                } else {
                     format!(
                         "{name}(): {what} requires {}, argument {} is {}",
                         match kind {
@@ -2611,8 +2600,9 @@ impl<'a> Gen<'a> {
                         },
                         i + 2,
                         ty.name()
-                    ),
-                );
+                    )
+                };
+                return self.err(a.span, msg);
             }
             if kind == ArgKind::Uaddr {
                 ty = self.user_addr(r);
