@@ -2,8 +2,8 @@
 /*
  * An ioctl fuzzer for /dev/oxtrace: random commands in and around the
  * oxtrace range (numbers, directions, sizes, neighbouring magics), argument
- * pointers that are NULL, unmapped, kernel, non-canonical, misaligned,
- * read-only or straddle into an unmapped page, valid structs with random
+ * pointers that are NULL, PROT_NONE, kernel, non-canonical, misaligned,
+ * read-only or straddle into a PROT_NONE page, valid structs with random
  * fields and pointers, real and random program images; from one thread, then
  * from threads on one shared fd and on private fds while another thread
  * swaps the shared fd under them, with and without children forking off with it.
@@ -36,7 +36,12 @@ struct arena {
 	unsigned char *data;	/* 64 KiB + 1 page read-write, then PROT_NONE */
 	unsigned char *ro;	/* read-only page */
 	unsigned char *noise;	/* random "images" */
-	void *unmapped;
+	/*
+	 * A PROT_NONE page, kept mapped until arena_free: once unmapped, its address is free
+	 * for the next mmap of any thread (another thread's stack took it), and a call told to
+	 * write there rightly would.
+	 */
+	void *noaccess;
 	struct rng r;
 };
 
@@ -67,15 +72,15 @@ static int arena_init(struct arena *a, __u64 seed)
 		       -1, 0);
 	a->ro = mmap(NULL, PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	a->noise = malloc(64 * 1024);
-	a->unmapped = mmap(NULL, PAGE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	a->noaccess = mmap(NULL, PAGE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (a->rw == MAP_FAILED || a->data == MAP_FAILED || a->ro == MAP_FAILED || !a->noise ||
-	    a->unmapped == MAP_FAILED)
+	    a->noaccess == MAP_FAILED)
 		return -1;
 	if (mprotect(a->rw + 2 * PAGE, PAGE, PROT_NONE) || mprotect(a->data + dlen, PAGE, PROT_NONE))
 		return -1;
 	memset(a->ro, 0, PAGE);
 	((__u32 *)a->ro)[0] = 128;
-	if (mprotect(a->ro, PAGE, PROT_READ) || munmap(a->unmapped, PAGE))
+	if (mprotect(a->ro, PAGE, PROT_READ))
 		return -1;
 	a->r.s = seed;
 	for (int i = 0; i < 64 * 1024; i++)
@@ -88,6 +93,7 @@ static void arena_free(struct arena *a)
 	munmap(a->rw, 3 * PAGE);
 	munmap(a->data, 64 * 1024 + 2 * PAGE);
 	munmap(a->ro, PAGE);
+	munmap(a->noaccess, PAGE);
 	free(a->noise);
 }
 
@@ -98,7 +104,7 @@ static __u64 inner_ptr(struct arena *a, size_t want)
 
 	switch (below(&a->r, 12)) {
 	case 0: return 0;
-	case 1: return (unsigned long)a->unmapped;
+	case 1: return (unsigned long)a->noaccess;
 	case 2: return 0xffffffff81000000ULL;
 	case 3: return 0xffff888000000000ULL + below(&a->r, 1 << 20) * 8;
 	case 4: return 0x0000800000000000ULL;
@@ -451,7 +457,7 @@ static void fuzz_one(struct arena *a, int fd, struct tally *t, bool shared)
 	s = a->rw;
 	switch (below(&a->r, 16)) {
 	case 0: arg = 0; break;
-	case 1: arg = (unsigned long)a->unmapped; break;
+	case 1: arg = (unsigned long)a->noaccess; break;
 	case 2: arg = 0xffffffff81000000UL; break;
 	case 3: arg = 0x0000800000000000UL; break;
 	case 4: arg = (unsigned long)a->ro; break;
@@ -522,8 +528,8 @@ static void fuzz_one(struct arena *a, int fd, struct tally *t, bool shared)
 	t->sum++;
 	/*
 	 * A struct that runs into the PROT_NONE page can't be read or written whole: success
-	 * means this thread reached the guard page through a translation the process does not
-	 * have (seen with the shared-fd failure: the bytes land in another thread's stack).
+	 * means the kernel reached the guard page through a translation the process does not
+	 * have.
 	 */
 	if (ret == 0 && straddle && size > (size_t)(a->rw + 2 * PAGE - s)) {
 		__u64 g = pfn_of(a->rw + 2 * PAGE);
@@ -764,16 +770,13 @@ static void shared_private_swap(struct __test_metadata *_metadata, bool with_for
 	ADV_LEAK_LOG(_metadata, "after", &m0, &m1, consumers);
 }
 
-/* The swaps without fork: make stress only too, it fails the same way less often. */
+/* The swaps without fork. */
 TEST(threads_shared_private_swap)
 {
 	shared_private_swap(_metadata, false);
 }
 
-/*
- * make stress only: with fork, a copy into a thread's own guard page lands in another
- * thread's stack under TCG (Documentation/testing.rst, "The shared-fd fuzz failure").
- */
+/* The swaps, and children forked off with the shared fd. */
 TEST(threads_shared_private_swap_fork)
 {
 	shared_private_swap(_metadata, true);
