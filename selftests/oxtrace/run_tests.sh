@@ -1,20 +1,13 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0
 # Runs every oxtrace selftest in the guest; each prints TAP.
-# ioctl_fuzz's threads_shared_private_swap and threads_shared_private_swap_fork (threads on
-# a shared fd swapped under them and on private fds; the second also forks children off the
-# shared fd) run in make stress only: a copy into a thread's own guard page lands in another
-# thread's stack, with fork in 1 to 5 of 10 runs, without fork in about 1 of 20 (test
-# kernel), with no report from a debug kernel and without LOAD (Documentation/testing.rst,
-# "The shared-fd fuzz failure").
 cd "$(dirname "$0")" || exit 1
 rc=0
 for t in ./device_test ./dynvar_test ./tool_test.sh ./trace_test.sh ./agg_test.sh ./lang_test.sh \
 	./json_test.sh ./provider_test.sh ./subr_test.sh ./stack_test.sh \
 	./oxt-loadtest ./pt_abi_test ./pt_test.sh "./oxt-doctest tutorial.rst" \
-	"./ioctl_fuzz -T threads_shared_private_swap -T threads_shared_private_swap_fork" \
-	./lifecycle_test ./probesafe_test.sh ./attach_test.sh ./ustack_test.sh ./dlang_test.sh \
-	./btf_test.sh ./xlate_test.sh ./mem_test.sh; do
+	./ioctl_fuzz ./lifecycle_test ./probesafe_test.sh ./attach_test.sh ./ustack_test.sh \
+	./dlang_test.sh ./btf_test.sh ./xlate_test.sh ./mem_test.sh; do
 	echo "# selftest: $t"
 	t0=$(date +%s)
 	$t || rc=1
