@@ -601,10 +601,7 @@ impl<'s> Vm<'s> {
         dict: &D,
         env: &mut E,
     ) -> Result<u64, Fault> {
-        // Only the registers the program uses: the others are never read.
-        for r in self.st.regs.iter_mut().take(prog.nregs()) {
-            *r = 0;
-        }
+        zero_regs(&mut self.st.regs, prog.nregs());
         self.st.tlen = 0;
         let mut pc = 0;
         loop {
@@ -1394,6 +1391,18 @@ fn resolve_str_in<'b>(
     // PANIC: `len <= lim <= tail.len()`.
     let len = tail[..lim].iter().position(|&c| c == 0).unwrap_or(lim);
     Some(&tail[..len])
+}
+
+/// Zeroes the first `n` registers, those a program uses (the others are never read), in
+/// blocks of four: plain stores, where a loop of variable length becomes a `memset` call
+/// that costs more than the few registers a program has.
+#[inline(always)]
+fn zero_regs(regs: &mut [u64; NREGS], n: usize) {
+    for (i, q) in regs.chunks_exact_mut(4).enumerate() {
+        if n > 4 * i {
+            q.copy_from_slice(&[0; 4]);
+        }
+    }
 }
 
 /// Turn the tuple into keys in `keys`, checking it against `layout`; returns them.
