@@ -192,6 +192,26 @@ impl<'a> AggBuffer<'a> {
         incr: i64,
     ) -> Result<(), AggError> {
         let (words, kw) = KeyWords::new(key)?;
+        // Integer keys (`@[pid]`, `@`, the common case) are encoded at once into an array,
+        // which hashes and compares as a slice, without the element-by-element encoder.
+        match words.ints() {
+            // PANIC: an integer key is `1 + elems <= 1 + KEY_MAX_ELEMS` words (`KeyWords`).
+            Some(a) => self.apply_words(agg_id, func, a[..kw].iter().copied(), kw, value, incr),
+            None => self.apply_words(agg_id, func, words, kw, value, incr),
+        }
+    }
+
+    /// [`AggBuffer::apply`] with the key's `kw` encoded words.
+    #[inline(always)]
+    fn apply_words(
+        &mut self,
+        agg_id: u32,
+        func: &AggFunc,
+        words: impl Iterator<Item = u64> + Clone,
+        kw: usize,
+        value: i64,
+        incr: i64,
+    ) -> Result<(), AggError> {
         let mut h = hash_step(HASH_SEED, agg_id as u64);
         for w in words.clone() {
             h = hash_step(h, w);
@@ -219,7 +239,8 @@ impl<'a> AggBuffer<'a> {
                 && self.w[off + 1] == w1
                 && words
                     .clone()
-                    .eq(self.w[off + 2..off + 2 + kw].iter().copied())
+                    .zip(&self.w[off + 2..off + 2 + kw])
+                    .all(|(a, &b)| a == b)
             {
                 let v = off + DS_HEADER_WORDS + kw;
                 return func.apply(&mut self.w[v..v + nw], value, incr);

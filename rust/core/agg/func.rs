@@ -180,6 +180,7 @@ impl AggFunc {
     /// Number of 64-bit words of the value component: a histogram's buckets are followed by
     /// one word holding the sum of the values it counted (OpenMetrics' `_sum`, which the
     /// buckets alone cannot give).
+    #[inline]
     pub fn value_words(&self) -> usize {
         match self {
             Self::Count | Self::Sum | Self::Min | Self::Max => 1,

@@ -54,6 +54,22 @@ impl<'k, 'a> KeyWords<'k, 'a> {
             n,
         ))
     }
+
+    /// The words as an array, when every element is an integer: the descriptor, then one
+    /// word per element (the first `1 + elems.len()` words are the key).
+    #[inline]
+    pub(super) fn ints(&self) -> Option<[u64; 1 + KEY_MAX_ELEMS]> {
+        let mut out = [0u64; 1 + KEY_MAX_ELEMS];
+        out[0] = self.desc?;
+        // `new` checked `elems.len() <= KEY_MAX_ELEMS`.
+        for (o, e) in out[1..].iter_mut().zip(self.elems) {
+            match e {
+                KeyElem::Int(v) => *o = *v,
+                KeyElem::Str(_) => return None,
+            }
+        }
+        Some(out)
+    }
 }
 
 impl Iterator for KeyWords<'_, '_> {
