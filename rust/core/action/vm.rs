@@ -647,11 +647,6 @@ impl<'s> Vm<'s> {
             let mut next = pc + 1;
             let mut out: Option<u64> = None;
             use Op::*;
-            // A speculated clause records data only: DTrace refuses the rest, and a
-            // second `speculate()`, a `commit()` or `discard()` with it.
-            if self.st.spec.is_some() && op.is_action() && !matches!(op, Trace | Printf) {
-                return Err(f(FaultKind::IllegalOp));
-            }
             match op {
                 Ldbs | Kstr | Strjoin | Uargs | Ldgaa | Stgaa | Ldts | Stts | Agg | Trace
                 | Printf | System | Printa | Clear | Denormalize | Trunc | Normalize | Exit
@@ -815,7 +810,13 @@ impl<'s> Vm<'s> {
                     }
                 }
                 // One speculate() per clause, before its data (the compiler checks it).
-                Speculate => self.st.spec = Some(a),
+                // The other actions are `slow`'s, which checks them.
+                Speculate => {
+                    if self.st.spec.is_some() {
+                        return Err(f(FaultKind::IllegalOp));
+                    }
+                    self.st.spec = Some(a);
+                }
                 Hton => {
                     out = Some(match imm {
                         16 => (a as u16).to_be() as u64,
@@ -859,6 +860,11 @@ impl<'s> Vm<'s> {
         let imm = ins.imm;
         let mut out: Option<u64> = None;
         use Op::*;
+        // A speculated clause records data only: DTrace refuses the rest, and a second
+        // `speculate()` (`exec`'s), a `commit()` or `discard()` with it.
+        if self.st.spec.is_some() && op.is_action() && !matches!(op, Trace | Printf) {
+            return Err(f(FaultKind::IllegalOp));
+        }
         match op {
             Ldbs | Kstr | Strjoin | Uargs => {
                 out = Some(self.strop(op, a, b, imm, dict, env).map_err(f)?)
