@@ -88,16 +88,45 @@ impl Decoded<'_> {
     pub fn is_empty(&self) -> bool {
         self.insns.is_empty()
     }
+
+    /// The instructions.
+    pub(super) fn insns(&self) -> &[DInsn] {
+        self.insns
+    }
 }
 
 /// Instruction fetch: from the [`Decoded`] form when there is one (the kernel's, decoded at
 /// LOAD), else from raw words decoded and checked one by one (the tool's simulator, tests).
-/// A branch rather than a generic, so that probe context has one interpreter frame.
+/// `Vm::exec` picks the form once per entry and runs one loop over it, in its one frame.
 pub(super) trait Fetch {
     /// Number of instructions.
     fn count(&self) -> usize;
     /// Instruction `pc`; `None` past the end or for a word that does not decode.
     fn fetch(&self, pc: usize) -> Option<DInsn>;
+}
+
+impl Fetch for [DInsn] {
+    #[inline(always)]
+    fn count(&self) -> usize {
+        self.len()
+    }
+
+    #[inline(always)]
+    fn fetch(&self, pc: usize) -> Option<DInsn> {
+        self.get(pc).copied()
+    }
+}
+
+impl Fetch for Code<'_> {
+    #[inline(always)]
+    fn count(&self) -> usize {
+        self.len()
+    }
+
+    #[inline(always)]
+    fn fetch(&self, pc: usize) -> Option<DInsn> {
+        raw_fetch(self, pc)
+    }
 }
 
 impl Fetch for Verified<'_> {

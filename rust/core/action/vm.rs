@@ -629,6 +629,23 @@ impl<'s> Vm<'s> {
         code: &Verified<'_>,
         dict: &D,
         env: &mut E,
+        pc: usize,
+    ) -> Result<Stop, Fault> {
+        // The form is chosen once per entry, not per instruction; both loops are in this
+        // one frame.
+        match code.decoded() {
+            Some(d) => self.exec_in(d.insns(), dict, env, pc),
+            None => self.exec_in(&code.code(), dict, env, pc),
+        }
+    }
+
+    /// [`Vm::exec`]'s loop over one form of the code.
+    #[inline(always)]
+    fn exec_in<F: Fetch + ?Sized, D: Dict + ?Sized, E: Env + ?Sized>(
+        &mut self,
+        code: &F,
+        dict: &D,
+        env: &mut E,
         mut pc: usize,
     ) -> Result<Stop, Fault> {
         let n = code.count();
