@@ -601,8 +601,7 @@ impl<'s> Vm<'s> {
         dict: &D,
         env: &mut E,
     ) -> Result<u64, Fault> {
-        zero_regs(&mut self.st.regs, prog.nregs());
-        self.st.tlen = 0;
+        // `exec` starts the run (registers, tuple) at `pc` 0, in its frame, not this one.
         let mut pc = 0;
         loop {
             match self.exec(prog, dict, env, pc)? {
@@ -631,6 +630,12 @@ impl<'s> Vm<'s> {
         env: &mut E,
         pc: usize,
     ) -> Result<Stop, Fault> {
+        // A run starts here (jumps only go forward): zero the registers the program uses
+        // (the others are never read) and the tuple.
+        if pc == 0 {
+            zero_regs(&mut self.st.regs, code.nregs());
+            self.st.tlen = 0;
+        }
         // The form is chosen once per entry, not per instruction; both loops are in this
         // one frame.
         match code.decoded() {
@@ -1416,9 +1421,9 @@ fn resolve_str_in<'b>(
     Some(&tail[..len])
 }
 
-/// Zeroes the first `n` registers, those a program uses (the others are never read), in
-/// blocks of four: plain stores, where a loop of variable length becomes a `memset` call
-/// that costs more than the few registers a program has.
+/// Zeroes the first `n` registers in blocks of four: plain stores, where a loop of
+/// variable length becomes a `memset` call that costs more than the few registers a
+/// program has.
 #[inline(always)]
 fn zero_regs(regs: &mut [u64; NREGS], n: usize) {
     for (i, q) in regs.chunks_exact_mut(4).enumerate() {
