@@ -70,7 +70,9 @@ pub(super) fn add(c: &AtomicU64, n: u64) {
 
 /// The session's probes (kprobes, kretprobes, ticks) call it through `sys::kprobe`.
 impl Handler for Session {
-    // A return probe is known by its slot's kind.
+    // A return probe is known by its slot's kind. Inlined into `sys::kprobe`'s trampoline:
+    // one frame less on the probe's stack.
+    #[inline(always)]
     fn fire(&self, slot: u32, ctx: &mut ActionCtx, regs: &Regs, _is_return: bool) {
         if let Some(sl) = self.slots.get(slot as usize) {
             fire(self, sl, ctx, regs);
