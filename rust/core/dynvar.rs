@@ -158,6 +158,14 @@ pub fn array_key(var: u32) -> Key<'static> {
 #[inline(always)]
 fn for_each_word(keys: &[Key<'_>], mut f: impl FnMut(u64) -> bool) -> bool {
     for key in keys {
+        // An integer (every key of a thread-local variable) is two words, without the
+        // string's loop.
+        if let Key::Int(v) = key {
+            if !f(KIND_INT) || !f(*v) {
+                return false;
+            }
+            continue;
+        }
         if !f(key_desc(key)) {
             return false;
         }
