@@ -13,10 +13,12 @@ command -v valgrind >/dev/null || { echo "firebench: valgrind is not installed" 
 # Built as the module builds its Rust: -Copt-level=2 with overflow checks (Kbuild), and
 # without jump tables (the kernel's IBT build, arch/x86/Makefile), so that a match compiles
 # to the same tree of compares; in a target directory of its own, since other RUSTFLAGS
-# would rebuild the workspace's.
+# would rebuild the workspace's. The module is one crate, core's code and its callers
+# inlined into each other: LTO does the same across the tool's crates.
 export CARGO_TARGET_DIR=target/firebench
 RUSTFLAGS="-Cjump-tables=n" CARGO_PROFILE_RELEASE_OPT_LEVEL=2 \
-	CARGO_PROFILE_RELEASE_OVERFLOW_CHECKS=true cargo build -q --release --bin oxt-firebench
+	CARGO_PROFILE_RELEASE_OVERFLOW_CHECKS=true CARGO_PROFILE_RELEASE_LTO=fat \
+	CARGO_PROFILE_RELEASE_CODEGEN_UNITS=1 cargo build -q --release --bin oxt-firebench
 bin=$CARGO_TARGET_DIR/release/oxt-firebench
 n1=2000
 n2=12000
