@@ -279,7 +279,7 @@ pub const KSTR_USER: u32 = 1;
 
 impl Op {
     /// Decode an opcode byte.
-    pub fn from_u8(b: u8) -> Option<Op> {
+    pub const fn from_u8(b: u8) -> Option<Op> {
         use Op::*;
         const ALL: [Op; NOPS as usize] = [
             Nop,
@@ -397,7 +397,8 @@ impl Op {
             167 => Some(Stx),
             168 => Some(Uregs),
             210 => Some(Uargs),
-            _ => ALL.get(b as usize).copied(),
+            _ if (b as usize) < ALL.len() => Some(ALL[b as usize]),
+            _ => None,
         }
     }
 

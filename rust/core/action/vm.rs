@@ -668,189 +668,20 @@ impl<'s> Vm<'s> {
             let imm = ins.imm;
             let mut next = pc + 1;
             let mut out: Option<u64> = None;
-            use Op::*;
-            match op {
-                Ldbs | Kstr | Strjoin | Uargs | Ldgaa | Stgaa | Ldts | Stts | Agg | Trace
-                | Printf | System | Printa | Clear | Denormalize | Trunc | Normalize | Exit
-                | Ptwrite | Raise | Chill | Speculation | Commit | Discard | Substr | Strstr
-                | Strchr | Strrchr | Index | Rindex | Strtok | Lltostr | Strtoll | Toupper
-                | Tolower | Basename | Dirname | Cleanpath | InetNtop | Rand | Progenyof
-                | Kstack | Ustack | Ustackdepth | Ucaller | Kstackdepth | Symval | Alloca
-                | Copyin | Copyinto | Bcopy | Uregs => {
-                    return Ok(Stop::Slow(pc, ins));
-                }
-                Nop => {}
-                Ret => return Ok(Stop::Ret(a)),
-                Mov => out = Some(a),
-                Ldi => out = Some(imm as i32 as i64 as u64),
-                Setx => out = Some(dict.int_at(imm).ok_or(f(FaultKind::Invalid))?),
-                Sets => {
-                    if imm as usize >= dict.strtab().len() {
-                        return Err(f(FaultKind::Invalid));
-                    }
-                    out = Some(str_ref(STR_SPACE_TABLE, imm));
-                }
-                Add => out = Some(a.wrapping_add(b)),
-                Sub => out = Some(a.wrapping_sub(b)),
-                Mul => out = Some(a.wrapping_mul(b)),
-                Sdiv | Udiv | Srem | Urem => {
-                    if b == 0 {
-                        return Err(f(FaultKind::DivZero));
-                    }
-                    let (sa, sb) = (a as i64, b as i64);
-                    // Checked forms have no panic path; `None` is only i64::MIN / -1 here,
-                    // whose wrapped results are MIN and 0.
-                    out = Some(match op {
-                        Sdiv => sa.checked_div(sb).unwrap_or(sa) as u64,
-                        Udiv => a.checked_div(b).unwrap_or(0),
-                        Srem => sa.checked_rem(sb).unwrap_or(0) as u64,
-                        _ => a.checked_rem(b).unwrap_or(0),
-                    });
-                }
-                And => out = Some(a & b),
-                Or => out = Some(a | b),
-                Xor => out = Some(a ^ b),
-                Sll => out = Some(a.wrapping_shl(b as u32)),
-                Srl => out = Some(a.wrapping_shr(b as u32)),
-                Sra => out = Some((a as i64).wrapping_shr(b as u32) as u64),
-                Not => out = Some(!a),
-                Neg => out = Some(a.wrapping_neg()),
-                Lnot => out = Some((a == 0) as u64),
-                Sext => {
-                    out = Some(match imm {
-                        8 => a as i8 as i64 as u64,
-                        16 => a as i16 as i64 as u64,
-                        32 => a as i32 as i64 as u64,
-                        _ => return Err(f(FaultKind::Invalid)),
-                    })
-                }
-                Zext => {
-                    out = Some(match imm {
-                        8 => a as u8 as u64,
-                        16 => a as u16 as u64,
-                        32 => a as u32 as u64,
-                        _ => return Err(f(FaultKind::Invalid)),
-                    })
-                }
-                Eq => out = Some((a == b) as u64),
-                Ne => out = Some((a != b) as u64),
-                Lt => out = Some(((a as i64) < (b as i64)) as u64),
-                Le => out = Some(((a as i64) <= (b as i64)) as u64),
-                Gt => out = Some(((a as i64) > (b as i64)) as u64),
-                Ge => out = Some(((a as i64) >= (b as i64)) as u64),
-                Ltu => out = Some((a < b) as u64),
-                Leu => out = Some((a <= b) as u64),
-                Gtu => out = Some((a > b) as u64),
-                Geu => out = Some((a >= b) as u64),
-                Ba | Bz | Bnz => {
-                    let taken = match op {
-                        Ba => true,
-                        Bz => a == 0,
-                        _ => a != 0,
-                    };
-                    if taken {
-                        if imm as usize <= pc {
-                            return Err(f(FaultKind::Invalid));
-                        }
-                        next = imm as usize;
-                    }
-                }
-                Ldb => {
-                    let bi = Builtin::from_u32(imm).ok_or(f(FaultKind::Invalid))?;
-                    out = Some(env.builtin(bi));
-                }
-                Ldsb | Ldsh | Ldsw | Ldub | Lduh | Lduw | Ldx => {
-                    let addr = a.wrapping_add(imm as i32 as i64 as u64);
-                    let size = match op {
-                        Ldsb | Ldub => 1,
-                        Ldsh | Lduh => 2,
-                        Ldsw | Lduw => 4,
-                        _ => 8,
-                    };
-                    let mut buf = [0u8; 8];
-                    // PANIC: `size` is 1, 2, 4 or 8.
-                    if !self.read_mem(env, addr, &mut buf[..size]) {
-                        return Err(f(FaultKind::BadAddr(addr)));
-                    }
-                    let v = u64::from_le_bytes(buf);
-                    out = Some(match op {
-                        Ldsb => v as i8 as i64 as u64,
-                        Ldsh => v as i16 as i64 as u64,
-                        Ldsw => v as i32 as i64 as u64,
-                        _ => v,
-                    });
-                }
-                Ldls => out = Some(self.local(imm).ok_or(f(FaultKind::Invalid))?),
-                Stls => {
-                    if !self.set_local(imm, a) {
-                        return Err(f(FaultKind::Invalid));
-                    }
-                }
-                Ldgs => out = Some(env.global_load(imm)),
-                Stgs => env.global_store(imm, a),
-                Pushtv | Pushts => {
-                    if self.st.tlen >= MAX_TUPLE {
-                        return Err(f(FaultKind::TupleOverflow));
-                    }
-                    // PANIC: `tlen < MAX_TUPLE`, the tuple's length (checked just above).
-                    self.st.tuple[self.st.tlen] = if op == Pushtv {
-                        let t = IntType(imm as u8);
-                        if imm >= 8 {
-                            return Err(f(FaultKind::Invalid));
-                        }
-                        TupleVal::Int(a, t)
-                    } else {
-                        // Validate now so the fault points at the push.
-                        resolve_str(dict.strtab(), self.scratch, self.st.strsize as usize, a)
-                            .ok_or(f(FaultKind::BadString))?;
-                        TupleVal::Str(a)
-                    };
-                    self.st.tlen += 1;
-                }
-                Flusht => self.st.tlen = 0,
-                Scmp => {
-                    let ss = self.st.strsize as usize;
-                    let strtab = dict.strtab();
-                    let s1 =
-                        resolve_str(strtab, self.scratch, ss, a).ok_or(f(FaultKind::BadString))?;
-                    let s2 =
-                        resolve_str(strtab, self.scratch, ss, b).ok_or(f(FaultKind::BadString))?;
-                    out = Some(match s1.cmp(s2) {
-                        core::cmp::Ordering::Less => -1i64 as u64,
-                        core::cmp::Ordering::Equal => 0,
-                        core::cmp::Ordering::Greater => 1,
-                    });
-                }
-                Strlen => {
-                    let s = resolve_str(dict.strtab(), self.scratch, self.st.strsize as usize, a)
-                        .ok_or(f(FaultKind::BadString))?;
-                    out = Some(s.len() as u64);
-                }
-                Chkb => {
-                    if a >= u64::from(imm) {
-                        return Err(f(FaultKind::BadIndex(a)));
-                    }
-                }
-                // One speculate() per clause, before its data (the compiler checks it).
-                // The other actions are `slow`'s, which checks them.
-                Speculate => {
-                    if self.st.spec.is_some() {
-                        return Err(f(FaultKind::IllegalOp));
-                    }
-                    self.st.spec = Some(a);
-                }
-                Hton => {
-                    out = Some(match imm {
-                        16 => (a as u16).to_be() as u64,
-                        32 => (a as u32).to_be() as u64,
-                        64 => a.to_be(),
-                        _ => return Err(f(FaultKind::Invalid)),
-                    })
-                }
-                Stb => self.store(a, imm, b, 1).map_err(f)?,
-                Sth => self.store(a, imm, b, 2).map_err(f)?,
-                Stw => self.store(a, imm, b, 4).map_err(f)?,
-                Stx => self.store(a, imm, b, 8).map_err(f)?,
+            // The common opcodes first, through a table and a small match: the kernel is
+            // built without jump tables (IBT), so the whole match is a tree of about seven
+            // compares, each a branch, which is what an emulated CPU pays for.
+            // PANIC: `Op` is a `u8`, `HOT` has 256 entries.
+            match HOT[op as usize] {
+                Hot::Slow => return Ok(Stop::Slow(pc, ins)),
+                Hot::Ret => return Ok(Stop::Ret(a)),
+                Hot::Ldi => out = Some(imm as i32 as i64 as u64),
+                Hot::Ldb => out = Some(self.ldb(imm, env).map_err(f)?),
+                Hot::Pushtv => self.pushtv(a, imm).map_err(f)?,
+                Hot::Mov => out = Some(a),
+                Hot::Add => out = Some(a.wrapping_add(b)),
+                Hot::Sub => out = Some(a.wrapping_sub(b)),
+                Hot::Other => out = self.other(op, a, b, imm, pc, &mut next, dict, env)?,
             }
             self.write_back(rd, out).map_err(f)?;
             pc = next;
@@ -860,6 +691,212 @@ impl<'s> Vm<'s> {
             pc: pc as u32,
             kind: FaultKind::Invalid,
         })
+    }
+
+    /// The opcodes of [`Vm::exec`] not in [`HOT`]'s classes: their result, if they have one.
+    /// One frame with `exec`'s (inlined), only its dispatch apart.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    fn other<D: Dict + ?Sized, E: Env + ?Sized>(
+        &mut self,
+        op: Op,
+        a: u64,
+        b: u64,
+        imm: u32,
+        pc: usize,
+        next: &mut usize,
+        dict: &D,
+        env: &mut E,
+    ) -> Result<Option<u64>, Fault> {
+        let f = |kind| Fault {
+            pc: pc as u32,
+            kind,
+        };
+        let mut out = None;
+        use Op::*;
+        match op {
+            Nop => {}
+            Setx => out = Some(dict.int_at(imm).ok_or(f(FaultKind::Invalid))?),
+            Sets => {
+                if imm as usize >= dict.strtab().len() {
+                    return Err(f(FaultKind::Invalid));
+                }
+                out = Some(str_ref(STR_SPACE_TABLE, imm));
+            }
+            Mul => out = Some(a.wrapping_mul(b)),
+            Sdiv | Udiv | Srem | Urem => {
+                if b == 0 {
+                    return Err(f(FaultKind::DivZero));
+                }
+                let (sa, sb) = (a as i64, b as i64);
+                // Checked forms have no panic path; `None` is only i64::MIN / -1 here,
+                // whose wrapped results are MIN and 0.
+                out = Some(match op {
+                    Sdiv => sa.checked_div(sb).unwrap_or(sa) as u64,
+                    Udiv => a.checked_div(b).unwrap_or(0),
+                    Srem => sa.checked_rem(sb).unwrap_or(0) as u64,
+                    _ => a.checked_rem(b).unwrap_or(0),
+                });
+            }
+            And => out = Some(a & b),
+            Or => out = Some(a | b),
+            Xor => out = Some(a ^ b),
+            Sll => out = Some(a.wrapping_shl(b as u32)),
+            Srl => out = Some(a.wrapping_shr(b as u32)),
+            Sra => out = Some((a as i64).wrapping_shr(b as u32) as u64),
+            Not => out = Some(!a),
+            Neg => out = Some(a.wrapping_neg()),
+            Lnot => out = Some((a == 0) as u64),
+            Sext => {
+                out = Some(match imm {
+                    8 => a as i8 as i64 as u64,
+                    16 => a as i16 as i64 as u64,
+                    32 => a as i32 as i64 as u64,
+                    _ => return Err(f(FaultKind::Invalid)),
+                })
+            }
+            Zext => {
+                out = Some(match imm {
+                    8 => a as u8 as u64,
+                    16 => a as u16 as u64,
+                    32 => a as u32 as u64,
+                    _ => return Err(f(FaultKind::Invalid)),
+                })
+            }
+            Eq => out = Some((a == b) as u64),
+            Ne => out = Some((a != b) as u64),
+            Lt => out = Some(((a as i64) < (b as i64)) as u64),
+            Le => out = Some(((a as i64) <= (b as i64)) as u64),
+            Gt => out = Some(((a as i64) > (b as i64)) as u64),
+            Ge => out = Some(((a as i64) >= (b as i64)) as u64),
+            Ltu => out = Some((a < b) as u64),
+            Leu => out = Some((a <= b) as u64),
+            Gtu => out = Some((a > b) as u64),
+            Geu => out = Some((a >= b) as u64),
+            Ba | Bz | Bnz => {
+                let taken = match op {
+                    Ba => true,
+                    Bz => a == 0,
+                    _ => a != 0,
+                };
+                if taken {
+                    if imm as usize <= pc {
+                        return Err(f(FaultKind::Invalid));
+                    }
+                    *next = imm as usize;
+                }
+            }
+            Ldsb | Ldsh | Ldsw | Ldub | Lduh | Lduw | Ldx => {
+                let addr = a.wrapping_add(imm as i32 as i64 as u64);
+                let size = match op {
+                    Ldsb | Ldub => 1,
+                    Ldsh | Lduh => 2,
+                    Ldsw | Lduw => 4,
+                    _ => 8,
+                };
+                let mut buf = [0u8; 8];
+                // PANIC: `size` is 1, 2, 4 or 8.
+                if !self.read_mem(env, addr, &mut buf[..size]) {
+                    return Err(f(FaultKind::BadAddr(addr)));
+                }
+                let v = u64::from_le_bytes(buf);
+                out = Some(match op {
+                    Ldsb => v as i8 as i64 as u64,
+                    Ldsh => v as i16 as i64 as u64,
+                    Ldsw => v as i32 as i64 as u64,
+                    _ => v,
+                });
+            }
+            Ldls => out = Some(self.local(imm).ok_or(f(FaultKind::Invalid))?),
+            Stls => {
+                if !self.set_local(imm, a) {
+                    return Err(f(FaultKind::Invalid));
+                }
+            }
+            Ldgs => out = Some(env.global_load(imm)),
+            Stgs => env.global_store(imm, a),
+            Pushts => {
+                // Validate now so the fault points at the push.
+                resolve_str(dict.strtab(), self.scratch, self.st.strsize as usize, a)
+                    .ok_or(f(FaultKind::BadString))?;
+                self.push(TupleVal::Str(a)).map_err(f)?;
+            }
+            Flusht => self.st.tlen = 0,
+            Scmp => {
+                let ss = self.st.strsize as usize;
+                let strtab = dict.strtab();
+                let s1 = resolve_str(strtab, self.scratch, ss, a).ok_or(f(FaultKind::BadString))?;
+                let s2 = resolve_str(strtab, self.scratch, ss, b).ok_or(f(FaultKind::BadString))?;
+                out = Some(match s1.cmp(s2) {
+                    core::cmp::Ordering::Less => -1i64 as u64,
+                    core::cmp::Ordering::Equal => 0,
+                    core::cmp::Ordering::Greater => 1,
+                });
+            }
+            Strlen => {
+                let s = resolve_str(dict.strtab(), self.scratch, self.st.strsize as usize, a)
+                    .ok_or(f(FaultKind::BadString))?;
+                out = Some(s.len() as u64);
+            }
+            Chkb => {
+                if a >= u64::from(imm) {
+                    return Err(f(FaultKind::BadIndex(a)));
+                }
+            }
+            // One speculate() per clause, before its data (the compiler checks it).
+            // The other actions are `slow`'s, which checks them.
+            Speculate => {
+                if self.st.spec.is_some() {
+                    return Err(f(FaultKind::IllegalOp));
+                }
+                self.st.spec = Some(a);
+            }
+            Hton => {
+                out = Some(match imm {
+                    16 => (a as u16).to_be() as u64,
+                    32 => (a as u32).to_be() as u64,
+                    64 => a.to_be(),
+                    _ => return Err(f(FaultKind::Invalid)),
+                })
+            }
+            Stb => self.store(a, imm, b, 1).map_err(f)?,
+            Sth => self.store(a, imm, b, 2).map_err(f)?,
+            Stw => self.store(a, imm, b, 4).map_err(f)?,
+            Stx => self.store(a, imm, b, 8).map_err(f)?,
+            // [`HOT`]'s classes, which never come here.
+            _ => return Err(f(FaultKind::Invalid)),
+        }
+        Ok(out)
+    }
+
+    /// `ldb`: built-in variable `imm`.
+    #[inline(always)]
+    fn ldb<E: Env + ?Sized>(&mut self, imm: u32, env: &mut E) -> Result<u64, FaultKind> {
+        let bi = Builtin::from_u32(imm).ok_or(FaultKind::Invalid)?;
+        Ok(env.builtin(bi))
+    }
+
+    /// `pushtv`: integer `a` of type `imm` onto the tuple.
+    #[inline(always)]
+    fn pushtv(&mut self, a: u64, imm: u32) -> Result<(), FaultKind> {
+        if imm >= 8 {
+            return Err(FaultKind::Invalid);
+        }
+        self.push(TupleVal::Int(a, IntType(imm as u8)))
+    }
+
+    /// Pushes `v` onto the tuple.
+    #[inline(always)]
+    fn push(&mut self, v: TupleVal) -> Result<(), FaultKind> {
+        // PANIC: `get_mut` is `None` at `MAX_TUPLE`, the tuple's length.
+        let slot = self
+            .st
+            .tuple
+            .get_mut(self.st.tlen)
+            .ok_or(FaultKind::TupleOverflow)?;
+        *slot = v;
+        self.st.tlen += 1;
+        Ok(())
     }
 
     /// Runs instruction `ins` at `pc`, one that [`Vm::exec`] stopped at. Out of line, and its
@@ -1420,6 +1457,56 @@ fn resolve_str_in<'b>(
     let len = tail[..lim].iter().position(|&c| c == 0).unwrap_or(lim);
     Some(&tail[..len])
 }
+
+/// How [`Vm::exec`] dispatches an opcode: the common ones by themselves, the opcodes
+/// [`Vm::slow`] runs as one class, the rest through the whole match.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Hot {
+    Slow,
+    Ret,
+    Ldi,
+    Ldb,
+    Pushtv,
+    Mov,
+    Add,
+    Sub,
+    Other,
+}
+
+/// The class of an opcode. The list of [`Vm::slow`]'s opcodes, those that call deep into
+/// the environment.
+const fn hot(op: Op) -> Hot {
+    use Op::*;
+    match op {
+        Ldbs | Kstr | Strjoin | Uargs | Ldgaa | Stgaa | Ldts | Stts | Agg | Trace | Printf
+        | System | Printa | Clear | Denormalize | Trunc | Normalize | Exit | Ptwrite | Raise
+        | Chill | Speculation | Commit | Discard | Substr | Strstr | Strchr | Strrchr | Index
+        | Rindex | Strtok | Lltostr | Strtoll | Toupper | Tolower | Basename | Dirname
+        | Cleanpath | InetNtop | Rand | Progenyof | Kstack | Ustack | Ustackdepth | Ucaller
+        | Kstackdepth | Symval | Alloca | Copyin | Copyinto | Bcopy | Uregs => Hot::Slow,
+        Ret => Hot::Ret,
+        Ldi => Hot::Ldi,
+        Ldb => Hot::Ldb,
+        Pushtv => Hot::Pushtv,
+        Mov => Hot::Mov,
+        Add => Hot::Add,
+        Sub => Hot::Sub,
+        _ => Hot::Other,
+    }
+}
+
+/// [`hot`] of every opcode value, by value (a value that is no opcode: `Other`).
+static HOT: [Hot; 256] = {
+    let mut t = [Hot::Other; 256];
+    let mut b = 0;
+    while b < 256 {
+        if let Some(op) = Op::from_u8(b as u8) {
+            t[b] = hot(op);
+        }
+        b += 1;
+    }
+    t
+};
 
 /// Zeroes the first `n` registers in blocks of four: plain stores, where a loop of
 /// variable length becomes a `memset` call that costs more than the few registers a
