@@ -534,16 +534,20 @@ fn run_clause<E: ClauseEnv>(
     }
     env.enter_clause(c);
     vm.begin_clause();
-    if let Some(pred) = pred {
-        match vm.run(pred, image, env) {
-            Ok(0) => return Ok(()),
-            Ok(_) => {}
-            Err(f) => return Err((f, true)),
+    // The predicate, then the actions, through one call of the interpreter: `run` is
+    // inlined into the probe's frame, once.
+    let mut in_pred = pred.is_some();
+    let mut prog = pred.unwrap_or(&clause.act);
+    loop {
+        match vm.run(prog, image, env) {
+            Ok(0) if in_pred => return Ok(()),
+            Ok(_) if in_pred => {
+                in_pred = false;
+                prog = &clause.act;
+            }
+            Ok(_) => return Ok(()),
+            Err(f) => return Err((f, in_pred)),
         }
-    }
-    match vm.run(&clause.act, image, env) {
-        Ok(_) => Ok(()),
-        Err(f) => Err((f, false)),
     }
 }
 
