@@ -593,7 +593,9 @@ impl<'s> Vm<'s> {
     /// [`Vm::exec`] runs the instructions that stay in the interpreter and stops at one that
     /// calls deep into the environment (aggregations, dynamic variables, records,
     /// subroutines), which [`Vm::slow`] runs from here, with `exec`'s frame gone: on the
-    /// probe's stack the two frames are never stacked.
+    /// probe's stack the two frames are never stacked. `ret`, `ldi` and those instructions
+    /// run from here without entering `exec` at all: `@c = count()` is `ldi`, `agg`, `ret`,
+    /// and most actions end with an environment call and `ret`.
     #[inline(always)]
     pub fn run<D: Dict + ?Sized, E: Env + ?Sized>(
         &mut self,
@@ -601,23 +603,62 @@ impl<'s> Vm<'s> {
         dict: &D,
         env: &mut E,
     ) -> Result<u64, Fault> {
-        // `exec` starts the run (registers, tuple) at `pc` 0, in its frame, not this one.
+        self.start(prog.nregs());
+        // Every step moves `pc` forward (`exec` stops at or after it), so the loop ends
+        // after at most `len` steps: at `ret`, a fault, or past the end.
         let mut pc = 0;
         loop {
-            match self.exec(prog, dict, env, pc)? {
-                Stop::Ret(v) => return Ok(v),
-                // `slow` runs instruction `at` and goes on at the next one: `pc` only grows.
-                Stop::Slow(at, ins) => {
-                    self.slow(prog, dict, env, at, ins)?;
-                    pc = at + 1;
-                    // Most actions end with such an instruction and `ret`: return here
-                    // rather than enter `exec` again for it.
-                    if let Some(next) = prog.fetch(pc).filter(|i| i.op == Op::Ret) {
-                        return Ok(self.operands(next).1);
-                    }
+            let Some(ins) = prog.fetch(pc) else {
+                // Verified code ends in `ret`; running off the end means unverified code.
+                return Err(Fault {
+                    pc: pc as u32,
+                    kind: FaultKind::Invalid,
+                });
+            };
+            let f = |kind| Fault {
+                pc: pc as u32,
+                kind,
+            };
+            // PANIC: `Op` is a `u8`, `HOT` has 256 entries.
+            let (at, ins) = match HOT[ins.op as usize] {
+                Hot::Ret => return Ok(self.operands(ins).1),
+                Hot::Ldi => {
+                    let (rd, _, _) = self.operands(ins);
+                    let v = ins.imm as i32 as i64 as u64;
+                    self.write_back(rd, Some(v)).map_err(f)?;
+                    pc += 1;
+                    continue;
                 }
-            }
+                Hot::Ldb => {
+                    self.ldb_to(ins, env).map_err(f)?;
+                    pc += 1;
+                    continue;
+                }
+                Hot::Pushtv => {
+                    let (_, a, _) = self.operands(ins);
+                    self.pushtv(a, ins.imm).map_err(f)?;
+                    pc += 1;
+                    continue;
+                }
+                Hot::Slow => (pc, ins),
+                _ => match self.exec(prog, dict, env, pc)? {
+                    Stop::Ret(v) => return Ok(v),
+                    Stop::Slow(at, ins) => (at, ins),
+                },
+            };
+            // `slow` runs instruction `at` and goes on at the next one.
+            self.slow(prog, dict, env, at, ins)?;
+            pc = at + 1;
         }
+    }
+
+    /// Starts a run: zeroes the registers the program uses (the others are never read) and
+    /// the tuple. Out of line, so that the zeroing's stores stay out of the frame under the
+    /// actions (the fire path's, which `run` is inlined into).
+    #[inline(never)]
+    fn start(&mut self, nregs: usize) {
+        zero_regs(&mut self.st.regs, nregs);
+        self.st.tlen = 0;
     }
 
     /// Runs instructions from `pc` until `ret` or an instruction for [`Vm::slow`]. Out of
@@ -630,12 +671,6 @@ impl<'s> Vm<'s> {
         env: &mut E,
         pc: usize,
     ) -> Result<Stop, Fault> {
-        // A run starts here (jumps only go forward): zero the registers the program uses
-        // (the others are never read) and the tuple.
-        if pc == 0 {
-            zero_regs(&mut self.st.regs, code.nregs());
-            self.st.tlen = 0;
-        }
         // The form is chosen once per entry, not per instruction; both loops are in this
         // one frame.
         match code.decoded() {
@@ -874,6 +909,15 @@ impl<'s> Vm<'s> {
     fn ldb<E: Env + ?Sized>(&mut self, imm: u32, env: &mut E) -> Result<u64, FaultKind> {
         let bi = Builtin::from_u32(imm).ok_or(FaultKind::Invalid)?;
         Ok(env.builtin(bi))
+    }
+
+    /// `ldb` for [`Vm::run`], out of line: the environment's built-in variables stay out
+    /// of the fire path's frame.
+    #[inline(never)]
+    fn ldb_to<E: Env + ?Sized>(&mut self, ins: DInsn, env: &mut E) -> Result<(), FaultKind> {
+        let (rd, _, _) = self.operands(ins);
+        let v = self.ldb(ins.imm, env)?;
+        self.write_back(rd, Some(v))
     }
 
     /// `pushtv`: integer `a` of type `imm` onto the tuple.
