@@ -29,7 +29,7 @@
 //! writes them, with interrupts off.
 
 use crate::action::{self, Builtin, Env, Key, Record, RecordKind, Vm, AGG_NARGS};
-use crate::agg::AggBuffer;
+use crate::agg::{self, AggBuffer, IntKey};
 use crate::buffer;
 use crate::diag;
 use crate::glue::dynmem::DynKeys;
@@ -201,7 +201,15 @@ struct KernelEnv<'a> {
     clause: u32,
 }
 
-impl KernelEnv<'_> {
+impl<'a> KernelEnv<'a> {
+    /// This CPU's active aggregation buffer and aggregation `id`'s function.
+    #[inline(always)]
+    fn agg_buf(&mut self, id: u32) -> Option<(AggBuffer<'_>, &'a agg::AggFunc)> {
+        let func = self.s.agg_funcs.get(id as usize)?;
+        let buf = AggBuffer::attach(self.room.agg.as_mut()?.active()).ok()?;
+        Some((buf, func))
+    }
+
     /// The firing's timestamp; the clock is read only by programs that use it.
     fn ts(&mut self) -> u64 {
         let r = &mut *self.room;
@@ -413,15 +421,22 @@ impl Env for KernelEnv<'_> {
 
     #[inline(never)]
     fn agg_update(&mut self, id: u32, keys: &[Key<'_>], args: &[u64; AGG_NARGS]) -> bool {
-        let (Some(h), Some(func)) = (self.room.agg.as_mut(), self.s.agg_funcs.get(id as usize))
-        else {
-            return false;
-        };
-        let Ok(mut buf) = AggBuffer::attach(h.active()) else {
+        let Some((mut buf, func)) = self.agg_buf(id) else {
             return false;
         };
         // PANIC: constant indices below `AGG_NARGS` (2), checked by the compiler.
         buf.apply(id, func, keys, args[0] as i64, args[1] as i64)
+            .is_ok()
+    }
+
+    // As `agg_update`, with the key the interpreter encoded.
+    #[inline(never)]
+    fn agg_update_ints(&mut self, id: u32, key: &IntKey, args: &[u64; AGG_NARGS]) -> bool {
+        let Some((mut buf, func)) = self.agg_buf(id) else {
+            return false;
+        };
+        // PANIC: constant indices below `AGG_NARGS` (2), checked by the compiler.
+        buf.apply_ints(id, func, key, args[0] as i64, args[1] as i64)
             .is_ok()
     }
 

@@ -4,6 +4,10 @@
 
 use super::decode::Fetch;
 use super::*;
+use crate::agg::{IntKey, KEY_MAX_ELEMS};
+
+// An aggregation key has as many elements as the interpreter's keys (`int_key`, `build_keys`).
+const _: () = assert!(MAX_KEYS == KEY_MAX_ELEMS);
 
 #[path = "mem.rs"]
 mod mem;
@@ -37,6 +41,17 @@ pub trait Env {
     fn dynvar_store_str(&mut self, var: u32, keys: &[Key<'_>], s: &[u8]) -> bool;
     /// Apply aggregation `agg` at `keys` to `args` (value, weight); false when dropped.
     fn agg_update(&mut self, agg: u32, keys: &[Key<'_>], args: &[u64; AGG_NARGS]) -> bool;
+    /// [`Env::agg_update`] at a key of integers only, encoded by the interpreter in place
+    /// (the kernel's environment applies it as it is); by default, as its keys.
+    fn agg_update_ints(&mut self, agg: u32, key: &IntKey, args: &[u64; AGG_NARGS]) -> bool {
+        let w = key.words();
+        let mut keys = [Key::Int(0); KEY_MAX_ELEMS];
+        for (k, v) in keys.iter_mut().zip(&w[1..]) {
+            *k = Key::Int(*v);
+        }
+        // PANIC: an `IntKey` has 1 + at most `KEY_MAX_ELEMS` words.
+        self.agg_update(agg, &keys[..w.len() - 1], args)
+    }
     /// Append a record to the principal buffer; false when it does not fit (a drop).
     fn emit(&mut self, rec: &Record<'_>) -> bool;
     /// Write `value` to this CPU's Intel PT stream (a PTW packet); false when it was lost
@@ -162,6 +177,8 @@ pub struct VmState {
     tlen: usize,
     /// The keys of one variable or aggregation access, built from the tuple.
     keys: KeyBuf<MAX_KEYS>,
+    /// The key of an aggregation update whose elements are all integers, encoded.
+    ikey: IntKey,
     /// Where `strtok(NULL, ...)` goes on: a reference to the `strtok` slot, which holds what
     /// is left of the CPU's last `strtok()` string, or 0.
     strtok: u64,
@@ -188,6 +205,7 @@ impl VmState {
             tuple: [TupleVal::Int(0, IntType::I64); MAX_TUPLE],
             tlen: 0,
             keys: KeyBuf::new(),
+            ikey: IntKey::new(),
             strtok: 0,
             rand_n: 0,
             spec: None,
@@ -1195,12 +1213,41 @@ impl<'s> Vm<'s> {
         dict: &D,
         env: &mut E,
     ) -> Result<(), FaultKind> {
-        let keys = self.agg_keys(imm, dict)?;
-        if !env.agg_update(imm, keys, &[a, b]) {
+        let ok = if self.int_key(imm, dict)? {
+            env.agg_update_ints(imm, &self.st.ikey, &[a, b])
+        } else {
+            let keys = self.agg_keys(imm, dict)?;
+            env.agg_update(imm, keys, &[a, b])
+        };
+        if !ok {
             self.st.losses.aggs += 1;
         }
         self.st.tlen = 0;
         Ok(())
+    }
+
+    /// Encodes the tuple into `ikey` when aggregation `imm`'s key is integers only, and says
+    /// whether it did; a tuple that does not fit the key faults as in [`build_keys`].
+    #[inline(always)]
+    fn int_key<D: Dict + ?Sized>(&mut self, imm: u32, dict: &D) -> Result<bool, FaultKind> {
+        let layout = dict.agg(imm).ok_or(FaultKind::Invalid)?;
+        let st = &mut *self.st;
+        if st.tlen != layout.count() {
+            return Err(FaultKind::KeyMismatch);
+        }
+        st.ikey = IntKey::new();
+        // PANIC: `tlen <= MAX_TUPLE`, the tuple's length (`push` checks).
+        for (i, t) in st.tuple[..st.tlen].iter().enumerate() {
+            match (t, layout.is_str(i)) {
+                (&TupleVal::Int(v, _), false) => {
+                    st.ikey.push(v).ok_or(FaultKind::KeyMismatch)?;
+                }
+                // A string: the general path checks and resolves it.
+                (TupleVal::Str(_), true) => return Ok(false),
+                _ => return Err(FaultKind::KeyMismatch),
+            }
+        }
+        Ok(true)
     }
 
     /// The keys of an update of aggregation `imm`, from the tuple. Out of line: the

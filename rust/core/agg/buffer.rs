@@ -191,14 +191,26 @@ impl<'a> AggBuffer<'a> {
         value: i64,
         incr: i64,
     ) -> Result<(), AggError> {
+        // Integer keys come encoded from the interpreter (`apply_ints`); here they go
+        // through the element-by-element encoder, which one instance keeps the frame small.
         let (words, kw) = KeyWords::new(key)?;
-        // Integer keys (`@[pid]`, `@`, the common case) are encoded at once into an array,
-        // which hashes and compares as a slice, without the element-by-element encoder.
-        match words.ints() {
-            // PANIC: an integer key is `1 + elems <= 1 + KEY_MAX_ELEMS` words (`KeyWords`).
-            Some(a) => self.apply_words(agg_id, func, a[..kw].iter().copied(), kw, value, incr),
-            None => self.apply_words(agg_id, func, words, kw, value, incr),
-        }
+        self.apply_words(agg_id, func, words, kw, value, incr)
+    }
+
+    /// [`AggBuffer::apply`] at an all-integer key already encoded (the interpreter builds it
+    /// in place from its tuple, without going through [`KeyElem`]s): its words hash and
+    /// compare as a slice, without the element-by-element encoder.
+    #[inline(always)]
+    pub fn apply_ints(
+        &mut self,
+        agg_id: u32,
+        func: &AggFunc,
+        key: &IntKey,
+        value: i64,
+        incr: i64,
+    ) -> Result<(), AggError> {
+        let w = key.words();
+        self.apply_words(agg_id, func, w.iter().copied(), w.len(), value, incr)
     }
 
     /// [`AggBuffer::apply`] with the key's `kw` encoded words.

@@ -54,21 +54,56 @@ impl<'k, 'a> KeyWords<'k, 'a> {
             n,
         ))
     }
+}
 
-    /// The words as an array, when every element is an integer: the descriptor, then one
-    /// word per element (the first `1 + elems.len()` words are the key).
-    #[inline]
-    pub(super) fn ints(&self) -> Option<[u64; 1 + KEY_MAX_ELEMS]> {
-        let mut out = [0u64; 1 + KEY_MAX_ELEMS];
-        out[0] = self.desc?;
-        // `new` checked `elems.len() <= KEY_MAX_ELEMS`.
-        for (o, e) in out[1..].iter_mut().zip(self.elems) {
-            match e {
-                KeyElem::Int(v) => *o = *v,
-                KeyElem::Str(_) => return None,
-            }
+/// The encoded words of a key whose elements are all integers (`@[pid]`, `@`, the common
+/// case), built in place: the descriptor word, then one word per element.
+///
+/// # Invariants
+///
+/// `n <= KEY_MAX_ELEMS`; `w[0]` is the descriptor of `n` integers and `w[1..=n]` their
+/// values, which is what [`encode_key`] writes for them.
+#[derive(Clone, Copy, Debug)]
+pub struct IntKey {
+    w: [u64; 1 + KEY_MAX_ELEMS],
+    n: usize,
+}
+
+impl IntKey {
+    /// The empty key (`@`).
+    pub const fn new() -> Self {
+        // INVARIANT: no element, descriptor 0.
+        Self {
+            w: [0; 1 + KEY_MAX_ELEMS],
+            n: 0,
         }
-        Some(out)
+    }
+
+    /// Appends integer `v`; `None` when the key has [`KEY_MAX_ELEMS`] elements already.
+    #[inline]
+    pub fn push(&mut self, v: u64) -> Option<()> {
+        if self.n >= KEY_MAX_ELEMS {
+            return None;
+        }
+        // INVARIANT: one more element, its descriptor byte and its word.
+        self.w[0] |= u64::from(DESC_INT) << (8 * self.n);
+        self.n += 1;
+        // PANIC: `n <= KEY_MAX_ELEMS`, below the array's `1 + KEY_MAX_ELEMS`.
+        self.w[self.n] = v;
+        Some(())
+    }
+
+    /// The encoded words.
+    #[inline]
+    pub fn words(&self) -> &[u64] {
+        // PANIC: `n <= KEY_MAX_ELEMS` (type invariant).
+        &self.w[..1 + self.n]
+    }
+}
+
+impl Default for IntKey {
+    fn default() -> Self {
+        Self::new()
     }
 }
 

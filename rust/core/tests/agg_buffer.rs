@@ -275,6 +275,50 @@ fn key_errors_change_nothing() {
     assert_eq!((b.len(), b.drops()), (0, 0));
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    /// An integer key encoded in place (`IntKey`, the interpreter's) is the key `apply`
+    /// encodes from its elements: the same words, the same data sets, word for word.
+    #[test]
+    fn int_keys_encode_as_elements(
+        ops in prop::collection::vec(
+            (0u32..9, prop::collection::vec(0u64..6, 0..=KEY_MAX_ELEMS), -5i64..5),
+            0..200,
+        ),
+    ) {
+        let f = funcs();
+        let mut a_mem = vec![0u64; 1 << 14];
+        let mut b_mem = vec![0u64; 1 << 14];
+        let mut a = AggBuffer::format(&mut a_mem).unwrap();
+        let mut b = AggBuffer::format(&mut b_mem).unwrap();
+        for (id, k, v) in &ops {
+            let el: Vec<KeyElem<'_>> = k.iter().map(|&x| KeyElem::Int(x)).collect();
+            let mut ik = IntKey::new();
+            for &x in k {
+                ik.push(x).unwrap();
+            }
+            let mut w = [0u64; KEY_MAX_WORDS];
+            let n = encode_key(&el, &mut w).unwrap();
+            prop_assert_eq!(ik.words(), &w[..n]);
+            let func = &f[*id as usize];
+            prop_assert_eq!(a.apply(*id, func, &el, *v, 1), b.apply_ints(*id, func, &ik, *v, 1));
+        }
+        prop_assert_eq!(&a_mem, &b_mem);
+    }
+}
+
+#[test]
+fn int_key_holds_at_most_max_elements() {
+    let mut k = IntKey::new();
+    assert_eq!(k.words(), &[0]);
+    for i in 0..KEY_MAX_ELEMS as u64 {
+        assert_eq!(k.push(i), Some(()));
+    }
+    assert_eq!(k.push(99), None);
+    assert_eq!(k.words().len(), 1 + KEY_MAX_ELEMS);
+}
+
 #[test]
 fn hash_and_encoding_agree() {
     let key = [KeyElem::Int(3), KeyElem::Str(b"probefunc_name")];

@@ -15,7 +15,7 @@
 use oxtrace::dsl::{compile, CompileOptions};
 use oxtrace_core::action::Scope;
 use oxtrace_core::action::{Builtin, DInsn, Dict, Env, Fault, Key, Record, Vm, VmState, AGG_NARGS};
-use oxtrace_core::agg::{self, AggBuffer, AggFunc};
+use oxtrace_core::agg::{self, AggBuffer, AggFunc, IntKey};
 use oxtrace_core::buffer;
 use oxtrace_core::dynvar::{self, Bucket, CpuState, CrossCall, Dstate, Header, Layout, Word};
 use oxtrace_core::limits;
@@ -143,6 +143,16 @@ impl Env for BenchEnv<'_> {
             return false;
         };
         buf.apply(id, func, keys, args[0] as i64, args[1] as i64)
+            .is_ok()
+    }
+    fn agg_update_ints(&mut self, id: u32, key: &IntKey, args: &[u64; AGG_NARGS]) -> bool {
+        let Some(func) = self.funcs.get(id as usize) else {
+            return false;
+        };
+        let Ok(mut buf) = AggBuffer::attach(self.agg) else {
+            return false;
+        };
+        buf.apply_ints(id, func, key, args[0] as i64, args[1] as i64)
             .is_ok()
     }
     fn emit(&mut self, rec: &Record<'_>) -> bool {
