@@ -57,6 +57,17 @@ fi
 
 python3 "$OXT_ROOT/scripts/bench-report.py" "$out/raw.log" "$out/splats.txt" \
 	"$out/results.md" "$out/results.json"
+# The fire path's instructions per firing, counted on the host (independent of the load,
+# unlike the guest's figures): after the guest, so that it does not share the CPUs.
+if [ "${FIREBENCH:-1}" != 0 ]; then
+	say "counting the fire path's instructions on the host"
+	{
+		printf '\n## Fire path on the host (scripts/firebench.sh)\n\n'
+		printf 'Per firing, callgrind; the hist pair is one entry and one return firing.\n\n```\n'
+		"$OXT_ROOT/scripts/firebench.sh" || echo "firebench failed"
+		printf '```\n'
+	} >>"$out/results.md"
+fi
 cat "$out/results.md"
 say "results: build/bench/results.md, build/bench/results.json (guest exit $status)"
 exit "$status"

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Install what `make bench` needs on top of scripts/setup-toolchain.sh: Debian's
 # bpftrace (and perf for the profile), run inside the bench guest from the host's
-# root filesystem over 9p.
+# root filesystem over 9p, and valgrind for scripts/firebench.sh on the host.
 # Kept apart so that `make check` stays lean.  Idempotent and silent when present.
 set -euo pipefail
 "$(dirname "$0")/setup-toolchain.sh"
 
-BENCH_PKGS=(bpftrace linux-perf)
+BENCH_PKGS=(bpftrace linux-perf valgrind)
 SUDO=
 [ "$(id -u)" = 0 ] || SUDO=sudo
 missing=()
