@@ -62,7 +62,13 @@ struct BenchEnv<'a> {
     sum: u64,
 }
 
-impl BenchEnv<'_> {
+impl<'a> BenchEnv<'a> {
+    /// The CPU's aggregation buffer and aggregation `id`'s function, as `KernelEnv` has them.
+    fn agg_buf(&mut self, id: u32) -> Option<(AggBuffer<'_>, &'a AggFunc)> {
+        let func = self.funcs.get(id as usize)?;
+        Some((AggBuffer::attach(self.agg).ok()?, func))
+    }
+
     /// The `self->` tuple, as `glue::dynmem` builds it (no allocation).
     fn tuple(&self, var: u32, keys: &[Key<'_>]) -> Option<[Key<'static>; 2]> {
         match self.scopes.get(var as usize)? {
@@ -136,24 +142,16 @@ impl Env for BenchEnv<'_> {
         false
     }
     fn agg_update(&mut self, id: u32, keys: &[Key<'_>], args: &[u64; AGG_NARGS]) -> bool {
-        let Some(func) = self.funcs.get(id as usize) else {
-            return false;
-        };
-        let Ok(mut buf) = AggBuffer::attach(self.agg) else {
-            return false;
-        };
-        buf.apply(id, func, keys, args[0] as i64, args[1] as i64)
-            .is_ok()
+        self.agg_buf(id).is_some_and(|(mut buf, func)| {
+            buf.apply(id, func, keys, args[0] as i64, args[1] as i64)
+                .is_ok()
+        })
     }
     fn agg_update_ints(&mut self, id: u32, key: &IntKey, args: &[u64; AGG_NARGS]) -> bool {
-        let Some(func) = self.funcs.get(id as usize) else {
-            return false;
-        };
-        let Ok(mut buf) = AggBuffer::attach(self.agg) else {
-            return false;
-        };
-        buf.apply_ints(id, func, key, args[0] as i64, args[1] as i64)
-            .is_ok()
+        self.agg_buf(id).is_some_and(|(mut buf, func)| {
+            buf.apply_ints(id, func, key, args[0] as i64, args[1] as i64)
+                .is_ok()
+        })
     }
     fn emit(&mut self, rec: &Record<'_>) -> bool {
         if self.pbuf_off + 64 > self.pbuf.len() {
