@@ -611,9 +611,9 @@ impl<'s> Vm<'s> {
     /// [`Vm::exec`] runs the instructions that stay in the interpreter and stops at one that
     /// calls deep into the environment (aggregations, dynamic variables, records,
     /// subroutines), which [`Vm::slow`] runs from here, with `exec`'s frame gone: on the
-    /// probe's stack the two frames are never stacked. `ret`, `ldi` and those instructions
-    /// run from here without entering `exec` at all: `@c = count()` is `ldi`, `agg`, `ret`,
-    /// and most actions end with an environment call and `ret`.
+    /// probe's stack the two frames are never stacked. `ret`, `ldi`, `ldb`, `pushtv` and
+    /// those instructions run from here without entering `exec` at all: `@c = count()` is
+    /// `ldi`, `agg`, `ret`, and most actions end with an environment call and `ret`.
     #[inline(always)]
     pub fn run<D: Dict + ?Sized, E: Env + ?Sized>(
         &mut self,
@@ -869,7 +869,11 @@ impl<'s> Vm<'s> {
             Ldgs => out = Some(env.global_load(imm)),
             Stgs => env.global_store(imm, a),
             Pushts => {
-                // Validate now so the fault points at the push.
+                // A full tuple first, as for `pushtv`; then validate now so the fault
+                // points at the push.
+                if self.st.tlen >= MAX_TUPLE {
+                    return Err(f(FaultKind::TupleOverflow));
+                }
                 resolve_str(dict.strtab(), self.scratch, self.st.strsize as usize, a)
                     .ok_or(f(FaultKind::BadString))?;
                 self.push(TupleVal::Str(a)).map_err(f)?;
@@ -938,9 +942,12 @@ impl<'s> Vm<'s> {
         self.write_back(rd, Some(v))
     }
 
-    /// `pushtv`: integer `a` of type `imm` onto the tuple.
+    /// `pushtv`: integer `a` of type `imm` onto the tuple (a full tuple faults first).
     #[inline(always)]
     fn pushtv(&mut self, a: u64, imm: u32) -> Result<(), FaultKind> {
+        if self.st.tlen >= MAX_TUPLE {
+            return Err(FaultKind::TupleOverflow);
+        }
         if imm >= 8 {
             return Err(FaultKind::Invalid);
         }

@@ -191,8 +191,9 @@ impl<'a> AggBuffer<'a> {
         value: i64,
         incr: i64,
     ) -> Result<(), AggError> {
-        // Integer keys come encoded from the interpreter (`apply_ints`); here they go
-        // through the element-by-element encoder, which one instance keeps the frame small.
+        // Integer keys come encoded from the interpreter (`apply_ints`). Here every key
+        // goes through the element-by-element encoder: one instance of the update keeps
+        // the frame small.
         let (words, kw) = KeyWords::new(key)?;
         self.apply_words(agg_id, func, words, kw, value, incr)
     }
