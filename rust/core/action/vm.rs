@@ -1611,6 +1611,8 @@ static HOT: [Hot; 256] = {
 /// program has.
 #[inline(always)]
 fn zero_regs(regs: &mut [u64; NREGS], n: usize) {
+    // Whole blocks: `chunks_exact_mut` would leave a remainder unzeroed.
+    const _: () = assert!(NREGS % 4 == 0);
     for (i, q) in regs.chunks_exact_mut(4).enumerate() {
         if n > 4 * i {
             q.copy_from_slice(&[0; 4]);
