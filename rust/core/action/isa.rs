@@ -812,6 +812,11 @@ impl KeyLayout {
         i < 16 && (self.0 >> 8) & (1 << i) != 0
     }
 
+    /// Whether any component is a string.
+    pub const fn has_str(self) -> bool {
+        (self.0 >> 8) & 0xffff != 0
+    }
+
     /// Whether the packed value is well formed.
     pub const fn is_valid(self) -> bool {
         let n = self.count();

@@ -1220,10 +1220,12 @@ impl<'s> Vm<'s> {
         dict: &D,
         env: &mut E,
     ) -> Result<(), FaultKind> {
-        let ok = if self.int_key(imm, dict)? {
+        let layout = dict.agg(imm).ok_or(FaultKind::Invalid)?;
+        let ok = if !layout.has_str() {
+            self.int_key(layout)?;
             env.agg_update_ints(imm, &self.st.ikey, &[a, b])
         } else {
-            let keys = self.agg_keys(imm, dict)?;
+            let keys = self.agg_keys(layout, dict)?;
             env.agg_update(imm, keys, &[a, b])
         };
         if !ok {
@@ -1233,40 +1235,34 @@ impl<'s> Vm<'s> {
         Ok(())
     }
 
-    /// Encodes the tuple into `ikey` when aggregation `imm`'s key is integers only, and says
-    /// whether it did; a tuple that does not fit the key faults as in [`build_keys`].
+    /// Encodes the tuple into `ikey` for a key of integers only (`layout`); a tuple that
+    /// does not fit the key faults as in [`build_keys`].
     #[inline(always)]
-    fn int_key<D: Dict + ?Sized>(&mut self, imm: u32, dict: &D) -> Result<bool, FaultKind> {
-        let layout = dict.agg(imm).ok_or(FaultKind::Invalid)?;
+    fn int_key(&mut self, layout: KeyLayout) -> Result<(), FaultKind> {
         let st = &mut *self.st;
         if st.tlen != layout.count() {
             return Err(FaultKind::KeyMismatch);
         }
-        st.ikey = IntKey::new();
+        st.ikey.clear();
         // PANIC: `tlen <= MAX_TUPLE`, the tuple's length (`push` checks).
-        for (i, t) in st.tuple[..st.tlen].iter().enumerate() {
-            match (t, layout.is_str(i)) {
-                (&TupleVal::Int(v, _), false) => {
-                    st.ikey.push(v).ok_or(FaultKind::KeyMismatch)?;
-                }
-                // A string: the general path checks and resolves it.
-                (TupleVal::Str(_), true) => return Ok(false),
-                _ => return Err(FaultKind::KeyMismatch),
+        for t in &st.tuple[..st.tlen] {
+            match *t {
+                TupleVal::Int(v, _) => st.ikey.push(v).ok_or(FaultKind::KeyMismatch)?,
+                TupleVal::Str(_) => return Err(FaultKind::KeyMismatch),
             }
         }
-        Ok(true)
+        Ok(())
     }
 
-    /// The keys of an update of aggregation `imm`, from the tuple. Out of line: the
-    /// aggregation's description is not kept in [`Vm::agg`]'s frame, which is under the
-    /// update's.
+    /// The keys of an update of an aggregation with string components (`layout`), from the
+    /// tuple. Out of line: the key buffer's building is not in [`Vm::agg`]'s frame, which
+    /// is under the update's.
     #[inline(never)]
     fn agg_keys<'k, D: Dict + ?Sized>(
         &'k mut self,
-        imm: u32,
+        layout: KeyLayout,
         dict: &'k D,
     ) -> Result<&'k [Key<'k>], FaultKind> {
-        let layout = dict.agg(imm).ok_or(FaultKind::Invalid)?;
         let ss = self.st.strsize as usize;
         // PANIC: `tlen <= MAX_TUPLE`, the tuple's length (`Pushtv` checks).
         build_keys(

@@ -79,6 +79,14 @@ impl IntKey {
         }
     }
 
+    /// Makes this the empty key again, without rewriting words it no longer exposes.
+    #[inline]
+    pub fn clear(&mut self) {
+        // INVARIANT: no element, descriptor 0; `push` writes each word it exposes.
+        self.w[0] = 0;
+        self.n = 0;
+    }
+
     /// Appends integer `v`; `None` when the key has [`KEY_MAX_ELEMS`] elements already.
     #[inline]
     pub fn push(&mut self, v: u64) -> Option<()> {

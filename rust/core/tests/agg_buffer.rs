@@ -317,6 +317,13 @@ fn int_key_holds_at_most_max_elements() {
     }
     assert_eq!(k.push(99), None);
     assert_eq!(k.words().len(), 1 + KEY_MAX_ELEMS);
+    // Cleared, it encodes a new key as a fresh one does.
+    k.clear();
+    assert_eq!(k.words(), &[0]);
+    k.push(7).unwrap();
+    let mut w = [0u64; KEY_MAX_WORDS];
+    let n = encode_key(&[KeyElem::Int(7)], &mut w).unwrap();
+    assert_eq!(k.words(), &w[..n]);
 }
 
 #[test]
