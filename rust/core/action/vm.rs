@@ -611,9 +611,11 @@ impl<'s> Vm<'s> {
     /// [`Vm::exec`] runs the instructions that stay in the interpreter and stops at one that
     /// calls deep into the environment (aggregations, dynamic variables, records,
     /// subroutines), which [`Vm::slow`] runs from here, with `exec`'s frame gone: on the
-    /// probe's stack the two frames are never stacked. `ret`, `ldi`, `ldb`, `pushtv` and
-    /// those instructions run from here without entering `exec` at all: `@c = count()` is
-    /// `ldi`, `agg`, `ret`, and most actions end with an environment call and `ret`.
+    /// probe's stack the two frames are never stacked. `ret`, `ldi`, `ldb`, `pushtv`, `mov`,
+    /// `add`, `sub` and those instructions run from here without entering `exec` at all:
+    /// `@c = count()` is `ldi`, `agg`, `ret`, and most actions end with an environment call
+    /// and `ret`. Aggregations and `self->x`, the commonest environment calls, skip `slow`'s
+    /// dispatch too.
     #[inline(always)]
     pub fn run<D: Dict + ?Sized, E: Env + ?Sized>(
         &mut self,
@@ -638,7 +640,8 @@ impl<'s> Vm<'s> {
                 kind,
             };
             // PANIC: `Op` is a `u8`, `HOT` has 256 entries.
-            let (at, ins) = match HOT[ins.op as usize] {
+            let class = HOT[ins.op as usize];
+            let (at, ins) = match class {
                 Hot::Ret => return Ok(self.operands(ins).1),
                 Hot::Ldi => {
                     let (rd, _, _) = self.operands(ins);
@@ -658,7 +661,38 @@ impl<'s> Vm<'s> {
                     pc += 1;
                     continue;
                 }
-                Hot::Slow => (pc, ins),
+                Hot::Mov | Hot::Add | Hot::Sub => {
+                    let (rd, a, b) = self.operands(ins);
+                    let v = match class {
+                        Hot::Mov => a,
+                        Hot::Add => a.wrapping_add(b),
+                        _ => a.wrapping_sub(b),
+                    };
+                    self.write_back(rd, Some(v)).map_err(f)?;
+                    pc += 1;
+                    continue;
+                }
+                // `slow`'s commonest opcodes, called from here without its dispatch: an
+                // aggregation outside a speculation, and `self->x`.
+                Hot::Agg if self.st.spec.is_none() => {
+                    let (_, a, b) = self.operands(ins);
+                    self.agg(ins.imm, a, b, dict, env).map_err(f)?;
+                    pc += 1;
+                    continue;
+                }
+                Hot::Ldts | Hot::Stts => {
+                    let (rd, a, _) = self.operands(ins);
+                    let out = if ins.op == Op::Ldts {
+                        Some(self.thread_var(ins.imm, None, env))
+                    } else {
+                        self.thread_var(ins.imm, Some(a), env);
+                        None
+                    };
+                    self.write_back(rd, out).map_err(f)?;
+                    pc += 1;
+                    continue;
+                }
+                Hot::Slow | Hot::Agg => (pc, ins),
                 _ => match self.exec(prog, dict, env, pc)? {
                     Stop::Ret(v) => return Ok(v),
                     Stop::Slow(at, ins) => (at, ins),
@@ -726,7 +760,7 @@ impl<'s> Vm<'s> {
             // compares, each a branch, which is what an emulated CPU pays for.
             // PANIC: `Op` is a `u8`, `HOT` has 256 entries.
             match HOT[op as usize] {
-                Hot::Slow => return Ok(Stop::Slow(pc, ins)),
+                Hot::Slow | Hot::Agg | Hot::Ldts | Hot::Stts => return Ok(Stop::Slow(pc, ins)),
                 Hot::Ret => return Ok(Stop::Ret(a)),
                 Hot::Ldi => out = Some(imm as i32 as i64 as u64),
                 Hot::Ldb => out = Some(self.ldb(imm, env).map_err(f)?),
@@ -1557,6 +1591,9 @@ fn resolve_str_in<'b>(
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Hot {
     Slow,
+    Agg,
+    Ldts,
+    Stts,
     Ret,
     Ldi,
     Ldb,
@@ -1568,16 +1605,20 @@ enum Hot {
 }
 
 /// The class of an opcode. The list of [`Vm::slow`]'s opcodes, those that call deep into
-/// the environment.
+/// the environment: `Agg`, `Ldts` and `Stts` have classes of their own, which [`Vm::run`]
+/// calls without `slow`'s dispatch (and `exec` leaves to `slow` as the others).
 const fn hot(op: Op) -> Hot {
     use Op::*;
     match op {
-        Ldbs | Kstr | Strjoin | Uargs | Ldgaa | Stgaa | Ldts | Stts | Agg | Trace | Printf
-        | System | Printa | Clear | Denormalize | Trunc | Normalize | Exit | Ptwrite | Raise
-        | Chill | Speculation | Commit | Discard | Substr | Strstr | Strchr | Strrchr | Index
-        | Rindex | Strtok | Lltostr | Strtoll | Toupper | Tolower | Basename | Dirname
-        | Cleanpath | InetNtop | Rand | Progenyof | Kstack | Ustack | Ustackdepth | Ucaller
-        | Kstackdepth | Symval | Alloca | Copyin | Copyinto | Bcopy | Uregs => Hot::Slow,
+        Agg => Hot::Agg,
+        Ldts => Hot::Ldts,
+        Stts => Hot::Stts,
+        Ldbs | Kstr | Strjoin | Uargs | Ldgaa | Stgaa | Trace | Printf | System | Printa
+        | Clear | Denormalize | Trunc | Normalize | Exit | Ptwrite | Raise | Chill
+        | Speculation | Commit | Discard | Substr | Strstr | Strchr | Strrchr | Index | Rindex
+        | Strtok | Lltostr | Strtoll | Toupper | Tolower | Basename | Dirname | Cleanpath
+        | InetNtop | Rand | Progenyof | Kstack | Ustack | Ustackdepth | Ucaller | Kstackdepth
+        | Symval | Alloca | Copyin | Copyinto | Bcopy | Uregs => Hot::Slow,
         Ret => Hot::Ret,
         Ldi => Hot::Ldi,
         Ldb => Hot::Ldb,

@@ -572,6 +572,27 @@ fn speculation_opcodes() {
 }
 
 #[test]
+fn an_aggregation_after_a_record_in_a_speculated_clause_faults() {
+    // `trace` leaves `exec` for `slow`; the aggregation after it is then dispatched by
+    // `Vm::run` itself, which must refuse it in a speculation as `slow` does.
+    let (r, _) = run(&[
+        insn(Op::Speculation, 1, 0, 0, 0),
+        insn(Op::Speculate, 0, 1, 0, 0),
+        insn(Op::Pushtv, 0, 1, 0, 0),
+        insn(Op::Trace, 0, 0, 0, 0),
+        insn(Op::Agg, 0, 1, 1, 0),
+        insn(Op::Ret, 0, 0, 0, 0),
+    ]);
+    assert_eq!(
+        r,
+        Err(Fault {
+            pc: 4,
+            kind: FaultKind::IllegalOp
+        })
+    );
+}
+
+#[test]
 fn a_speculated_clause_records_data_only() {
     for op in [
         insn(Op::Exit, 0, 2, 0, 0),
