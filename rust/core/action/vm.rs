@@ -186,6 +186,11 @@ pub struct VmState {
     rand_n: u64,
     /// The speculation the clause's records go to (`speculate()`), or `None`.
     spec: Option<u64>,
+    /// The last `self->x` loaded in this firing: variable, thread and value. Only the thread
+    /// itself changes its variables, so the value holds until it stores one (any store
+    /// forgets it) or the firing ends ([`Vm::new`] forgets it): a predicate `/self->ts/` and
+    /// its action's `timestamp - self->ts` look the variable up once.
+    tls: Option<(u32, u64, u64)>,
     /// Losses counted since the VM was created.
     losses: Losses,
     /// The running [`Vm`]'s parameters (its invariants say what holds of them).
@@ -209,6 +214,7 @@ impl VmState {
             strtok: 0,
             rand_n: 0,
             spec: None,
+            tls: None,
             losses: Losses {
                 records: 0,
                 dynvars: 0,
@@ -294,6 +300,7 @@ impl<'s> Vm<'s> {
         st.strtok = strtok;
         st.rand_n = 0;
         st.spec = None;
+        st.tls = None;
         st.losses = Losses::default();
         Ok(Vm { st, scratch })
     }
@@ -1405,8 +1412,16 @@ impl<'s> Vm<'s> {
         let tid = env.builtin(Builtin::Tid);
         let keys = [Key::Int(tid)];
         match store {
-            None => env.dynvar_load(var, &keys),
+            None => match self.st.tls {
+                Some((v, t, x)) if v == var && t == tid => x,
+                _ => {
+                    let x = env.dynvar_load(var, &keys);
+                    self.st.tls = Some((var, tid, x));
+                    x
+                }
+            },
             Some(v) => {
+                self.st.tls = None;
                 if !env.dynvar_store(var, &keys, v) {
                     self.st.losses.dynvars += 1;
                 }

@@ -771,6 +771,53 @@ fn run_thread_local_keyed_by_tid() {
 }
 
 #[test]
+fn a_thread_local_is_looked_up_once_per_firing_until_stored() {
+    let dict = TDict::default();
+    let load_twice = [
+        insn(Op::Ldts, 1, 0, 0, 1),
+        insn(Op::Ldts, 2, 0, 0, 1),
+        insn(Op::Add, 1, 1, 2, 0),
+        ret(1),
+    ];
+    let store = [ldi(1, 5), insn(Op::Stts, 0, 1, 0, 1), RET0];
+    let progs: Vec<_> = [&load_twice[..], &store[..]]
+        .iter()
+        .map(|w| code_bytes(w))
+        .collect();
+    let vs: Vec<_> = progs
+        .iter()
+        .map(|b| verify(Code::new(b).unwrap(), &dict, LIMIT).unwrap())
+        .collect();
+    let (pred, act) = (&vs[0], &vs[1]);
+    let mut env = TEnv::default();
+    env.dyn_.insert((1, vec![OKey::I(4243)]), 20);
+    let mut scratch = vec![0u8; scratch_size(dict.nlocals, dict.strsize, 0)];
+    let mut st = VmState::new();
+    {
+        // One firing: a predicate and its action, as a clause runs them.
+        let mut vm = Vm::new(&mut st, &mut scratch, dict.nlocals, dict.strsize).unwrap();
+        assert_eq!(vm.run(pred, &dict, &mut env), Ok(40));
+        assert_eq!(vm.run(pred, &dict, &mut env), Ok(40));
+        assert_eq!(env.dyn_loads, 1);
+        // A store forgets the value: the next load sees the new one.
+        assert_eq!(vm.run(act, &dict, &mut env), Ok(0));
+        assert_eq!(vm.run(pred, &dict, &mut env), Ok(10));
+        assert_eq!(env.dyn_loads, 2);
+        // Another thread's variable is its own.
+        env.builtins.insert(Builtin::Tid as u32, 7);
+        assert_eq!(vm.run(pred, &dict, &mut env), Ok(0));
+        assert_eq!(env.dyn_loads, 3);
+    }
+    // The next firing looks the variable up again: the thread may have stored it on
+    // another CPU in between.
+    env.builtins.insert(Builtin::Tid as u32, 4243);
+    env.dyn_.insert((1, vec![OKey::I(4243)]), 8);
+    let mut vm = Vm::new(&mut st, &mut scratch, dict.nlocals, dict.strsize).unwrap();
+    assert_eq!(vm.run(pred, &dict, &mut env), Ok(16));
+    assert_eq!(env.dyn_loads, 4);
+}
+
+#[test]
 fn run_thread_local_store_zero_deletes() {
     let (_, env) = run(&[
         ldi(1, 99),

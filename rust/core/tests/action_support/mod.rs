@@ -111,6 +111,8 @@ pub struct TEnv {
     pub mem: Vec<(u64, Vec<u8>)>,
     pub globals: HashMap<u32, u64>,
     pub dyn_: HashMap<(u32, Vec<OKey>), u64>,
+    /// Integer dynamic-variable loads the interpreter asked for.
+    pub dyn_loads: usize,
     /// Refuse dynvar stores of new keys once this many exist.
     pub dyn_cap: usize,
     /// String-valued dynamic variables.
@@ -170,6 +172,7 @@ impl Default for TEnv {
             mem: vec![(0x1000, (0u8..=255).collect())],
             globals: HashMap::new(),
             dyn_: HashMap::new(),
+            dyn_loads: 0,
             dyn_cap: usize::MAX,
             dyn_str: HashMap::new(),
             aggs: vec![],
@@ -216,6 +219,7 @@ impl Env for TEnv {
         self.globals.insert(id, value);
     }
     fn dynvar_load(&mut self, var: u32, keys: &[Key<'_>]) -> u64 {
+        self.dyn_loads += 1;
         self.dyn_.get(&(var, own(keys))).copied().unwrap_or(0)
     }
     fn dynvar_store(&mut self, var: u32, keys: &[Key<'_>], value: u64) -> bool {
