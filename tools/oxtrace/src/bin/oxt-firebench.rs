@@ -97,6 +97,8 @@ impl ClauseEnv for BenchEnv<'_> {
     fn leave_error(&mut self) {}
 }
 
+// The calls that `KernelEnv` keeps out of line (`#[inline(never)]`, for the probe's stack)
+// are out of line here too: the interpreter's code around them is then the module's.
 impl Env for BenchEnv<'_> {
     fn builtin(&mut self, b: Builtin) -> u64 {
         if let Some(src) = probe::arg_source(self.kind, b) {
@@ -121,10 +123,12 @@ impl Env for BenchEnv<'_> {
         0
     }
     fn global_store(&mut self, _id: u32, _value: u64) {}
+    #[inline(never)]
     fn dynvar_load(&mut self, var: u32, keys: &[Key<'_>]) -> u64 {
         self.tuple(var, keys)
             .map_or(0, |t| self.dyn_.load(&t).unwrap_or(0))
     }
+    #[inline(never)]
     fn dynvar_store(&mut self, var: u32, keys: &[Key<'_>], value: u64) -> bool {
         let Some(t) = self.tuple(var, keys) else {
             return false;
@@ -141,18 +145,21 @@ impl Env for BenchEnv<'_> {
     fn dynvar_store_str(&mut self, _var: u32, _keys: &[Key<'_>], _s: &[u8]) -> bool {
         false
     }
+    #[inline(never)]
     fn agg_update(&mut self, id: u32, keys: &[Key<'_>], args: &[u64; AGG_NARGS]) -> bool {
         self.agg_buf(id).is_some_and(|(mut buf, func)| {
             buf.apply(id, func, keys, args[0] as i64, args[1] as i64)
                 .is_ok()
         })
     }
+    #[inline(never)]
     fn agg_update_ints(&mut self, id: u32, key: &IntKey, args: &[u64; AGG_NARGS]) -> bool {
         self.agg_buf(id).is_some_and(|(mut buf, func)| {
             buf.apply_ints(id, func, key, args[0] as i64, args[1] as i64)
                 .is_ok()
         })
     }
+    #[inline(never)]
     fn emit(&mut self, rec: &Record<'_>) -> bool {
         if self.pbuf_off + 64 > self.pbuf.len() {
             self.pbuf_off = 0;
