@@ -952,8 +952,11 @@ impl<'a> Dstate<'a> {
     }
 
     fn bucket_of(&self, hash: u64) -> usize {
-        // `max(1)`: never 0 by the layout invariant; lets the compiler drop the zero check.
-        (hash % u64::from(self.layout.nchunks.max(1))) as usize
+        // The hash scaled to `[0, nchunks)` by a multiplication (its high half), not a
+        // remainder: a division is the dearest instruction of the lookup, and an emulated
+        // CPU calls a helper for it. The hash's final avalanche mixes its high bits as
+        // well as its low ones, so the buckets stay uniform.
+        ((u128::from(hash) * u128::from(self.layout.nchunks)) >> 64) as usize
     }
 
     /// Word `word` of chunk `chunk`; `chunk` must be a chunk index ([`Self::is_chunk`]: every
