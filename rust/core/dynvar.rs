@@ -1083,11 +1083,14 @@ impl<'a> Dstate<'a> {
         let Some(d) = self.cpus.get(cpu) else {
             return false;
         };
+        if d.dirty_len.load(Relaxed) == 0 || d.clean_len.load(Relaxed) != 0 {
+            return false;
+        }
+        // The share's size takes a division: only once the cheap tests above passed (a
+        // store asks after every allocation).
         let share = self.layout.cpu_share(cpu);
         let low = u64::from(share.end - share.start) / LOW_WATER_DIV;
-        d.dirty_len.load(Relaxed) != 0
-            && d.clean_len.load(Relaxed) == 0
-            && d.free_len.load(Relaxed) < low.max(1)
+        d.free_len.load(Relaxed) < low.max(1)
     }
 
     /// `x += delta` (and `x++`): allocates when absent, deletes when the result is 0; returns
