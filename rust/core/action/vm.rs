@@ -155,8 +155,8 @@ pub struct Losses {
 enum Stop {
     /// At `ret`, with its value.
     Ret(u64),
-    /// At instruction `.1`, index `.0`, which [`Vm::slow`] runs.
-    Slow(usize, DInsn),
+    /// At instruction `.0`, an environment call, which [`Vm::run`] dispatches.
+    Call(usize),
 }
 
 #[derive(Clone, Copy)]
@@ -617,12 +617,11 @@ impl<'s> Vm<'s> {
     ///
     /// [`Vm::exec`] runs the instructions that stay in the interpreter and stops at one that
     /// calls deep into the environment (aggregations, dynamic variables, records,
-    /// subroutines), which [`Vm::slow`] runs from here, with `exec`'s frame gone: on the
-    /// probe's stack the two frames are never stacked. `ret`, `ldi`, `ldb`, `pushtv`, `mov`,
-    /// `add`, `sub` and those instructions run from here without entering `exec` at all:
-    /// `@c = count()` is `ldi`, `agg`, `ret`, and most actions end with an environment call
-    /// and `ret`. Aggregations and `self->x`, the commonest environment calls, skip `slow`'s
-    /// dispatch too.
+    /// subroutines), which this loop then runs, with `exec`'s frame gone: on the probe's
+    /// stack the two frames are never stacked. Aggregations and `self->x`, the commonest
+    /// calls, are called from here; the others through [`Vm::slow`]'s dispatch. `ret`,
+    /// `ldi`, `ldb`, `pushtv`, `mov`, `add` and `sub` run here too, without entering `exec`
+    /// at all: `@c = count()` is `ldi`, `agg`, `ret`.
     #[inline(always)]
     pub fn run<D: Dict + ?Sized, E: Env + ?Sized>(
         &mut self,
@@ -648,7 +647,7 @@ impl<'s> Vm<'s> {
             };
             // PANIC: `Op` is a `u8`, `HOT` has 256 entries.
             let class = HOT[ins.op as usize];
-            let (at, ins) = match class {
+            match class {
                 Hot::Ret => return Ok(self.operands(ins).1),
                 Hot::Ldi => {
                     let (rd, _, _) = self.operands(ins);
@@ -699,15 +698,19 @@ impl<'s> Vm<'s> {
                     pc += 1;
                     continue;
                 }
-                Hot::Slow | Hot::Agg => (pc, ins),
+                Hot::Slow | Hot::Agg => {}
                 _ => match self.exec(prog, dict, env, pc)? {
                     Stop::Ret(v) => return Ok(v),
-                    Stop::Slow(at, ins) => (at, ins),
+                    // Dispatched by the arms above.
+                    Stop::Call(at) => {
+                        pc = at;
+                        continue;
+                    }
                 },
-            };
-            // `slow` runs instruction `at` and goes on at the next one.
-            self.slow(prog, dict, env, at, ins)?;
-            pc = at + 1;
+            }
+            // `slow` runs instruction `pc` and goes on at the next one.
+            self.slow(prog, dict, env, pc, ins)?;
+            pc += 1;
         }
     }
 
@@ -720,7 +723,7 @@ impl<'s> Vm<'s> {
         self.st.tlen = 0;
     }
 
-    /// Runs instructions from `pc` until `ret` or an instruction for [`Vm::slow`]. Out of
+    /// Runs instructions from `pc` until `ret` or an environment call ([`Stop::Call`]). Out of
     /// line: its frame is gone while `slow` runs.
     #[inline(never)]
     fn exec<D: Dict + ?Sized, E: Env + ?Sized>(
@@ -767,7 +770,7 @@ impl<'s> Vm<'s> {
             // compares, each a branch, which is what an emulated CPU pays for.
             // PANIC: `Op` is a `u8`, `HOT` has 256 entries.
             match HOT[op as usize] {
-                Hot::Slow | Hot::Agg | Hot::Ldts | Hot::Stts => return Ok(Stop::Slow(pc, ins)),
+                Hot::Slow | Hot::Agg | Hot::Ldts | Hot::Stts => return Ok(Stop::Call(pc)),
                 Hot::Ret => return Ok(Stop::Ret(a)),
                 Hot::Ldi => out = Some(imm as i32 as i64 as u64),
                 Hot::Ldb => out = Some(self.ldb(imm, env).map_err(f)?),
@@ -1009,7 +1012,8 @@ impl<'s> Vm<'s> {
         Ok(())
     }
 
-    /// Runs instruction `ins` at `pc`, one that [`Vm::exec`] stopped at. Out of line, and its
+    /// Runs instruction `ins` at `pc`, an environment call that [`Vm::run`] does not call
+    /// itself (and an aggregation in a speculation, which it refuses). Out of line, and its
     /// opcodes' bodies out of line too, so that its frame is small under theirs.
     #[inline(never)]
     fn slow<D: Dict + ?Sized, E: Env + ?Sized>(
@@ -1038,10 +1042,6 @@ impl<'s> Vm<'s> {
             Ldbs | Kstr | Strjoin | Uargs => {
                 out = Some(self.strop(op, a, b, imm, dict, env).map_err(f)?)
             }
-            Ldts => out = Some(self.thread_var(imm, None, env)),
-            Stts => {
-                self.thread_var(imm, Some(a), env);
-            }
             Ldgaa | Stgaa => {
                 let (layout, string) = match dict.var(imm) {
                     Some(v) if v.scope == Scope::Assoc => (v.keys, v.string),
@@ -1055,7 +1055,6 @@ impl<'s> Vm<'s> {
                 };
                 self.st.tlen = 0;
             }
-            Agg => self.agg(imm, a, b, dict, env).map_err(f)?,
             Trace | Printf | System => {
                 let (kind, id) = if op == Trace {
                     (RecordKind::Trace, 0)
@@ -1621,7 +1620,7 @@ enum Hot {
 
 /// The class of an opcode. The list of [`Vm::slow`]'s opcodes, those that call deep into
 /// the environment: `Agg`, `Ldts` and `Stts` have classes of their own, which [`Vm::run`]
-/// calls without `slow`'s dispatch (and `exec` leaves to `slow` as the others).
+/// calls without `slow`'s dispatch.
 const fn hot(op: Op) -> Hot {
     use Op::*;
     match op {
