@@ -67,7 +67,7 @@ impl OwnedImage {
                 let (here, tail) = core::mem::take(&mut rest).split_at_mut(v.code().len());
                 rest = tail;
                 // Verified code always decodes; if it did not, the raw code runs.
-                *v = v.decode_into(here).unwrap_or(*v);
+                *v = v.decode_into(&image, here).unwrap_or(*v);
             }
         }
         // INVARIANT: `image` and `clauses` borrow `buf` and `dec`, which move in with them.

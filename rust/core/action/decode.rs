@@ -8,6 +8,7 @@
 //! per instruction. Everything else (table references, jumps, the tuple) is checked as for
 //! raw code.
 
+use super::shape::AggShape;
 use super::*;
 
 /// One instruction of a [`Decoded`] program.
@@ -65,12 +66,14 @@ impl Default for DInsn {
 ///
 /// No register field of an instruction is at or above `nregs` (at most [`NREGS`]): the
 /// interpreter reads a register an `imm` names (subroutines' third argument) as 0 there;
-/// `constant` is the value the program always returns, when it is `ldi r, K; ret r`.
+/// `constant` is the value the program always returns, when it is `ldi r, K; ret r`;
+/// `shape` is the program's [`AggShape`], when it has one.
 #[derive(Clone, Copy, Debug)]
 pub struct Decoded<'a> {
     insns: &'a [DInsn],
     nregs: u8,
     constant: Option<u32>,
+    shape: Option<AggShape>,
 }
 
 impl Decoded<'_> {
@@ -157,7 +160,12 @@ fn raw_fetch(code: &Code<'_>, pc: usize) -> Option<DInsn> {
 impl<'a> Verified<'a> {
     /// Decodes the program into `out` (as long as the code) and returns it with the decoded
     /// form attached, which [`Vm::run`] then runs; `None` when `out` has another length.
-    pub fn decode_into(&self, out: &'a mut [DInsn]) -> Option<Verified<'a>> {
+    /// `dict` is the dictionary the program was verified with, and the one it runs with.
+    pub fn decode_into<D: Dict + ?Sized>(
+        &self,
+        dict: &D,
+        out: &'a mut [DInsn],
+    ) -> Option<Verified<'a>> {
         if out.len() != self.code.len() {
             return None;
         }
@@ -173,13 +181,16 @@ impl<'a> Verified<'a> {
             }
             _ => None,
         };
+        let shape = AggShape::recognise(out, dict);
         let mut v = *self;
         // INVARIANT: `nregs` is above every register field, or `NREGS`; `constant` is what
-        // `ldi` loads and `ret` returns (sign-extended by `Verified::constant`).
+        // `ldi` loads and `ret` returns (sign-extended by `Verified::constant`); `shape` was
+        // recognised in these instructions.
         v.decoded = Some(Decoded {
             insns: out,
             nregs,
             constant,
+            shape,
         });
         Some(v)
     }
@@ -196,6 +207,18 @@ impl<'a> Verified<'a> {
     #[inline(always)]
     pub(super) fn nregs(&self) -> usize {
         self.decoded.map_or(NREGS, |d| d.nregs())
+    }
+
+    /// Whether [`Vm::run`] runs the program in one step, as an aggregation update of
+    /// built-in variables and constants at an integer key (`@[pid] = count()`).
+    pub fn shaped(&self) -> bool {
+        self.shape().is_some()
+    }
+
+    /// The program's [`AggShape`], if it was decoded and has one.
+    #[inline(always)]
+    pub(super) fn shape(&self) -> Option<&AggShape> {
+        self.decoded.as_ref()?.shape.as_ref()
     }
 
     /// The decoded form, if [`Verified::decode_into`] made one.

@@ -77,6 +77,7 @@ mod decode;
 mod isa;
 mod keybuf;
 mod record;
+mod shape;
 pub mod subr;
 mod verify;
 mod vm;

@@ -3,6 +3,7 @@
 //! The interpreter: runs verified code in probe context over the CPU's scratch space.
 
 use super::decode::Fetch;
+use super::shape::{AggShape, Operand, MAX_LOADS};
 use super::*;
 use crate::agg::{IntKey, KEY_MAX_ELEMS};
 
@@ -629,6 +630,12 @@ impl<'s> Vm<'s> {
         dict: &D,
         env: &mut E,
     ) -> Result<u64, Fault> {
+        // A shape returns 0 (`ret r0`).
+        if let Some(shape) = prog.shape() {
+            if self.run_shape(shape, env) {
+                return Ok(0);
+            }
+        }
         self.start(prog.nregs());
         // Every step moves `pc` forward (`exec` stops at or after it), so the loop ends
         // after at most `len` steps: at `ret`, a fault, or past the end.
@@ -712,6 +719,38 @@ impl<'s> Vm<'s> {
             self.slow(prog, dict, env, pc, ins)?;
             pc += 1;
         }
+    }
+
+    /// Does what a program of [`AggShape`] `s` does, in one step: its built-in variables
+    /// read in its order, its key encoded, one update. False, having done nothing, where
+    /// the interpreter must run it: in a speculation, whose `agg` faults.
+    #[inline(never)]
+    fn run_shape<E: Env + ?Sized>(&mut self, s: &AggShape, env: &mut E) -> bool {
+        if self.st.spec.is_some() {
+            return false;
+        }
+        let mut vals = [0u64; MAX_LOADS];
+        for (v, &b) in vals.iter_mut().zip(s.loads()) {
+            *v = env.builtin(b);
+        }
+        // PANIC: a `Load` is below the number of loads (`AggShape`'s invariant).
+        let val = |o: Operand| match o {
+            Operand::Imm(k) => k,
+            Operand::Load(i) => vals[usize::from(i)],
+        };
+        let st = &mut *self.st;
+        st.ikey.clear();
+        for &k in s.keys() {
+            // A shape has no more keys than an `IntKey` holds (`MAX_KEYS`).
+            if st.ikey.push(val(k)).is_none() {
+                return false;
+            }
+        }
+        if !env.agg_update_ints(s.id, &st.ikey, &[val(s.args[0]), val(s.args[1])]) {
+            st.losses.aggs += 1;
+        }
+        st.tlen = 0;
+        true
     }
 
     /// Starts a run: zeroes the registers the program uses (the others are never read) and

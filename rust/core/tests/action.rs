@@ -1243,3 +1243,156 @@ fn string_variable_loads_are_truncated_to_strsize() {
     );
     assert_eq!(r, Ok(3));
 }
+
+/// Decodes `words` as LOAD does; whether the program got a shape, and what a run did.
+fn shaped_run(words: &[u64], dict: &TDict, env: &mut TEnv) -> (bool, Result<u64, Fault>) {
+    let b = code_bytes(words);
+    let v = verify(Code::new(&b).unwrap(), dict, LIMIT).expect("program must verify");
+    let mut buf = vec![DInsn::NOP; words.len()];
+    let v = v.decode_into(dict, &mut buf).unwrap();
+    let mut scratch = vec![0u8; scratch_size(dict.nlocals, dict.strsize, 0)];
+    let mut st = VmState::new();
+    let mut vm = Vm::new(&mut st, &mut scratch, dict.nlocals, dict.strsize).unwrap();
+    vm.begin_clause();
+    (v.shaped(), vm.run(&v, dict, env))
+}
+
+#[test]
+fn aggregation_updates_of_builtins_run_in_one_step() {
+    let dict = TDict {
+        aggs: vec![
+            KeyLayout::NONE,
+            KeyLayout::new(1, 0),
+            KeyLayout::new(2, 0),
+            KeyLayout::new(1, 0b1),
+        ],
+        ..TDict::default()
+    };
+    let pid = Builtin::Pid as u32;
+    let arg0 = Builtin::Arg0 as u32;
+    let cpu = Builtin::Cpu as u32;
+    let mut env = TEnv::default();
+    env.builtins.insert(pid, 4242);
+    env.builtins.insert(arg0, 17);
+    env.builtins.insert(cpu, 3);
+    // `@[pid] = count()`, as the compiler emits it.
+    let count = [
+        insn(Op::Ldb, 1, 0, 0, pid),
+        ldi(2, 1),
+        insn(Op::Pushtv, 0, 1, 0, 6),
+        insn(Op::Agg, 0, 0, 2, 1),
+        RET0,
+    ];
+    assert_eq!(shaped_run(&count, &dict, &mut env), (true, Ok(0)));
+    // `@ = sum(arg0)`.
+    let sum = [
+        insn(Op::Ldb, 1, 0, 0, arg0),
+        ldi(2, 1),
+        insn(Op::Agg, 0, 1, 2, 0),
+        RET0,
+    ];
+    assert_eq!(shaped_run(&sum, &dict, &mut env), (true, Ok(0)));
+    // Two keys from one register reused, and a negative constant.
+    let two = [
+        insn(Op::Ldb, 1, 0, 0, cpu),
+        insn(Op::Pushtv, 0, 1, 0, 3),
+        ldi(1, -5),
+        insn(Op::Pushtv, 0, 1, 0, 7),
+        insn(Op::Ldb, 3, 0, 0, arg0),
+        insn(Op::Agg, 0, 3, 1, 2),
+        RET0,
+    ];
+    assert_eq!(shaped_run(&two, &dict, &mut env), (true, Ok(0)));
+    assert_eq!(
+        env.aggs,
+        vec![
+            (1, vec![OKey::I(4242)], [0, 1]),
+            (0, vec![], [17, 1]),
+            (
+                2,
+                vec![OKey::I(3), OKey::I(-5i64 as u64)],
+                [17, -5i64 as u64]
+            ),
+        ]
+    );
+    // A refused update is a loss, as from the instruction.
+    env.agg_fail = true;
+    let mut scratch = vec![0u8; scratch_size(dict.nlocals, dict.strsize, 0)];
+    let mut st = VmState::new();
+    let b = code_bytes(&count);
+    let v = verify(Code::new(&b).unwrap(), &dict, LIMIT).unwrap();
+    let mut buf = vec![DInsn::NOP; count.len()];
+    let v = v.decode_into(&dict, &mut buf).unwrap();
+    let mut vm = Vm::new(&mut st, &mut scratch, dict.nlocals, dict.strsize).unwrap();
+    assert_eq!(vm.run(&v, &dict, &mut env), Ok(0));
+    assert_eq!(vm.losses().aggs, 1);
+}
+
+#[test]
+fn other_aggregation_programs_keep_their_instructions() {
+    let dict = TDict {
+        aggs: vec![
+            KeyLayout::NONE,
+            KeyLayout::new(1, 0),
+            KeyLayout::new(1, 0b1),
+        ],
+        ..TDict::default()
+    };
+    let pid = Builtin::Pid as u32;
+    let push_pid = [insn(Op::Ldb, 1, 0, 0, pid), insn(Op::Pushtv, 0, 1, 0, 6)];
+    let cases: [(&str, Vec<u64>); 5] = [
+        // A key with a string component goes through the string path.
+        (
+            "string key",
+            [&push_pid[..], &[insn(Op::Agg, 0, 0, 0, 2), RET0]].concat(),
+        ),
+        // A tuple that does not match the key faults where the instruction is.
+        (
+            "key count",
+            [&push_pid[..], &[insn(Op::Agg, 0, 0, 0, 0), RET0]].concat(),
+        ),
+        // Anything but loads and pushes before the update: the interpreter runs it.
+        (
+            "arithmetic",
+            vec![
+                insn(Op::Ldb, 1, 0, 0, pid),
+                insn(Op::Add, 1, 1, 1, 0),
+                insn(Op::Agg, 0, 1, 0, 0),
+                RET0,
+            ],
+        ),
+        // Work after the update, or a value returned (a predicate's).
+        (
+            "after",
+            vec![
+                insn(Op::Agg, 0, 0, 0, 0),
+                insn(Op::Ldb, 1, 0, 0, pid),
+                ret(1),
+            ],
+        ),
+        (
+            "returns",
+            vec![
+                insn(Op::Ldb, 1, 0, 0, pid),
+                insn(Op::Agg, 0, 1, 0, 0),
+                ret(1),
+            ],
+        ),
+    ];
+    for (what, words) in cases {
+        let mut env = TEnv::default();
+        let (shaped, r) = shaped_run(&words, &dict, &mut env);
+        assert!(!shaped, "{what}");
+        // An integer where the key has a string, and a short tuple, fault at `agg`.
+        match what {
+            "string key" | "key count" => {
+                assert_eq!(
+                    r.map_err(|f| (f.pc, f.kind)),
+                    Err((2, FaultKind::KeyMismatch)),
+                    "{what}"
+                )
+            }
+            _ => assert!(r.is_ok(), "{what}"),
+        }
+    }
+}

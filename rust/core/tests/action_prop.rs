@@ -62,6 +62,37 @@ fn any_program() -> impl Strategy<Value = Vec<u64>> {
     prop_oneof![program(), repaired()]
 }
 
+/// Loads of constants and built-in variables (some out of range), pushes (some of a type
+/// out of range), an aggregation update and `ret`, with now and then another instruction.
+fn agg_program() -> impl Strategy<Value = Vec<u64>> {
+    let reg = 0u8..5;
+    let step = prop_oneof![
+        3 => (reg.clone(), any::<i32>()).prop_map(|(r, k)| insn(Op::Ldi, r, 0, 0, k as u32)),
+        3 => (reg.clone(), 0u32..NBUILTINS + 2).prop_map(|(r, b)| insn(Op::Ldb, r, 0, 0, b)),
+        3 => (reg.clone(), 0u32..9).prop_map(|(r, t)| insn(Op::Pushtv, 0, r, 0, t)),
+        1 => (reg.clone(), reg.clone()).prop_map(|(a, b)| insn(Op::Add, a, a, b, 0)),
+    ];
+    (
+        prop::collection::vec(step, 0..10),
+        (reg.clone(), reg.clone(), 0u32..4),
+        reg,
+    )
+        .prop_map(|(mut p, (a, b, id), r)| {
+            p.push(insn(Op::Agg, 0, a, b, id));
+            p.push(insn(Op::Ret, 0, r, 0, 0));
+            p
+        })
+}
+
+/// Key layouts of up to five elements, integers mostly.
+fn agg_layouts() -> impl Strategy<Value = Vec<KeyLayout>> {
+    prop::collection::vec(
+        (0u8..6, prop_oneof![4 => Just(0u16), 1 => 0u16..32])
+            .prop_map(|(n, m)| KeyLayout::new(n, m & ((1 << n) - 1))),
+        3..5,
+    )
+}
+
 fn rich_env() -> TEnv {
     let mut env = TEnv::default();
     // Make register values that look like addresses readable sometimes.
@@ -115,7 +146,7 @@ proptest! {
         let code = Code::new(&bytes).unwrap();
         if let Ok(v) = verify(code, &dict, LIMIT) {
             let mut buf = vec![DInsn::NOP; code.len()];
-            let dv = v.decode_into(&mut buf).expect("verified code decodes");
+            let dv = v.decode_into(&dict, &mut buf).expect("verified code decodes");
             let mut out = Vec::new();
             for prog in [v, dv] {
                 let mut scratch =
@@ -132,6 +163,35 @@ proptest! {
                 ));
             }
             prop_assert_eq!(&out[0], &out[1]);
+        }
+    }
+
+    /// Aggregation updates of built-in variables and constants (the programs
+    /// [`Verified::shaped`] runs in one step), and near misses: the one-step run does what
+    /// the instructions do.
+    #[test]
+    fn shaped_aggregations_run_as_raw(p in agg_program(), layouts in agg_layouts()) {
+        let dict = TDict { aggs: layouts, ..TDict::default() };
+        let bytes = code_bytes(&p);
+        let code = Code::new(&bytes).unwrap();
+        if let Ok(v) = verify(code, &dict, LIMIT) {
+            let mut buf = vec![DInsn::NOP; code.len()];
+            let dv = v.decode_into(&dict, &mut buf).expect("verified code decodes");
+            let mut out = Vec::new();
+            for (prog, agg_fail) in [(v, false), (dv, false), (v, true), (dv, true)] {
+                let mut scratch = vec![0u8; scratch_size(dict.nlocals, dict.strsize, 0)];
+                let mut vmst = VmState::new();
+                let mut vm = Vm::new(&mut vmst, &mut scratch, dict.nlocals, dict.strsize).unwrap();
+                let mut env = TEnv { agg_fail, ..TEnv::default() };
+                for b in 0..NBUILTINS {
+                    env.builtins.insert(b, 1000 + u64::from(b));
+                }
+                vm.begin_clause();
+                let r = vm.run(&prog, &dict, &mut env);
+                out.push(format!("{r:?} {:?} {:?}", env.aggs, vm.losses()));
+            }
+            prop_assert_eq!(&out[0], &out[1]);
+            prop_assert_eq!(&out[2], &out[3]);
         }
     }
 

@@ -377,7 +377,9 @@ pub fn run_with(words: &[u64], dict: &TDict, env: &mut TEnv) -> Result<u64, Faul
     vm.begin_clause();
     // The form the kernel runs (`decoded_runs_as_raw` checks it against the raw code).
     let mut buf = vec![DInsn::NOP; words.len()];
-    let v = v.decode_into(&mut buf).expect("verified code decodes");
+    let v = v
+        .decode_into(dict, &mut buf)
+        .expect("verified code decodes");
     vm.run(&v, dict, env)
 }
 

@@ -240,7 +240,7 @@ fn main() {
         for v in Iterator::chain(c.pred.iter_mut(), core::iter::once(&mut c.act)) {
             let (here, tail) = core::mem::take(&mut rest).split_at_mut(v.code().len());
             rest = tail;
-            *v = v.decode_into(here).unwrap_or(*v);
+            *v = v.decode_into(&image, here).unwrap_or(*v);
         }
     }
     let funcs: Vec<AggFunc> = (0..image.agg_count() as u32)
