@@ -64,6 +64,13 @@ pub(crate) struct SlotCounters {
     pub(super) recursion: AtomicU64,
 }
 
+/// The counters of two probes on one CPU, on a cache line of their own: every firing
+/// bumps its probe's `fired`, and a line shared with another CPU's counters would bounce
+/// between the two at every firing of either.
+#[repr(align(64))]
+#[derive(Default)]
+pub(crate) struct CounterLine([SlotCounters; 2]);
+
 /// Counters of one CPU; written only by that CPU.
 #[repr(align(64))]
 #[derive(Default)]
@@ -123,7 +130,9 @@ pub(crate) struct Session {
     /// Clause indices, grouped by probe description.
     pub(super) desc_clauses: KVec<u32>,
     pub(super) slots: KVec<ProbeSlot>,
-    pub(super) counters: KVec<SlotCounters>,
+    /// Per CPU, the probes' counters in `slots.len().div_ceil(2)` lines (up to megabytes
+    /// with a long attach list: not in one physically contiguous allocation).
+    pub(super) counters: KVVec<CounterLine>,
     pub(super) cpu_counters: KVec<CpuCounters>,
     pub(super) cpus: PerCpu<CpuState>,
     pub(super) pbuf_mem: HalvesMem<u8>,
@@ -331,9 +340,10 @@ impl Session {
             }
         }
         let mut slots = KVec::with_capacity(nslots, gfp_load())?;
-        let mut counters = KVec::with_capacity(nslots * ncpus as usize, gfp_load())?;
-        for _ in 0..nslots * ncpus as usize {
-            counters.push(SlotCounters::default(), gfp_load())?;
+        let nlines = nslots.div_ceil(2) * ncpus as usize;
+        let mut counters = KVVec::with_capacity(nlines, gfp_load())?;
+        for _ in 0..nlines {
+            counters.push(CounterLine::default(), gfp_load())?;
         }
         // EPIDs go in program order (`probe::EpidBases`): by description, then its slots in
         // the order made below (the attach list's, then one per other description), which
@@ -486,11 +496,14 @@ impl Session {
     /// The counters of `slot` on `cpu`; `None` if either is out of range (probe context
     /// uses this too: it must not panic).
     pub(super) fn counter(&self, cpu: u32, slot: u32) -> Option<&SlotCounters> {
-        if slot as usize >= self.slots.len() {
+        let slot = slot as usize;
+        if slot >= self.slots.len() {
             return None;
         }
-        self.counters
-            .get(cpu as usize * self.slots.len() + slot as usize)
+        let line = self
+            .counters
+            .get(cpu as usize * self.slots.len().div_ceil(2) + slot / 2)?;
+        line.0.get(slot % 2)
     }
 
     /// GO, before BEGIN and the probes: initialises the dynamic memory and starts its
