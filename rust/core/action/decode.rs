@@ -8,7 +8,7 @@
 //! per instruction. Everything else (table references, jumps, the tuple) is checked as for
 //! raw code.
 
-use super::shape::AggShape;
+use super::shape::Shape;
 use super::*;
 
 /// One instruction of a [`Decoded`] program.
@@ -67,13 +67,13 @@ impl Default for DInsn {
 /// No register field of an instruction is at or above `nregs` (at most [`NREGS`]): the
 /// interpreter reads a register an `imm` names (subroutines' third argument) as 0 there;
 /// `constant` is the value the program always returns, when it is `ldi r, K; ret r`;
-/// `shape` is the program's [`AggShape`], when it has one.
+/// `shape` is the program's [`Shape`], when it has one.
 #[derive(Clone, Copy, Debug)]
 pub struct Decoded<'a> {
     insns: &'a [DInsn],
     nregs: u8,
     constant: Option<u32>,
-    shape: Option<AggShape>,
+    shape: Option<Shape>,
 }
 
 impl Decoded<'_> {
@@ -181,7 +181,7 @@ impl<'a> Verified<'a> {
             }
             _ => None,
         };
-        let shape = AggShape::recognise(out, dict);
+        let shape = Shape::recognise(out, dict);
         let mut v = *self;
         // INVARIANT: `nregs` is above every register field, or `NREGS`; `constant` is what
         // `ldi` loads and `ret` returns (sign-extended by `Verified::constant`); `shape` was
@@ -209,15 +209,16 @@ impl<'a> Verified<'a> {
         self.decoded.map_or(NREGS, |d| d.nregs())
     }
 
-    /// Whether [`Vm::run`] runs the program in one step, as an aggregation update of
-    /// built-in variables and constants at an integer key (`@[pid] = count()`).
+    /// Whether [`Vm::run`] runs the program in one step: an aggregation update at an
+    /// integer key, or a `trace()` or `printf()`, of built-in variables and constants
+    /// (`@[pid] = count()`, `trace(pid)`).
     pub fn shaped(&self) -> bool {
         self.shape().is_some()
     }
 
-    /// The program's [`AggShape`], if it was decoded and has one.
+    /// The program's [`Shape`], if it was decoded and has one.
     #[inline(always)]
-    pub(super) fn shape(&self) -> Option<&AggShape> {
+    pub(super) fn shape(&self) -> Option<&Shape> {
         self.decoded.as_ref()?.shape.as_ref()
     }
 

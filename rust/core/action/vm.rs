@@ -3,7 +3,7 @@
 //! The interpreter: runs verified code in probe context over the CPU's scratch space.
 
 use super::decode::Fetch;
-use super::shape::{AggShape, Operand, MAX_LOADS};
+use super::shape::{End, Operand, Shape, MAX_LOADS};
 use super::*;
 use crate::agg::{IntKey, KEY_MAX_ELEMS};
 
@@ -632,7 +632,7 @@ impl<'s> Vm<'s> {
     ) -> Result<u64, Fault> {
         // A shape returns 0 (`ret r0`).
         if let Some(shape) = prog.shape() {
-            if self.run_shape(shape, env) {
+            if self.run_shape(shape, dict, env) {
                 return Ok(0);
             }
         }
@@ -721,11 +721,17 @@ impl<'s> Vm<'s> {
         }
     }
 
-    /// Does what a program of [`AggShape`] `s` does, in one step: its built-in variables
-    /// read in its order, its key encoded, one update. False, having done nothing, where
-    /// the interpreter must run it: in a speculation, whose `agg` faults.
+    /// Does what a program of [`Shape`] `s` does, in one step: its built-in variables read
+    /// in its order, its tuple handed to what its last instruction runs. False, having
+    /// changed nothing but what the instructions would set again, where the interpreter
+    /// must run it: in a speculation, where `agg` faults and records go elsewhere.
     #[inline(never)]
-    fn run_shape<E: Env + ?Sized>(&mut self, s: &AggShape, env: &mut E) -> bool {
+    fn run_shape<D: Dict + ?Sized, E: Env + ?Sized>(
+        &mut self,
+        s: &Shape,
+        dict: &D,
+        env: &mut E,
+    ) -> bool {
         if self.st.spec.is_some() {
             return false;
         }
@@ -733,23 +739,40 @@ impl<'s> Vm<'s> {
         for (v, &b) in vals.iter_mut().zip(s.loads()) {
             *v = env.builtin(b);
         }
-        // PANIC: a `Load` is below the number of loads (`AggShape`'s invariant).
+        // PANIC: a `Load` is below the number of loads (`Shape`'s invariant).
         let val = |o: Operand| match o {
-            Operand::Imm(k) => k,
+            Operand::Imm(k) => k as i64 as u64,
             Operand::Load(i) => vals[usize::from(i)],
         };
-        let st = &mut *self.st;
-        st.ikey.clear();
-        for &k in s.keys() {
-            // A shape has no more keys than an `IntKey` holds (`MAX_KEYS`).
-            if st.ikey.push(val(k)).is_none() {
-                return false;
+        match s.end {
+            End::Agg { id, args } => {
+                let st = &mut *self.st;
+                st.ikey.clear();
+                for &k in s.values() {
+                    // A shape has no more elements than an `IntKey` holds (`MAX_ELEMS`).
+                    if st.ikey.push(val(k)).is_none() {
+                        return false;
+                    }
+                }
+                if !env.agg_update_ints(id, &st.ikey, &[val(args[0]), val(args[1])]) {
+                    st.losses.aggs += 1;
+                }
+            }
+            End::Record { kind, id } => {
+                let st = &mut *self.st;
+                // PANIC: at most `MAX_ELEMS <= MAX_TUPLE` elements, the tuple's length.
+                for (t, (o, ty)) in st.tuple.iter_mut().zip(s.elems()) {
+                    *t = TupleVal::Int(val(o), ty);
+                }
+                st.tlen = s.values().len();
+                // Integers always fit the record buffer (`record_buf_size`).
+                let Ok(len) = self.assemble(dict.strtab()) else {
+                    return false;
+                };
+                self.emit(env, kind, id, len);
             }
         }
-        if !env.agg_update_ints(s.id, &st.ikey, &[val(s.args[0]), val(s.args[1])]) {
-            st.losses.aggs += 1;
-        }
-        st.tlen = 0;
+        self.st.tlen = 0;
         true
     }
 

@@ -1258,7 +1258,7 @@ fn shaped_run(words: &[u64], dict: &TDict, env: &mut TEnv) -> (bool, Result<u64,
 }
 
 #[test]
-fn aggregation_updates_of_builtins_run_in_one_step() {
+fn updates_and_records_of_builtins_run_in_one_step() {
     let dict = TDict {
         aggs: vec![
             KeyLayout::NONE,
@@ -1315,6 +1315,38 @@ fn aggregation_updates_of_builtins_run_in_one_step() {
             ),
         ]
     );
+    // `trace(pid)` and `printf("%d %d", arg0, 7)`: records of their types.
+    let trace = [
+        insn(Op::Ldb, 1, 0, 0, pid),
+        insn(Op::Pushtv, 0, 1, 0, 6),
+        insn(Op::Trace, 0, 0, 0, 0),
+        RET0,
+    ];
+    assert_eq!(shaped_run(&trace, &dict, &mut env), (true, Ok(0)));
+    let printf = [
+        insn(Op::Ldb, 1, 0, 0, arg0),
+        insn(Op::Pushtv, 0, 1, 0, 3),
+        ldi(2, 7),
+        insn(Op::Pushtv, 0, 2, 0, 2),
+        insn(Op::Printf, 0, 0, 0, 1),
+        RET0,
+    ];
+    assert_eq!(shaped_run(&printf, &dict, &mut env), (true, Ok(0)));
+    assert_eq!(
+        env.records,
+        vec![
+            ORecord {
+                kind: RecordKind::Trace,
+                id: 0,
+                items: vec![OItem::I(4242, 6)],
+            },
+            ORecord {
+                kind: RecordKind::Printf,
+                id: 1,
+                items: vec![OItem::I(17, 3), OItem::I(7, 2)],
+            },
+        ]
+    );
     // A refused update is a loss, as from the instruction.
     env.agg_fail = true;
     let mut scratch = vec![0u8; scratch_size(dict.nlocals, dict.strsize, 0)];
@@ -1329,7 +1361,7 @@ fn aggregation_updates_of_builtins_run_in_one_step() {
 }
 
 #[test]
-fn other_aggregation_programs_keep_their_instructions() {
+fn other_programs_keep_their_instructions() {
     let dict = TDict {
         aggs: vec![
             KeyLayout::NONE,

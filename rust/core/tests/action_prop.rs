@@ -63,7 +63,9 @@ fn any_program() -> impl Strategy<Value = Vec<u64>> {
 }
 
 /// Loads of constants and built-in variables (some out of range), pushes (some of a type
-/// out of range), an aggregation update and `ret`, with now and then another instruction.
+/// out of range), an aggregation update (of an aggregation that may not exist), `trace()`
+/// or `printf()` (of a format that may not exist) and `ret`, with now and then another
+/// instruction.
 fn agg_program() -> impl Strategy<Value = Vec<u64>> {
     let reg = 0u8..5;
     let step = prop_oneof![
@@ -74,11 +76,15 @@ fn agg_program() -> impl Strategy<Value = Vec<u64>> {
     ];
     (
         prop::collection::vec(step, 0..10),
-        (reg.clone(), reg.clone(), 0u32..4),
+        (reg.clone(), reg.clone(), 0u32..16),
         reg,
     )
         .prop_map(|(mut p, (a, b, id), r)| {
-            p.push(insn(Op::Agg, 0, a, b, id));
+            p.push(match id % 4 {
+                0 | 1 => insn(Op::Agg, 0, a, b, id),
+                2 => insn(Op::Trace, 0, 0, 0, 0),
+                _ => insn(Op::Printf, 0, 0, 0, id / 4),
+            });
             p.push(insn(Op::Ret, 0, r, 0, 0));
             p
         })
@@ -166,11 +172,11 @@ proptest! {
         }
     }
 
-    /// Aggregation updates of built-in variables and constants (the programs
+    /// Aggregation updates and records of built-in variables and constants (the programs
     /// [`Verified::shaped`] runs in one step), and near misses: the one-step run does what
-    /// the instructions do.
+    /// the instructions do, with room for the update or record and without.
     #[test]
-    fn shaped_aggregations_run_as_raw(p in agg_program(), layouts in agg_layouts()) {
+    fn shaped_programs_run_as_raw(p in agg_program(), layouts in agg_layouts()) {
         let dict = TDict { aggs: layouts, ..TDict::default() };
         let bytes = code_bytes(&p);
         let code = Code::new(&bytes).unwrap();
@@ -178,17 +184,20 @@ proptest! {
             let mut buf = vec![DInsn::NOP; code.len()];
             let dv = v.decode_into(&dict, &mut buf).expect("verified code decodes");
             let mut out = Vec::new();
-            for (prog, agg_fail) in [(v, false), (dv, false), (v, true), (dv, true)] {
+            for (prog, full) in [(v, false), (dv, false), (v, true), (dv, true)] {
                 let mut scratch = vec![0u8; scratch_size(dict.nlocals, dict.strsize, 0)];
                 let mut vmst = VmState::new();
                 let mut vm = Vm::new(&mut vmst, &mut scratch, dict.nlocals, dict.strsize).unwrap();
-                let mut env = TEnv { agg_fail, ..TEnv::default() };
+                let mut env = TEnv { agg_fail: full, ..TEnv::default() };
+                if full {
+                    env.rec_cap = 0;
+                }
                 for b in 0..NBUILTINS {
                     env.builtins.insert(b, 1000 + u64::from(b));
                 }
                 vm.begin_clause();
                 let r = vm.run(&prog, &dict, &mut env);
-                out.push(format!("{r:?} {:?} {:?}", env.aggs, vm.losses()));
+                out.push(format!("{r:?} {:?} {:?} {:?}", env.aggs, env.records, vm.losses()));
             }
             prop_assert_eq!(&out[0], &out[1]);
             prop_assert_eq!(&out[2], &out[3]);
