@@ -310,13 +310,18 @@ pub enum LayoutError {
 /// # Invariants
 ///
 /// `1 <= ncpus`, `1 <= nchunks <= MAX_CHUNKS`, `chunk_words * 8` is within
-/// `MIN_CHUNK_BYTES..=MAX_CHUNK_BYTES`.
+/// `MIN_CHUNK_BYTES..=MAX_CHUNK_BYTES`; `share = nchunks / ncpus`, `share_rem = nchunks %
+/// ncpus`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Layout {
     ncpus: u32,
     nchunks: u32,
     chunk_words: u32,
     nvars: u32,
+    /// Chunks every CPU owns at least, and how many CPUs (the first ones) own one more:
+    /// divided once here, not at each store that asks [`Dstate::wants_clean`].
+    share: u32,
+    share_rem: u32,
 }
 
 /// Byte ranges of the regions of a dynamic memory carved from one allocation.
@@ -364,12 +369,14 @@ impl Layout {
         if nchunks == 0 {
             return Err(LayoutError::TooSmall);
         }
-        // INVARIANT: checked above; nchunks <= MAX_CHUNKS < u32::MAX.
+        // INVARIANT: checked above; nchunks <= MAX_CHUNKS < u32::MAX; `share` as stated.
         Ok(Self {
             ncpus,
             nchunks: nchunks as u32,
             chunk_words: (chunk_bytes / 8) as u32,
             nvars,
+            share: nchunks as u32 / ncpus,
+            share_rem: nchunks as u32 % ncpus,
         })
     }
 
@@ -405,17 +412,18 @@ impl Layout {
 
     /// The chunks `cpu` owns on its free list after [`Dstate::reset`].
     pub fn cpu_share(&self, cpu: usize) -> Range<u32> {
-        let n = self.ncpus.max(1);
-        let base = self.nchunks / n;
-        let rem = self.nchunks % n;
-        let cpu = (cpu as u32).min(n);
-        let start = cpu * base + cpu.min(rem);
-        let len = if cpu < n {
-            base + u32::from(cpu < rem)
-        } else {
-            0
-        };
-        start..start + len
+        let cpu = (cpu as u32).min(self.ncpus);
+        let start = cpu * self.share + cpu.min(self.share_rem);
+        start..start + self.share_len(cpu as usize)
+    }
+
+    /// The number of chunks in [`Layout::cpu_share`], without a division.
+    #[inline]
+    pub fn share_len(&self, cpu: usize) -> u32 {
+        match cpu {
+            c if c < self.ncpus as usize => self.share + u32::from(c < self.share_rem as usize),
+            _ => 0,
+        }
     }
 
     /// Words of scratch bitmap [`Dstate::audit`] needs.
@@ -1086,10 +1094,9 @@ impl<'a> Dstate<'a> {
         if d.dirty_len.load(Relaxed) == 0 || d.clean_len.load(Relaxed) != 0 {
             return false;
         }
-        // The share's size takes a division: only once the cheap tests above passed (a
-        // store asks after every allocation).
-        let share = self.layout.cpu_share(cpu);
-        let low = u64::from(share.end - share.start) / LOW_WATER_DIV;
+        // Asked after every store: the cheap tests first, and the share's size without a
+        // division.
+        let low = u64::from(self.layout.share_len(cpu)) / LOW_WATER_DIV;
         d.free_len.load(Relaxed) < low.max(1)
     }
 

@@ -361,6 +361,31 @@ fn para_35_chunks_split_evenly_over_cpus() {
         assert_eq!(m.list(c, List::Free).len(), s.len());
         assert_eq!(m.ds().cpu_stats(c).unwrap().free, s.len() as u64);
     }
+    // The shares tile the chunks for any split, and their sizes are known without
+    // dividing (`share_len`, which a store's low-water test uses).
+    for (nchunks, ncpus) in [(10, 4), (2, 4), (4, 4), (7, 1), (1000, 3), (5, 7)] {
+        let l = layout(nchunks, ncpus, 0);
+        let mut next = 0;
+        for c in 0..ncpus as usize + 2 {
+            let s = l.cpu_share(c);
+            assert_eq!(
+                s.end - s.start,
+                l.share_len(c),
+                "{nchunks} over {ncpus}: {c}"
+            );
+            if c < ncpus as usize {
+                assert_eq!(s.start, next);
+                assert!(
+                    s.len() == nchunks / ncpus as usize
+                        || s.len() == nchunks.div_ceil(ncpus as usize)
+                );
+                next = s.end;
+            } else {
+                assert!(s.is_empty());
+            }
+        }
+        assert_eq!(next as usize, nchunks);
+    }
     // Fewer chunks than CPUs: the last CPUs start empty and steal.
     let m = Mem::with(2, 4);
     assert!(m.list(3, List::Free).is_empty());
