@@ -1244,17 +1244,15 @@ fn string_variable_loads_are_truncated_to_strsize() {
     assert_eq!(r, Ok(3));
 }
 
-/// Decodes `words` as LOAD does; whether the program got a shape, and what a run did.
-fn shaped_run(words: &[u64], dict: &TDict, env: &mut TEnv) -> (bool, Result<u64, Fault>) {
+/// Decodes `words` as LOAD does; whether the program got a shape, what a run did, and
+/// the aggregation updates it lost.
+fn shaped_run(words: &[u64], dict: &TDict, env: &mut TEnv) -> (bool, Result<u64, Fault>, u64) {
     let b = code_bytes(words);
     let v = verify(Code::new(&b).unwrap(), dict, LIMIT).expect("program must verify");
     let mut buf = vec![DInsn::NOP; words.len()];
     let v = v.decode_into(dict, &mut buf).unwrap();
-    let mut scratch = vec![0u8; scratch_size(dict.nlocals, dict.strsize, 0)];
-    let mut st = VmState::new();
-    let mut vm = Vm::new(&mut st, &mut scratch, dict.nlocals, dict.strsize).unwrap();
-    vm.begin_clause();
-    (v.shaped(), vm.run(&v, dict, env))
+    let (r, losses) = run_verified(&v, dict, env);
+    (v.shaped(), r, losses.aggs)
 }
 
 #[test]
@@ -1283,7 +1281,7 @@ fn updates_and_records_of_builtins_run_in_one_step() {
         insn(Op::Agg, 0, 0, 2, 1),
         RET0,
     ];
-    assert_eq!(shaped_run(&count, &dict, &mut env), (true, Ok(0)));
+    assert_eq!(shaped_run(&count, &dict, &mut env), (true, Ok(0), 0));
     // `@ = sum(arg0)`.
     let sum = [
         insn(Op::Ldb, 1, 0, 0, arg0),
@@ -1291,7 +1289,7 @@ fn updates_and_records_of_builtins_run_in_one_step() {
         insn(Op::Agg, 0, 1, 2, 0),
         RET0,
     ];
-    assert_eq!(shaped_run(&sum, &dict, &mut env), (true, Ok(0)));
+    assert_eq!(shaped_run(&sum, &dict, &mut env), (true, Ok(0), 0));
     // Two keys from one register reused, and a negative constant.
     let two = [
         insn(Op::Ldb, 1, 0, 0, cpu),
@@ -1302,7 +1300,7 @@ fn updates_and_records_of_builtins_run_in_one_step() {
         insn(Op::Agg, 0, 3, 1, 2),
         RET0,
     ];
-    assert_eq!(shaped_run(&two, &dict, &mut env), (true, Ok(0)));
+    assert_eq!(shaped_run(&two, &dict, &mut env), (true, Ok(0), 0));
     assert_eq!(
         env.aggs,
         vec![
@@ -1322,7 +1320,7 @@ fn updates_and_records_of_builtins_run_in_one_step() {
         insn(Op::Trace, 0, 0, 0, 0),
         RET0,
     ];
-    assert_eq!(shaped_run(&trace, &dict, &mut env), (true, Ok(0)));
+    assert_eq!(shaped_run(&trace, &dict, &mut env), (true, Ok(0), 0));
     let printf = [
         insn(Op::Ldb, 1, 0, 0, arg0),
         insn(Op::Pushtv, 0, 1, 0, 3),
@@ -1331,7 +1329,7 @@ fn updates_and_records_of_builtins_run_in_one_step() {
         insn(Op::Printf, 0, 0, 0, 1),
         RET0,
     ];
-    assert_eq!(shaped_run(&printf, &dict, &mut env), (true, Ok(0)));
+    assert_eq!(shaped_run(&printf, &dict, &mut env), (true, Ok(0), 0));
     assert_eq!(
         env.records,
         vec![
@@ -1349,15 +1347,7 @@ fn updates_and_records_of_builtins_run_in_one_step() {
     );
     // A refused update is a loss, as from the instruction.
     env.agg_fail = true;
-    let mut scratch = vec![0u8; scratch_size(dict.nlocals, dict.strsize, 0)];
-    let mut st = VmState::new();
-    let b = code_bytes(&count);
-    let v = verify(Code::new(&b).unwrap(), &dict, LIMIT).unwrap();
-    let mut buf = vec![DInsn::NOP; count.len()];
-    let v = v.decode_into(&dict, &mut buf).unwrap();
-    let mut vm = Vm::new(&mut st, &mut scratch, dict.nlocals, dict.strsize).unwrap();
-    assert_eq!(vm.run(&v, &dict, &mut env), Ok(0));
-    assert_eq!(vm.losses().aggs, 1);
+    assert_eq!(shaped_run(&count, &dict, &mut env), (true, Ok(0), 1));
 }
 
 #[test]
@@ -1413,7 +1403,7 @@ fn other_programs_keep_their_instructions() {
     ];
     for (what, words) in cases {
         let mut env = TEnv::default();
-        let (shaped, r) = shaped_run(&words, &dict, &mut env);
+        let (shaped, r, _) = shaped_run(&words, &dict, &mut env);
         assert!(!shaped, "{what}");
         // An integer where the key has a string, and a short tuple, fault at `agg`.
         match what {

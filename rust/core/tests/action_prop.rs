@@ -155,14 +155,8 @@ proptest! {
             let dv = v.decode_into(&dict, &mut buf).expect("verified code decodes");
             let mut out = Vec::new();
             for prog in [v, dv] {
-                let mut scratch =
-                    vec![0u8; scratch_size(dict.nlocals, dict.strsize, v.string_allocs())];
-                let mut vmst = VmState::new();
-                let mut vm = Vm::new(&mut vmst, &mut scratch, dict.nlocals, dict.strsize).unwrap();
                 let mut env = rich_env();
-                vm.begin_clause();
-                let r = vm.run(&prog, &dict, &mut env);
-                let losses = vm.losses();
+                let (r, losses) = run_verified(&prog, &dict, &mut env);
                 out.push(format!(
                     "{r:?} {:?} {:?} {:?} {:?} {:?} {losses:?}",
                     env.records, env.aggs, env.globals, env.ptw, env.raised
@@ -185,9 +179,6 @@ proptest! {
             let dv = v.decode_into(&dict, &mut buf).expect("verified code decodes");
             let mut out = Vec::new();
             for (prog, full) in [(v, false), (dv, false), (v, true), (dv, true)] {
-                let mut scratch = vec![0u8; scratch_size(dict.nlocals, dict.strsize, 0)];
-                let mut vmst = VmState::new();
-                let mut vm = Vm::new(&mut vmst, &mut scratch, dict.nlocals, dict.strsize).unwrap();
                 let mut env = TEnv { agg_fail: full, ..TEnv::default() };
                 if full {
                     env.rec_cap = 0;
@@ -195,9 +186,8 @@ proptest! {
                 for b in 0..NBUILTINS {
                     env.builtins.insert(b, 1000 + u64::from(b));
                 }
-                vm.begin_clause();
-                let r = vm.run(&prog, &dict, &mut env);
-                out.push(format!("{r:?} {:?} {:?} {:?}", env.aggs, env.records, vm.losses()));
+                let (r, losses) = run_verified(&prog, &dict, &mut env);
+                out.push(format!("{r:?} {:?} {:?} {losses:?}", env.aggs, env.records));
             }
             prop_assert_eq!(&out[0], &out[1]);
             prop_assert_eq!(&out[2], &out[3]);

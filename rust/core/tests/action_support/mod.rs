@@ -367,6 +367,21 @@ pub fn check(words: &[u64], dict: &TDict) -> Result<(), VerifyError> {
     verify(Code::new(&b).unwrap(), dict, LIMIT).map(|_| ())
 }
 
+/// Runs verified (or verified and decoded) `v` once, as one clause's actions, on a fresh
+/// VM with the scratch it needs; the result and the losses.
+pub fn run_verified(
+    v: &Verified<'_>,
+    dict: &TDict,
+    env: &mut TEnv,
+) -> (Result<u64, Fault>, Losses) {
+    let mut scratch = vec![0u8; scratch_size(dict.nlocals, dict.strsize, v.string_allocs())];
+    let mut vmst = VmState::new();
+    let mut vm = Vm::new(&mut vmst, &mut scratch, dict.nlocals, dict.strsize).unwrap();
+    vm.begin_clause();
+    let r = vm.run(v, dict, env);
+    (r, vm.losses())
+}
+
 /// Verify and run `words`; returns the result, the env and the VM losses.
 pub fn run_with(words: &[u64], dict: &TDict, env: &mut TEnv) -> Result<u64, Fault> {
     let b = code_bytes(words);
