@@ -754,9 +754,8 @@ impl<'s> Vm<'s> {
                         return false;
                     }
                 }
-                if !env.agg_update_ints(id, &st.ikey, &[val(args[0]), val(args[1])]) {
-                    st.losses.aggs += 1;
-                }
+                let ok = env.agg_update_ints(id, &st.ikey, &[val(args[0]), val(args[1])]);
+                self.agg_done(ok);
             }
             End::Record { kind, id } => {
                 let st = &mut *self.st;
@@ -766,13 +765,11 @@ impl<'s> Vm<'s> {
                 }
                 st.tlen = s.values().len();
                 // Integers always fit the record buffer (`record_buf_size`).
-                let Ok(len) = self.assemble(dict.strtab()) else {
+                if self.record(dict.strtab(), env, kind, id).is_err() {
                     return false;
-                };
-                self.emit(env, kind, id, len);
+                }
             }
         }
-        self.st.tlen = 0;
         true
     }
 
@@ -1131,9 +1128,7 @@ impl<'s> Vm<'s> {
                     };
                     (k, imm)
                 };
-                let len = self.assemble(dict.strtab()).map_err(f)?;
-                self.st.tlen = 0;
-                self.emit(env, kind, id, len);
+                self.record(dict.strtab(), env, kind, id).map_err(f)?;
             }
             Printa => {
                 let fmt = imm >> 16;
@@ -1330,11 +1325,18 @@ impl<'s> Vm<'s> {
             let keys = self.agg_keys(layout, dict)?;
             env.agg_update(imm, keys, &[a, b])
         };
+        self.agg_done(ok);
+        Ok(())
+    }
+
+    /// How every aggregation update ends: a refused one counts as a loss, and the tuple
+    /// (its key) is consumed.
+    #[inline(always)]
+    fn agg_done(&mut self, ok: bool) {
         if !ok {
             self.st.losses.aggs += 1;
         }
         self.st.tlen = 0;
-        Ok(())
     }
 
     /// Encodes the tuple into `ikey` for a key of integers only (`layout`); a tuple that
@@ -1489,6 +1491,22 @@ impl<'s> Vm<'s> {
                 0
             }
         }
+    }
+
+    /// The tuple as a record of `kind` (format `id`): assembled, the tuple consumed, then
+    /// emitted (a refused record counts as a loss).
+    #[inline(always)]
+    fn record<E: Env + ?Sized>(
+        &mut self,
+        strtab: &[u8],
+        env: &mut E,
+        kind: RecordKind,
+        id: u32,
+    ) -> Result<(), FaultKind> {
+        let len = self.assemble(strtab)?;
+        self.st.tlen = 0;
+        self.emit(env, kind, id, len);
+        Ok(())
     }
 
     /// Encode the tuple into the record buffer; returns its length.
