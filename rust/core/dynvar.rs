@@ -420,9 +420,10 @@ impl Layout {
     /// The number of chunks in [`Layout::cpu_share`], without a division.
     #[inline]
     pub fn share_len(&self, cpu: usize) -> u32 {
-        match cpu {
-            c if c < self.ncpus as usize => self.share + u32::from(c < self.share_rem as usize),
-            _ => 0,
+        if cpu < self.ncpus as usize {
+            self.share + u32::from(cpu < self.share_rem as usize)
+        } else {
+            0
         }
     }
 
