@@ -1244,15 +1244,11 @@ fn string_variable_loads_are_truncated_to_strsize() {
     assert_eq!(r, Ok(3));
 }
 
-/// Decodes `words` as LOAD does; whether the program got a shape, what a run did, and
-/// the aggregation updates it lost.
+/// Runs `words` as [`run_decoded`] does; whether the program got a shape, what a run
+/// did, and the aggregation updates it lost.
 fn shaped_run(words: &[u64], dict: &TDict, env: &mut TEnv) -> (bool, Result<u64, Fault>, u64) {
-    let b = code_bytes(words);
-    let v = verify(Code::new(&b).unwrap(), dict, LIMIT).expect("program must verify");
-    let mut buf = vec![DInsn::NOP; words.len()];
-    let v = v.decode_into(dict, &mut buf).unwrap();
-    let (r, losses) = run_verified(&v, dict, env);
-    (v.shaped(), r, losses.aggs)
+    let (shaped, r, losses) = run_decoded(words, dict, env);
+    (shaped, r, losses.aggs)
 }
 
 #[test]

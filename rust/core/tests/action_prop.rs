@@ -99,6 +99,23 @@ fn agg_layouts() -> impl Strategy<Value = Vec<KeyLayout>> {
     )
 }
 
+/// `f` of `p` verified, raw and then decoded as LOAD decodes it; `None` when `p` does not
+/// verify.
+fn raw_and_decoded<T>(
+    p: &[u64],
+    dict: &TDict,
+    mut f: impl FnMut(&Verified<'_>) -> T,
+) -> Option<[T; 2]> {
+    let bytes = code_bytes(p);
+    let code = Code::new(&bytes).unwrap();
+    let v = verify(code, dict, LIMIT).ok()?;
+    let mut buf = vec![DInsn::NOP; code.len()];
+    let dv = v
+        .decode_into(dict, &mut buf)
+        .expect("verified code decodes");
+    Some([f(&v), f(&dv)])
+}
+
 fn rich_env() -> TEnv {
     let mut env = TEnv::default();
     // Make register values that look like addresses readable sometimes.
@@ -148,21 +165,16 @@ proptest! {
     #[test]
     fn decoded_runs_as_raw(p in any_program(), strsize in 1u32..64) {
         let dict = TDict { strsize, ..TDict::default() };
-        let bytes = code_bytes(&p);
-        let code = Code::new(&bytes).unwrap();
-        if let Ok(v) = verify(code, &dict, LIMIT) {
-            let mut buf = vec![DInsn::NOP; code.len()];
-            let dv = v.decode_into(&dict, &mut buf).expect("verified code decodes");
-            let mut out = Vec::new();
-            for prog in [v, dv] {
-                let mut env = rich_env();
-                let (r, losses) = run_verified(&prog, &dict, &mut env);
-                out.push(format!(
-                    "{r:?} {:?} {:?} {:?} {:?} {:?} {losses:?}",
-                    env.records, env.aggs, env.globals, env.ptw, env.raised
-                ));
-            }
-            prop_assert_eq!(&out[0], &out[1]);
+        let out = raw_and_decoded(&p, &dict, |prog| {
+            let mut env = rich_env();
+            let (r, losses) = run_verified(prog, &dict, &mut env);
+            format!(
+                "{r:?} {:?} {:?} {:?} {:?} {:?} {losses:?}",
+                env.records, env.aggs, env.globals, env.ptw, env.raised
+            )
+        });
+        if let Some([raw, dec]) = out {
+            prop_assert_eq!(raw, dec);
         }
     }
 
@@ -172,13 +184,8 @@ proptest! {
     #[test]
     fn shaped_programs_run_as_raw(p in agg_program(), layouts in agg_layouts()) {
         let dict = TDict { aggs: layouts, ..TDict::default() };
-        let bytes = code_bytes(&p);
-        let code = Code::new(&bytes).unwrap();
-        if let Ok(v) = verify(code, &dict, LIMIT) {
-            let mut buf = vec![DInsn::NOP; code.len()];
-            let dv = v.decode_into(&dict, &mut buf).expect("verified code decodes");
-            let mut out = Vec::new();
-            for (prog, full) in [(v, false), (dv, false), (v, true), (dv, true)] {
+        let out = raw_and_decoded(&p, &dict, |prog| {
+            [false, true].map(|full| {
                 let mut env = TEnv { agg_fail: full, ..TEnv::default() };
                 if full {
                     env.rec_cap = 0;
@@ -186,11 +193,12 @@ proptest! {
                 for b in 0..NBUILTINS {
                     env.builtins.insert(b, 1000 + u64::from(b));
                 }
-                let (r, losses) = run_verified(&prog, &dict, &mut env);
-                out.push(format!("{r:?} {:?} {:?} {losses:?}", env.aggs, env.records));
-            }
-            prop_assert_eq!(&out[0], &out[1]);
-            prop_assert_eq!(&out[2], &out[3]);
+                let (r, losses) = run_verified(prog, &dict, &mut env);
+                format!("{r:?} {:?} {:?} {losses:?}", env.aggs, env.records)
+            })
+        });
+        if let Some([raw, dec]) = out {
+            prop_assert_eq!(raw, dec);
         }
     }
 

@@ -382,20 +382,27 @@ pub fn run_verified(
     (r, vm.losses())
 }
 
-/// Verify and run `words`; returns the result, the env and the VM losses.
-pub fn run_with(words: &[u64], dict: &TDict, env: &mut TEnv) -> Result<u64, Fault> {
+/// Verifies `words` and runs them in the form the kernel runs (decoded: `decoded_runs_as_raw`
+/// checks it against the raw code); whether the program runs in one step, the result and
+/// the losses.
+pub fn run_decoded(
+    words: &[u64],
+    dict: &TDict,
+    env: &mut TEnv,
+) -> (bool, Result<u64, Fault>, Losses) {
     let b = code_bytes(words);
     let v = verify(Code::new(&b).unwrap(), dict, LIMIT).expect("program must verify");
-    let mut scratch = vec![0u8; scratch_size(dict.nlocals, dict.strsize, v.string_allocs())];
-    let mut vmst = VmState::new();
-    let mut vm = Vm::new(&mut vmst, &mut scratch, dict.nlocals, dict.strsize).unwrap();
-    vm.begin_clause();
-    // The form the kernel runs (`decoded_runs_as_raw` checks it against the raw code).
     let mut buf = vec![DInsn::NOP; words.len()];
     let v = v
         .decode_into(dict, &mut buf)
         .expect("verified code decodes");
-    vm.run(&v, dict, env)
+    let (r, losses) = run_verified(&v, dict, env);
+    (v.shaped(), r, losses)
+}
+
+/// Verify and run `words` (decoded, as the kernel runs them); the result.
+pub fn run_with(words: &[u64], dict: &TDict, env: &mut TEnv) -> Result<u64, Fault> {
+    run_decoded(words, dict, env).1
 }
 
 pub fn run(words: &[u64]) -> (Result<u64, Fault>, TEnv) {
