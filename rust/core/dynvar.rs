@@ -178,17 +178,49 @@ fn for_each_word(keys: &[Key<'_>], mut f: impl FnMut(u64) -> bool) -> bool {
     true
 }
 
+/// The encoded words of a tuple of two integers, the commonest there is (every `self->x` is
+/// one, and `a[k]` of an integer `k`): what [`for_each_word`] gives for it, as an array, so
+/// that hashing, matching and filling it need no loop over key kinds.
+#[inline(always)]
+fn int_pair(keys: &[Key<'_>]) -> Option<[u64; 4]> {
+    match keys {
+        [Key::Int(a), Key::Int(b)] => Some([KIND_INT, *a, KIND_INT, *b]),
+        _ => None,
+    }
+}
+
+/// A tuple's hash before its first word.
+const HASH_SEED: u64 = 0x243f_6a88_85a3_08d3;
+
+/// One word into a tuple's hash.
+#[inline(always)]
+fn mix(h: u64, w: u64) -> u64 {
+    (h.rotate_left(23) ^ w).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+}
+
 /// Hash of a tuple over its encoded words; never [`HASH_FREE`].
 // Out of line, like `keys_match` and `fill`: their iterators' state stays out of `dynvar`'s
 // frame, which is on the probe's stack under the chunk allocator.
 #[inline(never)]
 fn hash_tuple(keys: &[Key<'_>]) -> u64 {
-    let mut h: u64 = 0x243f_6a88_85a3_08d3;
-    for_each_word(keys, |w| {
-        h = (h.rotate_left(23) ^ w).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        true
-    });
-    // Final avalanche so that the low bits (the bucket) depend on every input bit.
+    let h = match int_pair(keys) {
+        Some(words) => words.iter().fold(HASH_SEED, |h, &w| mix(h, w)),
+        None => {
+            let mut h = HASH_SEED;
+            for_each_word(keys, |w| {
+                h = mix(h, w);
+                true
+            });
+            h
+        }
+    };
+    avalanche(h)
+}
+
+/// The last step of a tuple's hash: the low bits (the bucket) come to depend on every input
+/// bit, and the result is never [`HASH_FREE`].
+#[inline(always)]
+fn avalanche(mut h: u64) -> u64 {
     h ^= h >> 33;
     h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
     h ^= h >> 33;
@@ -1285,6 +1317,9 @@ impl<'a> Dstate<'a> {
         // PANIC: `HEADER_WORDS + vw + kwords <= chunk_words` (checked above) and `c` is a
         // chunk, so the key words lie within chunk `c`.
         let words = &self.chunks[base..base + kwords];
+        if let (Some(pair), [w0, w1, w2, w3]) = (int_pair(keys), words) {
+            return [w0, w1, w2, w3].iter().zip(pair).all(|(w, k)| w.get() == k);
+        }
         let mut n = 0;
         for_each_word(keys, |k| {
             let same = words.get(n).is_some_and(|w| w.get() == k);
@@ -1303,15 +1338,21 @@ impl<'a> Dstate<'a> {
             w.set(0);
         }
         let words = &self.chunks[base + vw..base + vw + kwords];
-        let mut n = 0;
-        for_each_word(keys, |k| {
-            let Some(w) = words.get(n) else {
-                return false;
-            };
-            w.set(k);
-            n += 1;
-            true
-        });
+        if let (Some(pair), [w0, w1, w2, w3]) = (int_pair(keys), words) {
+            for (w, k) in [w0, w1, w2, w3].into_iter().zip(pair) {
+                w.set(k);
+            }
+        } else {
+            let mut n = 0;
+            for_each_word(keys, |k| {
+                let Some(w) = words.get(n) else {
+                    return false;
+                };
+                w.set(k);
+                n += 1;
+                true
+            });
+        }
         self.w(c, W_META)
             .set(nkeys | ((vw as u64) << 16) | ((kwords as u64) << 32));
     }
@@ -1822,6 +1863,26 @@ mod tests {
         assert_eq!(w[4], u64::from_le_bytes(*b"ij\0\0\0\0\0\0"));
         assert_eq!(w[5], u64::MAX);
         assert_eq!(k.iter().map(key_words).sum::<usize>(), 5);
+    }
+
+    #[test]
+    fn int_pairs_encode_as_any_tuple() {
+        for (a, b) in [(0, 0), (1, u64::MAX), (TLS_TAG | 3, 42), (u64::MAX, 7)] {
+            let k = [Key::Int(a), Key::Int(b)];
+            let mut w = Vec::new();
+            for_each_word(&k, |x| {
+                w.push(x);
+                true
+            });
+            assert_eq!(int_pair(&k).map(Vec::from), Some(w.clone()));
+            assert_eq!(k.iter().map(key_words).sum::<usize>(), w.len());
+            // The pair's hash is the general loop's over the same words.
+            let h = w.iter().fold(HASH_SEED, |h, &x| mix(h, x));
+            assert_eq!(hash_tuple(&k), avalanche(h));
+        }
+        assert_eq!(int_pair(&[Key::Int(1)]), None);
+        assert_eq!(int_pair(&[Key::Int(1), Key::Str(b"x")]), None);
+        assert_eq!(int_pair(&[Key::Int(1), Key::Int(2), Key::Int(3)]), None);
     }
 
     #[test]
