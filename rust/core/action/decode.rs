@@ -198,7 +198,7 @@ impl<'a> Verified<'a> {
     /// The value the program always returns, when it is a constant (`/0/`, `/1/`): known at
     /// LOAD, a predicate like that need not run.
     pub fn constant(&self) -> Option<u64> {
-        let k = self.decoded?.constant?;
+        let k = self.decoded.as_ref()?.constant?;
         Some(k as i32 as i64 as u64)
     }
 
@@ -206,7 +206,7 @@ impl<'a> Verified<'a> {
     /// decoded.
     #[inline(always)]
     pub(super) fn nregs(&self) -> usize {
-        self.decoded.map_or(NREGS, |d| d.nregs())
+        self.decoded.as_ref().map_or(NREGS, |d| d.nregs())
     }
 
     /// Whether [`Vm::run`] runs the program in one step: an aggregation update at an
