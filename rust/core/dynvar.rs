@@ -189,6 +189,16 @@ fn int_pair(keys: &[Key<'_>]) -> Option<[u64; 4]> {
     }
 }
 
+/// Words a tuple occupies in a chunk. Computed where it is used, not passed down: a value
+/// fewer kept in `Dstate::dynvar`'s frame, which is on the probe's stack.
+#[inline(always)]
+fn tuple_words(keys: &[Key<'_>]) -> usize {
+    match int_pair(keys) {
+        Some(w) => w.len(),
+        None => keys.iter().map(key_words).sum(),
+    }
+}
+
 /// A tuple's hash before its first word.
 const HASH_SEED: u64 = 0x243f_6a88_85a3_08d3;
 
@@ -1174,10 +1184,8 @@ impl<'a> Dstate<'a> {
         } else {
             Some(self.cpu(cpu)?)
         };
-        let nkeys = keys.len() as u64;
-        let kwords: usize = keys.iter().map(key_words).sum();
         if let Op::Alloc(vw) = op {
-            if HEADER_WORDS + vw + kwords > self.layout.chunk_words() {
+            if HEADER_WORDS + vw + tuple_words(keys) > self.layout.chunk_words() {
                 if let Some(d) = me {
                     d.drops_size.fetch_add(1, Relaxed);
                 }
@@ -1223,7 +1231,7 @@ impl<'a> Dstate<'a> {
                     spin_loop();
                     continue 'top;
                 }
-                if h == hash && self.keys_match(cur, keys, nkeys, kwords) {
+                if h == hash && self.keys_match(cur, keys) {
                     if op != Op::Delete {
                         return Ok(Some(cur));
                     }
@@ -1274,7 +1282,7 @@ impl<'a> Dstate<'a> {
                         return Err(DynvarError::BadCpu);
                     };
                     let c = self.alloc_chunk(cpu, var)?;
-                    self.fill(c, keys, nkeys, kwords, vw);
+                    self.fill(c, keys, vw);
                     self.w(c, W_NEXT).0.store(u64::from(start), Relaxed);
                     self.w(c, W_HASH).0.store(hash, Release);
                     if bucket
@@ -1304,7 +1312,8 @@ impl<'a> Dstate<'a> {
     }
 
     #[inline(never)]
-    fn keys_match(&self, c: u32, keys: &[Key<'_>], nkeys: u64, kwords: usize) -> bool {
+    fn keys_match(&self, c: u32, keys: &[Key<'_>]) -> bool {
+        let (nkeys, kwords) = (keys.len() as u64, tuple_words(keys));
         let meta = self.w(c, W_META).get();
         if meta & 0xffff != nkeys || ((meta >> 32) & 0xffff) as usize != kwords {
             return false;
@@ -1329,9 +1338,10 @@ impl<'a> Dstate<'a> {
     }
 
     /// Writes key and zeroed value into a chunk this CPU owns (not yet published).
-    /// `HEADER_WORDS + vw + kwords <= chunk_words` (the caller checks it).
+    /// `HEADER_WORDS + vw + tuple_words(keys) <= chunk_words` (the caller checks it).
     #[inline(never)]
-    fn fill(&self, c: u32, keys: &[Key<'_>], nkeys: u64, kwords: usize, vw: usize) {
+    fn fill(&self, c: u32, keys: &[Key<'_>], vw: usize) {
+        let (nkeys, kwords) = (keys.len() as u64, tuple_words(keys));
         let base = c as usize * self.layout.chunk_words() + HEADER_WORDS;
         // PANIC: value and key words lie within chunk `c` (precondition above).
         for w in &self.chunks[base..base + vw] {
