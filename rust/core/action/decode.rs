@@ -209,9 +209,10 @@ impl<'a> Verified<'a> {
         self.decoded.as_ref().map_or(NREGS, |d| d.nregs())
     }
 
-    /// Whether [`Vm::run`] runs the program in one step: an aggregation update at an
-    /// integer key, or a `trace()` or `printf()`, of built-in variables and constants
-    /// (`@[pid] = count()`, `trace(pid)`).
+    /// Whether [`Vm::run`] runs the program in one step: straight-line loads of built-in
+    /// and thread-local variables, sums and differences, then aggregation updates at
+    /// integer keys, `trace()`, `printf()` and thread-local stores (`@[pid] = count()`,
+    /// `self->ts = timestamp`, `/self->ts/`).
     pub fn shaped(&self) -> bool {
         self.shape().is_some()
     }

@@ -2,154 +2,288 @@
 
 //! Whole programs that predecoding recognises and the interpreter runs in one step.
 //!
-//! `@[pid] = count()`, `@ = sum(arg0)`, `trace(pid)` and `printf("%d %d\n", pid, arg0)`
-//! are the commonest clauses there are, and each compiles to a few loads, one `pushtv` per
-//! element, the update or the record, and `ret`. Dispatching those instructions one by one
-//! cost about as much as the update itself. A program of that shape is found once, at LOAD
-//! ([`Verified::decode_into`]), and [`Vm::run`] then does what its instructions do without
-//! running them: it reads the built-in variables in program order and hands the tuple to
-//! the same code the last instruction runs.
+//! The commonest clauses are straight-line code: `@[pid] = count()`, `@ = sum(arg0)`,
+//! `trace(pid)`, and the latency script's `self->ts = timestamp`, `/self->ts/` and
+//! `@ = quantize(timestamp - self->ts); self->ts = 0`. Each compiles to a few loads (of
+//! built-in and thread-local variables), perhaps a sum or a difference, one `pushtv` per
+//! tuple element, then updates, records and stores, and `ret`. Dispatching those
+//! instructions one by one cost about as much as the work they do. A program of that shape
+//! is found once, at LOAD ([`Verified::decode_into`]), and [`Vm::run`] then does what its
+//! instructions do without running them: it computes the values in program order, then
+//! hands them to the same code the instructions call, in program order.
 
 use super::*;
 use crate::agg::KEY_MAX_ELEMS;
 
-/// Built-in variables one shape may read.
-pub(super) const MAX_LOADS: usize = 6;
+/// Slots for a shape's values: its constants and what its steps compute. A power of two,
+/// so that an operand is masked into range rather than checked.
+pub(super) const NVALS: usize = 8;
+// A run keeps the values in the interpreter's registers.
+const _: () = assert!(NVALS.is_power_of_two() && NVALS <= NREGS);
 
-/// Elements one shape may push; within what an [`IntKey`](crate::agg::IntKey) holds, so
-/// that building an aggregation's key never fails.
+/// Values (loads, sums and differences) one shape may compute.
+pub(super) const MAX_STEPS: usize = 6;
+
+/// Elements one shape may push, over all its updates and records; within what an
+/// [`IntKey`](crate::agg::IntKey) holds, so that building an aggregation's key never fails.
 pub(super) const MAX_ELEMS: usize = 6;
 const _: () = assert!(MAX_ELEMS <= KEY_MAX_ELEMS && MAX_ELEMS <= MAX_TUPLE);
 
-/// A value the shape uses: a constant (`ldi`'s, sign-extended), or the `n`th built-in
-/// variable the program loads.
+/// Updates, records and stores one shape may make.
+pub(super) const MAX_EFFECTS: usize = 3;
+
+/// A value the shape uses: the index of its slot. Step `i` computes slot `i`; constants
+/// fill slots from the top down.
+pub(super) type Operand = u8;
+
+/// How one value is computed, before any effect.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Operand {
-    Imm(i32),
-    Load(u8),
+pub(super) enum Step {
+    /// A built-in variable (`ldb`).
+    Builtin(Builtin),
+    /// Thread-local variable `var` (`ldts`: `self->x`).
+    Thread(u32),
+    /// `add`.
+    Add(Operand, Operand),
+    /// `sub`.
+    Sub(Operand, Operand),
 }
 
-/// What the program ends with, after its tuple is pushed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum End {
-    /// `agg`: aggregation `id` at the tuple (its key), with `agg`'s two registers.
-    Agg { id: u32, args: [Operand; 2] },
-    /// `trace` or `printf`: a record of the tuple.
-    Record { kind: RecordKind, id: u32 },
-}
-
-/// Built-in variables and constants loaded into registers, pushed as integers onto the
-/// tuple, then `agg`, `trace` or `printf`, and `ret r0` (an action's end).
+/// The integers an update or a record takes from the tuple: `n` of them, with their types.
 ///
 /// # Invariants
 ///
-/// Every [`Operand::Load`] is below `nloads`; `nloads <= MAX_LOADS`, `nelems <=
-/// MAX_ELEMS`, and a type is below 8 (`pushtv`'s). In the dictionary the program was
-/// verified with, an [`End::Agg`]'s key has `nelems` elements, all integers, and an
-/// [`End::Record`]'s format exists.
+/// `n <= MAX_ELEMS`; a type is below 8 (`pushtv`'s).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Elems {
+    vals: [Operand; MAX_ELEMS],
+    types: [u8; MAX_ELEMS],
+    n: u8,
+}
+
+impl Elems {
+    const NONE: Elems = Elems {
+        vals: [0; MAX_ELEMS],
+        types: [0; MAX_ELEMS],
+        n: 0,
+    };
+
+    /// The elements' slots.
+    #[inline(always)]
+    pub(super) fn vals(&self) -> &[Operand] {
+        // PANIC: `n <= MAX_ELEMS` (type invariant).
+        &self.vals[..usize::from(self.n)]
+    }
+
+    /// The elements' slots and types.
+    #[inline(always)]
+    pub(super) fn typed(&self) -> impl Iterator<Item = (Operand, IntType)> + '_ {
+        self.vals()
+            .iter()
+            .zip(&self.types)
+            .map(|(&o, &t)| (o, IntType(t)))
+    }
+}
+
+/// What the program does with its values, in its order. A tag byte of its own: cheaper to
+/// dispatch on than a niche in `RecordKind`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub(super) enum Effect {
+    /// `agg`: aggregation `id` at `key`, with `agg`'s operands.
+    Agg {
+        id: u32,
+        args: [Operand; 2],
+        key: Elems,
+    },
+    /// `trace` or `printf`: a record of `elems`.
+    Record {
+        kind: RecordKind,
+        id: u32,
+        elems: Elems,
+    },
+    /// `stts`: thread-local variable `var` set to `value` (0 deletes it).
+    Store { var: u32, value: Operand },
+}
+
+/// Loads of built-in and thread-local variables, constants, sums and differences in
+/// registers; integers pushed onto the tuple; aggregation updates, records and thread-local
+/// stores; then `ret` of a register.
+///
+/// # Invariants
+///
+/// `nsteps <= MAX_STEPS`, `neffects <= MAX_EFFECTS`. Every operand
+/// is below [`NVALS`]; a step's operands are constants' slots or earlier steps' (below its
+/// own index); a constant's slot, at or above `nsteps`, holds it in `init`. No
+/// [`Step::Thread`] was loaded after an [`Effect::Store`] in the program (so computing every
+/// step first reads what the instructions read). In the dictionary the program was
+/// verified with, an [`Effect::Agg`]'s key has its `n` elements, all integers, and an
+/// [`Effect::Record`]'s format exists.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct Shape {
-    loads: [Builtin; MAX_LOADS],
-    nloads: u8,
-    elems: [Operand; MAX_ELEMS],
-    types: [u8; MAX_ELEMS],
-    nelems: u8,
-    pub(super) end: End,
+    /// The slots as a run starts: the constants in theirs, zeroes elsewhere.
+    pub(super) init: [u64; NVALS],
+    steps: [Step; MAX_STEPS],
+    nsteps: u8,
+    effects: [Effect; MAX_EFFECTS],
+    neffects: u8,
+    pub(super) ret: Operand,
 }
 
 impl Shape {
-    /// The built-in variables the program reads, in its order.
-    pub(super) fn loads(&self) -> &[Builtin] {
-        // PANIC: `nloads <= MAX_LOADS` (type invariant).
-        &self.loads[..usize::from(self.nloads)]
+    /// The values the program computes, in its order.
+    pub(super) fn steps(&self) -> &[Step] {
+        // PANIC: `nsteps <= MAX_STEPS` (type invariant).
+        &self.steps[..usize::from(self.nsteps)]
     }
 
-    /// The tuple's elements.
-    pub(super) fn values(&self) -> &[Operand] {
-        // PANIC: `nelems <= MAX_ELEMS` (type invariant).
-        &self.elems[..usize::from(self.nelems)]
-    }
-
-    /// The tuple's elements, with their types.
-    pub(super) fn elems(&self) -> impl Iterator<Item = (Operand, IntType)> + '_ {
-        // PANIC: `nelems <= MAX_ELEMS` (type invariant).
-        let n = usize::from(self.nelems);
-        self.elems[..n]
-            .iter()
-            .zip(&self.types[..n])
-            .map(|(&o, &t)| (o, IntType(t)))
+    /// What the program does, in its order.
+    pub(super) fn effects(&self) -> &[Effect] {
+        // PANIC: `neffects <= MAX_EFFECTS` (type invariant).
+        &self.effects[..usize::from(self.neffects)]
     }
 
     /// The shape of `insns` (verified, decoded), when it is one, with `dict` the dictionary
     /// the program was verified with.
     pub(super) fn recognise<D: Dict + ?Sized>(insns: &[DInsn], dict: &D) -> Option<Shape> {
-        // A run starts with every register it uses at zero.
-        let mut regs = [Operand::Imm(0); NREGS];
         let mut s = Shape {
-            loads: [Builtin::Pid; MAX_LOADS],
-            nloads: 0,
-            elems: [Operand::Imm(0); MAX_ELEMS],
-            types: [0; MAX_ELEMS],
-            nelems: 0,
-            end: End::Record {
-                kind: RecordKind::Trace,
-                id: 0,
-            },
+            init: [0; NVALS],
+            steps: [Step::Builtin(Builtin::Pid); MAX_STEPS],
+            nsteps: 0,
+            effects: [Effect::Store { var: 0, value: 0 }; MAX_EFFECTS],
+            neffects: 0,
+            ret: 0,
         };
+        // Constants, from the top slot down; a run starts with every register at zero.
+        let mut consts = Consts::default();
+        let zero = consts.slot(0, &mut s.init, 0)?;
+        let mut regs = [zero; NREGS];
+        // Elements pushed since the last update or record, and whether a store was made.
+        let mut pending = Elems::NONE;
+        let mut stored = false;
         let (last, body) = insns.split_last()?;
-        let (end, body) = body.split_last()?;
-        if last.op != Op::Ret || last.r1 != 0 {
+        if last.op != Op::Ret {
             return None;
         }
         for d in body {
             // `DInsn`'s registers are below `NREGS` (its invariant); `get` keeps that local.
-            match d.op {
+            let reg = |r: u8| regs.get(usize::from(r)).copied();
+            let step = match d.op {
                 Op::Ldi if d.rd != 0 => {
-                    *regs.get_mut(usize::from(d.rd))? = Operand::Imm(d.imm as i32);
+                    let k = d.imm as i32 as i64 as u64;
+                    *regs.get_mut(usize::from(d.rd))? = consts.slot(k, &mut s.init, s.nsteps)?;
+                    continue;
                 }
-                Op::Ldb if d.rd != 0 => {
-                    let b = Builtin::from_u32(d.imm)?;
-                    *s.loads.get_mut(usize::from(s.nloads))? = b;
-                    *regs.get_mut(usize::from(d.rd))? = Operand::Load(s.nloads);
-                    s.nloads += 1;
+                Op::Mov if d.rd != 0 => {
+                    *regs.get_mut(usize::from(d.rd))? = reg(d.r1)?;
+                    continue;
                 }
+                Op::Ldb if d.rd != 0 => Step::Builtin(Builtin::from_u32(d.imm)?),
+                // After a store the variable may hold another value than before every
+                // effect, where the step would be computed.
+                Op::Ldts if d.rd != 0 && !stored => Step::Thread(d.imm),
+                Op::Add if d.rd != 0 => Step::Add(reg(d.r1)?, reg(d.r2)?),
+                Op::Sub if d.rd != 0 => Step::Sub(reg(d.r1)?, reg(d.r2)?),
                 // `pushtv`'s types are 0 to 7; an integer element's value is the register's.
                 Op::Pushtv if d.imm < 8 => {
-                    let n = usize::from(s.nelems);
-                    *s.elems.get_mut(n)? = *regs.get(usize::from(d.r1))?;
-                    *s.types.get_mut(n)? = d.imm as u8;
-                    s.nelems += 1;
+                    let n = usize::from(pending.n);
+                    *pending.vals.get_mut(n)? = reg(d.r1)?;
+                    *pending.types.get_mut(n)? = d.imm as u8;
+                    pending.n += 1;
+                    continue;
+                }
+                Op::Agg | Op::Trace | Op::Printf | Op::Stts => {
+                    let e = effect(d, dict, reg, pending)?;
+                    if let Effect::Store { .. } = e {
+                        stored = true;
+                    } else {
+                        pending = Elems::NONE;
+                    }
+                    *s.effects.get_mut(usize::from(s.neffects))? = e;
+                    s.neffects += 1;
+                    continue;
                 }
                 _ => return None,
+            };
+            let n = s.nsteps;
+            // Steps take the slots below the constants'.
+            if usize::from(n) >= MAX_STEPS.min(NVALS - consts.n) {
+                return None;
             }
+            *s.steps.get_mut(usize::from(n))? = step;
+            *regs.get_mut(usize::from(d.rd))? = n;
+            s.nsteps += 1;
         }
-        s.end = match end.op {
-            Op::Agg => {
-                let layout = dict.agg(end.imm)?;
-                if layout.has_str() || layout.count() != usize::from(s.nelems) {
-                    return None;
-                }
-                End::Agg {
-                    id: end.imm,
-                    args: [
-                        *regs.get(usize::from(end.r1))?,
-                        *regs.get(usize::from(end.r2))?,
-                    ],
-                }
-            }
-            Op::Trace => End::Record {
-                kind: RecordKind::Trace,
-                id: 0,
-            },
-            Op::Printf if end.imm < dict.fmt_count() => End::Record {
-                kind: RecordKind::Printf,
-                id: end.imm,
-            },
-            _ => return None,
-        };
-        // INVARIANT: loads and elements were counted within their arrays (`get_mut` refuses
-        // more), every `Load` names one made before it, types are below 8, and the key
-        // layout and the format were checked above.
+        // A tuple left behind is not worth a shape of its own.
+        if pending.n != 0 {
+            return None;
+        }
+        s.ret = *regs.get(usize::from(last.r1))?;
+        // INVARIANT: steps, elements and effects were counted within their arrays
+        // (`get_mut` refuses more); steps and constants never share a slot (each side
+        // checks the other's count), so a register holds a constant's slot or an earlier
+        // step's; `ldts` after a store was refused; every update and record took the
+        // elements pushed since the last one, and none are left; types are below 8;
+        // `effect` checked the key layouts and the formats.
         Some(s)
     }
+}
+
+/// The constants of a shape being recognised: `n` of them, in the top `n` slots.
+#[derive(Default)]
+struct Consts {
+    n: usize,
+}
+
+impl Consts {
+    /// The slot holding constant `k` in `init`, taken if no slot holds it yet; `None`
+    /// when there is no slot left above the `nsteps` steps so far.
+    fn slot(&mut self, k: u64, init: &mut [u64; NVALS], nsteps: u8) -> Option<Operand> {
+        let top = NVALS - self.n;
+        if let Some(i) = (top..NVALS).find(|&i| init[i] == k) {
+            return Some(i as u8);
+        }
+        let i = top.checked_sub(1).filter(|&i| i >= usize::from(nsteps))?;
+        init[i] = k;
+        self.n += 1;
+        Some(i as u8)
+    }
+}
+
+/// The effect of `d` (`agg`, `trace`, `printf` or `stts`), with `pending` elements pushed
+/// since the last update or record; `None` where the instruction must run itself.
+fn effect<D: Dict + ?Sized>(
+    d: &DInsn,
+    dict: &D,
+    reg: impl Fn(u8) -> Option<Operand>,
+    pending: Elems,
+) -> Option<Effect> {
+    Some(match d.op {
+        Op::Agg => {
+            let layout = dict.agg(d.imm)?;
+            if layout.has_str() || layout.count() != usize::from(pending.n) {
+                return None;
+            }
+            Effect::Agg {
+                id: d.imm,
+                args: [reg(d.r1)?, reg(d.r2)?],
+                key: pending,
+            }
+        }
+        Op::Trace => Effect::Record {
+            kind: RecordKind::Trace,
+            id: 0,
+            elems: pending,
+        },
+        Op::Printf if d.imm < dict.fmt_count() => Effect::Record {
+            kind: RecordKind::Printf,
+            id: d.imm,
+            elems: pending,
+        },
+        Op::Stts => Effect::Store {
+            var: d.imm,
+            value: reg(d.r1)?,
+        },
+        _ => return None,
+    })
 }

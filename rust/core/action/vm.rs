@@ -3,7 +3,7 @@
 //! The interpreter: runs verified code in probe context over the CPU's scratch space.
 
 use super::decode::Fetch;
-use super::shape::{End, Operand, Shape, MAX_LOADS};
+use super::shape::{Effect, Operand, Shape, Step, NVALS};
 use super::*;
 use crate::agg::{IntKey, KEY_MAX_ELEMS};
 
@@ -630,10 +630,13 @@ impl<'s> Vm<'s> {
         dict: &D,
         env: &mut E,
     ) -> Result<u64, Fault> {
-        // A shape returns 0 (`ret r0`).
+        // In a speculation `agg` faults and records go elsewhere: the instructions run.
         if let Some(shape) = prog.shape() {
-            if self.run_shape(shape, dict, env) {
-                return Ok(0);
+            if self.st.spec.is_none() {
+                self.run_shape(shape, dict, env);
+                // Read here rather than returned: a value live across the call costs the
+                // probe's frame a spill slot.
+                return Ok(val(&self.st.regs, shape.ret));
             }
         }
         self.start(prog.nregs());
@@ -721,56 +724,66 @@ impl<'s> Vm<'s> {
         }
     }
 
-    /// Does what a program of [`Shape`] `s` does, in one step: its built-in variables read
-    /// in its order, its tuple handed to what its last instruction runs. False, having
-    /// changed nothing but what the instructions would set again, where the interpreter
-    /// must run it: in a speculation, where `agg` faults and records go elsewhere.
+    /// Does what a program of [`Shape`] `s` does, in one step, outside a speculation: its
+    /// values computed in its order, then its updates, records and stores made in its order
+    /// by the code its instructions call. What it returns is left in its slot.
     #[inline(never)]
-    fn run_shape<D: Dict + ?Sized, E: Env + ?Sized>(
-        &mut self,
-        s: &Shape,
-        dict: &D,
-        env: &mut E,
-    ) -> bool {
-        if self.st.spec.is_some() {
-            return false;
+    fn run_shape<D: Dict + ?Sized, E: Env + ?Sized>(&mut self, s: &Shape, dict: &D, env: &mut E) {
+        // The values live in the registers, which a shape does not otherwise use: not in
+        // this frame, which is under the chunk allocator's.
+        self.st.regs[..NVALS].copy_from_slice(&s.init);
+        for (i, &step) in s.steps().iter().enumerate() {
+            let r = &self.st.regs;
+            let v = match step {
+                Step::Builtin(b) => env.builtin(b),
+                Step::Thread(var) => self.thread_var(var, None, env),
+                Step::Add(a, b) => val(r, a).wrapping_add(val(r, b)),
+                Step::Sub(a, b) => val(r, a).wrapping_sub(val(r, b)),
+            };
+            self.st.regs[i & (NVALS - 1)] = v;
         }
-        let mut vals = [0u64; MAX_LOADS];
-        for (v, &b) in vals.iter_mut().zip(s.loads()) {
-            *v = env.builtin(b);
-        }
-        // PANIC: a `Load` is below the number of loads (`Shape`'s invariant).
-        let val = |o: Operand| match o {
-            Operand::Imm(k) => k as i64 as u64,
-            Operand::Load(i) => vals[usize::from(i)],
-        };
-        match s.end {
-            End::Agg { id, args } => {
-                let st = &mut *self.st;
-                st.ikey.clear();
-                for &k in s.values() {
-                    // A shape has no more elements than an `IntKey` holds (`MAX_ELEMS`).
-                    if st.ikey.push(val(k)).is_none() {
-                        return false;
+        for e in s.effects() {
+            match *e {
+                Effect::Agg { id, args, ref key } => {
+                    let st = &mut *self.st;
+                    st.ikey.clear();
+                    // A shape has no more elements than an `IntKey` holds (`MAX_ELEMS`):
+                    // every push succeeds.
+                    let fits = key
+                        .vals()
+                        .iter()
+                        .all(|&o| st.ikey.push(val(&st.regs, o)).is_some());
+                    let ok = fits
+                        && env.agg_update_ints(
+                            id,
+                            &st.ikey,
+                            &[val(&st.regs, args[0]), val(&st.regs, args[1])],
+                        );
+                    self.agg_done(ok);
+                }
+                Effect::Record {
+                    kind,
+                    id,
+                    ref elems,
+                } => {
+                    let st = &mut *self.st;
+                    // At most `MAX_ELEMS <= MAX_TUPLE` elements, the tuple's length.
+                    for (t, (o, ty)) in st.tuple.iter_mut().zip(elems.typed()) {
+                        *t = TupleVal::Int(val(&st.regs, o), ty);
+                    }
+                    st.tlen = elems.vals().len();
+                    // Integers always fit the record buffer (`record_buf_size`, which
+                    // `Vm::new` checked the scratch holds): this never fails.
+                    if self.record(dict.strtab(), env, kind, id).is_err() {
+                        self.st.losses.records += 1;
                     }
                 }
-                let ok = env.agg_update_ints(id, &st.ikey, &[val(args[0]), val(args[1])]);
-                self.agg_done(ok);
-            }
-            End::Record { kind, id } => {
-                let st = &mut *self.st;
-                // PANIC: at most `MAX_ELEMS <= MAX_TUPLE` elements, the tuple's length.
-                for (t, (o, ty)) in st.tuple.iter_mut().zip(s.elems()) {
-                    *t = TupleVal::Int(val(o), ty);
-                }
-                st.tlen = s.values().len();
-                // Integers always fit the record buffer (`record_buf_size`).
-                if self.record(dict.strtab(), env, kind, id).is_err() {
-                    return false;
+                Effect::Store { var, value } => {
+                    let v = val(&self.st.regs, value);
+                    self.thread_var(var, Some(v), env);
                 }
             }
         }
-        true
     }
 
     /// Starts a run: zeroes the registers the program uses (the others are never read) and
@@ -1736,6 +1749,13 @@ static HOT: [Hot; 256] = {
     }
     t
 };
+
+/// The value in slot `o` of a shape's values, which a run keeps in the registers; masked,
+/// as every slot is below `NVALS` (`Shape`'s invariant).
+#[inline(always)]
+fn val(regs: &[u64; NREGS], o: Operand) -> u64 {
+    regs[usize::from(o) & (NVALS - 1)]
+}
 
 /// Zeroes the first `n` registers in blocks of four: plain stores, where a loop of
 /// variable length becomes a `memset` call that costs more than the few registers a

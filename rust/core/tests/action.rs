@@ -1344,6 +1344,102 @@ fn updates_and_records_of_builtins_run_in_one_step() {
     // A refused update is a loss, as from the instruction.
     env.agg_fail = true;
     assert_eq!(shaped_run(&count, &dict, &mut env), (true, Ok(0), 1));
+    env.agg_fail = false;
+    // A value returned (a predicate's), and a load after the update.
+    let returns = [
+        insn(Op::Ldb, 1, 0, 0, pid),
+        insn(Op::Agg, 0, 1, 0, 0),
+        ret(1),
+    ];
+    assert_eq!(shaped_run(&returns, &dict, &mut env), (true, Ok(4242), 0));
+    let after = [
+        insn(Op::Agg, 0, 0, 0, 0),
+        insn(Op::Ldb, 1, 0, 0, arg0),
+        ret(1),
+    ];
+    assert_eq!(shaped_run(&after, &dict, &mut env), (true, Ok(17), 0));
+    // Two updates of their own keys, and a sum of a built-in and a constant.
+    let both = [
+        insn(Op::Ldb, 1, 0, 0, pid),
+        insn(Op::Pushtv, 0, 1, 0, 6),
+        ldi(2, 1),
+        insn(Op::Agg, 0, 2, 0, 1),
+        insn(Op::Ldb, 3, 0, 0, arg0),
+        insn(Op::Add, 3, 3, 2, 0),
+        insn(Op::Pushtv, 0, 3, 0, 6),
+        insn(Op::Pushtv, 0, 2, 0, 6),
+        insn(Op::Agg, 0, 3, 0, 2),
+        RET0,
+    ];
+    env.aggs.clear();
+    assert_eq!(shaped_run(&both, &dict, &mut env), (true, Ok(0), 0));
+    assert_eq!(
+        env.aggs,
+        vec![
+            (1, vec![OKey::I(4242)], [1, 0]),
+            (2, vec![OKey::I(18), OKey::I(1)], [18, 0]),
+        ]
+    );
+}
+
+/// The latency script's clauses, as the compiler emits them: `self->ts = timestamp`,
+/// `/self->ts/` and `@ = quantize(timestamp - self->ts); self->ts = 0`.
+#[test]
+fn thread_local_loads_and_stores_run_in_one_step() {
+    let dict = TDict::default();
+    let ts = Builtin::Timestamp as u32;
+    let tid = Builtin::Tid as u32;
+    // Variable 1 is thread-local.
+    let var = 1;
+    let mut env = TEnv {
+        dyn_cap: 8,
+        ..TEnv::default()
+    };
+    env.builtins.insert(tid, 77);
+    env.builtins.insert(ts, 1000);
+    let entry = [
+        insn(Op::Ldb, 1, 0, 0, ts),
+        insn(Op::Stts, 0, 1, 0, var),
+        RET0,
+    ];
+    let pred = [insn(Op::Ldts, 1, 0, 0, var), ret(1)];
+    let body = [
+        insn(Op::Ldb, 1, 0, 0, ts),
+        insn(Op::Ldts, 2, 0, 0, var),
+        insn(Op::Sub, 1, 1, 2, 0),
+        ldi(2, 1),
+        insn(Op::Agg, 0, 1, 2, 0),
+        ldi(2, 0),
+        insn(Op::Stts, 0, 2, 0, var),
+        RET0,
+    ];
+    let key = (var, vec![OKey::I(77)]);
+    let (shaped, r, losses) = run_decoded(&pred, &dict, &mut env);
+    assert_eq!((shaped, r, losses.dynvars), (true, Ok(0), 0));
+    assert_eq!(run_decoded(&entry, &dict, &mut env).1, Ok(0));
+    assert_eq!(env.dyn_.get(&key), Some(&1000));
+    env.builtins.insert(ts, 1250);
+    let loads = env.dyn_loads;
+    assert_eq!(run_decoded(&pred, &dict, &mut env).1, Ok(1000));
+    assert_eq!(env.dyn_loads, loads + 1);
+    let (shaped, r, losses) = run_decoded(&body, &dict, &mut env);
+    assert_eq!((shaped, r, losses.dynvars), (true, Ok(0), 0));
+    assert_eq!(env.aggs, vec![(0, vec![], [250, 1])]);
+    assert_eq!(env.dyn_.get(&key), None);
+    // A store refused for want of room is a loss, as from the instruction.
+    env.dyn_cap = 0;
+    let (shaped, r, losses) = run_decoded(&entry, &dict, &mut env);
+    assert_eq!((shaped, r, losses.dynvars), (true, Ok(0), 1));
+    // A load after a store reads the stored value: the instructions run.
+    env.dyn_cap = 8;
+    let reload = [
+        ldi(1, 5),
+        insn(Op::Stts, 0, 1, 0, var),
+        insn(Op::Ldts, 2, 0, 0, var),
+        ret(2),
+    ];
+    assert!(!run_decoded(&reload, &dict, &mut env).0);
+    assert_eq!(run_decoded(&reload, &dict, &mut env).1, Ok(5));
 }
 
 #[test]
@@ -1358,7 +1454,7 @@ fn other_programs_keep_their_instructions() {
     };
     let pid = Builtin::Pid as u32;
     let push_pid = [insn(Op::Ldb, 1, 0, 0, pid), insn(Op::Pushtv, 0, 1, 0, 6)];
-    let cases: [(&str, Vec<u64>); 5] = [
+    let cases: [(&str, Vec<u64>); 6] = [
         // A key with a string component goes through the string path.
         (
             "string key",
@@ -1369,33 +1465,31 @@ fn other_programs_keep_their_instructions() {
             "key count",
             [&push_pid[..], &[insn(Op::Agg, 0, 0, 0, 0), RET0]].concat(),
         ),
-        // Anything but loads and pushes before the update: the interpreter runs it.
+        // Anything but loads, sums and differences: the interpreter runs it.
         (
-            "arithmetic",
+            "product",
             vec![
                 insn(Op::Ldb, 1, 0, 0, pid),
-                insn(Op::Add, 1, 1, 1, 0),
+                insn(Op::Mul, 1, 1, 1, 0),
                 insn(Op::Agg, 0, 1, 0, 0),
                 RET0,
             ],
         ),
-        // Work after the update, or a value returned (a predicate's).
         (
-            "after",
-            vec![
-                insn(Op::Agg, 0, 0, 0, 0),
-                insn(Op::Ldb, 1, 0, 0, pid),
-                ret(1),
-            ],
+            "global",
+            vec![insn(Op::Ldgs, 1, 0, 0, 0), insn(Op::Agg, 0, 1, 0, 0), RET0],
         ),
         (
-            "returns",
+            "branch",
             vec![
                 insn(Op::Ldb, 1, 0, 0, pid),
+                insn(Op::Bz, 0, 1, 0, 3),
                 insn(Op::Agg, 0, 1, 0, 0),
-                ret(1),
+                RET0,
             ],
         ),
+        // A tuple pushed and left.
+        ("tuple left", [&push_pid[..], &[RET0]].concat()),
     ];
     for (what, words) in cases {
         let mut env = TEnv::default();

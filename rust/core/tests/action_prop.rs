@@ -68,26 +68,39 @@ fn any_program() -> impl Strategy<Value = Vec<u64>> {
 /// instruction.
 fn agg_program() -> impl Strategy<Value = Vec<u64>> {
     let reg = 0u8..5;
+    // Variable 1 is thread-local; the others are not, and fail verification.
+    let var = prop_oneof![4 => Just(1u32), 1 => 0u32..3];
     let step = prop_oneof![
         3 => (reg.clone(), any::<i32>()).prop_map(|(r, k)| insn(Op::Ldi, r, 0, 0, k as u32)),
         3 => (reg.clone(), 0u32..NBUILTINS + 2).prop_map(|(r, b)| insn(Op::Ldb, r, 0, 0, b)),
         3 => (reg.clone(), 0u32..9).prop_map(|(r, t)| insn(Op::Pushtv, 0, r, 0, t)),
         1 => (reg.clone(), reg.clone()).prop_map(|(a, b)| insn(Op::Add, a, a, b, 0)),
+        1 => (reg.clone(), reg.clone(), reg.clone())
+            .prop_map(|(d, a, b)| insn(Op::Sub, d, a, b, 0)),
+        1 => (reg.clone(), reg.clone()).prop_map(|(d, a)| insn(Op::Mov, d, a, 0, 0)),
+        2 => (reg.clone(), var.clone()).prop_map(|(r, v)| insn(Op::Ldts, r, 0, 0, v)),
+        2 => (reg.clone(), var).prop_map(|(r, v)| insn(Op::Stts, 0, r, 0, v)),
+        1 => (reg.clone(), reg.clone(), 0u32..16).prop_map(|(a, b, id)| end(a, b, id)),
     ];
     (
-        prop::collection::vec(step, 0..10),
+        prop::collection::vec(step, 0..12),
         (reg.clone(), reg.clone(), 0u32..16),
         reg,
     )
         .prop_map(|(mut p, (a, b, id), r)| {
-            p.push(match id % 4 {
-                0 | 1 => insn(Op::Agg, 0, a, b, id),
-                2 => insn(Op::Trace, 0, 0, 0, 0),
-                _ => insn(Op::Printf, 0, 0, 0, id / 4),
-            });
+            p.push(end(a, b, id));
             p.push(insn(Op::Ret, 0, r, 0, 0));
             p
         })
+}
+
+/// An aggregation update, `trace()` or `printf()`, by `id`.
+fn end(a: u8, b: u8, id: u32) -> u64 {
+    match id % 4 {
+        0 | 1 => insn(Op::Agg, 0, a, b, id),
+        2 => insn(Op::Trace, 0, 0, 0, 0),
+        _ => insn(Op::Printf, 0, 0, 0, id / 4),
+    }
 }
 
 /// Key layouts of up to five elements, integers mostly.
@@ -187,6 +200,10 @@ proptest! {
         let out = raw_and_decoded(&p, &dict, |prog| {
             [false, true].map(|full| {
                 let mut env = TEnv { agg_fail: full, ..TEnv::default() };
+                // A thread-local that exists already, and room for one more (none when
+                // full).
+                env.dyn_.insert((1, vec![OKey::I(1001)]), 9);
+                env.dyn_cap = if full { 0 } else { 2 };
                 if full {
                     env.rec_cap = 0;
                 }
@@ -194,7 +211,12 @@ proptest! {
                     env.builtins.insert(b, 1000 + u64::from(b));
                 }
                 let (r, losses) = run_verified(prog, &dict, &mut env);
-                format!("{r:?} {:?} {:?} {losses:?}", env.aggs, env.records)
+                let mut dynvars: Vec<_> = env.dyn_.iter().map(|e| format!("{e:?}")).collect();
+                dynvars.sort();
+                format!(
+                    "{r:?} {:?} {:?} {dynvars:?} {} {losses:?}",
+                    env.aggs, env.records, env.dyn_loads
+                )
             })
         });
         if let Some([raw, dec]) = out {
