@@ -78,8 +78,12 @@ pub const MIN_CHUNK_BYTES: usize = (HEADER_WORDS + 1 + 2) * 8;
 /// hash spreading tuples over one bucket per chunk makes rare (`Documentation/dynvar.rst`,
 /// "Data layout").
 pub const BUCKET_BYTES: usize = 8;
-/// Default `dynvarsize` option (1 MiB).
-pub const DEFAULT_DYNVARSIZE: usize = 1 << 20;
+/// Default `dynvarsize` option: 4 MiB, not DTrace's 1 MiB. A CPU that runs short of free
+/// chunks has what is left of its share to get through before the cleaner's pass (two
+/// cross-calls) returns its freed chunks; with 1 MiB a `self->ts` script on four busy CPUs
+/// still dropped in a third of the bench's runs (`Documentation/dynvar.rst`, "Default
+/// size").
+pub const DEFAULT_DYNVARSIZE: usize = 4 << 20;
 /// Most chunks one dynamic memory may have (indices must stay below the list sentinels).
 pub const MAX_CHUNKS: usize = 1 << 30;
 /// Bit set in the variable-id key of a thread-local variable, so that `self->x` and a global

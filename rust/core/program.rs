@@ -14,6 +14,7 @@
 use crate::action::{
     self, Code, Dict, KeyLayout, Scope, VarInfo, Verified, VerifyError, VAR_STRING,
 };
+use crate::dynvar::DEFAULT_DYNVARSIZE;
 
 /// `"OXTP"` as a little-endian `u32`.
 pub const MAGIC: u32 = u32::from_le_bytes(*b"OXTP");
@@ -285,7 +286,7 @@ pub struct Options {
     pub bufsize: u64,
     /// Buffer switch interval, ns (default 1 s).
     pub switchrate: u64,
-    /// Dynamic variable memory, bytes (default 1 MiB).
+    /// Dynamic variable memory, bytes (default [`DEFAULT_DYNVARSIZE`], 4 MiB).
     pub dynvarsize: u64,
     /// Cleaner interval, ns (default 101 Hz).
     pub cleanrate: u64,
@@ -308,7 +309,7 @@ impl Default for Options {
         Options {
             bufsize: 4 << 20,
             switchrate: 1_000_000_000,
-            dynvarsize: 1 << 20,
+            dynvarsize: DEFAULT_DYNVARSIZE as u64,
             cleanrate: 9_900_990,
             aggsize: 4 << 20,
             aggrate: 1_000_000_000,
