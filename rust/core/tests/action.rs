@@ -1277,7 +1277,6 @@ fn updates_and_records_of_builtins_run_in_one_step() {
         insn(Op::Agg, 0, 0, 2, 1),
         RET0,
     ];
-    assert_eq!(shaped_run(&count, &dict, &mut env), (true, Ok(0), 0));
     // `@ = sum(arg0)`.
     let sum = [
         insn(Op::Ldb, 1, 0, 0, arg0),
@@ -1285,7 +1284,6 @@ fn updates_and_records_of_builtins_run_in_one_step() {
         insn(Op::Agg, 0, 1, 2, 0),
         RET0,
     ];
-    assert_eq!(shaped_run(&sum, &dict, &mut env), (true, Ok(0), 0));
     // Two keys from one register reused, and a negative constant.
     let two = [
         insn(Op::Ldb, 1, 0, 0, cpu),
@@ -1296,7 +1294,24 @@ fn updates_and_records_of_builtins_run_in_one_step() {
         insn(Op::Agg, 0, 3, 1, 2),
         RET0,
     ];
-    assert_eq!(shaped_run(&two, &dict, &mut env), (true, Ok(0), 0));
+    // `trace(pid)` and `printf("%d %d", arg0, 7)`: records of their types.
+    let trace = [
+        insn(Op::Ldb, 1, 0, 0, pid),
+        insn(Op::Pushtv, 0, 1, 0, 6),
+        insn(Op::Trace, 0, 0, 0, 0),
+        RET0,
+    ];
+    let printf = [
+        insn(Op::Ldb, 1, 0, 0, arg0),
+        insn(Op::Pushtv, 0, 1, 0, 3),
+        ldi(2, 7),
+        insn(Op::Pushtv, 0, 2, 0, 2),
+        insn(Op::Printf, 0, 0, 0, 1),
+        RET0,
+    ];
+    for p in [&count[..], &sum, &two, &trace, &printf] {
+        assert_eq!(shaped_run(p, &dict, &mut env), (true, Ok(0), 0));
+    }
     assert_eq!(
         env.aggs,
         vec![
@@ -1309,23 +1324,6 @@ fn updates_and_records_of_builtins_run_in_one_step() {
             ),
         ]
     );
-    // `trace(pid)` and `printf("%d %d", arg0, 7)`: records of their types.
-    let trace = [
-        insn(Op::Ldb, 1, 0, 0, pid),
-        insn(Op::Pushtv, 0, 1, 0, 6),
-        insn(Op::Trace, 0, 0, 0, 0),
-        RET0,
-    ];
-    assert_eq!(shaped_run(&trace, &dict, &mut env), (true, Ok(0), 0));
-    let printf = [
-        insn(Op::Ldb, 1, 0, 0, arg0),
-        insn(Op::Pushtv, 0, 1, 0, 3),
-        ldi(2, 7),
-        insn(Op::Pushtv, 0, 2, 0, 2),
-        insn(Op::Printf, 0, 0, 0, 1),
-        RET0,
-    ];
-    assert_eq!(shaped_run(&printf, &dict, &mut env), (true, Ok(0), 0));
     assert_eq!(
         env.records,
         vec![
