@@ -60,12 +60,15 @@ wl_arg() {
 	[ "$1" != profile ] || echo cpu
 }
 
-# emit ROUND PAIR TOOL: the session's results, then reset.
+# emit ROUND PAIR TOOL: the session's results, then reset.  The read loops' speed
+# calibration (oxt_bench's cal_ns and per_cal, at the end of its line) goes along.
 emit() {
 	while read -r _ wl rest; do
 		ns=${rest#ns_per_call=}
 		ns=${ns%% *}
-		echo "RES round=$1 pair=$2 tool=$3 wl=$wl ns=$ns"
+		cal=
+		case "$rest" in *" cal_ns="*) cal=" cal_ns=${rest#* cal_ns=}" ;; esac
+		echo "RES round=$1 pair=$2 tool=$3 wl=$wl ns=$ns$cal"
 	done </tmp/wl.out
 	rm -f /tmp/wl.out
 }
