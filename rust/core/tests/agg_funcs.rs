@@ -409,3 +409,22 @@ fn llquantize_validation() {
         .to_string()
         .contains("evenly divide"));
 }
+
+#[test]
+fn every_function_refuses_a_value_of_the_wrong_length() {
+    for f in &all_funcs() {
+        let n = f.value_words();
+        for len in [0, n - 1, n + 1] {
+            let mut v = vec![0u64; n + 1];
+            assert_eq!(
+                f.apply(&mut v[..len], 5, 1),
+                Err(AggError::ValueLength),
+                "{f:?}, {len} words"
+            );
+            assert!(v.iter().all(|&w| w == 0), "{f:?} wrote a refused value");
+        }
+        let mut v = vec![0u64; n];
+        f.init(&mut v);
+        assert_eq!(f.apply(&mut v, 5, 1), Ok(()), "{f:?}");
+    }
+}
