@@ -111,8 +111,10 @@ if cal_ref:
            "timed in blocks between its blocks of calls (oxt_bench; pread() takes the kernel's "
            "path without ksys_read, where the probes are); ns = per_cal times the boot's "
            "reference pread() (" + ", ".join(f"{wl} {v:.0f} ns" for wl, v in cal_ref.items())
-           + "), so that the host's changes of speed cancel out (the reference is the runs' 10th percentile, the faster speed). The sysread pair's hook is on every system call's entry, pread()'s too, so its added cost is understated for both tools. No-probe runs, raw against "
-           "calibrated ns: " + "; ".join(
+           + "), so that the host's changes of speed cancel out (the reference is the runs' "
+           "10th percentile, the faster speed). The sysread pair's hook is on every system "
+           "call's entry, pread()'s too, so its added cost is understated for both tools. "
+           "No-probe runs, raw against calibrated ns: " + "; ".join(
                f"{wl} {spread([r['raw_ns'] for r in rs])} against "
                f"{spread([r['ns'] for r in rs])}"
                for wl in ("1t", "4t", "lat")

@@ -13,8 +13,9 @@
  *
  *   ns_per_call=N elapsed_ns=N calls=N [cal_ns=N per_cal=N]
  *
- * ns_per_call is the mean over threads of (thread's time / its calls): the cost of
- * one call as each CPU sees it, comparable between 1 and 4 threads.  For spin a
+ * ns_per_call is the mean over threads of (thread's time in its calls / their
+ * number): the cost of one call as each CPU sees it, comparable between 1 and 4
+ * threads.  For spin a
  * "call" is one block of SPIN_ITERS iterations: what a sampling probe (profile-997)
  * takes from a CPU-bound program shows as a longer block.
  *
