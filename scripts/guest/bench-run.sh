@@ -137,6 +137,23 @@ run_ox() {
 	emit "$1" "$2" "${3:-oxtrace}"
 }
 
+# stop PID WHAT: SIGINT to a tracer, then wait for it. A tracer prints its maps and exits
+# within seconds; one that has not after 120 s is killed by a watchdog and noted, so that
+# a stuck run costs minutes, not the whole bench's timeout.
+stop() {
+	kill -INT $1
+	(
+		sleep 120
+		kill -0 $1 2>/dev/null || exit 0
+		echo "NOTE $2 did not exit 120 s after SIGINT: killed"
+		kill -KILL $1
+	) &
+	w=$!
+	wait $1
+	kill $w 2>/dev/null
+	wait $w 2>/dev/null
+}
+
 # bpftrace: start, wait for BEGIN (LLVM codegen under TCG takes ~20 s), run
 # the workloads, stop with SIGINT.
 run_bt() {
@@ -158,8 +175,7 @@ run_bt() {
 	done
 	echo "NOTE bpftrace $2 round $1 ready after ${t}s"
 	sh /tmp/wl.sh $(wl_arg "$2")
-	kill -INT $bt
-	wait $bt
+	stop $bt "bpftrace $2 round $1"
 	lost=$(grep -i 'lost' $H/tmp/bt.out | head -n 2 | tr '\n' ' ')
 	[ -z "$lost" ] || echo "NOTE bpftrace $2 round $1: $lost"
 	emit "$1" "$2" bpftrace
@@ -321,8 +337,7 @@ if want profile && [ $have_bt = 1 ] && [ -n "$PROFILE" ] && chroot $H /usr/bin/p
 			t=$((t + 1))
 		done
 		prof $label "$p"
-		kill -INT $ox
-		wait $ox
+		stop $ox "$label $p profile"
 		if [ $label = oxtrace-irqs-on ]; then
 			rmmod oxtrace
 			insmod /lib/modules/oxtrace.ko || echo "NOTE cannot reload oxtrace.ko"
@@ -337,8 +352,7 @@ if want profile && [ $have_bt = 1 ] && [ -n "$PROFILE" ] && chroot $H /usr/bin/p
 			t=$((t + 1))
 		done
 		prof bpftrace "$p"
-		kill -INT $bt
-		wait $bt
+		stop $bt "bpftrace $p profile"
 	done
 fi
 echo "NOTE bench done"
