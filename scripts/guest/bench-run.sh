@@ -137,21 +137,29 @@ run_ox() {
 	emit "$1" "$2" "${3:-oxtrace}"
 }
 
-# stop PID WHAT: SIGINT to a tracer, then wait for it. A tracer prints its maps and exits
-# within seconds; one that has not after 120 s is killed by a watchdog and noted, so that
-# a stuck run costs minutes, not the whole bench's timeout.
+# running PID: whether the process runs (exists and has not exited: an exited child
+# that is not yet reaped is still in /proc, in state Z).
+running() {
+	st=$(cat /proc/$1/stat 2>/dev/null) || return 1
+	st=${st##*) }
+	[ "${st%% *}" != Z ]
+}
+
+# stop PID WHAT: SIGINT to a tracer, then wait until it has exited. A tracer prints its
+# maps and exits within seconds; one still running after 120 s is killed and noted, so
+# that a stuck run costs minutes, not the whole bench's timeout.
 stop() {
 	kill -INT $1
-	(
-		sleep 120
-		kill -0 $1 2>/dev/null || exit 0
+	t=0
+	while running $1 && [ $t -lt 120 ]; do
+		sleep 1
+		t=$((t + 1))
+	done
+	if running $1; then
 		echo "NOTE $2 did not exit 120 s after SIGINT: killed"
 		kill -KILL $1
-	) &
-	w=$!
+	fi
 	wait $1
-	kill $w 2>/dev/null
-	wait $w 2>/dev/null
 }
 
 # bpftrace: start, wait for BEGIN (LLVM codegen under TCG takes ~20 s), run
