@@ -51,12 +51,12 @@ for line in open(raw, errors="replace"):
         d = dict(kv.findall(line))
         {"KEYS": keys, "DYN": dyn, "CLEAN": clean, "ATTACH": attach}[line.split()[0]].append(d)
 
-cal_ref = {}
+cals = {}
 for r in res:
     if "cal_ns" in r and "per_cal" in r:
-        cal_ref.setdefault(r.get("wl"), []).append(float(r["cal_ns"]))
+        cals.setdefault(r.get("wl"), []).append(float(r["cal_ns"]))
 # The 10th percentile: the host at its faster speed, of which the slow one is 1.8x.
-cal_ref = {wl: sorted(v)[len(v) // 10] for wl, v in cal_ref.items()}
+cal_ref = {wl: sorted(v)[len(v) // 10] for wl, v in cals.items()}
 for r in res:
     r["raw_ns"] = r["ns"]
     if r.get("wl") in cal_ref and "per_cal" in r:
