@@ -81,7 +81,7 @@ pub const BUCKET_BYTES: usize = 8;
 /// Default `dynvarsize` option: 4 MiB, not DTrace's 1 MiB. A CPU that runs short of free
 /// chunks has what is left of its share to get through before the cleaner's pass (two
 /// cross-calls) returns its freed chunks; with 1 MiB a `self->ts` script on four busy CPUs
-/// still dropped in a third of the bench's runs (`Documentation/dynvar.rst`, "Default
+/// still dropped in 6 of 15 of the bench's runs (`Documentation/dynvar.rst`, "Default
 /// size").
 pub const DEFAULT_DYNVARSIZE: usize = 4 << 20;
 /// Most chunks one dynamic memory may have (indices must stay below the list sentinels).
