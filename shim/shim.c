@@ -541,11 +541,37 @@ static int oxt_fent_cmp(const void *a, const void *b)
 	return x->order < y->order ? -1 : x->order > y->order;
 }
 
+/*
+ * Without FTRACE_OPS_FL_SAVE_REGS an ops alone on a function gets a trampoline
+ * made from ftrace_caller, not ftrace_regs_caller: no pushfq/popfq around the
+ * call and seven register stores fewer on every hit (under TCG a popf also
+ * ends the translated block).  On x86-64 with ftrace args the frame ftrace_caller
+ * passes is a pt_regs (ftrace_64.S, "regs go into 4th parameter") holding
+ * what a hit reads: the argument registers, ip, sp and bp.  Its cs is 0, so
+ * user_mode() is false, which is right for a function entry.  When another
+ * ops on the function asked for all registers, ftrace_get_regs() has them.
+ */
+#if defined(CONFIG_X86_64) && defined(CONFIG_HAVE_DYNAMIC_FTRACE_WITH_ARGS)
+#define OXT_FSET_FLAGS 0
+static struct pt_regs *oxt_fset_regs(struct ftrace_regs *fregs)
+{
+	struct pt_regs *regs = ftrace_get_regs(fregs);
+
+	return regs ?: (struct pt_regs *)fregs;
+}
+#else
+#define OXT_FSET_FLAGS FTRACE_OPS_FL_SAVE_REGS
+static struct pt_regs *oxt_fset_regs(struct ftrace_regs *fregs)
+{
+	return ftrace_get_regs(fregs);
+}
+#endif
+
 static void oxt_fset_handler(unsigned long ip, unsigned long parent_ip,
 			     struct ftrace_ops *ops, struct ftrace_regs *fregs)
 {
 	struct oxt_fset *s = container_of(ops, struct oxt_fset, ops);
-	struct pt_regs *regs = ftrace_get_regs(fregs);
+	struct pt_regs *regs = oxt_fset_regs(fregs);
 	unsigned int lo = 0, hi = s->n;
 	int bit;
 
@@ -591,7 +617,7 @@ struct oxt_fset *oxt_fset_alloc(struct oxt_probe **probes, unsigned int n)
 		if (!u || ips[u - 1] != s->ent[i].ip)
 			ips[u++] = s->ent[i].ip;
 	s->ops.func = oxt_fset_handler;
-	s->ops.flags = FTRACE_OPS_FL_SAVE_REGS;
+	s->ops.flags = OXT_FSET_FLAGS;
 	if (ftrace_set_filter_ips(&s->ops, ips, u, 0, 1))
 		goto fail_filter;
 	kvfree(ips);
