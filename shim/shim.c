@@ -23,6 +23,7 @@
 #include <linux/sched.h>
 #include <linux/sched/task_stack.h>
 #include <linux/slab.h>
+#include <linux/bsearch.h>
 #include <linux/sort.h>
 #include <linux/smp.h>
 #include <linux/string.h>
@@ -591,6 +592,54 @@ static void oxt_fset_handler(unsigned long ip, unsigned long parent_ip,
 	ftrace_test_recursion_unlock(bit);
 }
 
+static int oxt_ulong_cmp(const void *a, const void *b)
+{
+	unsigned long x = *(const unsigned long *)a, y = *(const unsigned long *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * Leaves out of the set an entry probe that is alone on its function when a
+ * return probe of the program is on it too (the latency script's pair).  The
+ * return probe's kprobe puts kprobes' own ftrace_ops on the function; with ours
+ * there as well, every call of it goes through ftrace_ops_list_func, which
+ * tests every registered ops' filter.  Left out, the entry probe is an enabled
+ * kprobe that kprobes aggregates with the return probe's: one ops, one
+ * handler, as a kprobe/kretprobe pair of bpftrace has.  Two or more entry
+ * probes on one function stay in the set, which runs them in program order
+ * (an aggregated kprobe runs its kprobes in reverse order of registration).
+ * Returns the entries kept, in order; on no memory, keeps them all.
+ */
+static unsigned int oxt_fset_drop_paired(struct oxt_fset *s, struct oxt_probe **probes,
+					 unsigned int n)
+{
+	unsigned long *rips;
+	unsigned int i, j, r = 0, k = 0;
+
+	for (i = 0; i < n; i++)
+		r += probes[i]->is_return && kprobe_ftrace(&probes[i]->krp.kp);
+	if (!r)
+		return s->n;
+	rips = kvmalloc_array(r, sizeof(*rips), OXT_GFP_LOAD);
+	if (!rips)
+		return s->n;
+	for (i = 0, j = 0; i < n; i++)
+		if (probes[i]->is_return && kprobe_ftrace(&probes[i]->krp.kp))
+			rips[j++] = (unsigned long)probes[i]->krp.kp.addr;
+	sort(rips, r, sizeof(*rips), oxt_ulong_cmp, NULL);
+	for (i = 0; i < s->n; i++) {
+		bool alone = (!i || s->ent[i - 1].ip != s->ent[i].ip) &&
+			     (i + 1 == s->n || s->ent[i + 1].ip != s->ent[i].ip);
+
+		if (alone && bsearch(&s->ent[i].ip, rips, r, sizeof(*rips), oxt_ulong_cmp))
+			continue;
+		s->ent[k++] = s->ent[i];
+	}
+	kvfree(rips);
+	return k;
+}
+
 struct oxt_fset *oxt_fset_alloc(struct oxt_probe **probes, unsigned int n)
 {
 	struct oxt_fset *s;
@@ -613,6 +662,9 @@ struct oxt_fset *oxt_fset_alloc(struct oxt_probe **probes, unsigned int n)
 		s->ent[s->n++] = (struct oxt_fent){ (unsigned long)p->krp.kp.addr, i, p };
 	}
 	sort(s->ent, s->n, sizeof(s->ent[0]), oxt_fent_cmp, NULL);
+	s->n = oxt_fset_drop_paired(s, probes, n);
+	if (!s->n)
+		goto fail;
 	for (i = 0; i < s->n; i++)
 		if (!u || ips[u - 1] != s->ent[i].ip)
 			ips[u++] = s->ent[i].ip;

@@ -7,7 +7,7 @@ cd "$(dirname "$0")" || exit 1
 W="./oxt_workload read 4 2000"
 
 echo "TAP version 13"
-plan 20
+plan 22
 
 run 'fbt::ksys_read:entry /pid == $target/ { @n = count(); } END { printa("%@d\n", @n); }' -c "$W"
 expect "count: 4 threads x 2000 reads on 4 CPUs" "8000" "$out"
@@ -102,6 +102,22 @@ fbt::ksys_read:entry /pid == $target/ { printf("E"); }
 fbt::ksys_read:return /pid == $target/ { printf("c\n"); }' -c "./oxt_workload read 1 5"
 expect "clauses on one function's return run in program order" "5 Eabc" \
 	"$(echo "$out" | sort | uniq -c | tr -s ' ' | sed 's/^ //')"
+
+# An entry probe alone on a function with a return probe runs as a kprobe beside the
+# return probe's (shim oxt_fset_drop_paired); two entry probes of different descriptions
+# on one function stay in the ftrace set, which keeps their program order.
+run 'fbt::ksys_read:entry /pid == $target/ { printf("A"); }
+fbt::ksys_rea?:entry /pid == $target/ { printf("B"); }
+fbt::ksys_read:return /pid == $target/ { printf("r\n"); }' -c "./oxt_workload read 1 5"
+expect "two entry probes and a return probe on one function: program order" "5 ABr" \
+	"$(echo "$out" | sort | uniq -c | tr -s ' ' | sed 's/^ //')"
+# The reads ask for 1, 2, ... 5 bytes of /dev/zero and get them: arg2 at entry is arg1 at
+# return.
+run 'fbt::ksys_read:entry /pid == $target/ { self->n = arg2; }
+fbt::ksys_read:return /self->n/ { printf("%d %d\n", self->n, arg1); self->n = 0; }' \
+	-c "./oxt_workload read 1 5"
+expect "an entry probe paired with a return probe reads its arguments" "5 15" \
+	"$(echo "$out" | awk '$1 == $2 { n++; s += $1 } END { print n + 0, s + 0 }')"
 
 # Consumers killed or interrupted while their probes fire on every CPU.
 ./oxt_workload spin 4 3600 &   # until killed below
