@@ -13,8 +13,12 @@ const H_DATA: usize = 3;
 const H_BUMP: usize = 4;
 const H_COUNT: usize = 5;
 const H_DROPS: usize = 6;
-pub(super) const HEADER_WORDS: usize = 8;
-const BUF_MAGIC: u64 = u64::from_le_bytes(*b"OXAGBUF1");
+/// The update cache: for each aggregation id modulo [`CACHE_SLOTS`], the offset of the
+/// data set it last updated (0: none).
+const H_CACHE: usize = 8;
+const CACHE_SLOTS: usize = 16;
+pub(super) const HEADER_WORDS: usize = H_CACHE + CACHE_SLOTS;
+const BUF_MAGIC: u64 = u64::from_le_bytes(*b"OXAGBUF2");
 
 /// Data set header words: chain link and hash key; aggregation id and sizes.
 const DS_HEADER_WORDS: usize = 2;
@@ -25,7 +29,8 @@ const DS_HEADER_WORDS: usize = 2;
 ///
 /// ```text
 /// [0..8)             header: magic, words, nbuckets, data start, bump, count, drops, 0
-/// [8..8+nbuckets)    hash buckets: offset of the first data set of each chain
+/// [8..24)            update cache: per aggregation id modulo 16, its last data set
+/// [24..24+nbuckets)  hash buckets: offset of the first data set of each chain
 /// [data..bump)       data sets, allocated in order, never freed until reset():
 ///     word 0         next data set in the chain (bits 0-31) | hash key (bits 32-63)
 ///     word 1         aggregation id (0-31) | key words (32-39) | value words (40-63)
@@ -40,14 +45,16 @@ const DS_HEADER_WORDS: usize = 2;
 /// # Invariants
 ///
 /// The header is valid: `HEADER_WORDS + nbuckets <= data <= bump <= words == mem.len()`,
-/// `nbuckets` is a power of two, every bucket head and chain link is 0 or the offset of a
-/// data set in `[data, bump)`, and data sets tile `[data, bump)` exactly.
+/// `nbuckets` is a power of two, every bucket head, chain link and update cache word is 0
+/// or the offset of a data set in `[data, bump)`, and data sets tile `[data, bump)`
+/// exactly.
 pub struct AggBuffer<'a> {
     w: &'a mut [u64],
 }
 
 impl<'a> AggBuffer<'a> {
-    /// Smallest usable region: header, eight buckets and room for a few data sets.
+    /// Smallest usable region: header and cache, eight buckets and room for a few data
+    /// sets.
     pub const MIN_BYTES: usize = 8 * (HEADER_WORDS + 8 + 32);
 
     /// Formats `mem` as an empty buffer. About 1/8 of it becomes hash buckets (a power of
@@ -135,6 +142,10 @@ impl<'a> AggBuffer<'a> {
             for b in &mut self.w[HEADER_WORDS..data] {
                 *b = 0;
             }
+        }
+        // INVARIANT: no data set is left for a cache word to name.
+        for c in &mut self.w[H_CACHE..HEADER_WORDS] {
+            *c = 0;
         }
         self.w[H_BUMP] = data as u64;
         self.w[H_COUNT] = 0;
@@ -225,22 +236,40 @@ impl<'a> AggBuffer<'a> {
         value: i64,
         incr: i64,
     ) -> Result<(), AggError> {
-        let mut h = hash_step(HASH_SEED, agg_id as u64);
-        for w in words.clone() {
-            h = hash_step(h, w);
-        }
-        let hash = hash_finish(h);
         let nw = func.value_words();
         if nw > MAX_VALUE_WORDS {
             return Err(AggError::ValueLength);
         }
         let w1 = agg_id as u64 | ((kw as u64) << 32) | ((nw as u64) << 40);
-        // PANIC: in this function every index is in range by the type invariant: `bucket`
-        // is below `HEADER_WORDS + nbuckets <= data`; a chain link `off` is a data set in
-        // `[data, bump)`, whose word 1 `w1` gives its key and value lengths, so its key
-        // words are compared (after `&&`) and its value words used only when they equal
-        // `kw` and `nw`, and lie within the data set; a new data set is written only
-        // after `need <= len - bump` was checked.
+        // PANIC: in this function every index is in range by the type invariant: `cache`
+        // is a header word; `bucket` is below `HEADER_WORDS + nbuckets <= data`; a cached
+        // offset or a chain link `off` is a data set in `[data, bump)`, whose word 1 `w1`
+        // gives its key and value lengths, so its key words are compared (after `&&`)
+        // and its value words used only when they equal `kw` and `nw`, and lie within
+        // the data set; a new data set is written only after `need <= len - bump` was
+        // checked.
+        let cache = H_CACHE + agg_id as usize % CACHE_SLOTS;
+
+        // The data set this aggregation updated last, if it has this key (a clause's
+        // `@[pid]` from one process, a keyless `@`): no hash and no chain walk. Data sets
+        // stay where they are until a reset, which empties the cache.
+        let off = self.w[cache] as usize;
+        if off != 0
+            && self.w[off + 1] == w1
+            && words
+                .clone()
+                .zip(&self.w[off + 2..off + 2 + kw])
+                .all(|(a, &b)| a == b)
+        {
+            let v = off + DS_HEADER_WORDS + kw;
+            return func.apply(&mut self.w[v..v + nw], value, incr);
+        }
+
+        let mut h = hash_step(HASH_SEED, agg_id as u64);
+        for w in words.clone() {
+            h = hash_step(h, w);
+        }
+        let hash = hash_finish(h);
         let bucket = HEADER_WORDS + (hash as usize & (self.w[H_NBUCKETS] as usize - 1));
 
         // Walk the chain of the hash bucket (claim 5): hash key, id and sizes first, then
@@ -255,6 +284,8 @@ impl<'a> AggBuffer<'a> {
                     .zip(&self.w[off + 2..off + 2 + kw])
                     .all(|(a, &b)| a == b)
             {
+                // INVARIANT: `off` is a data set.
+                self.w[cache] = off as u64;
                 let v = off + DS_HEADER_WORDS + kw;
                 return func.apply(&mut self.w[v..v + nw], value, incr);
             }
@@ -276,8 +307,10 @@ impl<'a> AggBuffer<'a> {
         func.apply(&mut self.w[v..v + nw], value, incr)?;
         self.w[bump] = self.w[bucket] | ((hash as u64) << 32);
         self.w[bump + 1] = w1;
-        // INVARIANT: the data set is complete before the bucket head and bump publish it.
+        // INVARIANT: the data set is complete before the bucket head, the cache and bump
+        // publish it.
         self.w[bucket] = bump as u64;
+        self.w[cache] = bump as u64;
         self.w[H_BUMP] = (bump + need) as u64;
         self.w[H_COUNT] += 1;
         Ok(())

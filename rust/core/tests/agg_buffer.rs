@@ -156,7 +156,7 @@ proptest! {
 
     /// A full buffer counts a drop per refused new data set and loses nothing else.
     #[test]
-    fn full_buffer_drops_only_new_data_sets(ops in prop::collection::vec(op_strategy(), 0..400), words in 48usize..600) {
+    fn full_buffer_drops_only_new_data_sets(ops in prop::collection::vec(op_strategy(), 0..400), words in AggBuffer::MIN_BYTES / 8..600) {
         let f = funcs();
         let mut mem = vec![0u64; words];
         let mut b = AggBuffer::format(&mut mem).unwrap();
@@ -362,7 +362,8 @@ fn byte_regions_and_attach() {
     let b = AggBuffer::attach_bytes(bytes).unwrap();
     assert_eq!(b.lookup(1, &[]), Some(&[1u64][..]));
     assert!(b.buckets().is_power_of_two());
-    assert_eq!(b.data_bytes(), 8 * (1024 - 8 - 128));
+    // The header with its update cache (24 words), then 128 buckets.
+    assert_eq!(b.data_bytes(), 8 * (1024 - 24 - 128));
     let mut junk = vec![0u64; 1024];
     assert_eq!(
         AggBuffer::attach(&mut junk).err(),
@@ -420,4 +421,44 @@ fn many_keys_load() {
     }
     assert_eq!(b.len(), 500_000);
     assert!(b.iter().all(|d| d.values == [2]));
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    /// The update cache (per aggregation id modulo its slots, the data set updated last)
+    /// never sends an update to another data set: ids that share a slot, keys that take
+    /// turns, and resets that put new data sets where old ones were all update what a
+    /// model does.
+    #[test]
+    fn update_cache_follows_keys_ids_and_resets(
+        ops in prop::collection::vec(
+            (0u32..40, prop::collection::vec(0u64..3, 0..3), -5i64..5, prop::bool::weighted(0.05)),
+            0..400,
+        ),
+    ) {
+        let f = funcs();
+        let mut mem = vec![0u64; 1 << 14];
+        let mut b = AggBuffer::format(&mut mem).unwrap();
+        let mut model = Model::new();
+        for (id, k, v, reset) in &ops {
+            if *reset {
+                prop_assert_eq!(&contents(&b), &model);
+                b.reset();
+                model.clear();
+                continue;
+            }
+            let func = &f[(*id % 9) as usize];
+            let el: Vec<KeyElem<'_>> = k.iter().map(|&x| KeyElem::Int(x)).collect();
+            b.apply(*id, func, &el, *v, 1).unwrap();
+            let kb = key_bytes(&k.iter().map(|&x| K::I(x)).collect::<Vec<_>>());
+            let e = model.entry((*id, kb)).or_insert_with(|| {
+                let mut w = vec![0; func.value_words()];
+                func.init(&mut w);
+                w
+            });
+            func.apply(e, *v, 1).unwrap();
+        }
+        prop_assert_eq!(&contents(&b), &model);
+    }
 }
