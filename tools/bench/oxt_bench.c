@@ -15,9 +15,9 @@
  *
  * ns_per_call is the mean over threads of (thread's time in its calls / their
  * number): the cost of one call as each CPU sees it, comparable between 1 and 4
- * threads.  For spin a
- * "call" is one block of SPIN_ITERS iterations: what a sampling probe (profile-997)
- * takes from a CPU-bound program shows as a longer block.
+ * threads.  For spin a "call" is one block of SPIN_ITERS iterations: what a
+ * sampling probe (profile-997) takes from a CPU-bound program shows as a longer
+ * block.
  *
  * The read loop also prices the machine it runs on.  A guest under an emulator
  * on a shared host runs its kernel at one speed for a few seconds, then 1.8x
