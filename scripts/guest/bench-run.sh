@@ -137,25 +137,14 @@ run_ox() {
 	emit "$1" "$2" "${3:-oxtrace}"
 }
 
-# running PID: whether the process runs (exists and has not exited: an exited child
-# that is not yet reaped is still in /proc, in state Z).
-running() {
-	st=$(cat /proc/$1/stat 2>/dev/null) || return 1
-	st=${st##*) }
-	[ "${st%% *}" != Z ]
-}
-
 # stop PID WHAT: SIGINT to a tracer, then wait until it has exited. A tracer prints its
 # maps and exits within seconds; one still running after 120 s is killed and noted, so
-# that a stuck run costs minutes, not the whole bench's timeout.
+# that a stuck run costs minutes, not the whole bench's timeout. oxt_bench blocks on the
+# tracer's pidfd until its exit or that deadline.
 stop() {
 	kill -INT $1
-	t=0
-	while running $1 && [ $t -lt 120 ]; do
-		sleep 1
-		t=$((t + 1))
-	done
-	if running $1; then
+	$B exited $1 120
+	if [ $? = 1 ]; then
 		echo "NOTE $2 did not exit 120 s after SIGINT: killed"
 		kill -KILL $1
 	fi

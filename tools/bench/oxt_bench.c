@@ -5,6 +5,8 @@
  *   oxt_bench read THREADS CALLS SIZE   read(/dev/zero, buf, SIZE) CALLS times per thread
  *   oxt_bench keys N                    read(/dev/null, buf, j) for j = 0..N-1: N distinct arg2
  *   oxt_bench spin THREADS BLOCKS       BLOCKS blocks of pure arithmetic per thread, no syscall
+ *   oxt_bench exited PID SECONDS        wait until process PID has exited, at most SECONDS:
+ *                                       exit 0 when it has, 1 at the deadline, 2 on error
  *
  * SIZE sets the latency of ksys_read (clear_user of SIZE bytes), so SIZE=1 is a
  * tight syscall loop and a large SIZE a function with a controlled latency.
@@ -33,12 +35,15 @@
  * Sums rather than a mean of per-block ratios: an interrupt in one short
  * calibration block must not weigh like a whole block.
  */
+#include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -220,6 +225,20 @@ int main(int argc, char **argv)
 		       n);
 		return 0;
 	}
-	fprintf(stderr, "usage: oxt_bench read THREADS CALLS SIZE | keys N | spin THREADS BLOCKS\n");
+	if (argc == 4 && !strcmp(argv[1], "exited")) {
+		/* A pidfd polls readable once the process has exited, reaped or not. */
+		int fd = syscall(SYS_pidfd_open, atoi(argv[2]), 0);
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		int r;
+
+		if (fd < 0)
+			return errno == ESRCH ? 0 : 2;
+		do
+			r = poll(&p, 1, atoi(argv[3]) * 1000);
+		while (r < 0 && errno == EINTR);
+		return r > 0 ? 0 : r == 0 ? 1 : 2;
+	}
+	fprintf(stderr, "usage: oxt_bench read THREADS CALLS SIZE | keys N | spin THREADS BLOCKS"
+		" | exited PID SECONDS\n");
 	return 2;
 }
