@@ -886,9 +886,10 @@ enum Op {
 /// A view of one consumer's dynamic memory over caller-provided regions.
 ///
 /// Probe-context entry points ([`Dstate::lookup`], [`Dstate::load`], [`Dstate::store`],
-/// [`Dstate::add`], [`Dstate::get_or_alloc`], [`Dstate::delete`]) must run with interrupts off
-/// on the CPU they name, from the first to the last access to the dynamic memory in one
-/// probe firing: the cleaner's cross-calls rely on it. [`Dstate::clean`] runs in process
+/// [`Dstate::add`], [`Dstate::get_or_alloc`], [`Dstate::delete`], and the variants of load,
+/// store and delete that carry a found chunk) must run with interrupts off on the CPU they
+/// name, from the first to the last access to the dynamic memory in one probe firing: the
+/// cleaner's cross-calls rely on it. [`Dstate::clean`] runs in process
 /// context. [`Dstate::reset`] and [`Dstate::audit`] need quiescence (no probe, no cleaner).
 ///
 /// # Invariants
@@ -1060,6 +1061,19 @@ impl<'a> Dstate<'a> {
         Ok(self.lookup(keys)?.map_or(0, |v| v.word(0)))
     }
 
+    /// [`Dstate::load`], noting in `found` the chunk of the variable (`None` when it does not
+    /// exist), for a [`Dstate::store_noted`] of 0 later in the firing.
+    #[inline(always)]
+    pub fn load_noting(
+        &self,
+        keys: &[Key<'_>],
+        found: &mut Option<u32>,
+    ) -> Result<u64, DynvarError> {
+        let v = self.lookup(keys)?;
+        *found = v.map(|v| v.chunk());
+        Ok(v.map_or(0, |v| v.word(0)))
+    }
+
     /// The variable, allocated on `cpu` with `value_bytes` of zeroed value space if it does
     /// not exist yet (claim 10: an existing variable is never allocated again). `var` is the
     /// variable id whose drop counter counts a failure.
@@ -1092,6 +1106,24 @@ impl<'a> Dstate<'a> {
         }
         self.get_or_alloc(cpu, var, keys, 8)?.set_word(0, value);
         Ok(())
+    }
+
+    /// [`Dstate::store`], taking the chunk a [`Dstate::load_noting`] noted in `found`: a
+    /// store of 0 deletes from there ([`Dstate::delete_found`]). Whatever `found` names, the
+    /// store is the same.
+    #[inline(always)]
+    pub fn store_noted(
+        &self,
+        cpu: usize,
+        var: u32,
+        keys: &[Key<'_>],
+        value: u64,
+        found: &mut Option<u32>,
+    ) -> Result<(), DynvarError> {
+        match found.take() {
+            Some(c) if value == 0 => self.delete_found(cpu, keys, c).map(|_| ()),
+            _ => self.store(cpu, var, keys, value),
+        }
     }
 
     /// Stores a string value of `value_bytes` bytes of space (truncated to it); storing the
@@ -1172,6 +1204,68 @@ impl<'a> Dstate<'a> {
         Ok(self.dynvar(cpu, 0, keys, Op::Delete)?.is_some())
     }
 
+    /// [`Dstate::delete`] of the variable that a lookup of the same `keys` found in chunk
+    /// `chunk` ([`VarRef::chunk`]): the latency script's return clause reads `self->ts`, then
+    /// sets it to 0. Under the bucket lock, which keeps every other deletion out, it checks
+    /// that the chunk still holds `keys` and looks for it on its chain by index, without
+    /// hashing the tuple or comparing keys at each step; when that fails (an insertion swung
+    /// the head meanwhile) it deletes as [`Dstate::delete`] does.
+    ///
+    /// Any `chunk` is safe, even one noted in an earlier firing: the checks under the lock
+    /// admit only a live chunk that holds `keys` and is on its chain, which is the variable.
+    // Inlined: the walk of the fallback starts from the caller's frame, not from below
+    // `delete_at`'s, on the probe's stack.
+    #[inline(always)]
+    pub fn delete_found(
+        &self,
+        cpu: usize,
+        keys: &[Key<'_>],
+        chunk: u32,
+    ) -> Result<bool, DynvarError> {
+        if self.delete_at(cpu, keys, chunk)? {
+            return Ok(true);
+        }
+        self.delete(cpu, keys)
+    }
+
+    /// [`Dstate::delete_found`] of `chunk`; false when it did not delete it there.
+    #[inline(never)]
+    fn delete_at(&self, cpu: usize, keys: &[Key<'_>], chunk: u32) -> Result<bool, DynvarError> {
+        let me = self.cpu(cpu)?;
+        if !self.is_chunk(chunk) {
+            return Ok(false);
+        }
+        let hash = self.w(chunk, W_HASH).0.load(Acquire);
+        if hash == HASH_FREE {
+            return Ok(false);
+        }
+        // PANIC: `bucket_of` is below `nchunks`, the number of buckets (type invariant).
+        let bucket = &self.buckets[self.bucket_of(hash)];
+        let locked = lock_bucket(bucket);
+        // Checked again under the lock: a deletion may have gone first.
+        let mut done = false;
+        if self.w(chunk, W_HASH).0.load(Acquire) == hash && self.keys_match(chunk, keys) {
+            // No deletion can change the chain now, and insertions only push at its head.
+            let mut prev = NIL;
+            let mut cur = bucket.head.load(Acquire);
+            let mut steps = 0u32;
+            while self.is_chunk(cur) && steps <= self.layout.nchunks {
+                if cur == chunk {
+                    done = self.unlink(bucket, prev, cur);
+                    break;
+                }
+                steps += 1;
+                prev = cur;
+                cur = self.w(cur, W_NEXT).0.load(Acquire) as u32;
+            }
+        }
+        if done {
+            self.retire(Some(me), chunk);
+        }
+        bucket.lock.store(locked.wrapping_add(1), Release);
+        Ok(done)
+    }
+
     /// Lookup, allocation and deletion in one walk of the chain (US 7,302,542 Figure 6).
     fn dynvar(
         &self,
@@ -1239,27 +1333,12 @@ impl<'a> Dstate<'a> {
                     if op != Op::Delete {
                         return Ok(Some(cur));
                     }
-                    let next = self.w(cur, W_NEXT).0.load(Acquire) as u32;
-                    if prev == NIL {
-                        if bucket
-                            .head
-                            .compare_exchange(start, next, AcqRel, Acquire)
-                            .is_err()
-                        {
-                            // An insertion swung the head: walk again (still locked).
-                            spin_loop();
-                            continue 'top;
-                        }
-                    } else {
-                        // Deletions are serialised by the lock; insertions only swing the
-                        // head, so a plain store unlinks from the middle.
-                        self.w(prev, W_NEXT).0.store(u64::from(next), Release);
+                    if !self.unlink(bucket, prev, cur) {
+                        // An insertion swung the head: walk again (still locked).
+                        spin_loop();
+                        continue 'top;
                     }
-                    self.w(cur, W_HASH).0.store(HASH_FREE, Release);
-                    if let Some(d) = me {
-                        self.push_dirty(d, cur);
-                        d.frees.fetch_add(1, Relaxed);
-                    }
+                    self.retire(me, cur);
                     bucket.lock.store(locked.wrapping_add(1), Release);
                     return Ok(Some(cur));
                 }
@@ -1312,6 +1391,33 @@ impl<'a> Dstate<'a> {
                     continue 'top;
                 }
             }
+        }
+    }
+
+    /// Unlinks chunk `cur`, which follows `prev` on `bucket`'s chain (`NIL`: heads it), under
+    /// the bucket's lock; false when an insertion swung the head since.
+    #[inline(always)]
+    fn unlink(&self, bucket: &Bucket, prev: u32, cur: u32) -> bool {
+        let next = self.w(cur, W_NEXT).0.load(Acquire) as u32;
+        if prev == NIL {
+            return bucket
+                .head
+                .compare_exchange(cur, next, AcqRel, Acquire)
+                .is_ok();
+        }
+        // Deletions are serialised by the lock; insertions only swing the head, so a plain
+        // store unlinks from the middle.
+        self.w(prev, W_NEXT).0.store(u64::from(next), Release);
+        true
+    }
+
+    /// Marks an unlinked chunk free of any chain and puts it on `me`'s dirty list (¶44).
+    #[inline(always)]
+    fn retire(&self, me: Option<&CpuState>, c: u32) {
+        self.w(c, W_HASH).0.store(HASH_FREE, Release);
+        if let Some(d) = me {
+            self.push_dirty(d, c);
+            d.frees.fetch_add(1, Relaxed);
         }
     }
 

@@ -4,7 +4,9 @@
 //! cleaner passes on several simulated CPUs (some of them acting while the cleaner waits in
 //! its cross-calls) against a model map. After every step: free + clean + rinsing + dirty +
 //! in use = total, every lookup returns the last stored value, 0 deletes, and allocations +
-//! drops = allocation attempts.
+//! drops = allocation attempts. A firing that reads a variable and then deletes one (the
+//! same, or another) with what the read found deletes exactly that one, whatever other CPUs
+//! did to its chain in between.
 
 mod dynvar_util;
 
@@ -54,6 +56,15 @@ enum Op {
         key: u8,
     },
     Clean,
+    /// One firing on `cpu`: looks `key` up, other CPUs run `between` (no cleaner pass can
+    /// complete meanwhile), then deletes `other` (or `key`) starting where the lookup found
+    /// `key`.
+    Firing {
+        cpu: usize,
+        key: u8,
+        other: Option<u8>,
+        between: Vec<Op>,
+    },
     /// A cleaner pass during whose first and second cross-calls CPUs run these operations.
     CleanWith(Vec<Op>, Vec<Op>),
 }
@@ -71,8 +82,21 @@ fn leaf(ncpus: usize) -> impl Strategy<Value = Op> {
 }
 
 fn op(ncpus: usize) -> impl Strategy<Value = Op> {
+    let firing = (
+        0..ncpus,
+        0u8..24,
+        prop::option::weighted(0.2, 0u8..24),
+        prop::collection::vec(leaf(ncpus), 0..4),
+    )
+        .prop_map(|(cpu, key, other, between)| Op::Firing {
+            cpu,
+            key,
+            other,
+            between,
+        });
     prop_oneof![
         8 => leaf(ncpus),
+        2 => firing,
         1 => (prop::collection::vec(leaf(ncpus), 0..4), prop::collection::vec(leaf(ncpus), 0..4))
             .prop_map(|(a, b)| Op::CleanWith(a, b)),
     ]
@@ -172,6 +196,31 @@ impl Run<'_> {
             Op::Load { key } => {
                 let want = self.model.borrow().get(key).copied().unwrap_or(0);
                 assert_eq!(ds.load(&tuple(*key)).unwrap(), want);
+            }
+            Op::Firing {
+                cpu,
+                key,
+                other,
+                between,
+            } => {
+                let want = self.model.borrow().get(key).copied().unwrap_or(0);
+                let mut found = None;
+                assert_eq!(ds.load_noting(&tuple(*key), &mut found).unwrap(), want);
+                assert_eq!(found.is_some(), want != 0);
+                for o in between {
+                    if !matches!(o, Op::Clean) {
+                        self.apply(o, false);
+                    }
+                }
+                // What the kernel does for `self->x = 0` (or `a[k] = 0`) after the read: the
+                // checks after every step find a wrong deletion.
+                let gone = other.unwrap_or(*key);
+                self.model.borrow_mut().remove(&gone);
+                let t = tuple(gone);
+                ds.store_noted(*cpu, var_of(gone), &t, 0, &mut found)
+                    .unwrap();
+                assert_eq!(found, None);
+                assert_eq!(ds.load(&t).unwrap(), 0);
             }
             Op::Clean => {
                 let before = self.m.audit();

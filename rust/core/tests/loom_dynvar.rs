@@ -160,23 +160,30 @@ fn same_variable_inserted_once() {
     });
 }
 
+/// Stores `a` = key 0 (5), then the first of two more keys in its bucket (6), so that the
+/// chain is that key, then `a`; returns the two keys. A deletion then unlinks from the middle
+/// or the head depending on the key.
+fn chain_of_two(w: &World) -> [u64; 2] {
+    let ds = w.m.ds();
+    let a = akey(V, 0);
+    let same: Vec<u64> = (1..200u64)
+        .filter(|k| ds.bucket_index(&akey(V, *k)) == ds.bucket_index(&a))
+        .take(2)
+        .collect();
+    assert_eq!(same.len(), 2);
+    ds.store(0, V, &a, 5).unwrap();
+    ds.store(0, V, &akey(V, same[0]), 6).unwrap();
+    [same[0], same[1]]
+}
+
 /// A deletion and an insertion on one hash chain at once (the deletion under the bucket lock,
 /// the insertion by CAS on the head): both take effect, the chain stays whole.
 #[test]
 fn delete_and_insert_on_one_chain() {
     model(3, || {
         let w = world(4, 2);
-        let ds = w.m.ds();
-        // Two more variables in the bucket of `a`, so that deletion unlinks from the middle
-        // or the head depending on the key.
         let a = akey(V, 0);
-        let same: Vec<u64> = (1..200u64)
-            .filter(|k| ds.bucket_index(&akey(V, *k)) == ds.bucket_index(&a))
-            .take(2)
-            .collect();
-        assert_eq!(same.len(), 2);
-        ds.store(0, V, &a, 5).unwrap();
-        ds.store(0, V, &akey(V, same[0]), 6).unwrap();
+        let same = chain_of_two(&w);
         let w1 = w.clone();
         let del = thread::spawn(move || {
             w1.cpus.enter(0);
@@ -198,6 +205,47 @@ fn delete_and_insert_on_one_chain() {
         assert_eq!(ds.load(&akey(V, same[0])).unwrap(), 6);
         assert_eq!(ds.load(&akey(V, same[1])).unwrap(), 7);
         assert_eq!(w.m.audit().in_use, 2);
+    });
+}
+
+/// The latency script's return clause on one chain: CPU 0 reads `a` and deletes it where the
+/// read found it, while CPU 1 deletes the variable ahead of `a` on the chain and inserts
+/// another at its head. All three take effect and the chain stays whole, whether the
+/// deletion found `a` where it looked or fell back to a walk.
+#[test]
+fn delete_found_races_a_deletion_and_an_insertion() {
+    model(2, || {
+        let w = world(4, 2);
+        let a = akey(V, 0);
+        let same = chain_of_two(&w);
+        let w1 = w.clone();
+        let firing = thread::spawn(move || {
+            w1.cpus.enter(0);
+            let ds = w1.m.ds();
+            let v = ds.lookup(&akey(V, 0)).unwrap().unwrap();
+            assert_eq!(v.word(0), 5);
+            assert!(ds.delete_found(0, &akey(V, 0), v.chunk()).unwrap());
+            w1.cpus.exit(0);
+        });
+        let w2 = w.clone();
+        let (k0, k1) = (same[0], same[1]);
+        let other = thread::spawn(move || {
+            w2.cpus.enter(1);
+            assert!(w2.m.ds().delete(1, &akey(V, k0)).unwrap());
+            w2.m.ds().store(1, V, &akey(V, k1), 7).unwrap();
+            w2.cpus.exit(1);
+        });
+        firing.join().unwrap();
+        other.join().unwrap();
+        let ds = w.m.ds();
+        assert_eq!(ds.load(&a).unwrap(), 0);
+        assert_eq!(ds.load(&akey(V, k0)).unwrap(), 0);
+        assert_eq!(ds.load(&akey(V, k1)).unwrap(), 7);
+        // Two deletions; an insertion that lost the head to another puts its chunk on the
+        // dirty list too.
+        let (a, s) = (w.m.audit(), ds.stats().total);
+        assert_eq!((a.in_use, a.dirty), (1, 2 + s.races));
+        assert_eq!(s.frees, 2);
     });
 }
 
