@@ -55,6 +55,22 @@ fn audit_code(e: &AuditError) -> u32 {
     }
 }
 
+/// What a CPU's firings keep for the dynamic variables outside the stack: room for a
+/// tuple (`DynMem::tuple`), and the chunk where the last lookup found its variable.
+pub(crate) struct DynRoom {
+    keys: KeyBuf<MAX_KEYS>,
+    found: Option<u32>,
+}
+
+impl DynRoom {
+    pub(crate) const fn new() -> Self {
+        Self {
+            keys: KeyBuf::new(),
+            found: None,
+        }
+    }
+}
+
 /// The dynamic memory and its view.
 ///
 /// # Invariants
@@ -62,9 +78,6 @@ fn audit_code(e: &AuditError) -> u32 {
 /// `dstate` borrows the regions of `_mem`, a vmalloc area that is never accessed otherwise,
 /// never resized, and dropped last (declared last). Its bytes were zero when the view was
 /// made, a valid content for every region.
-/// Room for a dynamic variable's tuple, one per CPU (`DynMem::tuple`).
-pub(crate) type DynKeys = KeyBuf<MAX_KEYS>;
-
 pub(crate) struct DynMem {
     dstate: Dstate<'static>,
     /// Scope of every variable id (the image's dictionary, resolved once at LOAD).
@@ -92,7 +105,7 @@ impl DynMem {
         &self,
         var: u32,
         keys: &[Key<'b>],
-        room: &'k mut DynKeys,
+        room: &'k mut KeyBuf<MAX_KEYS>,
     ) -> Option<&'k [Key<'b>]> {
         match self.scopes.get(var as usize)? {
             Scope::Thread => {
@@ -271,10 +284,11 @@ impl DynVars {
 
     /// Value of variable `var` at the interpreter's `keys`; 0 if it does not exist.
     /// Probe context.
-    pub(crate) fn load(&self, var: u32, keys: &[Key<'_>], room: &mut DynKeys) -> u64 {
+    pub(crate) fn load(&self, var: u32, keys: &[Key<'_>], room: &mut DynRoom) -> u64 {
+        let DynRoom { keys: kb, found } = room;
         self.mem
-            .tuple(var, keys, room)
-            .map_or(0, |t| self.mem.dstate.load(t).unwrap_or(0))
+            .tuple(var, keys, kb)
+            .map_or(0, |t| self.mem.dstate.load_noting(t, found).unwrap_or(0))
     }
 
     /// Stores `value` into variable `var` at `keys` on `cpu` (0 deletes); false when the
@@ -284,14 +298,16 @@ impl DynVars {
         cpu: u32,
         var: u32,
         keys: &[Key<'_>],
-        room: &mut DynKeys,
+        room: &mut DynRoom,
         value: u64,
     ) -> bool {
         let d = &self.mem.dstate;
-        let Some(t) = self.mem.tuple(var, keys, room) else {
+        let DynRoom { keys: kb, found } = room;
+        let Some(t) = self.mem.tuple(var, keys, kb) else {
             return false;
         };
-        let ok = d.store(cpu as usize, var, t, value).is_ok();
+        // `self->ts = 0` after reading `self->ts` deletes where the read found it.
+        let ok = d.store_noted(cpu as usize, var, t, value, found).is_ok();
         if d.wants_clean(cpu as usize) {
             // Free chunks run short on this CPU: the cleaner runs now, not at its next
             // period (Documentation/dynvar.rst, "On-demand cleaning").
@@ -306,11 +322,11 @@ impl DynVars {
         &self,
         var: u32,
         keys: &[Key<'_>],
-        room: &mut DynKeys,
+        room: &mut DynRoom,
         out: &mut [u8],
     ) -> usize {
         self.mem
-            .tuple(var, keys, room)
+            .tuple(var, keys, &mut room.keys)
             .map_or(0, |t| self.mem.dstate.load_bytes(t, out).unwrap_or(0))
     }
 
@@ -321,12 +337,12 @@ impl DynVars {
         cpu: u32,
         var: u32,
         keys: &[Key<'_>],
-        room: &mut DynKeys,
+        room: &mut DynRoom,
         s: &[u8],
     ) -> bool {
         let d = &self.mem.dstate;
         let bytes = self.mem.str_bytes;
-        let Some(t) = self.mem.tuple(var, keys, room) else {
+        let Some(t) = self.mem.tuple(var, keys, &mut room.keys) else {
             return false;
         };
         let ok = d.store_bytes(cpu as usize, var, t, s, bytes).is_ok();

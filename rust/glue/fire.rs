@@ -32,7 +32,7 @@ use crate::action::{self, Builtin, Env, Key, Record, RecordKind, Vm, AGG_NARGS};
 use crate::agg::{self, AggBuffer, IntKey};
 use crate::buffer;
 use crate::diag;
-use crate::glue::dynmem::DynKeys;
+use crate::glue::dynmem::DynRoom;
 use crate::glue::pt::PtCpu;
 use crate::glue::session::{ProbeSlot, Session};
 use crate::glue::spec::{Lost, Origin, Refused, SpecCpu};
@@ -160,8 +160,8 @@ pub(super) struct EnvCpu {
     pub(super) agg: Option<Halves<u64>>,
     /// Speculative buffers, if the program speculates.
     pub(super) spec: Option<SpecCpu>,
-    /// Room for a dynamic variable's tuple.
-    keys: DynKeys,
+    /// Room for a dynamic variable's tuple, and where the last lookup found one.
+    dynv: DynRoom,
     /// While ERROR's clauses run: its `arg0..arg5`.
     err_args: [u64; 6],
     /// When the probe fired: read at first use in a firing (0 until then: the clock counts
@@ -177,7 +177,7 @@ impl EnvCpu {
             pbuf_drops: 0,
             agg,
             spec,
-            keys: DynKeys::new(),
+            dynv: DynRoom::new(),
             err_args: [0; 6],
             ts: 0,
         }
@@ -390,7 +390,7 @@ impl Env for KernelEnv<'_> {
         self.s
             .dynvars
             .as_ref()
-            .map_or(0, |d| d.load(var, keys, &mut self.room.keys))
+            .map_or(0, |d| d.load(var, keys, &mut self.room.dynv))
     }
 
     // A dropped store is counted by the dynamic memory (by state and by variable).
@@ -399,7 +399,7 @@ impl Env for KernelEnv<'_> {
         self.s
             .dynvars
             .as_ref()
-            .is_some_and(|d| d.store(self.cpu, var, keys, &mut self.room.keys, value))
+            .is_some_and(|d| d.store(self.cpu, var, keys, &mut self.room.dynv, value))
     }
 
     #[inline(never)]
@@ -407,7 +407,7 @@ impl Env for KernelEnv<'_> {
         self.s
             .dynvars
             .as_ref()
-            .map_or(0, |d| d.load_str(var, keys, &mut self.room.keys, out))
+            .map_or(0, |d| d.load_str(var, keys, &mut self.room.dynv, out))
     }
 
     // A dropped store is counted like an integer one.
@@ -416,7 +416,7 @@ impl Env for KernelEnv<'_> {
         self.s
             .dynvars
             .as_ref()
-            .is_some_and(|d| d.store_str(self.cpu, var, keys, &mut self.room.keys, s))
+            .is_some_and(|d| d.store_str(self.cpu, var, keys, &mut self.room.dynv, s))
     }
 
     #[inline(never)]

@@ -58,6 +58,8 @@ struct BenchEnv<'a> {
     pbuf: &'a mut [u8],
     pbuf_off: usize,
     dyn_: &'a Dstate<'a>,
+    /// The chunk the last lookup found, as `glue::dynmem::DynRoom` keeps it.
+    found: Option<u32>,
     scopes: &'a [Scope],
     sum: u64,
 }
@@ -125,15 +127,20 @@ impl Env for BenchEnv<'_> {
     fn global_store(&mut self, _id: u32, _value: u64) {}
     #[inline(never)]
     fn dynvar_load(&mut self, var: u32, keys: &[Key<'_>]) -> u64 {
-        self.tuple(var, keys)
-            .map_or(0, |t| self.dyn_.load(&t).unwrap_or(0))
+        let Some(t) = self.tuple(var, keys) else {
+            return 0;
+        };
+        self.dyn_.load_noting(&t, &mut self.found).unwrap_or(0)
     }
     #[inline(never)]
     fn dynvar_store(&mut self, var: u32, keys: &[Key<'_>], value: u64) -> bool {
         let Some(t) = self.tuple(var, keys) else {
             return false;
         };
-        let ok = self.dyn_.store(0, var, &t, value).is_ok();
+        let ok = self
+            .dyn_
+            .store_noted(0, var, &t, value, &mut self.found)
+            .is_ok();
         if self.dyn_.wants_clean(0) {
             let _ = self.dyn_.clean(&Sequential);
         }
@@ -281,6 +288,7 @@ fn main() {
         pbuf: &mut pbuf,
         pbuf_off: 0,
         dyn_: &ds,
+        found: None,
         scopes: &scopes,
         sum: 0,
     };
