@@ -14,6 +14,7 @@ so that the host's changes of speed during the boot cancel out. The raw figures
 stay in the JSON (raw_ns) and their spread is printed.
 """
 import json
+import os
 import re
 import statistics
 import sys
@@ -92,10 +93,16 @@ def fmt(x, p=0):
 data = {"workloads": {}, "targets": [], "notes": notes}
 TOOLS = ["oxtrace", "oxtrace-o2", "bpftrace"]
 SHORT = {"oxtrace": "ox", "oxtrace-o2": "o2", "bpftrace": "bt"}
+# scripts/bench.sh names the module of the o2 column when BENCH_VARIANT_KO gave it.
+variant = os.environ.get("OXT_BENCH_VARIANT", "")
+o2_desc = (f"o2 = the module BENCH_VARIANT_KO gave ({variant}), in the same boot"
+           if variant else
+           "o2 = a second build with KRUSTFLAGS=-Copt-level=2 (the same code: the two "
+           "columns show run-to-run noise)")
+data["o2"] = variant or "same code"
 md = ["# oxtrace vs bpftrace (make bench)", "",
       "ns per call (median over rounds; per thread for 4 threads). ox = oxtrace.ko as "
-      "shipped (Kbuild builds its Rust at -Copt-level=2), o2 = a second build with "
-      "KRUSTFLAGS=-Copt-level=2 (the same code: the two columns show run-to-run noise), "
+      f"shipped (Kbuild builds its Rust at -Copt-level=2), {o2_desc}, "
       "bt = bpftrace. added = median - no-probe median; x/bt = added / "
       "bpftrace's added; act/probe = (pair - empty) / (empty - none) of the same tool.", "",
       f"Pairs: {', '.join(f'{p}: `{a}` vs `{b}`' for p, (a, b) in DESC.items())}.", ""]
@@ -156,6 +163,43 @@ for wl, wdesc in WLS:
                   + "/".join(str(e[t]["runs"]) for t in TOOLS) + " |")
     md.append("")
     data["workloads"][wl] = w
+
+
+def paired(pair, wl):
+    """ox's added cost over o2's, round by round: each against the no-probe run of its own
+    round. Medians over rounds set apart what happened to land in different rounds; the
+    ratio within a round does not."""
+    def by_round(p, t):
+        return {r.get("round"): r["ns"] for r in res
+                if r.get("pair") == p and r.get("tool") == t and r.get("wl") == wl}
+    none, ox, o2 = by_round("none", "none"), by_round(pair, "oxtrace"), by_round(pair, "oxtrace-o2")
+    q = []
+    for rnd in sorted(set(ox) & set(o2) & set(none)):
+        a, b = ox[rnd] - none[rnd], o2[rnd] - none[rnd]
+        if b > 0:
+            q.append((a / b, a < b))
+    return q
+
+
+rows = []
+for wl in ("1t", "4t", "lat"):
+    for p in PAIRS:
+        q = paired(p, wl)
+        if not q:
+            continue
+        ratios = [x for x, _ in q]
+        data.setdefault("ox_over_o2", {}).setdefault(wl, {})[p] = ratios
+        rows.append(f"| {p} | {wl} | {statistics.mean(ratios):.2f} | {min(ratios):.2f}-"
+                    f"{max(ratios):.2f} | {sum(c for _, c in q)} of {len(q)} |")
+if rows:
+    md += ["## ox against o2, round by round", "",
+           "ox's added ns over o2's within each round, each against its round's no-probe "
+           "run: the mean and range of those ratios, and the rounds in which ox was the "
+           "cheaper. "
+           + ("A pair whose code the two modules share shows the noise of this boot."
+              if variant else "The same code twice: this is the noise of this boot."), "",
+           "| pair | wl | mean ox/o2 | range | ox cheaper |", "|---|---|---:|---|---|"]
+    md += rows + [""]
 
 
 def target(name, wl, pair, key, limit):

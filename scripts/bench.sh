@@ -55,7 +55,8 @@ if ! "$OXT_ROOT/scripts/logscan.sh" "$out/console.log" "$out/dmesg.log" >"$out/s
 	cat "$out/splats.txt" >&2
 fi
 
-python3 "$OXT_ROOT/scripts/bench-report.py" "$out/raw.log" "$out/splats.txt" \
+OXT_BENCH_VARIANT=$(basename "${BENCH_VARIANT_KO:-}") \
+	python3 "$OXT_ROOT/scripts/bench-report.py" "$out/raw.log" "$out/splats.txt" \
 	"$out/results.md" "$out/results.json"
 # The fire path's instructions per firing, counted on the host (independent of the load,
 # unlike the guest's figures): after the guest, so that it does not share the CPUs.
