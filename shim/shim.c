@@ -599,6 +599,12 @@ static int oxt_ulong_cmp(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* A return probe whose kprobe puts kprobes' ftrace_ops on its function. */
+static bool oxt_ftrace_return(struct oxt_probe *p)
+{
+	return p->is_return && kprobe_ftrace(&p->krp.kp);
+}
+
 /*
  * Leaves out of the set an entry probe that is alone on its function when a
  * return probe of the program is on it too (the latency script's pair).  The
@@ -618,14 +624,14 @@ static unsigned int oxt_fset_drop_paired(struct oxt_fset *s, struct oxt_probe **
 	unsigned int i, j, r = 0, k = 0;
 
 	for (i = 0; i < n; i++)
-		r += probes[i]->is_return && kprobe_ftrace(&probes[i]->krp.kp);
+		r += oxt_ftrace_return(probes[i]);
 	if (!r)
 		return s->n;
 	rips = kvmalloc_array(r, sizeof(*rips), OXT_GFP_LOAD);
 	if (!rips)
 		return s->n;
 	for (i = 0, j = 0; i < n; i++)
-		if (probes[i]->is_return && kprobe_ftrace(&probes[i]->krp.kp))
+		if (oxt_ftrace_return(probes[i]))
 			rips[j++] = (unsigned long)probes[i]->krp.kp.addr;
 	sort(rips, r, sizeof(*rips), oxt_ulong_cmp, NULL);
 	for (i = 0; i < s->n; i++) {
