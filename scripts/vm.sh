@@ -22,6 +22,9 @@
 # OXT_TCG_THREAD=single|multi (default single) and OXT_TCG_CPU=MODEL (default max)
 # choose how TCG runs the guest.
 # OXT_VM_APPEND adds to the guest kernel's command line (e.g. slub_debug=FZPU).
+# OXT_ICOUNT=SHIFT runs the guest under -icount: its clock counts the instructions it
+# executes, 2^SHIFT ns each (make bench's second boot). OXT_QEMU_ARGS adds QEMU options,
+# split at blanks (e.g. -s: a gdbstub on localhost:1234).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -129,6 +132,13 @@ kvm) accel_args=(-accel kvm -cpu host) ;;
 tcg) accel_args=(-accel "tcg,thread=$tcg_thread" -cpu "$tcg_cpu") ;;
 *) die "OXT_ACCEL must be auto, kvm or tcg" ;;
 esac
+icount=${OXT_ICOUNT:-}
+if [ -n "$icount" ]; then
+	case $icount in [0-9]) ;; *) die "OXT_ICOUNT must be a shift from 0 to 9" ;; esac
+	[ "$accel" = tcg ] && [ "$tcg_thread" = single ] ||
+		die "OXT_ICOUNT needs single-threaded TCG (OXT_ACCEL=tcg, OXT_TCG_THREAD=single)"
+	accel_args+=(-icount "shift=$icount,sleep=on")
+fi
 
 # A saturated host starves the guest at boot (Documentation/testing.rst, "The guest's
 # clock"). The guest's TSC counts at the host's rate under TCG; give the guest that rate
@@ -138,7 +148,10 @@ esac
 # guests have: the boot's check that the timer ticks 4 times within about 60 ms of TSC time
 # panics a guest whose emulator thread did not run meanwhile.
 tsc_args=
-if [ "$accel" = tcg ]; then
+if [ -n "$icount" ]; then
+	# Under -icount the guest's TSC is QEMU's virtual clock, one tick a nanosecond.
+	tsc_args=" no_timer_check tsc_early_khz=1000000"
+elif [ "$accel" = tcg ]; then
 	tsc_args=" no_timer_check"
 	tsc_bin=$BUILD/tsc_khz
 	if [ ! -x "$tsc_bin" ] || [ "$OXT_ROOT/scripts/tsc_khz.c" -nt "$tsc_bin" ]; then
@@ -159,7 +172,8 @@ net_args=(-nic none)
 if [ -n "$forwards" ]; then
 	net_args=(-netdev "user,id=n0,restrict=on$forwards" -device virtio-net-pci,netdev=n0)
 fi
-timeout -k 10 "$timeout" qemu-system-x86_64 "${accel_args[@]}" -smp 4 -m "$mem" "${virtfs[@]}" "${net_args[@]}" \
+read -r -a extra_args <<<"${OXT_QEMU_ARGS:-}"
+timeout -k 10 "$timeout" qemu-system-x86_64 "${accel_args[@]}" "${extra_args[@]}" -smp 4 -m "$mem" "${virtfs[@]}" "${net_args[@]}" \
 	-kernel "$bzimage" -initrd "$run/initramfs.gz" \
 	-append "console=ttyS0 loglevel=6 panic=-1 log_buf_len=4M printk.devkmsg=on rdinit=/init$tsc_args${OXT_VM_APPEND:+ $OXT_VM_APPEND}" \
 	-display none -monitor none -no-reboot \
