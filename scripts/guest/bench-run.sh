@@ -11,8 +11,10 @@
 # NS (blocks of the CPU-bound workload per thread), KEYS (distinct keys), ATTACH
 # (probes of the attach timing; 0: none), PAIRS (which pairs), PROFILE (pairs to profile with the
 # host's perf: cpu-clock samples on the workload's CPU, where the time goes), ONLY
-# (the sections to run, of "pairs bulk keys attach dyn clean profile"; empty: all).
+# (the sections to run, of "pairs bulk keys attach dyn clean profile"; empty: all), WLS
+# (which read loops the pairs run, of "1t 4t lat").
 ROUNDS=5 N1=200000 N4=100000 NL=20000 LSIZE=16384 NS=300 KEYS=100000 ATTACH=1000
+WLS="1t 4t lat"
 PAIRS="empty count hist sum trace ten sysread profile"
 PROFILE="empty count hist"
 # VARIANT: pairs also run with /extra/oxtrace-o2.ko (a second build with
@@ -49,12 +51,15 @@ mount_host() {
 # and a read of LSIZE bytes (controlled latency) on one CPU; with the argument cpu,
 # then a CPU-bound loop on all four CPUs (what sampling every CPU costs: the profile
 # pair, and the no-probe runs it is compared with).
-cat >/tmp/wl.sh <<EOF
-echo "W 1t \$($B read 1 $N1 1)" >>/tmp/wl.out
-echo "W 4t \$($B read 4 $N4 1)" >>/tmp/wl.out
-echo "W lat \$($B read 1 $NL $LSIZE)" >>/tmp/wl.out
-[ "\$1" != cpu ] || echo "W cpu \$($B spin 4 $NS)" >>/tmp/wl.out
-EOF
+: >/tmp/wl.sh
+for w in $WLS; do
+	case $w in
+	1t) echo "echo \"W 1t \$($B read 1 $N1 1)\" >>/tmp/wl.out" ;;
+	4t) echo "echo \"W 4t \$($B read 4 $N4 1)\" >>/tmp/wl.out" ;;
+	lat) echo "echo \"W lat \$($B read 1 $NL $LSIZE)\" >>/tmp/wl.out" ;;
+	esac >>/tmp/wl.sh
+done
+echo "[ \"\$1\" != cpu ] || echo \"W cpu \$($B spin 4 $NS)\" >>/tmp/wl.out" >>/tmp/wl.sh
 # wl_arg PAIR: the workload script's argument for PAIR.
 wl_arg() {
 	[ "$1" != profile ] || echo cpu
@@ -207,7 +212,7 @@ done
 # prefixes) attached, enabled, fired until the first tick, disabled and detached.
 # Target (issue 15): 1,000 functions attached and detached in <= 2 s under TCG.
 want bulk && oxtrace -l 'fbt:::entry' | awk 'NR > 1 && NF == 5 { print $4 }' >/tmp/att.safe
-ATTD=$(awk '{ p = substr($1, 1, 4); n[p]++; if (!(p in s)) { s[p] = 1; o[++k] = p } }
+want bulk && ATTD=$(awk '{ p = substr($1, 1, 4); n[p]++; if (!(p in s)) { s[p] = 1; o[++k] = p } }
 	END { t = 0; for (i = 1; i <= k && t < 1000; i++) {
 		printf "%sfbt::%s*:entry", (i > 1 ? ", " : ""), o[i]; t += n[o[i]] } }' /tmp/att.safe)
 want bulk && for r in 1 2 3; do
