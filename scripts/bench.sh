@@ -70,9 +70,9 @@ done
 if [ "${ICOUNT:-1}" != 0 ] && { [ -z "$only" ] || [[ " $only " == *" pairs "* ]]; }; then
 	say "counting the guest's instructions: the pairs again under -icount"
 	set +e
+	iargs=(PAIRS="empty count hist sum trace ten sysread" "$@" ONLY=pairs ROUNDS=2 WLS="1t lat")
 	OXT_ICOUNT=0 "$OXT_ROOT/scripts/vm.sh" --no-build --files "$out/files" --mem 2G --hostroot \
-		--timeout "${BENCH_TIMEOUT:-5400}" -- sh /extra/bench-run.sh \
-		PAIRS="empty count hist sum trace ten sysread" "$@" ONLY=pairs ROUNDS=2 WLS="1t lat" |
+		--timeout "${BENCH_TIMEOUT:-5400}" -- sh /extra/bench-run.sh ${iargs[*]@Q} |
 		tee "$out/icount-raw.log"
 	istatus=${PIPESTATUS[0]}
 	set -e
