@@ -126,7 +126,7 @@ pub(super) fn fire(s: &Session, slot: &ProbeSlot, ctx: &mut ActionCtx, regs: &Re
         }
         None => (s.cpus.local(ctx), None),
     };
-    let Ok(mut vm) = Vm::new(&mut st.vm, &mut st.scratch, s.nlocals, s.strsize) else {
+    let Ok(mut vm) = Vm::with(&mut st.vm, &mut st.scratch, &s.vm) else {
         return;
     };
     st.room.ts = 0;

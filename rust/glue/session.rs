@@ -8,7 +8,7 @@
 //! without locks. The consumer owns it; the probes that point into it are dropped first.
 
 use crate::abi;
-use crate::action::VmState;
+use crate::action::{VmParams, VmState};
 use crate::agg::{self, AggBuffer};
 use crate::diag::{self, Refusal};
 use crate::glue::budget::MemCharge;
@@ -139,8 +139,8 @@ pub(crate) struct Session {
     pub(super) agg_mem: Option<HalvesMem<u64>>,
     pub(super) agg_funcs: KVec<agg::AggFunc>,
     pub(super) globals: KVec<AtomicU64>,
-    pub(super) nlocals: u32,
-    pub(super) strsize: u32,
+    /// The interpreter's parameters, checked at LOAD so that a firing need not.
+    pub(super) vm: VmParams,
     pub(super) exited: AtomicBool,
     pub(super) exit_status: AtomicI64,
     /// Thread-local and associative variables, if the program has any.
@@ -389,7 +389,8 @@ impl Session {
         let syscalls = SyscallSlots::new(&slots, |sl| {
             image.probe(sl.desc as usize).map_or(0, |p| p.arg)
         })?;
-        let nlocals = image.nlocals();
+        // LOAD's checks admitted these: a failure here is a bug, refused like bad input.
+        let vm = VmParams::new(image.nlocals(), opts.strsize as u32).map_err(|_| EINVAL)?;
         let s = KBox::new(
             Session {
                 prog,
@@ -403,8 +404,7 @@ impl Session {
                 agg_mem,
                 agg_funcs,
                 globals,
-                nlocals,
-                strsize: opts.strsize as u32,
+                vm,
                 exited: AtomicBool::new(false),
                 exit_status: AtomicI64::new(0),
                 dynvars,

@@ -197,6 +197,8 @@ pub struct VmState {
     /// The running [`Vm`]'s parameters (its invariants say what holds of them).
     nlocals: u32,
     strsize: u32,
+    /// Where the string slots start in the scratch: `scratch_size(nlocals, strsize, 0)`.
+    slots_start: usize,
     /// Where the next string slot starts in the scratch.
     next_slot: usize,
     /// Scratch memory bytes (`alloca()`) the clause took.
@@ -224,6 +226,7 @@ impl VmState {
             },
             nlocals: 0,
             strsize: 1,
+            slots_start: 0,
             next_slot: 0,
             mem_used: 0,
         }
@@ -247,12 +250,42 @@ impl Default for VmState {
 /// # Invariants
 ///
 /// While the `Vm` exists, `st.strsize` is in `1..=MAX_STRSIZE`, `st.nlocals` at most
-/// [`MAX_LOCALS`], the scratch holds `scratch_size(st.nlocals, st.strsize, 0)` bytes, and
-/// `st.next_slot` is at or after the slot area's start; `st.mem_used` counts the scratch
-/// memory bytes (`alloca()`) the clause took.
+/// [`MAX_LOCALS`], `st.slots_start` is `scratch_size(st.nlocals, st.strsize, 0)`, the
+/// scratch holds that many bytes, and `st.next_slot` is at or after it; `st.mem_used`
+/// counts the scratch memory bytes (`alloca()`) the clause took.
 pub struct Vm<'s> {
     st: &'s mut VmState,
     scratch: &'s mut [u8],
+}
+
+/// A program's interpreter parameters, checked once (at LOAD) rather than at every firing.
+///
+/// # Invariants
+///
+/// `strsize` is in `1..=MAX_STRSIZE`, `nlocals` at most [`MAX_LOCALS`], `base` is
+/// `scratch_size(nlocals, strsize, 0)` and `keep` is where the `strtok` slot starts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct VmParams {
+    nlocals: u32,
+    strsize: u32,
+    base: usize,
+    keep: usize,
+}
+
+impl VmParams {
+    /// The parameters of programs with `nlocals` locals and strings of `strsize`.
+    pub const fn new(nlocals: u32, strsize: u32) -> Result<Self, VmError> {
+        if strsize == 0 || strsize > MAX_STRSIZE || nlocals > MAX_LOCALS {
+            return Err(VmError::BadParams);
+        }
+        // INVARIANT: both checked above; `base` and `keep` computed from them.
+        Ok(VmParams {
+            nlocals,
+            strsize,
+            base: scratch_size(nlocals, strsize, 0),
+            keep: nlocals as usize * 8 + record_buf_size(strsize),
+        })
+    }
 }
 
 /// The VM could not be created.
@@ -267,35 +300,38 @@ pub enum VmError {
 impl<'s> Vm<'s> {
     /// A VM over `st` and `scratch` for programs with `nlocals` locals and strings of
     /// `strsize`.
-    // Inlined: no returned copy of the `Vm` in the probe's frame.
-    #[inline(always)]
     pub fn new(
         st: &'s mut VmState,
         scratch: &'s mut [u8],
         nlocals: u32,
         strsize: u32,
     ) -> Result<Self, VmError> {
-        if strsize == 0 || strsize > MAX_STRSIZE || nlocals > MAX_LOCALS {
-            return Err(VmError::BadParams);
-        }
-        let base = scratch_size(nlocals, strsize, 0);
-        if scratch.len() < base {
+        Self::with(st, scratch, &VmParams::new(nlocals, strsize)?)
+    }
+
+    /// A VM over `st` and `scratch` with parameters checked beforehand: a firing's, whose
+    /// program's parameters LOAD checked.
+    // Inlined: no returned copy of the `Vm` in the probe's frame.
+    #[inline(always)]
+    pub fn with(st: &'s mut VmState, scratch: &'s mut [u8], p: &VmParams) -> Result<Self, VmError> {
+        if scratch.len() < p.base {
             return Err(VmError::ScratchTooSmall);
         }
         // The strtok slot's last byte says whether it holds a string to go on with (a rest is
         // shorter than `strsize`, so that byte is never part of it): the place is kept per
         // CPU, in the CPU's scratch, as DTrace keeps it.
-        let keep = nlocals as usize * 8 + record_buf_size(strsize);
-        // PANIC: `base` (checked above) covers the strtok slot, `keep + strsize + 1` bytes.
-        let strtok = if scratch[keep + strsize as usize] == STRTOK_KEPT {
-            str_ref(STR_SPACE_SCRATCH, keep as u32)
+        // PANIC: `p.base` (checked above) covers the strtok slot, `keep + strsize + 1` bytes.
+        let strtok = if scratch[p.keep + p.strsize as usize] == STRTOK_KEPT {
+            str_ref(STR_SPACE_SCRATCH, p.keep as u32)
         } else {
             0
         };
-        // INVARIANT: parameters checked; the slot area starts at `base`.
-        st.nlocals = nlocals;
-        st.strsize = strsize;
-        st.next_slot = base;
+        // INVARIANT: `p`'s invariants hold; the scratch holds `p.base` bytes, where the slot
+        // area starts.
+        st.nlocals = p.nlocals;
+        st.strsize = p.strsize;
+        st.slots_start = p.base;
+        st.next_slot = p.base;
         st.mem_used = 0;
         st.tlen = 0;
         st.strtok = strtok;
@@ -312,7 +348,7 @@ impl<'s> Vm<'s> {
     }
 
     fn slots_start(&self) -> usize {
-        scratch_size(self.st.nlocals, self.st.strsize, 0)
+        self.st.slots_start
     }
 
     /// Start a clause: zero the locals and free every string slot.

@@ -1065,6 +1065,16 @@ fn vm_rejects_bad_parameters() {
         Vm::new(&mut VmState::new(), &mut s, 0, 32).err(),
         Some(VmError::ScratchTooSmall)
     );
+    // Checked once, as LOAD does: the same refusals, the scratch still checked per VM.
+    assert_eq!(VmParams::new(MAX_LOCALS + 1, 32), Err(VmError::BadParams));
+    assert_eq!(VmParams::new(0, MAX_STRSIZE + 1), Err(VmError::BadParams));
+    let p = VmParams::new(2, 32).unwrap();
+    assert_eq!(
+        Vm::with(&mut VmState::new(), &mut s, &p).err(),
+        Some(VmError::ScratchTooSmall)
+    );
+    let mut s = vec![0u8; scratch_size(2, 32, 1)];
+    assert!(Vm::with(&mut VmState::new(), &mut s, &p).is_ok());
 }
 
 #[test]

@@ -14,7 +14,9 @@
 
 use oxtrace::dsl::{compile, CompileOptions};
 use oxtrace_core::action::Scope;
-use oxtrace_core::action::{Builtin, DInsn, Dict, Env, Fault, Key, Record, Vm, VmState, AGG_NARGS};
+use oxtrace_core::action::{
+    Builtin, DInsn, Dict, Env, Fault, Key, Record, Vm, VmParams, VmState, AGG_NARGS,
+};
 use oxtrace_core::agg::{self, AggBuffer, AggFunc, IntKey};
 use oxtrace_core::buffer;
 use oxtrace_core::dynvar::{self, Bucket, CpuState, CrossCall, Dstate, Header, Layout, Word};
@@ -299,12 +301,13 @@ fn main() {
             Some((probe::clauses_of(&image, pi as u32).collect(), p.kind))
         })
         .collect();
+    // Checked at LOAD, as the session does.
+    let params = VmParams::new(image.nlocals(), image.strsize()).expect("vm params");
     for i in 0..n {
         for (order, kind) in &descs {
             env.kind = *kind;
             env.ts = 1000 + i * 37;
-            let Ok(mut vm) = Vm::new(&mut st, &mut scratch, image.nlocals(), image.strsize())
-            else {
+            let Ok(mut vm) = Vm::with(&mut st, &mut scratch, &params) else {
                 panic!("vm");
             };
             probe::run_clauses(&mut vm, &image, &clauses, order.iter().copied(), &mut env);
