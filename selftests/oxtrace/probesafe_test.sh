@@ -36,9 +36,9 @@ graph_record() {
 	echo 1 >$T/tracing_on
 	# An unmapped kernel address (the hole below vmalloc): stringof() takes the nofault
 	# path's page fault and exception fixup.
-	# The graph sees below return probes and ticks (an entry probe's handler runs under
-	# ftrace's recursion lock, which hides it from the graph tracer); their actions call
-	# everything an entry probe's would.
+	# The graph sees below return probes and ticks (this entry probe, paired with a return
+	# probe, runs as a kprobe, under kprobes' ftrace recursion lock, which hides it from the
+	# graph tracer); their actions call everything an entry probe's would.
 	guard oxtrace -q -e '
 	fbt::ksys_read:entry /pid == $target/ { self->t = timestamp; }
 	fbt::ksys_read:return /self->t/ {
