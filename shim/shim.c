@@ -581,8 +581,13 @@ static void oxt_fset_handler(unsigned long ip, unsigned long parent_ip,
 {
 	struct oxt_fset *s = container_of(ops, struct oxt_fset, ops);
 	struct pt_regs *regs = oxt_fset_regs(fregs);
-	unsigned int lo = 0, hi = s->n;
+	unsigned int lo = 0, hi;
 
+	/*
+	 * Binary search for the first probe on ip; a set of one probe, the
+	 * commonest, has only place 0, whose ip the loop below checks.
+	 */
+	hi = s->n > 1 ? s->n : 0;
 	while (lo < hi) {
 		unsigned int mid = lo + (hi - lo) / 2;
 
