@@ -294,7 +294,8 @@ impl ClauseEnv for KernelEnv<'_> {
 }
 
 impl KernelEnv<'_> {
-    /// [`Env::builtin`] but for the commonest, which it answers inline.
+    /// Any built-in's value: what [`Env::builtin`] calls for all but the three it answers
+    /// inline.
     #[inline(never)]
     fn builtin_other(&mut self, b: Builtin) -> u64 {
         if let Some(src) = probe::arg_source(self.slot.kind, b) {
