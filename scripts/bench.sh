@@ -104,5 +104,6 @@ if [ "${FIREBENCH:-1}" != 0 ]; then
 	} >>"$out/results.md"
 fi
 cat "$out/results.md"
-say "results: build/bench/results.md, build/bench/results.json, build/bench/icount.json (guest exit $status)"
+say "results: build/bench/results.md, build/bench/results.json$([ ! -f "$out/icount.json" ] ||
+	echo ", build/bench/icount.json") (guest exit $status)"
 exit "$status"
