@@ -331,7 +331,7 @@ ten = data["workloads"].get("1t", {}).get("pairs", {}).get("ten")
 if ten:
     md += ["## Ten clauses on one probe", "",
            "Per firing of `ksys_read` with ten `@cN = count()` clauses (1 thread): "
-           + ", ".join(f"{SHORT[t]} added {fmt(ten[t]['added_ns'])} ns"
+           + ", ".join(f"{SHORT[t]} added {fmt(ten[t]['added_ns'])} {'instructions' if icount else 'ns'}"
                        for t in ("oxtrace", "bpftrace") if ten.get(t))
            + ".", ""]
 
