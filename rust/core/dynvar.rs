@@ -197,9 +197,16 @@ fn int_pair(keys: &[Key<'_>]) -> Option<[u64; 4]> {
 /// fewer kept in `Dstate::dynvar`'s frame, which is on the probe's stack.
 #[inline(always)]
 fn tuple_words(keys: &[Key<'_>]) -> usize {
+    pair_and_words(keys).1
+}
+
+/// [`int_pair`] and [`tuple_words`] of one tuple, for the code that needs both: the tuple's
+/// shape is tested once.
+#[inline(always)]
+fn pair_and_words(keys: &[Key<'_>]) -> (Option<[u64; 4]>, usize) {
     match int_pair(keys) {
-        Some(w) => w.len(),
-        None => keys.iter().map(key_words).sum(),
+        Some(w) => (Some(w), w.len()),
+        None => (None, keys.iter().map(key_words).sum()),
     }
 }
 
@@ -1423,7 +1430,8 @@ impl<'a> Dstate<'a> {
 
     #[inline(never)]
     fn keys_match(&self, c: u32, keys: &[Key<'_>]) -> bool {
-        let (nkeys, kwords) = (keys.len() as u64, tuple_words(keys));
+        let nkeys = keys.len() as u64;
+        let (pair, kwords) = pair_and_words(keys);
         let meta = self.w(c, W_META).get();
         if meta & 0xffff != nkeys || ((meta >> 32) & 0xffff) as usize != kwords {
             return false;
@@ -1438,7 +1446,7 @@ impl<'a> Dstate<'a> {
         let words = &self.chunks[base..base + kwords];
         // Four plain compares: the kernel's build calls an iterator's `zip` and `all` out of
         // line (about 60 instructions a match, twice in a latency script's return).
-        if let (Some([k0, k1, k2, k3]), [w0, w1, w2, w3]) = (int_pair(keys), words) {
+        if let (Some([k0, k1, k2, k3]), [w0, w1, w2, w3]) = (pair, words) {
             return w1.get() == k1 && w3.get() == k3 && w0.get() == k0 && w2.get() == k2;
         }
         let mut n = 0;
@@ -1453,14 +1461,15 @@ impl<'a> Dstate<'a> {
     /// `HEADER_WORDS + vw + tuple_words(keys) <= chunk_words` (the caller checks it).
     #[inline(never)]
     fn fill(&self, c: u32, keys: &[Key<'_>], vw: usize) {
-        let (nkeys, kwords) = (keys.len() as u64, tuple_words(keys));
+        let nkeys = keys.len() as u64;
+        let (pair, kwords) = pair_and_words(keys);
         let base = c as usize * self.layout.chunk_words() + HEADER_WORDS;
         // PANIC: value and key words lie within chunk `c` (precondition above).
         for w in &self.chunks[base..base + vw] {
             w.set(0);
         }
         let words = &self.chunks[base + vw..base + vw + kwords];
-        if let (Some(pair), [w0, w1, w2, w3]) = (int_pair(keys), words) {
+        if let (Some(pair), [w0, w1, w2, w3]) = (pair, words) {
             for (w, k) in [w0, w1, w2, w3].into_iter().zip(pair) {
                 w.set(k);
             }
