@@ -313,7 +313,8 @@ pub fn verify<'a, D: Dict + ?Sized>(
     }
     let strsize = dict.strsize();
     let nlocals = dict.nlocals();
-    if strsize == 0 || strsize > MAX_STRSIZE || nlocals > MAX_LOCALS {
+    // The interpreter's rule for its parameters, not a copy of it.
+    if VmParams::new(nlocals, strsize).is_err() {
         return Err(err(0, Reason::BadTables));
     }
     let strtab = dict.strtab();
