@@ -294,8 +294,8 @@ impl ClauseEnv for KernelEnv<'_> {
 }
 
 impl KernelEnv<'_> {
-    /// Any built-in's value: what [`Env::builtin`] calls for all but the three it answers
-    /// inline.
+    /// The value of a built-in [`Env::builtin`] does not answer inline (all but `pid`,
+    /// `tid` and `timestamp`).
     #[inline(never)]
     fn builtin_other(&mut self, b: Builtin) -> u64 {
         if let Some(src) = probe::arg_source(self.slot.kind, b) {
@@ -313,10 +313,7 @@ impl KernelEnv<'_> {
             };
         }
         match b {
-            Builtin::Pid => task::pid() as u64,
-            Builtin::Tid => task::tid() as u64,
             Builtin::Cpu => self.cpu as u64,
-            Builtin::Timestamp => self.ts(),
             Builtin::Walltimestamp => cpu::real_fast_ns(),
             Builtin::Uid => task::uid() as u64,
             Builtin::Gid => task::gid() as u64,
