@@ -148,12 +148,24 @@ fn key_payload(key: &Key<'_>, i: usize) -> u64 {
 
 /// The tuple of thread-local variable `var` of thread `tid`.
 pub fn thread_tuple(tid: u64, var: u32) -> [Key<'static>; 2] {
-    [Key::Int(tid), Key::Int(TLS_TAG | u64::from(var))]
+    [Key::Int(tid), Key::Int(tls_id(var))]
 }
 
 /// The first key of every element of associative array `var`.
 pub fn array_key(var: u32) -> Key<'static> {
-    Key::Int(u64::from(var))
+    Key::Int(array_id(var))
+}
+
+/// The variable-id key of thread-local variable `var`.
+#[inline(always)]
+fn tls_id(var: u32) -> u64 {
+    TLS_TAG | u64::from(var)
+}
+
+/// The variable-id key of associative array `var`.
+#[inline(always)]
+fn array_id(var: u32) -> u64 {
+    u64::from(var)
 }
 
 /// Calls `f` with each encoded word of a tuple, in the order they are stored in a chunk,
@@ -182,31 +194,191 @@ fn for_each_word(keys: &[Key<'_>], mut f: impl FnMut(u64) -> bool) -> bool {
     true
 }
 
-/// The encoded words of a tuple of two integers, the commonest there is (every `self->x` is
-/// one, and `a[k]` of an integer `k`): what [`for_each_word`] gives for it, as an array, so
-/// that hashing, matching and filling it need no loop over key kinds.
+/// A tuple as the engine uses it: its encoded words (`for_each_word`), hashed, compared
+/// with a live chunk's and written into a new one. A slice of the interpreter's keys is one;
+/// [`IntPair`] is the commonest shape held as its words, so that the walk of a chain for it
+/// compiles without a test of the tuple's shape or a loop over its keys.
+pub trait Tuple {
+    /// Keys in the tuple; a valid tuple has 1 to [`MAX_KEYS`].
+    fn nkeys(&self) -> usize;
+    /// Words the tuple occupies in a chunk.
+    fn words(&self) -> usize;
+    /// Its hash over its encoded words; never [`HASH_FREE`].
+    fn hash(&self) -> u64;
+    /// Whether a live chunk holds the tuple: `meta` is its meta word, `body` its words
+    /// after the header (compared by the rule of `held_keys`).
+    fn held(&self, meta: u64, body: &[Word]) -> bool;
+    /// Writes `vw` zeroed value words, then the tuple's encoding, into `body`, the words
+    /// after a chunk's header; returns the chunk's meta word (the layout of `fill_body`). The caller
+    /// checked that `vw + self.words()` words fit the body.
+    fn fill(&self, body: &[Word], vw: usize) -> u64;
+}
+
+/// The key words of a live chunk (meta word `meta`, words after the header `body`) if its
+/// meta word says it holds `nkeys` keys in `kwords` words: the rule both forms of
+/// [`Tuple::held`] compare by.
 #[inline(always)]
-fn int_pair(keys: &[Key<'_>]) -> Option<[u64; 4]> {
-    match keys {
-        [Key::Int(a), Key::Int(b)] => Some([KIND_INT, *a, KIND_INT, *b]),
-        _ => None,
+fn held_keys(meta: u64, body: &[Word], nkeys: usize, kwords: usize) -> Option<&[Word]> {
+    if meta & 0xffff != nkeys as u64 || ((meta >> 32) & 0xffff) as usize != kwords {
+        return None;
+    }
+    let vw = ((meta >> 16) & 0xffff) as usize;
+    body.get(vw..vw + kwords)
+}
+
+/// [`Tuple::fill`] with `write` writing the key words: the layout both forms fill by.
+#[inline(always)]
+fn fill_body(
+    body: &[Word],
+    vw: usize,
+    nkeys: usize,
+    kwords: usize,
+    write: impl FnOnce(&[Word]),
+) -> u64 {
+    // PANIC: `vw + kwords <= body.len()` (the caller of `Tuple::fill` checked it).
+    for w in &body[..vw] {
+        w.set(0);
+    }
+    write(&body[vw..vw + kwords]);
+    nkeys as u64 | ((vw as u64) << 16) | ((kwords as u64) << 32)
+}
+
+// A slice's compare and fill are out of line, whole: their loops' state stays out of
+// `Dstate::dynvar`'s frame, which is on the probe's stack under the chunk allocator's.
+impl Tuple for [Key<'_>] {
+    #[inline(always)]
+    fn nkeys(&self) -> usize {
+        self.len()
+    }
+
+    #[inline(always)]
+    fn words(&self) -> usize {
+        self.iter().map(key_words).sum()
+    }
+
+    #[inline(always)]
+    fn hash(&self) -> u64 {
+        hash_keys(self)
+    }
+
+    #[inline(always)]
+    fn held(&self, meta: u64, body: &[Word]) -> bool {
+        keys_held(self, meta, body)
+    }
+
+    #[inline(always)]
+    fn fill(&self, body: &[Word], vw: usize) -> u64 {
+        fill_keys(self, body, vw)
     }
 }
 
-/// Words a tuple occupies in a chunk. Computed where it is used, not passed down: a value
-/// fewer kept in `Dstate::dynvar`'s frame, which is on the probe's stack.
-#[inline(always)]
-fn tuple_words(keys: &[Key<'_>]) -> usize {
-    pair_and_words(keys).1
+impl<const N: usize> Tuple for [Key<'_>; N] {
+    #[inline(always)]
+    fn nkeys(&self) -> usize {
+        N
+    }
+
+    #[inline(always)]
+    fn words(&self) -> usize {
+        self[..].words()
+    }
+
+    #[inline(always)]
+    fn hash(&self) -> u64 {
+        self[..].hash()
+    }
+
+    #[inline(always)]
+    fn held(&self, meta: u64, body: &[Word]) -> bool {
+        self[..].held(meta, body)
+    }
+
+    #[inline(always)]
+    fn fill(&self, body: &[Word], vw: usize) -> u64 {
+        self[..].fill(body, vw)
+    }
 }
 
-/// [`int_pair`] and [`tuple_words`] of one tuple, for the code that needs both: the tuple's
-/// shape is tested once.
-#[inline(always)]
-fn pair_and_words(keys: &[Key<'_>]) -> (Option<[u64; 4]>, usize) {
-    match int_pair(keys) {
-        Some(w) => (Some(w), w.len()),
-        None => (None, keys.iter().map(key_words).sum()),
+/// A tuple of two integers, the commonest there is: every `self->x` ([`IntPair::thread`])
+/// and every element `a[k]` of an integer `k`. The same variable as the slice
+/// `[Key::Int(a), Key::Int(b)]`: same words, same hash.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IntPair(pub u64, pub u64);
+
+impl IntPair {
+    /// The tuple of thread-local variable `var` of thread `tid` ([`thread_tuple`]).
+    #[inline(always)]
+    pub fn thread(tid: u64, var: u32) -> Self {
+        Self(tid, tls_id(var))
+    }
+
+    /// The tuple of element `a[k]` of associative array `var` ([`array_key`]).
+    #[inline(always)]
+    pub fn element(var: u32, k: u64) -> Self {
+        Self(array_id(var), k)
+    }
+
+    /// `keys` as a pair, if it is one.
+    #[inline(always)]
+    pub fn of(keys: &[Key<'_>]) -> Option<Self> {
+        match keys {
+            [Key::Int(a), Key::Int(b)] => Some(Self(*a, *b)),
+            _ => None,
+        }
+    }
+
+    #[cfg(test)]
+    fn encoded(self) -> [u64; 4] {
+        [KIND_INT, self.0, KIND_INT, self.1]
+    }
+}
+
+impl Tuple for IntPair {
+    #[inline(always)]
+    fn nkeys(&self) -> usize {
+        2
+    }
+
+    #[inline(always)]
+    fn words(&self) -> usize {
+        4
+    }
+
+    // No iterator here nor in `fill`: the kernel's build (with its UB checks) put the
+    // words on the stack, into the frame of the walk, which is under the chunk allocator's.
+    #[inline(always)]
+    fn hash(&self) -> u64 {
+        let h = mix(mix(HASH_SEED, KIND_INT), self.0);
+        avalanche(mix(mix(h, KIND_INT), self.1))
+    }
+
+    #[inline(always)]
+    fn held(&self, meta: u64, body: &[Word]) -> bool {
+        // The payloads first: they differ between variables, the descriptors rarely do.
+        match held_keys(meta, body, 2, 4) {
+            Some([w0, w1, w2, w3]) => {
+                w1.get() == self.0
+                    && w3.get() == self.1
+                    && w0.get() == KIND_INT
+                    && w2.get() == KIND_INT
+            }
+            _ => false,
+        }
+    }
+
+    // Out of line: inlined, the pair's walk kept 32 bytes more of the probe's stack
+    // across the chunk allocator's call (`scripts/stackcheck.py`); a fill follows every
+    // allocation, which costs more than the call.
+    #[inline(never)]
+    fn fill(&self, body: &[Word], vw: usize) -> u64 {
+        fill_body(body, vw, 2, 4, |keys| {
+            if let [w0, w1, w2, w3] = keys {
+                w0.set(KIND_INT);
+                w1.set(self.0);
+                w2.set(KIND_INT);
+                w3.set(self.1);
+            }
+        })
     }
 }
 
@@ -219,23 +391,47 @@ fn mix(h: u64, w: u64) -> u64 {
     (h.rotate_left(23) ^ w).wrapping_mul(0x9e37_79b9_7f4a_7c15)
 }
 
-/// Hash of a tuple over its encoded words; never [`HASH_FREE`].
-// Out of line, like `keys_match` and `fill`: their iterators' state stays out of `dynvar`'s
-// frame, which is on the probe's stack under the chunk allocator.
+/// Hash of a slice of keys over its encoded words; never [`HASH_FREE`].
+// Out of line, like `keys_held` and `fill_keys`: their loops' state stays out of
+// `dynvar`'s frame, which is on the probe's stack under the chunk allocator.
 #[inline(never)]
-fn hash_tuple(keys: &[Key<'_>]) -> u64 {
-    let h = match int_pair(keys) {
-        Some(words) => words.iter().fold(HASH_SEED, |h, &w| mix(h, w)),
-        None => {
-            let mut h = HASH_SEED;
-            for_each_word(keys, |w| {
-                h = mix(h, w);
-                true
-            });
-            h
-        }
-    };
+fn hash_keys(keys: &[Key<'_>]) -> u64 {
+    let mut h = HASH_SEED;
+    for_each_word(keys, |w| {
+        h = mix(h, w);
+        true
+    });
     avalanche(h)
+}
+
+/// [`Tuple::held`] of a slice of keys.
+#[inline(never)]
+fn keys_held(keys: &[Key<'_>], meta: u64, body: &[Word]) -> bool {
+    let Some(words) = held_keys(meta, body, keys.len(), keys.words()) else {
+        return false;
+    };
+    let mut n = 0;
+    for_each_word(keys, |k| {
+        let same = words.get(n).is_some_and(|w| w.get() == k);
+        n += 1;
+        same
+    })
+}
+
+/// [`Tuple::fill`] of a slice of keys.
+#[inline(never)]
+fn fill_keys(keys: &[Key<'_>], body: &[Word], vw: usize) -> u64 {
+    fill_body(body, vw, keys.len(), keys.words(), |words| {
+        let mut n = 0;
+        for_each_word(keys, |k| {
+            let Some(w) = words.get(n) else {
+                return false;
+            };
+            w.set(k);
+            n += 1;
+            true
+        });
+    })
 }
 
 /// The last step of a tuple's hash: the low bits (the bucket) come to depend on every input
@@ -1010,8 +1206,8 @@ impl<'a> Dstate<'a> {
     }
 
     /// The hash bucket of a tuple (for diagnostics and tests).
-    pub fn bucket_index(&self, keys: &[Key<'_>]) -> usize {
-        self.bucket_of(hash_tuple(keys))
+    pub fn bucket_index<T: Tuple + ?Sized>(&self, keys: &T) -> usize {
+        self.bucket_of(keys.hash())
     }
 
     fn bucket_of(&self, hash: u64) -> usize {
@@ -1056,7 +1252,7 @@ impl<'a> Dstate<'a> {
 
     /// Finds the variable named by `keys`; no lock, no allocation.
     #[inline(always)]
-    pub fn lookup(&self, keys: &[Key<'_>]) -> Result<Option<VarRef<'a>>, DynvarError> {
+    pub fn lookup<T: Tuple + ?Sized>(&self, keys: &T) -> Result<Option<VarRef<'a>>, DynvarError> {
         Ok(self
             .dynvar(0, 0, keys, Op::Lookup)?
             .map(|c| self.value_of(c)))
@@ -1064,16 +1260,16 @@ impl<'a> Dstate<'a> {
 
     /// Value word 0 of the variable; 0 when it does not exist.
     #[inline(always)]
-    pub fn load(&self, keys: &[Key<'_>]) -> Result<u64, DynvarError> {
+    pub fn load<T: Tuple + ?Sized>(&self, keys: &T) -> Result<u64, DynvarError> {
         Ok(self.lookup(keys)?.map_or(0, |v| v.word(0)))
     }
 
     /// [`Dstate::load`], noting in `found` the chunk of the variable (`None` when it does not
     /// exist), for a [`Dstate::store_noted`] of 0 later in the firing.
     #[inline(always)]
-    pub fn load_noting(
+    pub fn load_noting<T: Tuple + ?Sized>(
         &self,
-        keys: &[Key<'_>],
+        keys: &T,
         found: &mut Option<u32>,
     ) -> Result<u64, DynvarError> {
         let v = self.lookup(keys)?;
@@ -1085,11 +1281,11 @@ impl<'a> Dstate<'a> {
     /// not exist yet (claim 10: an existing variable is never allocated again). `var` is the
     /// variable id whose drop counter counts a failure.
     #[inline(always)]
-    pub fn get_or_alloc(
+    pub fn get_or_alloc<T: Tuple + ?Sized>(
         &self,
         cpu: usize,
         var: u32,
-        keys: &[Key<'_>],
+        keys: &T,
         value_bytes: usize,
     ) -> Result<VarRef<'a>, DynvarError> {
         match self.dynvar(cpu, var, keys, Op::Alloc(value_words(value_bytes)))? {
@@ -1101,11 +1297,11 @@ impl<'a> Dstate<'a> {
 
     /// Stores a scalar; storing 0 deletes the variable.
     #[inline(always)]
-    pub fn store(
+    pub fn store<T: Tuple + ?Sized>(
         &self,
         cpu: usize,
         var: u32,
-        keys: &[Key<'_>],
+        keys: &T,
         value: u64,
     ) -> Result<(), DynvarError> {
         if value == 0 {
@@ -1119,11 +1315,11 @@ impl<'a> Dstate<'a> {
     /// store of 0 deletes from there ([`Dstate::delete_found`]). Whatever `found` names, the
     /// store is the same.
     #[inline(always)]
-    pub fn store_noted(
+    pub fn store_noted<T: Tuple + ?Sized>(
         &self,
         cpu: usize,
         var: u32,
-        keys: &[Key<'_>],
+        keys: &T,
         value: u64,
         found: &mut Option<u32>,
     ) -> Result<(), DynvarError> {
@@ -1136,11 +1332,11 @@ impl<'a> Dstate<'a> {
     /// Stores a string value of `value_bytes` bytes of space (truncated to it); storing the
     /// empty string deletes the variable, as storing 0 deletes an integer.
     #[inline(always)]
-    pub fn store_bytes(
+    pub fn store_bytes<T: Tuple + ?Sized>(
         &self,
         cpu: usize,
         var: u32,
-        keys: &[Key<'_>],
+        keys: &T,
         bytes: &[u8],
         value_bytes: usize,
     ) -> Result<(), DynvarError> {
@@ -1155,7 +1351,11 @@ impl<'a> Dstate<'a> {
     /// Copies a string value into `out` (up to its NUL or `out.len()` bytes); returns its
     /// length, 0 when the variable does not exist.
     #[inline(always)]
-    pub fn load_bytes(&self, keys: &[Key<'_>], out: &mut [u8]) -> Result<usize, DynvarError> {
+    pub fn load_bytes<T: Tuple + ?Sized>(
+        &self,
+        keys: &T,
+        out: &mut [u8],
+    ) -> Result<usize, DynvarError> {
         let Some(v) = self.lookup(keys)? else {
             return Ok(0);
         };
@@ -1188,11 +1388,11 @@ impl<'a> Dstate<'a> {
 
     /// `x += delta` (and `x++`): allocates when absent, deletes when the result is 0; returns
     /// the new value.
-    pub fn add(
+    pub fn add<T: Tuple + ?Sized>(
         &self,
         cpu: usize,
         var: u32,
-        keys: &[Key<'_>],
+        keys: &T,
         delta: u64,
     ) -> Result<u64, DynvarError> {
         if delta == 0 {
@@ -1207,7 +1407,7 @@ impl<'a> Dstate<'a> {
 
     /// Deletes the variable: unlinks it under the bucket lock and puts its chunk on `cpu`'s
     /// dirty list (¶44). Returns whether it existed.
-    pub fn delete(&self, cpu: usize, keys: &[Key<'_>]) -> Result<bool, DynvarError> {
+    pub fn delete<T: Tuple + ?Sized>(&self, cpu: usize, keys: &T) -> Result<bool, DynvarError> {
         Ok(self.dynvar(cpu, 0, keys, Op::Delete)?.is_some())
     }
 
@@ -1223,10 +1423,10 @@ impl<'a> Dstate<'a> {
     // Inlined: the walk of the fallback starts from the caller's frame, not from below
     // `delete_at`'s, on the probe's stack.
     #[inline(always)]
-    pub fn delete_found(
+    pub fn delete_found<T: Tuple + ?Sized>(
         &self,
         cpu: usize,
-        keys: &[Key<'_>],
+        keys: &T,
         chunk: u32,
     ) -> Result<bool, DynvarError> {
         if self.delete_at(cpu, keys, chunk)? {
@@ -1237,7 +1437,12 @@ impl<'a> Dstate<'a> {
 
     /// [`Dstate::delete_found`] of `chunk`; false when it did not delete it there.
     #[inline(never)]
-    fn delete_at(&self, cpu: usize, keys: &[Key<'_>], chunk: u32) -> Result<bool, DynvarError> {
+    fn delete_at<T: Tuple + ?Sized>(
+        &self,
+        cpu: usize,
+        keys: &T,
+        chunk: u32,
+    ) -> Result<bool, DynvarError> {
         let me = self.cpu(cpu)?;
         if !self.is_chunk(chunk) {
             return Ok(false);
@@ -1274,14 +1479,14 @@ impl<'a> Dstate<'a> {
     }
 
     /// Lookup, allocation and deletion in one walk of the chain (US 7,302,542 Figure 6).
-    fn dynvar(
+    fn dynvar<T: Tuple + ?Sized>(
         &self,
         cpu: usize,
         var: u32,
-        keys: &[Key<'_>],
+        keys: &T,
         op: Op,
     ) -> Result<Option<u32>, DynvarError> {
-        if keys.is_empty() || keys.len() > MAX_KEYS {
+        if keys.nkeys() == 0 || keys.nkeys() > MAX_KEYS {
             return Err(DynvarError::BadTuple);
         }
         let me = if op == Op::Lookup {
@@ -1290,7 +1495,7 @@ impl<'a> Dstate<'a> {
             Some(self.cpu(cpu)?)
         };
         if let Op::Alloc(vw) = op {
-            if HEADER_WORDS + vw + tuple_words(keys) > self.layout.chunk_words() {
+            if HEADER_WORDS + vw + keys.words() > self.layout.chunk_words() {
                 if let Some(d) = me {
                     d.drops_size.fetch_add(1, Relaxed);
                 }
@@ -1298,7 +1503,7 @@ impl<'a> Dstate<'a> {
                 return Err(DynvarError::TooLarge);
             }
         }
-        let hash = hash_tuple(keys);
+        let hash = keys.hash();
         // PANIC: `bucket_of` is below `nchunks`, the number of buckets (type invariant).
         let bucket = &self.buckets[self.bucket_of(hash)];
         let mut locked = 0;
@@ -1428,64 +1633,28 @@ impl<'a> Dstate<'a> {
         }
     }
 
-    #[inline(never)]
-    fn keys_match(&self, c: u32, keys: &[Key<'_>]) -> bool {
-        let nkeys = keys.len() as u64;
-        let (pair, kwords) = pair_and_words(keys);
-        let meta = self.w(c, W_META).get();
-        if meta & 0xffff != nkeys || ((meta >> 32) & 0xffff) as usize != kwords {
-            return false;
-        }
-        let vw = ((meta >> 16) & 0xffff) as usize;
-        if HEADER_WORDS + vw + kwords > self.layout.chunk_words() {
-            return false;
-        }
-        let base = c as usize * self.layout.chunk_words() + HEADER_WORDS + vw;
-        // PANIC: `HEADER_WORDS + vw + kwords <= chunk_words` (checked above) and `c` is a
-        // chunk, so the key words lie within chunk `c`.
-        let words = &self.chunks[base..base + kwords];
-        // Four plain compares: the kernel's build calls an iterator's `zip` and `all` out of
-        // line (about 60 instructions a match, twice in a latency script's return).
-        if let (Some([k0, k1, k2, k3]), [w0, w1, w2, w3]) = (pair, words) {
-            return w1.get() == k1 && w3.get() == k3 && w0.get() == k0 && w2.get() == k2;
-        }
-        let mut n = 0;
-        for_each_word(keys, |k| {
-            let same = words.get(n).is_some_and(|w| w.get() == k);
-            n += 1;
-            same
-        })
+    /// The words of chunk `c` after its header; `c` must be a chunk index (as for `w`).
+    #[inline(always)]
+    fn body(&self, c: u32) -> &'a [Word] {
+        let cw = self.layout.chunk_words();
+        let base = c as usize * cw;
+        // PANIC: `chunks` holds `nchunks * chunk_words` words and `c < nchunks` (as for
+        // `w`); `HEADER_WORDS < chunk_words` (`MIN_CHUNK_BYTES`).
+        &self.chunks[base + HEADER_WORDS..base + cw]
+    }
+
+    /// Whether live chunk `c` holds `keys`.
+    #[inline(always)]
+    fn keys_match<T: Tuple + ?Sized>(&self, c: u32, keys: &T) -> bool {
+        keys.held(self.w(c, W_META).get(), self.body(c))
     }
 
     /// Writes key and zeroed value into a chunk this CPU owns (not yet published).
-    /// `HEADER_WORDS + vw + tuple_words(keys) <= chunk_words` (the caller checks it).
-    #[inline(never)]
-    fn fill(&self, c: u32, keys: &[Key<'_>], vw: usize) {
-        let nkeys = keys.len() as u64;
-        let (pair, kwords) = pair_and_words(keys);
-        let base = c as usize * self.layout.chunk_words() + HEADER_WORDS;
-        // PANIC: value and key words lie within chunk `c` (precondition above).
-        for w in &self.chunks[base..base + vw] {
-            w.set(0);
-        }
-        let words = &self.chunks[base + vw..base + vw + kwords];
-        if let (Some(pair), [w0, w1, w2, w3]) = (pair, words) {
-            for (w, k) in [w0, w1, w2, w3].into_iter().zip(pair) {
-                w.set(k);
-            }
-        } else {
-            let mut n = 0;
-            for_each_word(keys, |k| {
-                let Some(w) = words.get(n) else {
-                    return false;
-                };
-                w.set(k);
-                n += 1;
-                true
-            });
-        }
-        self.w(c, W_META)
-            .set(nkeys | ((vw as u64) << 16) | ((kwords as u64) << 32));
+    /// `HEADER_WORDS + vw + keys.words() <= chunk_words` (the caller checks it).
+    #[inline(always)]
+    fn fill<T: Tuple + ?Sized>(&self, c: u32, keys: &T, vw: usize) {
+        let meta = keys.fill(self.body(c), vw);
+        self.w(c, W_META).set(meta);
     }
 
     /// Pushes one chunk onto a CPU's dirty list (races only with the cleaner's swap).
@@ -2000,28 +2169,49 @@ mod tests {
     fn int_pairs_encode_as_any_tuple() {
         for (a, b) in [(0, 0), (1, u64::MAX), (TLS_TAG | 3, 42), (u64::MAX, 7)] {
             let k = [Key::Int(a), Key::Int(b)];
+            let p = IntPair::of(&k).unwrap();
+            assert_eq!(p, IntPair(a, b));
             let mut w = Vec::new();
             for_each_word(&k, |x| {
                 w.push(x);
                 true
             });
-            assert_eq!(int_pair(&k).map(Vec::from), Some(w.clone()));
-            assert_eq!(k.iter().map(key_words).sum::<usize>(), w.len());
-            // The pair's hash is the general loop's over the same words.
-            let h = w.iter().fold(HASH_SEED, |h, &x| mix(h, x));
-            assert_eq!(hash_tuple(&k), avalanche(h));
+            assert_eq!(Vec::from(p.encoded()), w);
+            assert_eq!((p.nkeys(), p.words()), (k.nkeys(), k.words()));
+            assert_eq!(p.hash(), k.hash());
+            // A body of one value word and the key words; both forms fill it alike and
+            // each finds the other's.
+            let body: Vec<Word> = (0..5).map(|_| Word::new()).collect();
+            body[0].set(9);
+            let meta = p.fill(&body, 1);
+            assert!(k.held(meta, &body) && p.held(meta, &body));
+            assert_eq!(k.fill(&body, 1), meta);
+            let got: Vec<u64> = body.iter().map(Word::get).collect();
+            assert_eq!(got[0], 0);
+            assert_eq!(got[1..], w[..]);
+            body[2].set(a ^ 1);
+            assert!(!k.held(meta, &body) && !p.held(meta, &body));
+            body[2].set(a);
+            // A meta word of another shape never matches.
+            assert!(!k.held(meta + 1, &body) && !p.held(meta + 1, &body));
         }
-        assert_eq!(int_pair(&[Key::Int(1)]), None);
-        assert_eq!(int_pair(&[Key::Int(1), Key::Str(b"x")]), None);
-        assert_eq!(int_pair(&[Key::Int(1), Key::Int(2), Key::Int(3)]), None);
+        let [t, v] = thread_tuple(9, 4);
+        assert_eq!(Some(IntPair::thread(9, 4)), IntPair::of(&[t, v]));
+        assert_eq!(
+            Some(IntPair::element(5, 7)),
+            IntPair::of(&[array_key(5), Key::Int(7)])
+        );
+        assert_eq!(IntPair::of(&[Key::Int(1)]), None);
+        assert_eq!(IntPair::of(&[Key::Int(1), Key::Str(b"x")]), None);
+        assert_eq!(IntPair::of(&[Key::Int(1), Key::Int(2), Key::Int(3)]), None);
     }
 
     #[test]
     fn hash_is_never_free_and_separates_kinds() {
-        assert_ne!(hash_tuple(&[Key::Int(0)]), HASH_FREE);
+        assert_ne!(hash_keys(&[Key::Int(0)]), HASH_FREE);
         assert_ne!(
-            hash_tuple(&[Key::Int(0)]),
-            hash_tuple(&[Key::Str(b"\0\0\0\0\0\0\0\0")])
+            hash_keys(&[Key::Int(0)]),
+            hash_keys(&[Key::Str(b"\0\0\0\0\0\0\0\0")])
         );
     }
 }

@@ -8,8 +8,8 @@
 use crate::abi;
 use crate::action::{Dict, Key, KeyBuf, Scope};
 use crate::dynvar::{
-    self, array_key, thread_tuple, Audit, AuditError, Bucket, CpuState, Dstate, Header, Layout,
-    LayoutError, Word, MAX_KEYS,
+    self, array_key, thread_tuple, Audit, AuditError, Bucket, CpuState, Dstate, Header, IntPair,
+    Layout, LayoutError, Word, MAX_KEYS,
 };
 use crate::program::{Image, OptKey, Options};
 use crate::sys::clean::{self, AllCpus, Periodic, PeriodicThread};
@@ -94,14 +94,40 @@ pub(crate) struct DynMem {
     _mem: VVec<u8>,
 }
 
+/// A variable's whole tuple, as [`DynMem::tuple`] builds it.
+enum Tup<'k, 'b> {
+    /// `self->x`, or `a[k]` of an integer `k`: held as its words, so the engine's walk for
+    /// it has no loop over keys (`dynvar::IntPair`).
+    Pair(IntPair),
+    /// Any other, in the room's key buffer.
+    Keys(&'k [Key<'b>]),
+}
+
 impl DynMem {
     /// The whole tuple of variable `var` as the interpreter names it (`keys` = `[tid]` for
-    /// `self->x`, the array keys otherwise), built in `room`; `None` for a global or a bad
-    /// key. A thread-local's tuple is two keys built in place, not a `MAX_KEYS` array: the
-    /// common `self->x` path copies 48 bytes instead of 384. A slice, not a callback, so
-    /// that no closure frame sits between the interpreter and the chunk allocator.
+    /// `self->x`, the array keys otherwise): a pair of integers in registers, any other in
+    /// `room` ([`DynMem::tuple_keys`]); `None` for a global or a bad key.
     #[inline(always)]
     fn tuple<'k, 'b: 'k>(
+        &self,
+        var: u32,
+        keys: &[Key<'b>],
+        room: &'k mut KeyBuf<MAX_KEYS>,
+    ) -> Option<Tup<'k, 'b>> {
+        match (self.scopes.get(var as usize)?, keys) {
+            (Scope::Thread, [Key::Int(tid)]) => Some(Tup::Pair(IntPair::thread(*tid, var))),
+            (Scope::Assoc, [Key::Int(k)]) => Some(Tup::Pair(IntPair::element(var, *k))),
+            _ => self.tuple_keys(var, keys, room).map(Tup::Keys),
+        }
+    }
+
+    /// [`DynMem::tuple`] as a slice of keys, built in `room`. The string-valued variables
+    /// take this form alone: one walk of the engine's under their store, whose chain on the
+    /// probe's stack is the deepest (`scripts/stackcheck.py`). A thread-local's tuple is two
+    /// keys built in place, not a `MAX_KEYS` array. A slice, not a callback, so that no
+    /// closure frame sits between the interpreter and the chunk allocator.
+    #[inline(always)]
+    fn tuple_keys<'k, 'b: 'k>(
         &self,
         var: u32,
         keys: &[Key<'b>],
@@ -285,10 +311,14 @@ impl DynVars {
     /// Value of variable `var` at the interpreter's `keys`; 0 if it does not exist.
     /// Probe context.
     pub(crate) fn load(&self, var: u32, keys: &[Key<'_>], room: &mut DynRoom) -> u64 {
+        let d = &self.mem.dstate;
         let DynRoom { keys: kb, found } = room;
-        self.mem
-            .tuple(var, keys, kb)
-            .map_or(0, |t| self.mem.dstate.load_noting(t, found).unwrap_or(0))
+        match self.mem.tuple(var, keys, kb) {
+            Some(Tup::Pair(t)) => d.load_noting(&t, found),
+            Some(Tup::Keys(t)) => d.load_noting(t, found),
+            None => return 0,
+        }
+        .unwrap_or(0)
     }
 
     /// Stores `value` into variable `var` at `keys` on `cpu` (0 deletes); false when the
@@ -303,12 +333,15 @@ impl DynVars {
     ) -> bool {
         let d = &self.mem.dstate;
         let DynRoom { keys: kb, found } = room;
-        let Some(t) = self.mem.tuple(var, keys, kb) else {
-            return false;
-        };
+        let cpu = cpu as usize;
         // `self->ts = 0` after reading `self->ts` deletes where the read found it.
-        let ok = d.store_noted(cpu as usize, var, t, value, found).is_ok();
-        if d.wants_clean(cpu as usize) {
+        let ok = match self.mem.tuple(var, keys, kb) {
+            Some(Tup::Pair(t)) => d.store_noted(cpu, var, &t, value, found),
+            Some(Tup::Keys(t)) => d.store_noted(cpu, var, t, value, found),
+            None => return false,
+        }
+        .is_ok();
+        if d.wants_clean(cpu) {
             // Free chunks run short on this CPU: the cleaner runs now, not at its next
             // period (Documentation/dynvar.rst, "On-demand cleaning").
             self.cleaner.kick();
@@ -326,7 +359,7 @@ impl DynVars {
         out: &mut [u8],
     ) -> usize {
         self.mem
-            .tuple(var, keys, &mut room.keys)
+            .tuple_keys(var, keys, &mut room.keys)
             .map_or(0, |t| self.mem.dstate.load_bytes(t, out).unwrap_or(0))
     }
 
@@ -342,11 +375,12 @@ impl DynVars {
     ) -> bool {
         let d = &self.mem.dstate;
         let bytes = self.mem.str_bytes;
-        let Some(t) = self.mem.tuple(var, keys, &mut room.keys) else {
+        let cpu = cpu as usize;
+        let Some(t) = self.mem.tuple_keys(var, keys, &mut room.keys) else {
             return false;
         };
-        let ok = d.store_bytes(cpu as usize, var, t, s, bytes).is_ok();
-        if d.wants_clean(cpu as usize) {
+        let ok = d.store_bytes(cpu, var, t, s, bytes).is_ok();
+        if d.wants_clean(cpu) {
             // As for an integer store (`store`).
             self.cleaner.kick();
         }

@@ -150,7 +150,7 @@ impl Run<'_> {
                 if need {
                     self.attempts.set(self.attempts.get() + 1);
                 }
-                match ds.store(*cpu, var_of(*key), &t, *val) {
+                match ds.store(*cpu, var_of(*key), &t[..], *val) {
                     Ok(()) => {
                         let mut m = self.model.borrow_mut();
                         if *val == 0 {
@@ -172,7 +172,7 @@ impl Run<'_> {
                 if need {
                     self.attempts.set(self.attempts.get() + 1);
                 }
-                match ds.add(*cpu, var_of(*key), &t, *delta) {
+                match ds.add(*cpu, var_of(*key), &t[..], *delta) {
                     Ok(v) => {
                         let want = old.wrapping_add(*delta);
                         assert_eq!(v, want);
@@ -191,11 +191,11 @@ impl Run<'_> {
             }
             Op::Delete { cpu, key } => {
                 let existed = self.model.borrow_mut().remove(key).is_some();
-                assert_eq!(ds.delete(*cpu, &tuple(*key)).unwrap(), existed);
+                assert_eq!(ds.delete(*cpu, &tuple(*key)[..]).unwrap(), existed);
             }
             Op::Load { key } => {
                 let want = self.model.borrow().get(key).copied().unwrap_or(0);
-                assert_eq!(ds.load(&tuple(*key)).unwrap(), want);
+                assert_eq!(ds.load(&tuple(*key)[..]).unwrap(), want);
             }
             Op::Firing {
                 cpu,
@@ -205,7 +205,7 @@ impl Run<'_> {
             } => {
                 let want = self.model.borrow().get(key).copied().unwrap_or(0);
                 let mut found = None;
-                assert_eq!(ds.load_noting(&tuple(*key), &mut found).unwrap(), want);
+                assert_eq!(ds.load_noting(&tuple(*key)[..], &mut found).unwrap(), want);
                 assert_eq!(found.is_some(), want != 0);
                 for o in between {
                     if !matches!(o, Op::Clean) {
@@ -217,10 +217,10 @@ impl Run<'_> {
                 let gone = other.unwrap_or(*key);
                 self.model.borrow_mut().remove(&gone);
                 let t = tuple(gone);
-                ds.store_noted(*cpu, var_of(gone), &t, 0, &mut found)
+                ds.store_noted(*cpu, var_of(gone), &t[..], 0, &mut found)
                     .unwrap();
                 assert_eq!(found, None);
-                assert_eq!(ds.load(&t).unwrap(), 0);
+                assert_eq!(ds.load(&t[..]).unwrap(), 0);
             }
             Op::Clean => {
                 let before = self.m.audit();
@@ -259,7 +259,7 @@ impl Run<'_> {
         self.check_conservation();
         // Every variable reads back its last value.
         for (k, v) in self.model.borrow().iter() {
-            assert_eq!(ds.load(&tuple(*k)).unwrap(), *v);
+            assert_eq!(ds.load(&tuple(*k)[..]).unwrap(), *v);
         }
     }
 }

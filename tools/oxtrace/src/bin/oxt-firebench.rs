@@ -19,7 +19,9 @@ use oxtrace_core::action::{
 };
 use oxtrace_core::agg::{self, AggBuffer, AggFunc, IntKey};
 use oxtrace_core::buffer;
-use oxtrace_core::dynvar::{self, Bucket, CpuState, CrossCall, Dstate, Header, Layout, Word};
+use oxtrace_core::dynvar::{
+    self, Bucket, CpuState, CrossCall, Dstate, Header, IntPair, Layout, Word,
+};
 use oxtrace_core::limits;
 use oxtrace_core::probe::{self, ArgSource, ClauseEnv};
 use oxtrace_core::program::{Image, ProbeKind, VerifiedClause};
@@ -74,14 +76,9 @@ impl<'a> BenchEnv<'a> {
     }
 
     /// The `self->` tuple, as `glue::dynmem` builds it (no allocation).
-    fn tuple(&self, var: u32, keys: &[Key<'_>]) -> Option<[Key<'static>; 2]> {
-        match self.scopes.get(var as usize)? {
-            Scope::Thread => {
-                let Some(&Key::Int(tid)) = keys.first() else {
-                    return None;
-                };
-                Some(dynvar::thread_tuple(tid, var))
-            }
+    fn tuple(&self, var: u32, keys: &[Key<'_>]) -> Option<IntPair> {
+        match (self.scopes.get(var as usize)?, keys) {
+            (Scope::Thread, [Key::Int(tid)]) => Some(IntPair::thread(*tid, var)),
             _ => None,
         }
     }
