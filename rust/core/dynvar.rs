@@ -1248,6 +1248,15 @@ impl<'a> Dstate<'a> {
         }
     }
 
+    /// Value word 0 of chunk `chunk`, which a walk found or an allocation filled: every
+    /// such chunk has at least one value word (`value_words`), so its meta word need not be
+    /// read for it, as [`Dstate::value_of`] does for a value of any length.
+    #[inline(always)]
+    fn first_word(&self, chunk: u32) -> &'a Word {
+        // `HEADER_WORDS < chunk_words` (`MIN_CHUNK_BYTES`), as `w` requires.
+        self.w(chunk, HEADER_WORDS)
+    }
+
     // ---- probe context ----------------------------------------------------------------
 
     /// Finds the variable named by `keys`; no lock, no allocation.
@@ -1261,7 +1270,9 @@ impl<'a> Dstate<'a> {
     /// Value word 0 of the variable; 0 when it does not exist.
     #[inline(always)]
     pub fn load<T: Tuple + ?Sized>(&self, keys: &T) -> Result<u64, DynvarError> {
-        Ok(self.lookup(keys)?.map_or(0, |v| v.word(0)))
+        Ok(self
+            .dynvar(0, 0, keys, Op::Lookup)?
+            .map_or(0, |c| self.first_word(c).get()))
     }
 
     /// [`Dstate::load`], noting in `found` the chunk of the variable (`None` when it does not
@@ -1272,9 +1283,9 @@ impl<'a> Dstate<'a> {
         keys: &T,
         found: &mut Option<u32>,
     ) -> Result<u64, DynvarError> {
-        let v = self.lookup(keys)?;
-        *found = v.map(|v| v.chunk());
-        Ok(v.map_or(0, |v| v.word(0)))
+        let c = self.dynvar(0, 0, keys, Op::Lookup)?;
+        *found = c;
+        Ok(c.map_or(0, |c| self.first_word(c).get()))
     }
 
     /// The variable, allocated on `cpu` with `value_bytes` of zeroed value space if it does
@@ -1307,8 +1318,14 @@ impl<'a> Dstate<'a> {
         if value == 0 {
             return self.delete(cpu, keys).map(|_| ());
         }
-        self.get_or_alloc(cpu, var, keys, 8)?.set_word(0, value);
-        Ok(())
+        match self.dynvar(cpu, var, keys, Op::Alloc(value_words(VALUE_BYTES)))? {
+            Some(c) => {
+                self.first_word(c).set(value);
+                Ok(())
+            }
+            // As in `get_or_alloc`: never reached.
+            None => Err(DynvarError::Contended),
+        }
     }
 
     /// [`Dstate::store`], taking the chunk a [`Dstate::load_noting`] noted in `found`: a
