@@ -1221,6 +1221,8 @@ impl<'a> Dstate<'a> {
     /// Word `word` of chunk `chunk`; `chunk` must be a chunk index ([`Self::is_chunk`]: every
     /// caller checks it, or takes it from a list, which holds chunk indices only) and
     /// `word < chunk_words`.
+    // Always inline: the kernel's build called it out of line from `delete_at`.
+    #[inline(always)]
     fn w(&self, chunk: u32, word: usize) -> &'a Word {
         // PANIC: `chunks` holds `nchunks * chunk_words` words (type invariant), and the
         // caller passes `chunk < nchunks` and `word < chunk_words` (see above).
