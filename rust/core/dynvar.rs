@@ -1301,8 +1301,20 @@ impl<'a> Dstate<'a> {
         keys: &T,
         value_bytes: usize,
     ) -> Result<VarRef<'a>, DynvarError> {
+        Ok(self.value_of(self.alloc(cpu, var, keys, value_bytes)?))
+    }
+
+    /// The chunk of [`Dstate::get_or_alloc`]'s variable.
+    #[inline(always)]
+    fn alloc<T: Tuple + ?Sized>(
+        &self,
+        cpu: usize,
+        var: u32,
+        keys: &T,
+        value_bytes: usize,
+    ) -> Result<u32, DynvarError> {
         match self.dynvar(cpu, var, keys, Op::Alloc(value_words(value_bytes)))? {
-            Some(c) => Ok(self.value_of(c)),
+            Some(c) => Ok(c),
             // An allocation returns a chunk or an error; never reached.
             None => Err(DynvarError::Contended),
         }
@@ -1320,14 +1332,9 @@ impl<'a> Dstate<'a> {
         if value == 0 {
             return self.delete(cpu, keys).map(|_| ());
         }
-        match self.dynvar(cpu, var, keys, Op::Alloc(value_words(VALUE_BYTES)))? {
-            Some(c) => {
-                self.first_word(c).set(value);
-                Ok(())
-            }
-            // As in `get_or_alloc`: never reached.
-            None => Err(DynvarError::Contended),
-        }
+        let c = self.alloc(cpu, var, keys, VALUE_BYTES)?;
+        self.first_word(c).set(value);
+        Ok(())
     }
 
     /// [`Dstate::store`], taking the chunk a [`Dstate::load_noting`] noted in `found`: a
