@@ -113,7 +113,7 @@ pub(super) fn fire(s: &Session, slot: &ProbeSlot, ctx: &mut ActionCtx, regs: &Re
     if slot.kind != ProbeKind::End && s.exited.load(Ordering::Acquire) {
         return;
     }
-    let order = s.clauses_of(slot.desc);
+    let order = s.clauses_of(slot);
     if order.is_empty() {
         return;
     }
@@ -333,11 +333,7 @@ impl KernelEnv<'_> {
             Builtin::Vtimestamp => task::vtime(),
             Builtin::Epid => {
                 let (s, sl) = (self.s, self.slot);
-                probe::epid(
-                    sl.epid_base,
-                    s.clauses_of(sl.desc).iter().copied(),
-                    self.clause,
-                )
+                probe::epid(sl.epid_base, s.clauses_of(sl).iter().copied(), self.clause)
             }
             Builtin::Ipl => task::irq_level() as u64,
             _ => 0,

@@ -48,6 +48,9 @@ pub(crate) struct ProbeSlot {
     /// Its enabled probe IDs (`epid`) follow this one, a clause's being this plus one
     /// more than its index in the description's clauses ([`probe::EpidBases`]).
     pub(super) epid_base: u32,
+    /// Its description's clauses: the range `start..end` of [`Session::desc_clauses`],
+    /// found at LOAD so that a firing does not look the description up.
+    pub(super) clauses: (u32, u32),
 }
 
 impl ProbeSlot {
@@ -125,14 +128,15 @@ pub(crate) struct Drain {
 pub(crate) struct Session {
     /// The image and its verified clauses.
     pub(super) prog: OwnedImage,
-    /// For each probe description, its range in `desc_clauses`.
-    pub(super) desc_range: KVec<(u32, u32)>,
-    /// Clause indices, grouped by probe description.
+    /// Clause indices, grouped by probe description ([`ProbeSlot::clauses`]).
     pub(super) desc_clauses: KVec<u32>,
     pub(super) slots: KVec<ProbeSlot>,
-    /// Per CPU, the probes' counters in `slots.len().div_ceil(2)` lines (up to megabytes
-    /// with a long attach list: not in one physically contiguous allocation).
+    /// Per CPU, the probes' counters in `counter_lines` lines (up to megabytes with a long
+    /// attach list: not in one physically contiguous allocation).
     pub(super) counters: KVVec<CounterLine>,
+    /// Lines of `counters` per CPU, `slots.len().div_ceil(2)`: kept, not worked out at every
+    /// firing.
+    pub(super) counter_lines: usize,
     pub(super) cpu_counters: KVec<CpuCounters>,
     pub(super) cpus: PerCpu<CpuState>,
     pub(super) pbuf_mem: HalvesMem<u8>,
@@ -242,7 +246,7 @@ impl Session {
         let image = *prog.image();
         let scratch = prog.scratch();
 
-        // Clauses by probe description.
+        // Clauses by probe description: for each, its range `start..end` in `desc_clauses`.
         let ndesc = image.probe_count();
         let mut desc_range = KVec::with_capacity(ndesc, gfp_load())?;
         let mut desc_clauses = KVec::new();
@@ -251,7 +255,7 @@ impl Session {
             for c in probe::clauses_of(&image, d) {
                 desc_clauses.push(c, gfp_load())?;
             }
-            desc_range.push((start, desc_clauses.len() as u32 - start), gfp_load())?;
+            desc_range.push((start, desc_clauses.len() as u32), gfp_load())?;
         }
 
         // Aggregations.
@@ -340,7 +344,8 @@ impl Session {
             }
         }
         let mut slots = KVec::with_capacity(nslots, gfp_load())?;
-        let nlines = nslots.div_ceil(2) * ncpus as usize;
+        let counter_lines = nslots.div_ceil(2);
+        let nlines = counter_lines.checked_mul(ncpus as usize).ok_or(ENOMEM)?;
         let mut counters = KVVec::with_capacity(nlines, gfp_load())?;
         for _ in 0..nlines {
             counters.push(CounterLine::default(), gfp_load())?;
@@ -368,6 +373,7 @@ impl Session {
                 func: f,
                 func_len: n,
                 epid_base: epids.next(desc),
+                clauses: desc_range.get(desc as usize).copied().unwrap_or_default(),
             }
         };
         for a in attach {
@@ -394,10 +400,10 @@ impl Session {
         let s = KBox::new(
             Session {
                 prog,
-                desc_range,
                 desc_clauses,
                 slots,
                 counters,
+                counter_lines,
                 cpu_counters,
                 cpus,
                 pbuf_mem,
@@ -500,9 +506,13 @@ impl Session {
         if slot >= self.slots.len() {
             return None;
         }
-        let line = self
-            .counters
-            .get(cpu as usize * self.slots.len().div_ceil(2) + slot / 2)?;
+        // Wrapping: a `u32` times a line count LOAD allocated cannot overflow a `usize`, and
+        // the lookup bounds the result; no overflow check in every firing.
+        let line = self.counters.get(
+            (cpu as usize)
+                .wrapping_mul(self.counter_lines)
+                .wrapping_add(slot / 2),
+        )?;
         line.0.get(slot % 2)
     }
 
@@ -559,11 +569,11 @@ impl Session {
         n
     }
 
-    /// The clauses of description `desc`, in the order they run; none if out of range.
-    pub(super) fn clauses_of(&self, desc: u32) -> &[u32] {
-        self.desc_range
-            .get(desc as usize)
-            .and_then(|&(start, n)| self.desc_clauses.get(start as usize..(start + n) as usize))
+    /// The clauses of `slot`'s description, in the order they run.
+    pub(super) fn clauses_of(&self, slot: &ProbeSlot) -> &[u32] {
+        let (start, end) = slot.clauses;
+        self.desc_clauses
+            .get(start as usize..end as usize)
             .unwrap_or_default()
     }
 
