@@ -7,7 +7,8 @@ Usage: scripts/stackcheck.py [--limit BYTES] [--verbose] oxtrace.ko
 Every function's frame is read from its code the way the kernel's scripts/checkstack.pl
 does (the `sub $N,%rsp` of its prologue), plus its pushes and return address; direct calls
 (relocations included) give the call graph. The result is the deepest chain from each
-entry point of probe context: the shim's handlers (SHIM_ROOTS: kprobes, ticks and the
+entry point of probe context: the shim's handlers (SHIM_ROOTS: kprobes, the ftrace set of
+entry probes (sys::kprobe's `oxt_fset`), ticks and the
 providers' syscall, profile and tracepoint handlers) up to their indirect call into Rust,
 plus the deepest chain below the Rust trampolines they call (RUST_ROOTS). Kernel functions outside
 the module count as 0 here: they are the kernel's budget, and the probesafe list keeps them
@@ -21,8 +22,8 @@ import re
 import subprocess
 import sys
 
-SHIM_ROOTS = ["oxt_kprobe_pre", "oxt_kretprobe_ret", "oxt_tick_fn", "oxt_sys_enter",
-              "oxt_sys_exit", "oxt_profile_fn", "oxt_tpev_overflow"]
+SHIM_ROOTS = ["oxt_kprobe_pre", "oxt_kretprobe_ret", "oxt_fset_handler", "oxt_tick_fn",
+              "oxt_sys_enter", "oxt_sys_exit", "oxt_profile_fn", "oxt_tpev_overflow"]
 RUST_ROOTS = ["fire_trampoline", "recursion_trampoline", "sys_fire", "sys_recursion"]
 
 FUNC_RE = re.compile(r"^[0-9a-f]+ <(.+)>:$")
