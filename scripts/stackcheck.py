@@ -24,7 +24,8 @@ import sys
 
 SHIM_ROOTS = ["oxt_kprobe_pre", "oxt_kretprobe_ret", "oxt_fset_handler", "oxt_tick_fn",
               "oxt_sys_enter", "oxt_sys_exit", "oxt_profile_fn", "oxt_tpev_overflow"]
-RUST_ROOTS = ["fire_trampoline", "recursion_trampoline", "sys_fire", "sys_recursion"]
+RUST_ROOTS = ["fire_trampoline", "fire_many_trampoline", "recursion_trampoline", "sys_fire",
+              "sys_recursion"]
 
 FUNC_RE = re.compile(r"^[0-9a-f]+ <(.+)>:$")
 INSN_RE = re.compile(r"^\s*[0-9a-f]+:\s+(.*)$")

@@ -418,12 +418,42 @@ void oxt_hit(const struct oxt_probe_ops *ops, void *cookie, unsigned int slot,
 	oxt_hit_here(ops, cookie, slot, regs, is_return);
 }
 
-static void oxt_probe_run(struct oxt_probe *p, struct pt_regs *regs)
+static noinline void oxt_probe_run(struct oxt_probe *p, struct pt_regs *regs)
 {
 	unsigned long flags;
 
 	oxt_probe_irq_save(flags);
 	oxt_hit_here(p->ops, p->cookie, p->slot, regs, p->is_return);
+	oxt_probe_irq_restore(flags);
+}
+
+/* The hits of slots[0..n) not run: counted, out of the fire path's frame. */
+static noinline void oxt_recursion_many(struct oxt_probe *p, const unsigned int *slots,
+					unsigned int n)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++)
+		p->ops->recursion(p->cookie, slots[i]);
+}
+
+/*
+ * Entry probes slots[0..n) of one program on one function (an fset's run, which
+ * shares p's ops and cookie): one guard, one call, one set-up in the handler.
+ * Out of line, as oxt_probe_run, so that the fset handler tail-calls both and
+ * leaves no frame of its own under the action.
+ */
+static noinline void oxt_probe_run_many(struct oxt_probe *p, const unsigned int *slots,
+					unsigned int n, struct pt_regs *regs)
+{
+	unsigned long flags;
+
+	oxt_probe_irq_save(flags);
+	if (oxt_guard_enter() && oxt_stack_left() >= OXT_STACK_MIN)
+		p->ops->fire_many(p->cookie, slots, n, regs, raw_smp_processor_id());
+	else
+		oxt_recursion_many(p, slots, n);
+	oxt_guard_exit();
 	oxt_probe_irq_restore(flags);
 }
 
@@ -525,6 +555,7 @@ struct oxt_fset {
 	struct ftrace_ops ops;
 	unsigned int n;
 	bool enabled;
+	unsigned int *slot;	/* slot[i] is ent[i].p->slot: a run of them goes to fire_many */
 	struct oxt_fent ent[];	/* sorted by ip */
 };
 
@@ -584,7 +615,7 @@ static void oxt_fset_handler(unsigned long ip, unsigned long parent_ip,
 {
 	struct oxt_fset *s = container_of(ops, struct oxt_fset, ops);
 	struct pt_regs *regs = oxt_fset_regs(fregs);
-	unsigned int lo = 0, hi;
+	unsigned int lo = 0, hi, end;
 
 	/*
 	 * Binary search for the first probe on ip; a set of one probe, the
@@ -599,8 +630,12 @@ static void oxt_fset_handler(unsigned long ip, unsigned long parent_ip,
 		else
 			hi = mid;
 	}
-	for (; lo < s->n && s->ent[lo].ip == ip; lo++)
+	for (end = lo; end < s->n && s->ent[end].ip == ip; end++)
+		;
+	if (end - lo == 1)
 		oxt_probe_run(s->ent[lo].p, regs);
+	else if (end > lo)
+		oxt_probe_run_many(s->ent[lo].p, s->slot + lo, end - lo, regs);
 }
 
 static int oxt_ulong_cmp(const void *a, const void *b)
@@ -663,11 +698,17 @@ struct oxt_fset *oxt_fset_alloc(struct oxt_probe **probes, unsigned int n)
 	unsigned long *ips;
 	unsigned int i, m = 0, u = 0;
 
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n; i++) {
+		/* A run of the set is fired through its first probe's ops and cookie. */
+		if (!probes[i]->ops->fire_many || probes[i]->ops != probes[0]->ops ||
+		    probes[i]->cookie != probes[0]->cookie)
+			return NULL;
 		m += !probes[i]->is_return && kprobe_ftrace(&probes[i]->krp.kp);
+	}
 	if (!m)
 		return NULL;
-	s = kvzalloc(struct_size(s, ent, m), OXT_GFP_LOAD);
+	s = kvzalloc(size_add(struct_size(s, ent, m), array_size(m, sizeof(*s->slot))),
+		     OXT_GFP_LOAD);
 	ips = kvmalloc_array(m, sizeof(*ips), OXT_GFP_LOAD);
 	if (!s || !ips)
 		goto fail;
@@ -682,6 +723,9 @@ struct oxt_fset *oxt_fset_alloc(struct oxt_probe **probes, unsigned int n)
 	s->n = oxt_fset_drop_paired(s, probes, n);
 	if (!s->n)
 		goto fail;
+	s->slot = (unsigned int *)&s->ent[m];
+	for (i = 0; i < s->n; i++)
+		s->slot[i] = s->ent[i].p->slot;
 	for (i = 0; i < s->n; i++)
 		if (!u || ips[u - 1] != s->ent[i].ip)
 			ips[u++] = s->ent[i].ip;

@@ -84,6 +84,13 @@ struct oxt_probe_ops {
 	void (*fire)(void *cookie, unsigned int slot, struct pt_regs *regs, bool is_return,
 		     unsigned int cpu);
 	void (*recursion)(void *cookie, unsigned int slot);
+	/*
+	 * One hit of entry probes slots[0..n) (n >= 2, in program order) on one
+	 * function, all of one cookie: one set-up for them all.  Kprobes' only:
+	 * NULL in the system-call hooks' ops.
+	 */
+	void (*fire_many)(void *cookie, const unsigned int *slots, unsigned int n,
+			  struct pt_regs *regs, unsigned int cpu);
 };
 
 struct oxt_probe *oxt_probe_alloc(const char *symbol, bool is_return,

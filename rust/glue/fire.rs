@@ -79,6 +79,12 @@ impl Handler for Session {
         }
     }
 
+    // Entry probes of the program on one function, hit at once: one firing runs them all.
+    #[inline(always)]
+    fn fire_many(&self, slots: &[u32], ctx: &mut ActionCtx, regs: &Regs) {
+        fire_many(self, slots, ctx, regs);
+    }
+
     /// Counts a hit that was not run because an action was running on this CPU.
     fn recursion(&self, slot: u32) {
         let cpu = cpu::this_cpu();
@@ -100,37 +106,59 @@ impl Session {
     }
 }
 
-/// Runs the clauses of `slot`'s probe description on session `s`.
-// Inlined into the handlers that call it: one frame less on the probe's stack.
+/// Counts a hit of `slot` on `cpu` and returns its clauses, unless there are none to run.
 #[inline(always)]
-pub(super) fn fire(s: &Session, slot: &ProbeSlot, ctx: &mut ActionCtx, regs: &Regs) {
-    let cpu = ctx.cpu();
+fn admit<'a>(s: &'a Session, slot: &ProbeSlot, cpu: u32) -> Option<&'a [u32]> {
     if let Some(k) = s.counter(cpu, slot.id) {
         bump(&k.fired);
     }
     // After an exit() record nothing but END runs: DTrace's consumer stops at the exit
     // record, so later records and aggregation updates would only be thrown away.
     if slot.kind != ProbeKind::End && s.exited.load(Ordering::Acquire) {
-        return;
+        return None;
     }
     let order = s.clauses_of(slot);
-    if order.is_empty() {
-        return;
+    (!order.is_empty()).then_some(order)
+}
+
+/// The first slot of `rest` with clauses to run (counting the hits of those before it),
+/// with its clauses; `rest` is left after it.
+#[inline(always)]
+fn next_admitted<'a>(
+    s: &'a Session,
+    rest: &mut &[u32],
+    cpu: u32,
+) -> Option<(&'a ProbeSlot, &'a [u32])> {
+    while let Some((&id, r)) = rest.split_first() {
+        *rest = r;
+        if let Some(sl) = s.slots.get(id as usize) {
+            if let Some(order) = admit(s, sl, cpu) {
+                return Some((sl, order));
+            }
+        }
     }
+    None
+}
+
+/// A firing's interpreter and environment on this CPU, for `slot` first.
+#[inline(always)]
+fn firing<'a>(
+    s: &'a Session,
+    slot: &'a ProbeSlot,
+    ctx: &'a mut ActionCtx,
+    regs: &'a Regs,
+) -> Option<(Vm<'a>, KernelEnv<'a>)> {
+    let cpu = ctx.cpu();
     let (st, pt) = match s.pt.as_deref() {
         Some(pt) => {
-            let Some((st, c)) = s.cpus.local_with(pt.cpus(), ctx) else {
-                return;
-            };
+            let (st, c) = s.cpus.local_with(pt.cpus(), ctx)?;
             (st, Some(c))
         }
         None => (s.cpus.local(ctx), None),
     };
-    let Ok(mut vm) = Vm::with(&mut st.vm, &mut st.scratch, &s.vm) else {
-        return;
-    };
+    let vm = Vm::with(&mut st.vm, &mut st.scratch, &s.vm).ok()?;
     st.room.ts = 0;
-    let mut env = KernelEnv {
+    let env = KernelEnv {
         s,
         slot,
         regs,
@@ -140,13 +168,60 @@ pub(super) fn fire(s: &Session, slot: &ProbeSlot, ctx: &mut ActionCtx, regs: &Re
         faulting: None,
         clause: 0,
     };
+    Some((vm, env))
+}
+
+/// Runs the clauses of `slot`'s probe description on session `s`.
+// Inlined into the handlers that call it: one frame less on the probe's stack.
+#[inline(always)]
+pub(super) fn fire(s: &Session, slot: &ProbeSlot, ctx: &mut ActionCtx, regs: &Regs) {
+    let Some(order) = admit(s, slot, ctx.cpu()) else {
+        return;
+    };
+    let Some((mut vm, mut env)) = firing(s, slot, ctx, regs) else {
+        return;
+    };
+    run(s, &mut vm, &mut env, order);
+}
+
+/// Runs the clauses `order` of the environment's slot.
+#[inline(always)]
+fn run(s: &Session, vm: &mut Vm<'_>, env: &mut KernelEnv<'_>, order: &[u32]) {
     probe::run_clauses(
-        &mut vm,
+        vm,
         s.prog.image(),
         s.prog.clauses(),
         order.iter().copied(),
-        &mut env,
+        env,
     );
+}
+
+/// Runs the clauses of the slots `ids` names, in their order: entry probes of the program
+/// on one function, hit at once. As DTrace runs every enabling of a probe in one firing,
+/// the set-up (the CPU's state, the interpreter and the environment) is made once for them
+/// all.
+// Inlined into the handler, as `fire`.
+#[inline(always)]
+fn fire_many(s: &Session, ids: &[u32], ctx: &mut ActionCtx, regs: &Regs) {
+    let mut rest = ids;
+    let Some((slot, mut order)) = next_admitted(s, &mut rest, ctx.cpu()) else {
+        return;
+    };
+    let Some((mut vm, mut env)) = firing(s, slot, ctx, regs) else {
+        return;
+    };
+    loop {
+        run(s, &mut vm, &mut env, order);
+        let Some((sl, o)) = next_admitted(s, &mut rest, env.cpu) else {
+            return;
+        };
+        env.slot = sl;
+        // Each enabling reads the clock afresh, as each of a probe's ECBs does in DTrace:
+        // the consumer sorts records by (timestamp, CPU), and a later clause's record
+        // (a printf after a commit) must not tie with an earlier one's.
+        env.room.ts = 0;
+        order = o;
+    }
 }
 
 /// What a firing of a session uses per CPU besides the interpreter's state, kept off the

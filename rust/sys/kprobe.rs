@@ -134,6 +134,14 @@ pub(crate) trait Handler: Sync {
 
     /// A hit of probe `slot` that was not run because an action runs on this CPU already.
     fn recursion(&self, slot: u32);
+
+    /// One hit of the entry probes `slots` (two or more, in program order), all on the
+    /// function whose registers `regs` holds; as [`Handler::fire`] otherwise.
+    fn fire_many(&self, slots: &[u32], ctx: &mut ActionCtx, regs: &Regs) {
+        for &slot in slots {
+            self.fire(slot, ctx, regs, false);
+        }
+    }
 }
 
 /// # Safety
@@ -166,6 +174,27 @@ unsafe extern "C" fn recursion_trampoline<H: Handler>(cookie: *mut c_void, slot:
     h.recursion(slot);
 }
 
+/// # Safety
+///
+/// As [`fire_trampoline`] (for entry probes, without `is_return`), with `slots` pointing to
+/// `n` slot numbers that stay valid during the call.
+unsafe extern "C" fn fire_many_trampoline<H: Handler>(
+    cookie: *mut c_void,
+    slots: *const c_uint,
+    n: c_uint,
+    regs: *mut shim::PtRegs,
+    cpu: c_uint,
+) {
+    // SAFETY: as in `fire_trampoline`.
+    let mut ctx = unsafe { ActionCtx::on(cpu) };
+    // SAFETY: as in `fire_trampoline`.
+    let h = unsafe { &*(cookie as *const H) };
+    // SAFETY: the shim passes `n` slot numbers at `slots`, its set's, which outlives the call
+    // (precondition); `c_uint` is `u32`.
+    let slots = unsafe { core::slice::from_raw_parts(slots, n as usize) };
+    h.fire_many(slots, &mut ctx, &Regs(regs));
+}
+
 /// The shim's callbacks into a [`Handler`]; `sys::provider`'s profile and tracepoint probes
 /// use them too.
 pub(crate) struct Vtable<H: Handler>(PhantomData<H>);
@@ -174,6 +203,7 @@ impl<H: Handler> Vtable<H> {
     pub(crate) const OPS: shim::ProbeOps = shim::ProbeOps {
         fire: fire_trampoline::<H>,
         recursion: recursion_trampoline::<H>,
+        fire_many: Some(fire_many_trampoline::<H>),
     };
 }
 

@@ -73,10 +73,12 @@ impl<H: SyscallHandler> Vtables<H> {
     const ENTRY: shim::ProbeOps = shim::ProbeOps {
         fire: sys_fire::<H, false>,
         recursion: sys_recursion::<H, false>,
+        fire_many: None,
     };
     const EXIT: shim::ProbeOps = shim::ProbeOps {
         fire: sys_fire::<H, true>,
         recursion: sys_recursion::<H, true>,
+        fire_many: None,
     };
 }
 

@@ -68,6 +68,16 @@ pub(crate) struct ProbeOps {
         cpu: c_uint,
     ),
     pub(crate) recursion: unsafe extern "C" fn(cookie: *mut c_void, slot: c_uint),
+    /// Kprobes' only: `None` (NULL) for the system-call hooks.
+    pub(crate) fire_many: Option<
+        unsafe extern "C" fn(
+            cookie: *mut c_void,
+            slots: *const c_uint,
+            n: c_uint,
+            regs: *mut PtRegs,
+            cpu: c_uint,
+        ),
+    >,
 }
 
 extern "C" {

@@ -7,7 +7,7 @@ cd "$(dirname "$0")" || exit 1
 W="./oxt_workload read 4 2000"
 
 echo "TAP version 13"
-plan 22
+plan 23
 
 run 'fbt::ksys_read:entry /pid == $target/ { @n = count(); } END { printa("%@d\n", @n); }' -c "$W"
 expect "count: 4 threads x 2000 reads on 4 CPUs" "8000" "$out"
@@ -111,6 +111,13 @@ fbt::ksys_rea?:entry /pid == $target/ { printf("B"); }
 fbt::ksys_read:return /pid == $target/ { printf("r\n"); }' -c "./oxt_workload read 1 5"
 expect "two entry probes and a return probe on one function: program order" "5 ABr" \
 	"$(echo "$out" | sort | uniq -c | tr -s ' ' | sed 's/^ //')"
+# Entry probes of three descriptions on one function run in one firing (the set's run of
+# them): each keeps its own predicate, and after the second's exit() the third does not run.
+run 'fbt::ksys_read:entry /pid == $target && arg2 == 9/ { printf("X"); }
+fbt::ksys_rea?:entry /pid == $target/ { printf("b%d", arg2); exit(0); }
+fbt::ksys_read:entry /pid == $target/ { printf("c"); }' -c "./oxt_workload read 1 5"
+expect "entry probes on one function in one firing: exit() stops the next" "b1 rc=0" \
+	"$out rc=$rc"
 # The reads ask for 1, 2, ... 5 bytes of /dev/zero and get them: arg2 at entry is arg1 at
 # return.
 run 'fbt::ksys_read:entry /pid == $target/ { self->n = arg2; }
