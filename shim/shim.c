@@ -548,6 +548,7 @@ int oxt_probe_disable(struct oxt_probe *p)
 struct oxt_fent {
 	unsigned long ip;
 	unsigned int order;	/* the probe's place in the program */
+	unsigned int run;	/* entries on ip from this one on (in the padding) */
 	struct oxt_probe *p;
 };
 
@@ -615,11 +616,11 @@ static void oxt_fset_handler(unsigned long ip, unsigned long parent_ip,
 {
 	struct oxt_fset *s = container_of(ops, struct oxt_fset, ops);
 	struct pt_regs *regs = oxt_fset_regs(fregs);
-	unsigned int lo = 0, hi, end;
+	unsigned int lo = 0, hi;
 
 	/*
 	 * Binary search for the first probe on ip; a set of one probe, the
-	 * commonest, has only place 0, whose ip the loop below checks.
+	 * commonest, has only place 0, whose ip is checked below.
 	 */
 	hi = s->n > 1 ? s->n : 0;
 	while (lo < hi) {
@@ -630,12 +631,12 @@ static void oxt_fset_handler(unsigned long ip, unsigned long parent_ip,
 		else
 			hi = mid;
 	}
-	for (end = lo; end < s->n && s->ent[end].ip == ip; end++)
-		;
-	if (end - lo == 1)
+	if (lo >= s->n || s->ent[lo].ip != ip)
+		return;
+	if (s->ent[lo].run == 1)
 		oxt_probe_run(s->ent[lo].p, regs);
-	else if (end > lo)
-		oxt_probe_run_many(s->ent[lo].p, s->slot + lo, end - lo, regs);
+	else
+		oxt_probe_run_many(s->ent[lo].p, s->slot + lo, s->ent[lo].run, regs);
 }
 
 static int oxt_ulong_cmp(const void *a, const void *b)
@@ -717,15 +718,19 @@ struct oxt_fset *oxt_fset_alloc(struct oxt_probe **probes, unsigned int n)
 
 		if (p->is_return || !kprobe_ftrace(&p->krp.kp))
 			continue;
-		s->ent[s->n++] = (struct oxt_fent){ (unsigned long)p->krp.kp.addr, i, p };
+		s->ent[s->n++] = (struct oxt_fent){
+			.ip = (unsigned long)p->krp.kp.addr, .order = i, .p = p };
 	}
 	sort(s->ent, s->n, sizeof(s->ent[0]), oxt_fent_cmp, NULL);
 	s->n = oxt_fset_drop_paired(s, probes, n);
 	if (!s->n)
 		goto fail;
 	s->slot = (unsigned int *)&s->ent[m];
-	for (i = 0; i < s->n; i++)
+	for (i = s->n; i-- > 0;) {
 		s->slot[i] = s->ent[i].p->slot;
+		s->ent[i].run = i + 1 < s->n && s->ent[i + 1].ip == s->ent[i].ip ?
+				s->ent[i + 1].run + 1 : 1;
+	}
 	for (i = 0; i < s->n; i++)
 		if (!u || ips[u - 1] != s->ent[i].ip)
 			ips[u++] = s->ent[i].ip;
