@@ -418,7 +418,13 @@ void oxt_hit(const struct oxt_probe_ops *ops, void *cookie, unsigned int slot,
 	oxt_hit_here(ops, cookie, slot, regs, is_return);
 }
 
-static noinline void oxt_probe_run(struct oxt_probe *p, struct pt_regs *regs)
+/*
+ * No stack protector here and in oxt_probe_run_many: their frames hold no array, only
+ * the flags word local_irq_save's pushf writes through memory, which alone made the
+ * compiler put a canary (five instructions on every hit) around it.
+ */
+static noinline __no_stack_protector void oxt_probe_run(struct oxt_probe *p,
+							 struct pt_regs *regs)
 {
 	unsigned long flags;
 
@@ -443,8 +449,9 @@ static noinline void oxt_recursion_many(struct oxt_probe *p, const unsigned int 
  * Out of line, as oxt_probe_run, so that the fset handler tail-calls both and
  * leaves no frame of its own under the action.
  */
-static noinline void oxt_probe_run_many(struct oxt_probe *p, const unsigned int *slots,
-					unsigned int n, struct pt_regs *regs)
+static noinline __no_stack_protector void
+oxt_probe_run_many(struct oxt_probe *p, const unsigned int *slots, unsigned int n,
+		   struct pt_regs *regs)
 {
 	unsigned long flags;
 
