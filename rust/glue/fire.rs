@@ -21,7 +21,7 @@
 //! - it keeps a small stack: buffers live in the per-CPU state, not on the stack.
 //!
 //! What it may call: the interpreter (`action::Vm`), the record writer (`buffer::write`),
-//! the aggregation buffer (`agg::AggBuffer`), the dynamic variables (`glue::dynmem`), PT's
+//! the aggregation buffer (`agg::AggWriter`), the dynamic variables (`glue::dynmem`), PT's
 //! `ptwrite`, the per-CPU state through the [`ActionCtx`] token, atomics, and the
 //! interrupt-safe readers of `sys::cpu` and `sys::task`.
 //!
@@ -29,7 +29,7 @@
 //! writes them, with interrupts off.
 
 use crate::action::{self, Builtin, Env, Key, Record, RecordKind, Vm, AGG_NARGS};
-use crate::agg::{self, AggBuffer, IntKey};
+use crate::agg::{self, AggWriter, IntKey};
 use crate::buffer;
 use crate::diag;
 use crate::glue::dynmem::DynRoom;
@@ -279,9 +279,11 @@ struct KernelEnv<'a> {
 impl<'a> KernelEnv<'a> {
     /// This CPU's active aggregation buffer and aggregation `id`'s function.
     #[inline(always)]
-    fn agg_buf(&mut self, id: u32) -> Option<(AggBuffer<'_>, &'a agg::AggFunc)> {
+    fn agg_buf(&mut self, id: u32) -> Option<(AggWriter<'_>, &'a agg::AggFunc)> {
         let func = self.s.agg_funcs.get(id as usize)?;
-        let buf = AggBuffer::attach(self.room.agg.as_mut()?.active()).ok()?;
+        // LOAD formatted both halves, and only updates and the consumer's resets write
+        // them: the writer needs none of `AggBuffer::attach`'s header checks.
+        let buf = AggWriter::new(self.room.agg.as_mut()?.active()).ok()?;
         Some((buf, func))
     }
 

@@ -23,6 +23,185 @@ const BUF_MAGIC: u64 = u64::from_le_bytes(*b"OXAGBUF2");
 /// Data set header words: chain link and hash key; aggregation id and sizes.
 const DS_HEADER_WORDS: usize = 2;
 
+/// What probe context holds of a CPU's aggregation buffer: its updates, which check every
+/// index they use and so trust nothing of the header.
+///
+/// [`AggBuffer::attach`] checks the header once per use so that [`AggBuffer`]'s indexing
+/// cannot go out of range; at every firing, that was a fifth of a `count()` update. The
+/// region probe context writes was formatted at LOAD and is written only by updates and
+/// resets, so those checks always pass there; the writer instead bounds-checks each
+/// access, which costs what the indexing did, and turns an inconsistent header or link
+/// into [`AggError::Corrupt`]: never a panic, an out-of-range write or an endless chain.
+/// [`AggBuffer`]'s own updates are the writer's, so the rule is written once.
+///
+/// # Invariants
+///
+/// `w.len() >= HEADER_WORDS`: the header and cache words exist.
+pub struct AggWriter<'a> {
+    w: &'a mut [u64],
+}
+
+impl<'a> AggWriter<'a> {
+    /// A writer over `mem`, a region [`AggBuffer::format`] prepared; only its length is
+    /// checked here.
+    #[inline(always)]
+    pub fn new(mem: &'a mut [u64]) -> Result<Self, BufferError> {
+        if mem.len() < HEADER_WORDS {
+            return Err(BufferError::NotFormatted);
+        }
+        // INVARIANT: checked above.
+        Ok(Self { w: mem })
+    }
+
+    /// [`AggBuffer::apply`].
+    pub fn apply(
+        &mut self,
+        agg_id: u32,
+        func: &AggFunc,
+        key: &[KeyElem<'_>],
+        value: i64,
+        incr: i64,
+    ) -> Result<(), AggError> {
+        let (words, kw) = KeyWords::new(key)?;
+        self.apply_words(agg_id, func, words, kw, value, incr)
+    }
+
+    /// [`AggWriter::apply`] at an all-integer key already encoded (the interpreter builds it
+    /// in place from its tuple, without going through [`KeyElem`]s): its words hash and
+    /// compare as a slice, without the element-by-element encoder.
+    #[inline(always)]
+    pub fn apply_ints(
+        &mut self,
+        agg_id: u32,
+        func: &AggFunc,
+        key: &IntKey,
+        value: i64,
+        incr: i64,
+    ) -> Result<(), AggError> {
+        let w = key.words();
+        self.apply_words(agg_id, func, w.iter().copied(), w.len(), value, incr)
+    }
+
+    /// Whether the data set at `off` is aggregation `w1`'s (its id and sizes) at the key
+    /// `words` (`kw` of them).
+    #[inline(always)]
+    fn holds(&self, off: usize, w1: u64, words: impl Iterator<Item = u64>, kw: usize) -> bool {
+        let k = off.wrapping_add(DS_HEADER_WORDS);
+        self.w.get(off.wrapping_add(1)) == Some(&w1)
+            && self
+                .w
+                .get(k..k.wrapping_add(kw))
+                .is_some_and(|ks| words.zip(ks).all(|(a, &b)| a == b))
+    }
+
+    /// Applies the update to the value of the data set at `off`, whose key has `kw` words.
+    #[inline(always)]
+    fn update_at(
+        &mut self,
+        off: usize,
+        kw: usize,
+        nw: usize,
+        func: &AggFunc,
+        value: i64,
+        incr: i64,
+    ) -> Result<(), AggError> {
+        let v = off.wrapping_add(DS_HEADER_WORDS + kw);
+        let vals = self
+            .w
+            .get_mut(v..v.wrapping_add(nw))
+            .ok_or(AggError::Corrupt)?;
+        func.apply(vals, value, incr)
+    }
+
+    /// [`AggBuffer::apply`] with the key's `kw` encoded words.
+    #[inline(always)]
+    fn apply_words(
+        &mut self,
+        agg_id: u32,
+        func: &AggFunc,
+        words: impl Iterator<Item = u64> + Clone,
+        kw: usize,
+        value: i64,
+        incr: i64,
+    ) -> Result<(), AggError> {
+        let nw = func.value_words();
+        if nw > MAX_VALUE_WORDS {
+            return Err(AggError::ValueLength);
+        }
+        let w1 = agg_id as u64 | ((kw as u64) << 32) | ((nw as u64) << 40);
+        // PANIC: the header and cache words are below `HEADER_WORDS <= w.len()` (type
+        // invariant); every other index is checked (`get`), its arithmetic wrapping.
+        let cache = H_CACHE + agg_id as usize % CACHE_SLOTS;
+
+        // The data set this aggregation updated last, if it has this key (a clause's
+        // `@[pid]` from one process, a keyless `@`): no hash and no chain walk. Data sets
+        // stay where they are until a reset, which empties the cache.
+        let off = self.w[cache] as usize;
+        if off != 0 && self.holds(off, w1, words.clone(), kw) {
+            return self.update_at(off, kw, nw, func, value, incr);
+        }
+
+        let mut h = hash_step(HASH_SEED, agg_id as u64);
+        for w in words.clone() {
+            h = hash_step(h, w);
+        }
+        let hash = hash_finish(h);
+        let nb = self.w[H_NBUCKETS] as usize;
+        let bucket = HEADER_WORDS.wrapping_add(hash as usize & nb.wrapping_sub(1));
+        let head = *self.w.get(bucket).ok_or(AggError::Corrupt)?;
+
+        // Walk the chain of the hash bucket (claim 5): hash key, id and sizes first, then
+        // the key words. A link names an older data set, at a lower offset: a link that
+        // does not is corrupt, which bounds the walk.
+        let mut off = head as usize;
+        while off != 0 {
+            let w0 = *self.w.get(off).ok_or(AggError::Corrupt)?;
+            if (w0 >> 32) as u32 == hash && self.holds(off, w1, words.clone(), kw) {
+                self.w[cache] = off as u64;
+                return self.update_at(off, kw, nw, func, value, incr);
+            }
+            let next = w0 as u32 as usize;
+            if next >= off {
+                return Err(AggError::Corrupt);
+            }
+            off = next;
+        }
+
+        // A new data set (claim 5): key, aggregation id, initial value, then the update.
+        let need = DS_HEADER_WORDS + kw + nw;
+        let bump = self.w[H_BUMP] as usize;
+        if need > self.w.len().saturating_sub(bump) {
+            self.w[H_DROPS] = self.w[H_DROPS].wrapping_add(1);
+            return Err(AggError::Full);
+        }
+        // A data set goes past the buckets, or it would overwrite them.
+        if bump <= bucket {
+            return Err(AggError::Corrupt);
+        }
+        // PANIC: `bump + need <= w.len()` (checked above), so the range is in bounds and
+        // `DS_HEADER_WORDS + kw <= need`.
+        let ds = &mut self.w[bump..bump + need];
+        for (d, s) in ds[DS_HEADER_WORDS..DS_HEADER_WORDS + kw]
+            .iter_mut()
+            .zip(words)
+        {
+            *d = s;
+        }
+        let vals = &mut ds[DS_HEADER_WORDS + kw..];
+        func.init(vals);
+        func.apply(vals, value, incr)?;
+        ds[0] = head | ((hash as u64) << 32);
+        ds[1] = w1;
+        // The data set is complete before the bucket head, the cache and bump publish it.
+        // PANIC: `bucket` was read above; header words as above.
+        self.w[bucket] = bump as u64;
+        self.w[cache] = bump as u64;
+        self.w[H_BUMP] = (bump + need) as u64;
+        self.w[H_COUNT] = self.w[H_COUNT].wrapping_add(1);
+        Ok(())
+    }
+}
+
 /// One CPU's aggregation buffer over a caller-provided region of 64-bit words.
 ///
 /// Layout (all offsets in words, `0` meaning "none"):
@@ -38,9 +217,9 @@ const DS_HEADER_WORDS: usize = 2;
 ///     value words    the function's value component
 /// ```
 ///
-/// Probe context: [`AggBuffer::apply`] takes `&mut self`; the buffer belongs to one CPU and
-/// is only updated with interrupts off there, so it needs no lock and no atomic
-/// read-modify-write.
+/// Probe context updates it through an [`AggWriter`] (whose updates [`AggBuffer::apply`]
+/// uses too), with `&mut`: the buffer belongs to one CPU and is only updated with
+/// interrupts off there, so it needs no lock and no atomic read-modify-write.
 ///
 /// # Invariants
 ///
@@ -202,118 +381,10 @@ impl<'a> AggBuffer<'a> {
         value: i64,
         incr: i64,
     ) -> Result<(), AggError> {
-        // Integer keys come encoded from the interpreter (`apply_ints`). Here every key
+        // Integer keys come encoded from the interpreter (`AggWriter::apply_ints`). Here every key
         // goes through the element-by-element encoder: one instance of the update keeps
         // the frame small.
-        let (words, kw) = KeyWords::new(key)?;
-        self.apply_words(agg_id, func, words, kw, value, incr)
-    }
-
-    /// [`AggBuffer::apply`] at an all-integer key already encoded (the interpreter builds it
-    /// in place from its tuple, without going through [`KeyElem`]s): its words hash and
-    /// compare as a slice, without the element-by-element encoder.
-    #[inline(always)]
-    pub fn apply_ints(
-        &mut self,
-        agg_id: u32,
-        func: &AggFunc,
-        key: &IntKey,
-        value: i64,
-        incr: i64,
-    ) -> Result<(), AggError> {
-        let w = key.words();
-        self.apply_words(agg_id, func, w.iter().copied(), w.len(), value, incr)
-    }
-
-    /// [`AggBuffer::apply`] with the key's `kw` encoded words.
-    #[inline(always)]
-    fn apply_words(
-        &mut self,
-        agg_id: u32,
-        func: &AggFunc,
-        words: impl Iterator<Item = u64> + Clone,
-        kw: usize,
-        value: i64,
-        incr: i64,
-    ) -> Result<(), AggError> {
-        let nw = func.value_words();
-        if nw > MAX_VALUE_WORDS {
-            return Err(AggError::ValueLength);
-        }
-        let w1 = agg_id as u64 | ((kw as u64) << 32) | ((nw as u64) << 40);
-        // PANIC: in this function every index is in range by the type invariant: `cache`
-        // is a header word; `bucket` is below `HEADER_WORDS + nbuckets <= data`; a cached
-        // offset or a chain link `off` is a data set in `[data, bump)`, whose word 1 `w1`
-        // gives its key and value lengths, so its key words are compared (after `&&`)
-        // and its value words used only when they equal `kw` and `nw`, and lie within
-        // the data set; a new data set is written only after `need <= len - bump` was
-        // checked.
-        let cache = H_CACHE + agg_id as usize % CACHE_SLOTS;
-
-        // The data set this aggregation updated last, if it has this key (a clause's
-        // `@[pid]` from one process, a keyless `@`): no hash and no chain walk. Data sets
-        // stay where they are until a reset, which empties the cache.
-        let off = self.w[cache] as usize;
-        if off != 0
-            && self.w[off + 1] == w1
-            && words
-                .clone()
-                .zip(&self.w[off + 2..off + 2 + kw])
-                .all(|(a, &b)| a == b)
-        {
-            let v = off + DS_HEADER_WORDS + kw;
-            return func.apply(&mut self.w[v..v + nw], value, incr);
-        }
-
-        let mut h = hash_step(HASH_SEED, agg_id as u64);
-        for w in words.clone() {
-            h = hash_step(h, w);
-        }
-        let hash = hash_finish(h);
-        let bucket = HEADER_WORDS + (hash as usize & (self.w[H_NBUCKETS] as usize - 1));
-
-        // Walk the chain of the hash bucket (claim 5): hash key, id and sizes first, then
-        // the key words.
-        let mut off = self.w[bucket] as usize;
-        while off != 0 {
-            let w0 = self.w[off];
-            if (w0 >> 32) as u32 == hash
-                && self.w[off + 1] == w1
-                && words
-                    .clone()
-                    .zip(&self.w[off + 2..off + 2 + kw])
-                    .all(|(a, &b)| a == b)
-            {
-                // INVARIANT: `off` is a data set.
-                self.w[cache] = off as u64;
-                let v = off + DS_HEADER_WORDS + kw;
-                return func.apply(&mut self.w[v..v + nw], value, incr);
-            }
-            off = w0 as u32 as usize;
-        }
-
-        // A new data set (claim 5): key, aggregation id, initial value, then the update.
-        let need = DS_HEADER_WORDS + kw + nw;
-        let bump = self.w[H_BUMP] as usize;
-        if need > self.w.len() - bump {
-            self.w[H_DROPS] = self.w[H_DROPS].wrapping_add(1);
-            return Err(AggError::Full);
-        }
-        for (d, s) in self.w[bump + 2..bump + 2 + kw].iter_mut().zip(words) {
-            *d = s;
-        }
-        let v = bump + DS_HEADER_WORDS + kw;
-        func.init(&mut self.w[v..v + nw]);
-        func.apply(&mut self.w[v..v + nw], value, incr)?;
-        self.w[bump] = self.w[bucket] | ((hash as u64) << 32);
-        self.w[bump + 1] = w1;
-        // INVARIANT: the data set is complete before the bucket head, the cache and bump
-        // publish it.
-        self.w[bucket] = bump as u64;
-        self.w[cache] = bump as u64;
-        self.w[H_BUMP] = (bump + need) as u64;
-        self.w[H_COUNT] += 1;
-        Ok(())
+        AggWriter { w: self.w }.apply(agg_id, func, key, value, incr)
     }
 
     /// The value component of `(agg_id, key)` if the data set exists (tests, debugging).

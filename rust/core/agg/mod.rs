@@ -177,6 +177,9 @@ pub enum AggError {
     Full,
     /// A value slice does not have the function's number of words.
     ValueLength,
+    /// An [`AggWriter`]'s region has a header or a link no formatted buffer has (it was
+    /// not formatted, or something else wrote it); nothing was written.
+    Corrupt,
 }
 
 impl From<KeyError> for AggError {

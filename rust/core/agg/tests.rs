@@ -139,3 +139,69 @@ fn take_run_of_integer_keys() {
         .collect();
     assert_eq!(rest, [KeyElem::Str(b"x"), KeyElem::Int(9)]);
 }
+
+/// A writer over any words at all (a header or links that no formatted buffer has) returns
+/// errors or updates something in range; it never panics and never walks forever.
+#[test]
+fn writer_survives_any_header() {
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    let funcs = [AggFunc::Count, AggFunc::Sum, AggFunc::Quantize];
+    for round in 0..2000 {
+        let mut mem = vec![0u64; 256];
+        {
+            let mut b = AggBuffer::format(&mut mem).unwrap();
+            for k in 0..(round % 12) {
+                let _ = b.apply(k as u32 % 3, &AggFunc::Count, &[KeyElem::Int(k)], 0, 1);
+            }
+        }
+        // Corrupt a few words, header and data alike, with small and wild values.
+        for _ in 0..1 + round % 4 {
+            let i = next() as usize % mem.len();
+            mem[i] = match next() % 4 {
+                0 => next(),
+                1 => next() % 300,
+                2 => u64::MAX,
+                _ => 0,
+            };
+        }
+        let mut w = AggWriter::new(&mut mem).unwrap();
+        for k in 0..4u64 {
+            let f = &funcs[(k % 3) as usize];
+            let _ = w.apply(k as u32, f, &[KeyElem::Int(next() % 5)], k as i64, 1);
+        }
+    }
+}
+
+/// A chain whose link points forward (a cycle, in the worst case) is corrupt: the walk
+/// stops at it.
+#[test]
+fn writer_stops_at_a_forward_link() {
+    let mut mem = vec![0u64; 256];
+    let mut b = AggBuffer::format(&mut mem).unwrap();
+    b.apply(1, &AggFunc::Count, &[KeyElem::Int(1)], 0, 1)
+        .unwrap();
+    let nb = b.buckets();
+    let data = buffer::HEADER_WORDS + nb;
+    // Every bucket and the cache name the one data set, which links to itself.
+    for w in &mut mem[8..data] {
+        *w = data as u64;
+    }
+    mem[data] = (mem[data] & !0xffff_ffff) | data as u64;
+    let mut w = AggWriter::new(&mut mem).unwrap();
+    assert_eq!(
+        w.apply(2, &AggFunc::Count, &[KeyElem::Int(9)], 0, 1),
+        Err(AggError::Corrupt)
+    );
+}
+
+#[test]
+fn writer_needs_the_header_words() {
+    let mut mem = vec![0u64; buffer::HEADER_WORDS - 1];
+    assert!(AggWriter::new(&mut mem).is_err());
+}

@@ -291,7 +291,8 @@ proptest! {
         let mut a_mem = vec![0u64; 1 << 14];
         let mut b_mem = vec![0u64; 1 << 14];
         let mut a = AggBuffer::format(&mut a_mem).unwrap();
-        let mut b = AggBuffer::format(&mut b_mem).unwrap();
+        AggBuffer::format(&mut b_mem).unwrap();
+        let mut b = AggWriter::new(&mut b_mem).unwrap();
         for (id, k, v) in &ops {
             let el: Vec<KeyElem<'_>> = k.iter().map(|&x| KeyElem::Int(x)).collect();
             let mut ik = IntKey::new();

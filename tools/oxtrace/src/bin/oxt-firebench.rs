@@ -1,7 +1,7 @@
 //! The fire path's instructions per firing, on the host: the bench's D programs compiled
 //! by the tool, their clauses verified and predecoded as LOAD does, then run by
 //! `probe::run_clauses` over an environment that does what the kernel's does for them with
-//! the same core code (an `AggBuffer` update, a principal-buffer record, a `self->` variable
+//! the same core code (an aggregation update, a principal-buffer record, a `self->` variable
 //! in a `Dstate`). Timing under TCG is what a guest's instructions cost, and this shared
 //! machine's load moves wall-clock figures by more than a change to the fire path does, so
 //! this counts instead: run it under `valgrind --tool=callgrind` twice with different
@@ -17,7 +17,7 @@ use oxtrace_core::action::Scope;
 use oxtrace_core::action::{
     Builtin, DInsn, Dict, Env, Fault, Key, Record, Vm, VmParams, VmState, AGG_NARGS,
 };
-use oxtrace_core::agg::{self, AggBuffer, AggFunc, IntKey};
+use oxtrace_core::agg::{self, AggBuffer, AggFunc, AggWriter, IntKey};
 use oxtrace_core::buffer;
 use oxtrace_core::dynvar::{
     self, Bucket, CpuState, CrossCall, Dstate, Header, IntPair, Layout, Word,
@@ -70,9 +70,9 @@ struct BenchEnv<'a> {
 
 impl<'a> BenchEnv<'a> {
     /// The CPU's aggregation buffer and aggregation `id`'s function, as `KernelEnv` has them.
-    fn agg_buf(&mut self, id: u32) -> Option<(AggBuffer<'_>, &'a AggFunc)> {
+    fn agg_buf(&mut self, id: u32) -> Option<(AggWriter<'_>, &'a AggFunc)> {
         let func = self.funcs.get(id as usize)?;
-        Some((AggBuffer::attach(self.agg).ok()?, func))
+        Some((AggWriter::new(self.agg).ok()?, func))
     }
 
     /// The `self->` tuple, as `glue::dynmem` builds it (no allocation).
