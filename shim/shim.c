@@ -609,10 +609,11 @@ static struct pt_regs *oxt_fset_regs(struct ftrace_regs *fregs)
 /*
  * No ftrace_test_recursion_trylock(): the ops does not ask ftrace for recursion
  * protection (FTRACE_OPS_FL_RECURSION), so the callback must protect itself,
- * and the action guard does.  Nothing before oxt_guard_enter() calls a
- * function; what the handler calls after it is refused as a probe
- * (rust/core/probesafe.rs), and a hit that recurses anyway finds the guard
- * taken and is counted.  The lock's two per-context bit tests cost about 30
+ * and the action guard does.  Before oxt_guard_enter() the handler calls only
+ * the shim's runners (oxt_probe_run, oxt_probe_run_many), which
+ * rust/core/probesafe.rs refuses as probes with the rest of the shim (the oxt_
+ * prefix), as it refuses what they call after it; a hit that recurses anyway
+ * finds the guard taken and is counted.  The lock's two per-context bit tests cost about 30
  * instructions on every hit.  Nor does the set need the preemption the lock
  * disabled: the instructions before the cli only read the set, and ftrace's
  * unregistration of an allocated ops waits for callbacks in every context

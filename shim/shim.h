@@ -103,8 +103,9 @@ void oxt_probes_unregister(struct oxt_probe **probes, unsigned int n);
 /*
  * The entry probes among probes[0..n) that sit on ftrace locations, enabled
  * and disabled together in one ftrace update (oxt_probe_enable/disable then
- * leave them alone).  NULL if there are none or memory is short: the probes
- * then stay enabled one by one.  Free only after oxt_fset_disable or with
+ * leave them alone).  NULL if there are none, memory is short, or the probes
+ * do not share ops (with fire_many) and cookie: the probes then stay enabled
+ * one by one.  Free only after oxt_fset_disable or with
  * every probe still registered (free disables first).
  */
 struct oxt_fset;
