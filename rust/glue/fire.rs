@@ -5,7 +5,8 @@
 //! Like the "probe context" group of illumos `dtrace.c`, this file is the one room for code
 //! that runs when a probe fires: [`fire`] (called through the session's [`Handler`] by
 //! `sys::kprobe` for kprobes, kretprobes and ticks, by `sys::provider` for profile and
-//! tracepoint probes, and by `glue::provider` for system calls), BEGIN and END ([`Session::fire_special`], run through `sys::xcall::as_action`), the
+//! tracepoint probes, and by `glue::provider` for system calls), `fire_many` (for the
+//! entry probes of one function, which the ftrace set hits at once), BEGIN and END ([`Session::fire_special`], run through `sys::xcall::as_action`), the
 //! recursion counter, and [`KernelEnv`], what the interpreter sees of the kernel.
 //!
 //! The rules of probe context, which everything here and everything it calls keeps:
@@ -240,7 +241,8 @@ pub(super) struct EnvCpu {
     /// While ERROR's clauses run: its `arg0..arg5`.
     err_args: [u64; 6],
     /// When the probe fired: read at first use in a firing (0 until then: the clock counts
-    /// from boot), then the same for the whole firing.
+    /// from boot), then the same for the rest of the slot's clauses (`fire_many` reads it
+    /// afresh for each slot).
     ts: u64,
 }
 
