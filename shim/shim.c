@@ -399,13 +399,22 @@ static unsigned long oxt_stack_left(void)
 	return 0;
 }
 
+/*
+ * Whether a hit may run its action: the guard taken (no action already running on this
+ * CPU) and enough stack left.  A hit too deep in its stack is skipped like a recursive
+ * one: counted.  The caller releases the guard with oxt_guard_exit() either way.
+ */
+static __always_inline bool oxt_may_fire(void)
+{
+	return oxt_guard_enter() && oxt_stack_left() >= OXT_STACK_MIN;
+}
+
 /* oxt_hit(), inlined into the kprobe and tick handlers: no frame on the deepest path. */
 static __always_inline void oxt_hit_here(const struct oxt_probe_ops *ops, void *cookie,
 					 unsigned int slot, struct pt_regs *regs,
 					 bool is_return)
 {
-	/* A hit too deep in its stack is skipped like a recursive one: counted. */
-	if (oxt_guard_enter() && oxt_stack_left() >= OXT_STACK_MIN)
+	if (oxt_may_fire())
 		ops->fire(cookie, slot, regs, is_return, raw_smp_processor_id());
 	else
 		ops->recursion(cookie, slot);
@@ -456,7 +465,7 @@ oxt_probe_run_many(struct oxt_probe *p, const unsigned int *slots, unsigned int 
 	unsigned long flags;
 
 	oxt_probe_irq_save(flags);
-	if (oxt_guard_enter() && oxt_stack_left() >= OXT_STACK_MIN)
+	if (oxt_may_fire())
 		p->ops->fire_many(p->cookie, slots, n, regs, raw_smp_processor_id());
 	else
 		oxt_recursion_many(p, slots, n);
