@@ -137,11 +137,7 @@ pub(crate) trait Handler: Sync {
 
     /// One hit of the entry probes `slots` (two or more, in program order), all on the
     /// function whose registers `regs` holds; as [`Handler::fire`] otherwise.
-    fn fire_many(&self, slots: &[u32], ctx: &mut ActionCtx, regs: &Regs) {
-        for &slot in slots {
-            self.fire(slot, ctx, regs, false);
-        }
-    }
+    fn fire_many(&self, slots: &[u32], ctx: &mut ActionCtx, regs: &Regs);
 }
 
 /// # Safety
