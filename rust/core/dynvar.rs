@@ -89,6 +89,10 @@ pub const MAX_CHUNKS: usize = 1 << 30;
 /// Bit set in the variable-id key of a thread-local variable, so that `self->x` and a global
 /// array with the same id never share a tuple.
 pub const TLS_TAG: u64 = 1 << 63;
+/// Bit set in the variable-id key of an associative array, the first key of its elements'
+/// tuples, so that no element's tuple is a thread-local's: a thread-local's first key is a
+/// thread id, never this large.
+pub const ARRAY_TAG: u64 = 1 << 62;
 
 /// A lookup restarts when a concurrent deletion disturbed its chain; this bounds the restarts
 /// so that probe context finishes in bounded time even under pathological contention.
@@ -102,7 +106,7 @@ const KIND_STR: u64 = 2;
 // A tuple that names a dynamic variable is a slice of the interpreter's keys (one
 // definition for the interpreter, the aggregations and this engine). Thread-local `self->x`
 // is the tuple `(thread id, TLS_TAG | variable id)` (see [`thread_tuple`]); an associative
-// array element `a[k1, k2]` is `(variable id, k1, k2)`. A string key holds its bytes up to
+// array element `a[k1, k2]` is `(ARRAY_TAG | variable id, k1, k2)`. A string key holds its bytes up to
 // (not including) the terminating NUL, bounded by `strsize`.
 
 /// Words a key occupies in a chunk: a descriptor, then the payload.
@@ -165,7 +169,7 @@ fn tls_id(var: u32) -> u64 {
 /// The variable-id key of associative array `var`.
 #[inline(always)]
 fn array_id(var: u32) -> u64 {
-    u64::from(var)
+    ARRAY_TAG | u64::from(var)
 }
 
 /// Calls `f` with each encoded word of a tuple, in the order they are stored in a chunk,

@@ -518,6 +518,12 @@ fn thread_locals_and_string_keys() {
     assert_eq!(ds.load(&thread_tuple(100, 3)).unwrap(), 11);
     assert_eq!(ds.load(&thread_tuple(200, 3)).unwrap(), 22);
     assert_eq!(ds.load(&[array_key(3), Key::Int(100)]).unwrap(), 33);
+    // An element whose words would be a thread-local's if an array's id were a thread id.
+    ds.store(0, 3, &thread_tuple(3, 1), 44).unwrap();
+    ds.store(0, 3, &[array_key(3), Key::Int(TLS_TAG | 1)], 55)
+        .unwrap();
+    assert_eq!(ds.load(&thread_tuple(3, 1)).unwrap(), 44);
+    assert_eq!(ds.load(&[array_key(3), Key::Int(TLS_TAG | 1)]).unwrap(), 55);
     // a[execname, pid] with strings sharing a prefix, and an integer that packs like one.
     let a = |s: &'static [u8], p| [array_key(2), Key::Str(s), Key::Int(p)];
     ds.store(0, 2, &a(b"bash", 1), 1).unwrap();
