@@ -1294,6 +1294,39 @@ impl<'a> Dstate<'a> {
         Ok(c.map_or(0, |c| self.first_word(c).get()))
     }
 
+    /// [`Dstate::load_noting`] of a variable that only the caller's context ever creates,
+    /// stores or deletes: a thread-local variable of the running thread, whose key holds its
+    /// thread id. It looks in chunk `*found` first (noted by an earlier load or store on this
+    /// CPU, perhaps in an earlier firing) and walks the chain only when that chunk does not
+    /// hold `keys`.
+    ///
+    /// Why the chunk needs no walk: a chunk whose hash is not [`HASH_FREE`] and whose words
+    /// hold `keys` was filled by this thread. Its allocation either linked it, and then only
+    /// this thread's deletion unlinks it, marking it free first under the bucket lock; or lost
+    /// the race to link it and marked it free before the thread went on. The thread is here,
+    /// so neither is half done. A chunk refilled meanwhile for another tuple shows its new
+    /// hash only after its new keys (release, acquire), and cannot be refilled a second time
+    /// while this CPU is in probe context: that takes a cleaner pass, whose cross-calls wait
+    /// for it. For any other variable (an associative array's element, which other CPUs
+    /// store and delete) a chunk holding `keys` may be another CPU's allocation that is about
+    /// to lose its race: only [`Dstate::load_noting`] is right there.
+    #[inline(always)]
+    pub fn load_own<T: Tuple + ?Sized>(
+        &self,
+        keys: &T,
+        found: &mut Option<u32>,
+    ) -> Result<u64, DynvarError> {
+        if let Some(c) = *found {
+            if self.is_chunk(c)
+                && self.w(c, W_HASH).0.load(Acquire) != HASH_FREE
+                && self.keys_match(c, keys)
+            {
+                return Ok(self.first_word(c).get());
+            }
+        }
+        self.load_noting(keys, found)
+    }
+
     /// The variable, allocated on `cpu` with `value_bytes` of zeroed value space if it does
     /// not exist yet (claim 10: an existing variable is never allocated again). `var` is the
     /// variable id whose drop counter counts a failure.
@@ -1342,8 +1375,9 @@ impl<'a> Dstate<'a> {
     }
 
     /// [`Dstate::store`], taking the chunk a [`Dstate::load_noting`] noted in `found`: a
-    /// store of 0 deletes from there ([`Dstate::delete_found`]). Whatever `found` names, the
-    /// store is the same.
+    /// store of 0 deletes from there ([`Dstate::delete_found`]). Any other store notes the
+    /// chunk it stored into, for a [`Dstate::load_own`] in a later firing (the latency
+    /// script's return probe). Whatever `found` names, the store is the same.
     #[inline(always)]
     pub fn store_noted<T: Tuple + ?Sized>(
         &self,
@@ -1355,7 +1389,13 @@ impl<'a> Dstate<'a> {
     ) -> Result<(), DynvarError> {
         match found.take() {
             Some(c) if value == 0 => self.delete_found(cpu, keys, c).map(|_| ()),
-            _ => self.store(cpu, var, keys, value),
+            _ if value == 0 => self.delete(cpu, keys).map(|_| ()),
+            _ => {
+                let c = self.alloc(cpu, var, keys, VALUE_BYTES)?;
+                self.first_word(c).set(value);
+                *found = Some(c);
+                Ok(())
+            }
         }
     }
 

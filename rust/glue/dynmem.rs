@@ -96,8 +96,11 @@ pub(crate) struct DynMem {
 
 /// A variable's whole tuple, as [`DynMem::tuple`] builds it.
 enum Tup<'k, 'b> {
-    /// `self->x`, or `a[k]` of an integer `k`: held as its words, so the engine's walk for
-    /// it has no loop over keys (`dynvar::IntPair`).
+    /// `self->x`: held as its words, so the engine's walk for it has no loop over keys
+    /// (`dynvar::IntPair`); the running thread's own, so a load may start at the chunk the
+    /// room noted (`Dstate::load_own`).
+    Own(IntPair),
+    /// `a[k]` of an integer `k`, held as `Own` is.
     Pair(IntPair),
     /// Any other, in the room's key buffer.
     Keys(&'k [Key<'b>]),
@@ -115,7 +118,7 @@ impl DynMem {
         room: &'k mut KeyBuf<MAX_KEYS>,
     ) -> Option<Tup<'k, 'b>> {
         match (self.scopes.get(var as usize)?, keys) {
-            (Scope::Thread, [Key::Int(tid)]) => Some(Tup::Pair(IntPair::thread(*tid, var))),
+            (Scope::Thread, [Key::Int(tid)]) => Some(Tup::Own(IntPair::thread(*tid, var))),
             (Scope::Assoc, [Key::Int(k)]) => Some(Tup::Pair(IntPair::element(var, *k))),
             _ => self.tuple_keys(var, keys, room).map(Tup::Keys),
         }
@@ -314,6 +317,7 @@ impl DynVars {
         let d = &self.mem.dstate;
         let DynRoom { keys: kb, found } = room;
         match self.mem.tuple(var, keys, kb) {
+            Some(Tup::Own(t)) => d.load_own(&t, found),
             Some(Tup::Pair(t)) => d.load_noting(&t, found),
             Some(Tup::Keys(t)) => d.load_noting(t, found),
             None => return 0,
@@ -336,7 +340,7 @@ impl DynVars {
         let cpu = cpu as usize;
         // `self->ts = 0` after reading `self->ts` deletes where the read found it.
         let ok = match self.mem.tuple(var, keys, kb) {
-            Some(Tup::Pair(t)) => d.store_noted(cpu, var, &t, value, found),
+            Some(Tup::Own(t) | Tup::Pair(t)) => d.store_noted(cpu, var, &t, value, found),
             Some(Tup::Keys(t)) => d.store_noted(cpu, var, t, value, found),
             None => return false,
         }

@@ -6,7 +6,8 @@
 //! in use = total, every lookup returns the last stored value, 0 deletes, and allocations +
 //! drops = allocation attempts. A firing that reads a variable and then deletes one (the
 //! same, or another) with what the read found deletes exactly that one, whatever other CPUs
-//! did to its chain in between.
+//! did to its chain in between. A thread's own variable reads back its value from any chunk
+//! noted for it, whatever became of that chunk.
 
 mod dynvar_util;
 
@@ -67,6 +68,17 @@ enum Op {
     },
     /// A cleaner pass during whose first and second cross-calls CPUs run these operations.
     CleanWith(Vec<Op>, Vec<Op>),
+    /// A thread's own variable `key` (a thread-local's) in two firings on `cpu`: the first
+    /// stores `val` (0 deletes, from chunk `hint`), noting where; `between` runs on other
+    /// keys, cleaner passes included; the second loads it from what the first noted (or
+    /// from `hint`, when that was nothing).
+    Own {
+        cpu: usize,
+        key: u8,
+        val: u64,
+        hint: u32,
+        between: Vec<Op>,
+    },
 }
 
 fn leaf(ncpus: usize) -> impl Strategy<Value = Op> {
@@ -94,9 +106,24 @@ fn op(ncpus: usize) -> impl Strategy<Value = Op> {
             other,
             between,
         });
+    let own = (
+        0..ncpus,
+        0u8..8,
+        prop_oneof![Just(0u64), 1u64..5],
+        0u32..12,
+        prop::collection::vec(leaf(ncpus), 0..4),
+    )
+        .prop_map(|(cpu, k, val, hint, between)| Op::Own {
+            cpu,
+            key: 3 * k,
+            val,
+            hint,
+            between,
+        });
     prop_oneof![
         8 => leaf(ncpus),
         2 => firing,
+        2 => own,
         1 => (prop::collection::vec(leaf(ncpus), 0..4), prop::collection::vec(leaf(ncpus), 0..4))
             .prop_map(|(a, b)| Op::CleanWith(a, b)),
     ]
@@ -141,29 +168,50 @@ impl Run<'_> {
         }
     }
 
+    /// Whether storing `val` into `key` needs a chunk; such a store counts as an attempt.
+    fn store_attempt(&self, key: u8, val: u64) -> bool {
+        let need = val != 0 && self.absent(key);
+        if need {
+            self.attempts.set(self.attempts.get() + 1);
+        }
+        need
+    }
+
+    /// Applies a store's result `r` to the model, or checks its drop; whether it stored.
+    fn stored(
+        &self,
+        cpu: usize,
+        key: u8,
+        val: u64,
+        need: bool,
+        in_pass: bool,
+        r: Result<(), DynvarError>,
+    ) -> bool {
+        match r {
+            Ok(()) => {
+                let mut m = self.model.borrow_mut();
+                if val == 0 {
+                    m.remove(&key);
+                } else {
+                    m.insert(key, val);
+                }
+                true
+            }
+            Err(e) => {
+                assert!(need, "store to an existing variable failed: {e:?}");
+                self.check_drop(cpu, e, in_pass);
+                false
+            }
+        }
+    }
+
     fn apply(&self, op: &Op, in_pass: bool) {
         let ds = self.m.ds();
         match op {
             Op::Store { cpu, key, val } => {
-                let t = tuple(*key);
-                let need = *val != 0 && self.absent(*key);
-                if need {
-                    self.attempts.set(self.attempts.get() + 1);
-                }
-                match ds.store(*cpu, var_of(*key), &t[..], *val) {
-                    Ok(()) => {
-                        let mut m = self.model.borrow_mut();
-                        if *val == 0 {
-                            m.remove(key);
-                        } else {
-                            m.insert(*key, *val);
-                        }
-                    }
-                    Err(e) => {
-                        assert!(need, "store to an existing variable failed: {e:?}");
-                        self.check_drop(*cpu, e, in_pass);
-                    }
-                }
+                let need = self.store_attempt(*key, *val);
+                let r = ds.store(*cpu, var_of(*key), &tuple(*key)[..], *val);
+                self.stored(*cpu, *key, *val, need, in_pass, r);
             }
             Op::Add { cpu, key, delta } => {
                 let t = tuple(*key);
@@ -221,6 +269,36 @@ impl Run<'_> {
                     .unwrap();
                 assert_eq!(found, None);
                 assert_eq!(ds.load(&t[..]).unwrap(), 0);
+            }
+            Op::Own {
+                cpu,
+                key,
+                val,
+                hint,
+                between,
+            } => {
+                let t = tuple(*key);
+                let need = self.store_attempt(*key, *val);
+                let mut found = Some(*hint);
+                let r = ds.store_noted(*cpu, var_of(*key), &t[..], *val, &mut found);
+                if self.stored(*cpu, *key, *val, need, in_pass, r) && *val != 0 {
+                    assert!(found.is_some());
+                }
+                // Only the thread touches its own variable.
+                for o in between {
+                    let mine = match o {
+                        Op::Store { key: k, .. }
+                        | Op::Add { key: k, .. }
+                        | Op::Delete { key: k, .. } => k == key,
+                        _ => false,
+                    };
+                    if !mine {
+                        self.apply(o, in_pass);
+                    }
+                }
+                let want = self.model.borrow().get(key).copied().unwrap_or(0);
+                let mut found = found.or(Some(*hint));
+                assert_eq!(ds.load_own(&t[..], &mut found).unwrap(), want);
             }
             Op::Clean => {
                 let before = self.m.audit();

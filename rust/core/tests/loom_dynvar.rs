@@ -351,3 +351,52 @@ fn frees_and_allocations_race_with_the_cleaner() {
         assert_eq!(a.free + a.clean + a.in_use, 3);
     });
 }
+
+/// A thread's own variable read from a chunk noted in an earlier firing (the latency
+/// script's return probe reads where its entry stored): the thread on CPU 0 deleted its
+/// variable, and while the cleaner recycles the chunk and CPU 1 allocates it for another
+/// thread's variable, the thread reads its own from the noted chunk. It finds it gone, in
+/// every interleaving, never the other thread's value.
+#[test]
+fn own_load_from_a_recycled_chunk() {
+    model(2, || {
+        let w = world(1, 2);
+        let ds = w.m.ds();
+        let mine = thread_tuple(5, V);
+        let mut found = None;
+        ds.store_noted(0, V, &mine[..], 7, &mut found).unwrap();
+        let noted = found;
+        assert!(noted.is_some());
+        ds.store_noted(0, V, &mine[..], 0, &mut found).unwrap();
+        let wr = w.clone();
+        let reader = thread::spawn(move || {
+            wr.cpus.enter(0);
+            let ds = wr.m.ds();
+            let mut f = noted;
+            assert_eq!(ds.load_own(&thread_tuple(5, V)[..], &mut f).unwrap(), 0);
+            wr.cpus.exit(0);
+            wr.cpus.enter(0);
+            let mut f = noted;
+            assert_eq!(ds.load_own(&thread_tuple(5, V)[..], &mut f).unwrap(), 0);
+            wr.cpus.exit(0);
+        });
+        let ww = w.clone();
+        let writer = thread::spawn(move || {
+            ww.cpus.enter(1);
+            let r = ww.m.ds().store(1, V, &thread_tuple(6, V)[..], 9);
+            ww.cpus.exit(1);
+            r
+        });
+        let wc = w.clone();
+        let cleaner = thread::spawn(move || {
+            wc.m.ds().clean(&wc.cpus).unwrap();
+        });
+        reader.join().unwrap();
+        let stored = writer.join().unwrap();
+        cleaner.join().unwrap();
+        if stored.is_ok() {
+            assert_eq!(w.m.ds().load(&thread_tuple(6, V)[..]).unwrap(), 9);
+        }
+        assert_eq!(w.m.audit().total(), 1);
+    });
+}
