@@ -180,9 +180,6 @@ pub struct VmState {
     keys: KeyBuf<MAX_KEYS>,
     /// The key of an aggregation update whose elements are all integers, encoded.
     ikey: IntKey,
-    /// Where `strtok(NULL, ...)` goes on: a reference to the `strtok` slot, which holds what
-    /// is left of the CPU's last `strtok()` string, or 0.
-    strtok: u64,
     /// `rand()` calls so far, mixed into the seed so that calls in one firing differ.
     rand_n: u64,
     /// The speculation the clause's records go to (`speculate()`), or `None`.
@@ -192,7 +189,8 @@ pub struct VmState {
     /// forgets it) or the firing ends ([`Vm::new`] forgets it): a predicate `/self->ts/` and
     /// its action's `timestamp - self->ts` look the variable up once.
     tls: Option<(u32, u64, u64)>,
-    /// Losses counted since the VM was created.
+    /// Losses counted since [`Vm::new`] made a VM over this state; a firing's [`Vm::with`]
+    /// goes on counting (the kernel counts its losses where they happen).
     losses: Losses,
     /// The running [`Vm`]'s parameters (its invariants say what holds of them).
     nlocals: u32,
@@ -214,7 +212,6 @@ impl VmState {
             tlen: 0,
             keys: KeyBuf::new(),
             ikey: IntKey::new(),
-            strtok: 0,
             rand_n: 0,
             spec: None,
             tls: None,
@@ -306,26 +303,22 @@ impl<'s> Vm<'s> {
         nlocals: u32,
         strsize: u32,
     ) -> Result<Self, VmError> {
-        Self::with(st, scratch, &VmParams::new(nlocals, strsize)?)
+        let vm = Self::with(st, scratch, &VmParams::new(nlocals, strsize)?)?;
+        vm.st.rand_n = 0;
+        vm.st.losses = Losses::default();
+        Ok(vm)
     }
 
     /// A VM over `st` and `scratch` with parameters checked beforehand: a firing's, whose
-    /// program's parameters LOAD checked.
+    /// program's parameters LOAD checked. What one firing leaves that the next must not see
+    /// is reset here; `rand()`'s count and the losses go on (see [`Vm::new`]), and where
+    /// `strtok(NULL, ...)` goes on is the scratch's to say ([`Vm::strtok_rest`]).
     // Inlined: no returned copy of the `Vm` in the probe's frame.
     #[inline(always)]
     pub fn with(st: &'s mut VmState, scratch: &'s mut [u8], p: &VmParams) -> Result<Self, VmError> {
         if scratch.len() < p.base {
             return Err(VmError::ScratchTooSmall);
         }
-        // The strtok slot's last byte says whether it holds a string to go on with (a rest is
-        // shorter than `strsize`, so that byte is never part of it): the place is kept per
-        // CPU, in the CPU's scratch, as DTrace keeps it.
-        // PANIC: `p.base` (checked above) covers the strtok slot, `keep + strsize + 1` bytes.
-        let strtok = if scratch[p.keep + p.strsize as usize] == STRTOK_KEPT {
-            str_ref(STR_SPACE_SCRATCH, p.keep as u32)
-        } else {
-            0
-        };
         // INVARIANT: `p`'s invariants hold; the scratch holds `p.base` bytes, where the slot
         // area starts.
         st.nlocals = p.nlocals;
@@ -334,15 +327,24 @@ impl<'s> Vm<'s> {
         st.next_slot = p.base;
         st.mem_used = 0;
         st.tlen = 0;
-        st.strtok = strtok;
-        st.rand_n = 0;
         st.spec = None;
         st.tls = None;
-        st.losses = Losses::default();
         Ok(Vm { st, scratch })
     }
 
-    /// Losses counted since the VM was created.
+    /// Where `strtok(NULL, ...)` goes on: the `strtok` slot, if it holds what is left of the
+    /// CPU's last `strtok()` string, else 0. The slot's last byte says so (a rest is shorter
+    /// than `strsize`, so that byte is never part of it): the place is kept per CPU, in the
+    /// CPU's scratch, as DTrace keeps it, and read only by the firings that go on.
+    fn strtok_rest(&self) -> u64 {
+        let keep = self.st.nlocals as usize * 8 + record_buf_size(self.st.strsize);
+        match self.scratch.get(keep + self.st.strsize as usize) {
+            Some(&STRTOK_KEPT) => str_ref(STR_SPACE_SCRATCH, keep as u32),
+            _ => 0,
+        }
+    }
+
+    /// Losses counted since [`Vm::new`] made a VM over this state.
     pub fn losses(&self) -> Losses {
         self.st.losses
     }
@@ -425,8 +427,8 @@ impl<'s> Vm<'s> {
     }
 
     /// Copies what follows byte `end` of string `cur` into the `strtok` slot (in place when
-    /// `cur` is that slot); returns the slot's reference.
-    fn keep_strtok(&mut self, strtab: &[u8], cur: u64, end: usize) -> Result<u64, FaultKind> {
+    /// `cur` is that slot) and marks the slot as holding it.
+    fn keep_strtok(&mut self, strtab: &[u8], cur: u64, end: usize) -> Result<(), FaultKind> {
         let ss = self.st.strsize as usize;
         let keep = self.st.nlocals as usize * 8 + record_buf_size(self.st.strsize);
         let len = resolve_str(strtab, self.scratch, ss, cur)
@@ -449,7 +451,7 @@ impl<'s> Vm<'s> {
         // PANIC: `len - end <= ss`, and the slot has `ss + 1` bytes.
         self.scratch[keep + len - end] = 0;
         self.scratch[keep + ss] = STRTOK_KEPT;
-        Ok(str_ref(STR_SPACE_SCRATCH, keep as u32))
+        Ok(())
     }
 
     /// Runs a user stack or symbol opcode (`Ustack` ..= `Ucaller`); returns the value of
@@ -568,7 +570,7 @@ impl<'s> Vm<'s> {
                 }
             }
             Strtok => {
-                let cur = if a == 0 { self.st.strtok } else { a };
+                let cur = if a == 0 { self.strtok_rest() } else { a };
                 if cur == 0 {
                     // Like DTrace: no string to go on with gives NULL.
                     return self.new_str(strtab, |_, _, _| Ok(None));
@@ -583,16 +585,15 @@ impl<'s> Vm<'s> {
                         subr::copy(&s[start..end], out)
                     }))
                 })?;
-                self.st.strtok = match cut {
+                match cut {
                     Some(end) => self.keep_strtok(strtab, cur, end)?,
                     None => {
                         let flag =
                             self.st.nlocals as usize * 8 + record_buf_size(self.st.strsize) + ss;
                         // PANIC: the strtok slot is within `slots_start()` (see `Vm::new`).
                         self.scratch[flag] = 0;
-                        0
                     }
-                };
+                }
                 r
             }
             Lltostr => self.new_str(strtab, |_, _, out| {
