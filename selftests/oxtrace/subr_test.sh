@@ -125,10 +125,12 @@ expect "specsize bounds the buffer: drops counted exactly" "12 oxtrace: 8 specul
 	"$(echo "$out" | grep -c 0123456789) $(echo "$err" | grep speculative)"
 
 # Busy: CPU 1 speculates, CPU 0 commits; CPU 1 settles its share only at its next buffer
-# switch (switchrate=60s: at the end), so CPU 0's next speculation() finds it busy.
+# switch (switchrate=60s: at the end), so CPU 0's next speculation() finds it busy. CPU 1
+# raises w only once its record is in its share: the vCPUs interleave anywhere in a clause
+# on a busy host, and a commit before the record would leave nothing to settle.
 run 'BEGIN { s = speculation(); }
-     fbt::ksys_read:entry /pid == $target && cpu == 1 && !w/ { w = 1; speculate(s);
-         printf("x\n"); }
+     fbt::ksys_read:entry /pid == $target && cpu == 1 && !w/ { speculate(s);
+         printf("x\n"); w = 1; }
      fbt::ksys_read:entry /pid == $target && cpu == 0 && w && !c/ { c = 1; commit(s); }
      fbt::ksys_read:entry /pid == $target && cpu == 0 && c && !t/ { t = 1;
          printf("%d\n", speculation()); }' -x switchrate=60s -c "./oxt_workload read 2 2000"
