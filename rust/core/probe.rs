@@ -533,6 +533,10 @@ fn run_clause<E: ClauseEnv>(
         _ => {}
     }
     env.enter_clause(c);
+    // Without the interpreter's set-up and its fault handling: a shape never faults.
+    if vm.run_shapes(pred, &clause.act, image, env).is_some() {
+        return Ok(());
+    }
     vm.begin_clause();
     // The predicate, then the actions, through one call of the interpreter: `run` is
     // inlined into the probe's frame, once.

@@ -648,6 +648,36 @@ impl<'s> Vm<'s> {
         })
     }
 
+    /// Runs a clause whose predicate (if it has one) and actions are both shapes, the
+    /// commonest clauses (`@[pid] = count()`, the latency script's): the predicate, then the
+    /// actions if it held. `None`, having run nothing, when they are not shapes.
+    ///
+    /// Shapes use no locals, string slots or scratch memory and never speculate, so of
+    /// [`Vm::begin_clause`]'s work only leaving an earlier clause's speculation is needed.
+    #[inline(always)]
+    pub fn run_shapes<D: Dict + ?Sized, E: Env + ?Sized>(
+        &mut self,
+        pred: Option<&Verified<'_>>,
+        act: &Verified<'_>,
+        dict: &D,
+        env: &mut E,
+    ) -> Option<()> {
+        let act = act.shape()?;
+        let pred = match pred {
+            Some(p) => Some(p.shape()?),
+            None => None,
+        };
+        self.st.spec = None;
+        if let Some(p) = pred {
+            self.run_shape(p, dict, env);
+            if val(&self.st.regs, p.ret) == 0 {
+                return Some(());
+            }
+        }
+        self.run_shape(act, dict, env);
+        Some(())
+    }
+
     /// Run a verified program with `dict` (the tables it was verified against) and `env`.
     ///
     /// Returns the `ret` value, or the fault that aborted the clause. Each instruction runs at
