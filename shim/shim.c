@@ -428,9 +428,10 @@ void oxt_hit(const struct oxt_probe_ops *ops, void *cookie, unsigned int slot,
 }
 
 /*
- * No stack protector here and in oxt_probe_run_many: their frames hold no array, only
- * the flags word local_irq_save's pushf writes through memory, which alone made the
- * compiler put a canary (five instructions on every hit) around it.
+ * No stack protector here, in oxt_probe_run_many and in oxt_kretprobe_entry: their
+ * frames hold no array, only the flags word local_irq_save's pushf writes through
+ * memory, which alone made the compiler put a canary (five instructions on every hit)
+ * around it.
  */
 static noinline __no_stack_protector void oxt_probe_run(struct oxt_probe *p,
 							 struct pt_regs *regs)
@@ -495,7 +496,8 @@ static int oxt_kretprobe_ret(struct kretprobe_instance *ri, struct pt_regs *regs
  * counted as recursion.  (rust/core/probesafe.rs refuses the functions known
  * to nest this way in the first place.)
  */
-static int oxt_kretprobe_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
+static __no_stack_protector int oxt_kretprobe_entry(struct kretprobe_instance *ri,
+						    struct pt_regs *regs)
 {
 	struct oxt_probe *p = container_of(get_kretprobe(ri), struct oxt_probe, krp);
 	unsigned long flags;
