@@ -106,8 +106,8 @@ const KIND_STR: u64 = 2;
 // A tuple that names a dynamic variable is a slice of the interpreter's keys (one
 // definition for the interpreter, the aggregations and this engine). Thread-local `self->x`
 // is the tuple `(thread id, TLS_TAG | variable id)` (see [`thread_tuple`]); an associative
-// array element `a[k1, k2]` is `(ARRAY_TAG | variable id, k1, k2)`. A string key holds its bytes up to
-// (not including) the terminating NUL, bounded by `strsize`.
+// array element `a[k1, k2]` is `(ARRAY_TAG | variable id, k1, k2)`. A string key holds its
+// bytes up to (not including) the terminating NUL, bounded by `strsize`.
 
 /// Words a key occupies in a chunk: a descriptor, then the payload.
 pub fn key_words(key: &Key<'_>) -> usize {
