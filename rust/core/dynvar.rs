@@ -1366,12 +1366,7 @@ impl<'a> Dstate<'a> {
         keys: &T,
         value: u64,
     ) -> Result<(), DynvarError> {
-        if value == 0 {
-            return self.delete(cpu, keys).map(|_| ());
-        }
-        let c = self.alloc(cpu, var, keys, VALUE_BYTES)?;
-        self.first_word(c).set(value);
-        Ok(())
+        self.store_noted(cpu, var, keys, value, &mut None)
     }
 
     /// [`Dstate::store`], taking the chunk a [`Dstate::load_noting`] noted in `found`: a
