@@ -112,17 +112,19 @@ pub(super) enum Effect {
 ///
 /// # Invariants
 ///
-/// `nsteps <= MAX_STEPS`, `neffects <= MAX_EFFECTS`. Every operand
-/// is below [`NVALS`]; a step's operands are constants' slots or earlier steps' (below its
-/// own index); a constant's slot, at or above `nsteps`, holds it in `init`. No
-/// [`Step::Thread`] was loaded after an [`Effect::Store`] in the program (so computing every
-/// step first reads what the instructions read). In the dictionary the program was
+/// `nsteps <= MAX_STEPS`, `neffects <= MAX_EFFECTS`, `nsteps + nconsts <= NVALS`. Every
+/// operand is a constant's slot (one of the top `nconsts`, which holds it in `init`) or a
+/// step's; a step's operands are constants' slots or earlier steps' (below its own index).
+/// No [`Step::Thread`] was loaded after an [`Effect::Store`] in the program (so computing
+/// every step first reads what the instructions read). In the dictionary the program was
 /// verified with, an [`Effect::Agg`]'s key has its `n` elements, all integers, and an
 /// [`Effect::Record`]'s format exists.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct Shape {
     /// The slots as a run starts: the constants in theirs, zeroes elsewhere.
-    pub(super) init: [u64; NVALS],
+    init: [u64; NVALS],
+    /// The constants: the top `nconsts` slots. The others are steps' or never read.
+    nconsts: u8,
     steps: [Step; MAX_STEPS],
     nsteps: u8,
     effects: [Effect; MAX_EFFECTS],
@@ -131,6 +133,20 @@ pub(super) struct Shape {
 }
 
 impl Shape {
+    /// Sets the constants' slots of `regs` as a run starts. A step writes its slot before
+    /// anything reads it, and no operand names a slot that is neither: only the constants
+    /// need setting. Most shapes have one or two (0 and perhaps a delta), so the top two
+    /// slots are copied with two plain stores; the whole array only for more.
+    #[inline(always)]
+    pub(super) fn set_consts(&self, regs: &mut [u64; NREGS]) {
+        if self.nconsts <= 2 {
+            regs[NVALS - 2] = self.init[NVALS - 2];
+            regs[NVALS - 1] = self.init[NVALS - 1];
+        } else {
+            regs[..NVALS].copy_from_slice(&self.init);
+        }
+    }
+
     /// The values the program computes, in its order.
     pub(super) fn steps(&self) -> &[Step] {
         // PANIC: `nsteps <= MAX_STEPS` (type invariant).
@@ -148,6 +164,7 @@ impl Shape {
     pub(super) fn recognise<D: Dict + ?Sized>(insns: &[DInsn], dict: &D) -> Option<Shape> {
         let mut s = Shape {
             init: [0; NVALS],
+            nconsts: 0,
             steps: [Step::Builtin(Builtin::Pid); MAX_STEPS],
             nsteps: 0,
             effects: [Effect::Store { var: 0, value: 0 }; MAX_EFFECTS],
@@ -219,12 +236,14 @@ impl Shape {
             return None;
         }
         s.ret = *regs.get(usize::from(last.r1))?;
+        s.nconsts = consts.n as u8;
         // INVARIANT: steps, elements and effects were counted within their arrays
         // (`get_mut` refuses more); steps and constants never share a slot (each side
-        // checks the other's count), so a register holds a constant's slot or an earlier
-        // step's; `ldts` after a store was refused; every update and record took the
-        // elements pushed since the last one, and none are left; types are below 8;
-        // `effect` checked the key layouts and the formats.
+        // checks the other's count, and `Consts::slot` takes the top slots only), so a
+        // register holds a constant's slot or an earlier step's; `ldts` after a store was
+        // refused; every update and record took the elements pushed since the last one,
+        // and none are left; types are below 8; `effect` checked the key layouts and the
+        // formats.
         Some(s)
     }
 }

@@ -797,7 +797,7 @@ impl<'s> Vm<'s> {
     fn run_shape<D: Dict + ?Sized, E: Env + ?Sized>(&mut self, s: &Shape, dict: &D, env: &mut E) {
         // The values live in the registers, which a shape does not otherwise use: not in
         // this frame, which is under the chunk allocator's.
-        self.st.regs[..NVALS].copy_from_slice(&s.init);
+        s.set_consts(&mut self.st.regs);
         for (i, &step) in s.steps().iter().enumerate() {
             let r = &self.st.regs;
             let v = match step {
