@@ -802,7 +802,7 @@ impl<'s> Vm<'s> {
             let r = &self.st.regs;
             let v = match step {
                 Step::Builtin(b) => env.builtin(b),
-                Step::Thread(var) => self.thread_var(var, None, env),
+                Step::Thread(var) => self.thread_var_in(var, None, env),
                 Step::Add(a, b) => val(r, a).wrapping_add(val(r, b)),
                 Step::Sub(a, b) => val(r, a).wrapping_sub(val(r, b)),
             };
@@ -846,7 +846,7 @@ impl<'s> Vm<'s> {
                 }
                 Effect::Store { var, value } => {
                     let v = val(&self.st.regs, value);
-                    self.thread_var(var, Some(v), env);
+                    self.thread_var_in(var, Some(v), env);
                 }
             }
         }
@@ -1551,6 +1551,14 @@ impl<'s> Vm<'s> {
     /// returns 0. Out of line: its key stays out of `exec`'s frame.
     #[inline(never)]
     fn thread_var<E: Env + ?Sized>(&mut self, var: u32, store: Option<u64>, env: &mut E) -> u64 {
+        self.thread_var_in(var, store, env)
+    }
+
+    /// [`Vm::thread_var`], inlined into [`Vm::run_shape`]: a shape's frame is small, and a
+    /// call and return with six saved registers cost the latency script about 60
+    /// instructions a read (four of them).
+    #[inline(always)]
+    fn thread_var_in<E: Env + ?Sized>(&mut self, var: u32, store: Option<u64>, env: &mut E) -> u64 {
         let tid = env.builtin(Builtin::Tid);
         let keys = [Key::Int(tid)];
         match store {
