@@ -345,9 +345,10 @@ impl DynVars {
             None => return false,
         }
         .is_ok();
-        if d.wants_clean(cpu) {
-            // Free chunks run short on this CPU: the cleaner runs now, not at its next
-            // period (Documentation/dynvar.rst, "On-demand cleaning").
+        // Free chunks run short on this CPU: the cleaner runs now, not at its next period
+        // (Documentation/dynvar.rst, "On-demand cleaning"). A store of 0 deletes: it only
+        // adds to the dirty list, which the CPU's next allocation sees.
+        if value != 0 && d.wants_clean(cpu) {
             self.cleaner.kick();
         }
         ok
@@ -384,7 +385,7 @@ impl DynVars {
             return false;
         };
         let ok = d.store_bytes(cpu, var, t, s, bytes).is_ok();
-        if d.wants_clean(cpu) {
+        if !s.is_empty() && d.wants_clean(cpu) {
             // As for an integer store (`store`).
             self.cleaner.kick();
         }
