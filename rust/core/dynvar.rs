@@ -1771,8 +1771,13 @@ impl<'a> Dstate<'a> {
 
     /// Publishes a rinsed list of `len` chunks as `d`'s clean list; its head carries the
     /// length of the whole clean list for the allocator that takes it.
+    ///
+    /// The list came from a dirty list, whose last chunk links to `NIL` (pushed onto an
+    /// empty list): onto an empty clean list it goes as it is. Only to append an older
+    /// clean list is the tail looked for, as in [`Dstate::splice`]; so the cleaner walks a
+    /// list once a pass (to count it), not twice.
     fn publish_clean(&self, d: &CpuState, list: u32, len: u64) {
-        let tail = self.list_tail(list);
+        let mut tail = None;
         d.clean_len.fetch_add(len, Relaxed);
         loop {
             // Empty in practice: only the cleaner fills clean lists and it chose this CPU
@@ -1784,7 +1789,12 @@ impl<'a> Dstate<'a> {
                 len
             };
             self.w(list, W_META).set(total);
-            self.w(tail, W_NEXT).0.store(u64::from(old), Release);
+            if old != NIL {
+                let t = *tail.get_or_insert_with(|| self.list_tail(list));
+                self.w(t, W_NEXT).0.store(u64::from(old), Release);
+            } else if let Some(t) = tail {
+                self.w(t, W_NEXT).0.store(u64::from(NIL), Release);
+            }
             if d.clean.compare_exchange(old, list, AcqRel, Acquire).is_ok() {
                 return;
             }
