@@ -377,9 +377,24 @@ pub fn run_verified(
     let mut scratch = vec![0u8; scratch_size(dict.nlocals, dict.strsize, v.string_allocs())];
     let mut vmst = VmState::new();
     let mut vm = Vm::new(&mut vmst, &mut scratch, dict.nlocals, dict.strsize).unwrap();
+    dirty_registers(&mut vm, dict);
     vm.begin_clause();
     let r = vm.run(v, dict, env);
     (r, vm.losses())
+}
+
+/// Leaves a distinct value in every register, as an earlier clause on the CPU may: the
+/// program run next must not read a register it did not set (a shape sets only its
+/// constants' slots, an instruction run only the registers its program uses).
+fn dirty_registers(vm: &mut Vm<'_>, dict: &TDict) {
+    let mut p: Vec<u64> = (1..NREGS as u8)
+        .map(|r| insn(Op::Ldi, r, 0, 0, 0x5a5a_0000 | u32::from(r)))
+        .collect();
+    p.push(insn(Op::Ret, 0, 0, 0, 0));
+    let b = code_bytes(&p);
+    let v = verify(Code::new(&b).unwrap(), dict, LIMIT).expect("the register filler verifies");
+    vm.begin_clause();
+    assert_eq!(vm.run(&v, dict, &mut TEnv::default()), Ok(0));
 }
 
 /// Verifies `words` and runs them in the form the kernel runs (decoded: `decoded_runs_as_raw`
