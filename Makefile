@@ -5,6 +5,7 @@
 #   make check   host tests + style + module build + guest selftests: "N passed, N failed"
 #   make vm CMD='...' [VM_FILES=dir]   run CMD as root in a fresh guest
 #   make bench   oxtrace vs bpftrace in the bench guest: build/bench/results.{md,json}
+#   make steptrace [TOOLS='ox bt']   one read() single-stepped under each: build/steptrace/
 #   make stress  the adversarial selftests at length, with their operation counts
 #   make module | tool | selftests | kernel | clean
 #   make install [DESTDIR=] [PREFIX=/usr/local] [MODULE=0] | uninstall | man
@@ -16,8 +17,8 @@
 export KDIR
 SHELL := /bin/bash
 
-.PHONY: all run check vm module tool selftests kernel setup clean bench stress install \
-	uninstall man dkms-install dkms-uninstall
+.PHONY: all run check vm module tool selftests kernel setup clean bench steptrace stress \
+	install uninstall man dkms-install dkms-uninstall
 
 all: module tool selftests
 
@@ -43,6 +44,11 @@ stress:
 # BENCH_ARGS: NAME=VALUE settings of scripts/guest/bench-run.sh (ROUNDS=5 ...).
 bench:
 	@scripts/bench.sh $(BENCH_ARGS)
+
+# OXPROG, BTPROG, SKIP and N (scripts/steptrace.sh) pass as make passes any variable
+# set on its command line or in its environment.
+steptrace:
+	@scripts/steptrace.sh $(TOOLS)
 
 # Documentation/install.rst: the layout, and KDIR= for the kernel the module is for.
 export DESTDIR PREFIX MODULE KVER

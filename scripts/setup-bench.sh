@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Install what `make bench` needs on top of scripts/setup-toolchain.sh: Debian's
 # bpftrace (and perf for the profile), run inside the bench guest from the host's
-# root filesystem over 9p, and valgrind for scripts/firebench.sh on the host.
+# root filesystem over 9p, valgrind for scripts/firebench.sh and gdb for
+# scripts/steptrace.sh on the host.
 # Kept apart so that `make check` stays lean.  Idempotent and silent when present.
 set -euo pipefail
 "$(dirname "$0")/setup-toolchain.sh"
 
-BENCH_PKGS=(bpftrace linux-perf valgrind)
+BENCH_PKGS=(bpftrace linux-perf valgrind gdb)
 SUDO=
 [ "$(id -u)" = 0 ] || SUDO=sudo
 missing=()
