@@ -1445,8 +1445,8 @@ impl<'a> Dstate<'a> {
         if d.dirty_len.load(Relaxed) == 0 || d.clean_len.load(Relaxed) != 0 {
             return false;
         }
-        // Asked after every store that may allocate: the cheap tests first, and the share's size without a
-        // division.
+        // Asked after every store that may allocate: the cheap tests first, and the share's
+        // size without a division.
         let low = u64::from(self.layout.share_len(cpu)) / LOW_WATER_DIV;
         d.free_len.load(Relaxed) < low.max(1)
     }
