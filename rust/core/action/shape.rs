@@ -32,6 +32,9 @@ const _: () = assert!(MAX_ELEMS <= KEY_MAX_ELEMS && MAX_ELEMS <= MAX_TUPLE);
 /// Updates, records and stores one shape may make.
 pub(super) const MAX_EFFECTS: usize = 3;
 
+// `Shape::set_consts` writes the top two slots: no step's, whatever the constants.
+const _: () = assert!(MAX_STEPS <= NVALS - 2);
+
 /// A value the shape uses: the index of its slot. Step `i` computes slot `i`; constants
 /// fill slots from the top down.
 pub(super) type Operand = u8;
@@ -136,7 +139,9 @@ impl Shape {
     /// Sets the constants' slots of `regs` as a run starts. A step writes its slot before
     /// anything reads it, and no operand names a slot that is neither: only the constants
     /// need setting. Most shapes have one or two (0 and perhaps a delta), so the top two
-    /// slots are copied with two plain stores; the whole array only for more.
+    /// slots are copied with two plain stores (with one constant the other is no step's
+    /// slot either: steps take at most the lowest `MAX_STEPS`); the whole array only for
+    /// more.
     #[inline(always)]
     pub(super) fn set_consts(&self, regs: &mut [u64; NREGS]) {
         if self.nconsts <= 2 {
