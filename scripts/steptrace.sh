@@ -32,7 +32,8 @@ command -v gdb >/dev/null || die "steptrace: gdb is missing (scripts/setup-bench
 KFLAVOR=bench
 KDIR=$("$OXT_ROOT/scripts/kernel.sh" bench)
 export KFLAVOR KDIR
-[ -f "$KDIR/vmlinux" ] && [ -f "$KDIR/System.map" ] || die "steptrace: no vmlinux or System.map in $KDIR"
+[ -f "$KDIR/vmlinux" ] && [ -f "$KDIR/System.map" ] ||
+	die "steptrace: no vmlinux or System.map in $KDIR"
 
 out=$OXT_ROOT/build/steptrace
 rm -rf "$out"
@@ -59,7 +60,8 @@ trap 'pkill -f -- "-initrd $OXT_ROOT/build/vm/initramfs.gz" 2>/dev/null || true'
 # Waits for a line of the guest's output (the serial log vm.sh writes), or the guest's end.
 wait_line() {
 	until grep -q "^$1" "$log" 2>/dev/null; do
-		kill -0 $vm 2>/dev/null || die "steptrace: the guest ended before '$1' (build/steptrace/guest.log)"
+		kill -0 $vm 2>/dev/null ||
+			die "steptrace: the guest ended before '$1' (build/steptrace/guest.log)"
 		sleep 1
 	done
 }
