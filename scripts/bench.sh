@@ -41,7 +41,7 @@ fi
 say "building the bench workload"
 ${CC:-gcc} -O2 -Wall -Wextra -Werror -static -pthread -D_GNU_SOURCE \
 	"$OXT_ROOT/tools/bench/oxt_bench.c" -o "$out/files/oxt_bench"
-cp "$OXT_ROOT/scripts/guest/bench-run.sh" "$out/files/"
+cp "$OXT_ROOT/scripts/guest/bench-run.sh" "$OXT_ROOT/scripts/guest/hostroot.sh" "$out/files/"
 cp "$OXT_ROOT/target/x86_64-unknown-linux-gnu/release/oxt-aggbench" "$out/files/"
 
 set +e

@@ -42,7 +42,7 @@ mkdir -p "$out/files"
 say "building the bench workload"
 ${CC:-gcc} -O2 -Wall -Wextra -Werror -static -pthread -D_GNU_SOURCE \
 	"$OXT_ROOT/tools/bench/oxt_bench.c" -o "$out/files/oxt_bench"
-cp "$OXT_ROOT/scripts/guest/steptrace-run.sh" "$out/files/"
+cp "$OXT_ROOT/scripts/guest/steptrace-run.sh" "$OXT_ROOT/scripts/guest/hostroot.sh" "$out/files/"
 [ -z "${OXPROG:-}" ] || printf '%s\n' "$OXPROG" >"$out/files/oxprog"
 [ -z "${BTPROG:-}" ] || printf '%s\n' "$BTPROG" >"$out/files/btprog"
 

@@ -27,24 +27,13 @@ for a in "$@"; do
 	eval "$name=\$val"
 done
 B=/extra/oxt_bench
-H=/host
+# mount_host and H.
+. /extra/hostroot.sh
 # want SECTION: whether ONLY selects it.
 want() {
 	[ -z "$ONLY" ] && return 0
 	case " $ONLY " in *" $1 "*) return 0 ;; esac
 	return 1
-}
-
-mount_host() {
-	mkdir -p $H
-	mount -t 9p -o trans=virtio,version=9p2000.L,ro,msize=262144 hostroot $H || return 1
-	mount -t proc proc $H/proc
-	mount -t sysfs sys $H/sys
-	mount -t devtmpfs dev $H/dev
-	mount -t tmpfs tmp $H/tmp
-	mount -t debugfs debugfs $H/sys/kernel/debug
-	mount -t tracefs tracefs $H/sys/kernel/tracing
-	mount -t tmpfs run $H/run 2>/dev/null
 }
 
 # The workloads of one session: a tight read loop on one CPU and on all four,

@@ -4,7 +4,6 @@
 # under the tool's program, and DONE TOOL. The host's gdb stops the guest inside the
 # loop, steps one read() and lets it go on.
 B=/extra/oxt_bench
-H=/host
 # Reads in the loop (argument N=...): enough for gdb to attach and let its SKIP hits go
 # first.
 N=400000
@@ -15,19 +14,8 @@ kretprobe:ksys_read /@start[tid]/ { @ = hist(nsecs - @start[tid]); delete(@start
 [ ! -f /extra/oxprog ] || OX=$(cat /extra/oxprog)
 [ ! -f /extra/btprog ] || BT=$(cat /extra/btprog)
 
-# bpftrace runs from the host's root filesystem (9p, read-only) in a chroot, as in
-# bench-run.sh.
-mount_host() {
-	mkdir -p $H
-	mount -t 9p -o trans=virtio,version=9p2000.L,ro,msize=262144 hostroot $H || return 1
-	mount -t proc proc $H/proc
-	mount -t sysfs sys $H/sys
-	mount -t devtmpfs dev $H/dev
-	mount -t tmpfs tmp $H/tmp
-	mount -t debugfs debugfs $H/sys/kernel/debug
-	mount -t tracefs tracefs $H/sys/kernel/tracing
-	mount -t tmpfs run $H/run 2>/dev/null
-}
+# mount_host and H: bpftrace runs from the host's root filesystem in a chroot.
+. /extra/hostroot.sh
 
 grep '\[oxtrace\]' /proc/kallsyms | sed 's/^/KSYM /'
 echo KSYMEND
