@@ -57,33 +57,36 @@ vm=$!
 # its own) goes too; vm.sh then ends.
 trap 'pkill -f -- "-initrd $OXT_ROOT/build/vm/initramfs.gz" 2>/dev/null || true' EXIT
 
-# Waits for a line of the guest's output (the serial log vm.sh writes), or the guest's end.
-wait_line() {
-	until grep -q "^$1" "$log" 2>/dev/null; do
-		kill -0 $vm 2>/dev/null ||
-			die "steptrace: the guest ended before '$1' (build/steptrace/guest.log)"
-		sleep 1
+# The guest's output (the serial log vm.sh writes), line by line as it comes, until the
+# guest ends: one reader for the whole run, so that nothing polls.
+exec {guest}< <(tail -n +1 -F --pid=$vm "$log" 2>/dev/null)
+
+# Reads the guest's output up to a line starting with $1; false at the guest's end.
+upto() {
+	local line
+	while IFS= read -r line <&"$guest"; do
+		[[ $line != "$1"* ]] || return 0
 	done
+	return 1
 }
 
-wait_line KSYMEND
+upto KSYMEND || die "steptrace: the guest ended before its symbols (build/steptrace/guest.log)"
 for t in "${tools[@]}"; do
-	wait_line "READY $t"
+	upto "READY $t" || die "steptrace: the guest ended before running $t (build/steptrace/guest.log)"
 	# The module's symbols, and the BPF programs' once bpftrace has made them.
 	tr -d '\r' <"$log" | sed -n 's/^KSYM //p; s/^BPFSYM //p' >"$out/ksyms"
 	say "steptrace: stepping one read() under $t"
 	OUT=$out/$t SKIP=${SKIP:-3000} MAP=$KDIR/System.map KSYMS=$out/ksyms \
 		gdb -batch -nx -x "$OXT_ROOT/scripts/steptrace.py" "$KDIR/vmlinux" >"$out/gdb-$t.log" 2>&1 &
 	gdb=$!
-	# gdb holds the guest from the breakpoint until it has written the trace: a loop
-	# that ends first went by before gdb stopped it.
-	while kill -0 $gdb 2>/dev/null; do
-		if grep -q "^DONE $t" "$log" && [ ! -f "$out/$t.txt" ]; then
-			kill $gdb
-			die "steptrace: the loop under $t ended before gdb stopped it (raise N)"
-		fi
-		sleep 1
-	done
+	# gdb holds the guest from the breakpoint until it has written the trace: a loop that
+	# ends without a trace went by before gdb stopped it (or gdb failed).
+	upto "DONE $t" || die "steptrace: the guest ended while running $t (build/steptrace/guest.log)"
+	if [ ! -f "$out/$t.txt" ]; then
+		kill $gdb 2>/dev/null
+		die "steptrace: the loop under $t ended before gdb stopped it" \
+			"(raise N; build/steptrace/gdb-$t.log)"
+	fi
 	wait $gdb || die "steptrace: gdb failed under $t (build/steptrace/gdb-$t.log)"
 	head -1 "$out/$t.txt"
 done

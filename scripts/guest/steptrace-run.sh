@@ -38,17 +38,28 @@ for t in "$@"; do
 			echo "steptrace: the host's root did not mount"
 			exit 1
 		}
+		# Its output through a FIFO read here until BEGIN ran (its codegen takes ~20 s
+		# under TCG) or it ended, then drained to a file.
+		rm -f /tmp/bt.fifo
+		mkfifo /tmp/bt.fifo
 		chroot $H /usr/bin/bpftrace -e "BEGIN { printf(\"OXB-READY\\n\"); } $BT" \
-			>$H/tmp/bt.out 2>&1 &
+			>/tmp/bt.fifo 2>&1 &
 		bt=$!
-		# Until BEGIN ran (its codegen takes ~20 s under TCG) or bpftrace is gone.
-		while ! grep -q OXB-READY $H/tmp/bt.out 2>/dev/null; do
-			kill -0 $bt 2>/dev/null || {
-				echo "steptrace: bpftrace did not start: $(head -c 400 $H/tmp/bt.out)"
-				exit 1
+		exec 3</tmp/bt.fifo
+		ready=
+		while IFS= read -r l <&3; do
+			echo "$l" >>/tmp/bt.out
+			[ "$l" != OXB-READY ] || {
+				ready=1
+				break
 			}
-			sleep 1
 		done
+		[ -n "$ready" ] || {
+			echo "steptrace: bpftrace did not start: $(head -c 400 /tmp/bt.out)"
+			exit 1
+		}
+		cat <&3 >>/tmp/bt.out &
+		exec 3<&-
 		# BPF programs' symbols, now that they exist.
 		grep '\[bpf\]' /proc/kallsyms | sed 's/^/BPFSYM /'
 		echo "READY bt"
