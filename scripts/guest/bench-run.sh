@@ -149,8 +149,13 @@ stop() {
 # the workloads, stop with SIGINT.
 run_bt() {
 	rm -f $H/tmp/bt.out
-	chroot $H /usr/bin/bpftrace -e "BEGIN { printf(\"OXB-READY\\n\"); } $(bt_prog "$2")" \
-		>$H/tmp/bt.out 2>&1 &
+	# printf's events go through a perf buffer per CPU, 64 pages by default, which the
+	# trace pair overruns: as many pages as oxtrace's bufsize (16 MiB), so that neither
+	# tool loses events and both figures count every record.
+	rb=64
+	[ "$2" != trace ] || rb=4096
+	BPFTRACE_PERF_RB_PAGES=$rb chroot $H /usr/bin/bpftrace \
+		-e "BEGIN { printf(\"OXB-READY\\n\"); } $(bt_prog "$2")" >$H/tmp/bt.out 2>&1 &
 	bt=$!
 	t=0
 	while ! grep -q OXB-READY $H/tmp/bt.out 2>/dev/null; do
