@@ -36,22 +36,34 @@ want() {
 	return 1
 }
 
-# The workloads of one session: a tight read loop on one CPU and on all four,
-# and a read of LSIZE bytes (controlled latency) on one CPU; with the argument cpu,
-# then a CPU-bound loop on all four CPUs (what sampling every CPU costs: the profile
-# pair, and the no-probe runs it is compared with).
-: >/tmp/wl.sh
-for w in $WLS; do
-	case $w in
-	1t) echo "echo \"W 1t \$($B read 1 $N1 1)\" >>/tmp/wl.out" ;;
-	4t) echo "echo \"W 4t \$($B read 4 $N4 1)\" >>/tmp/wl.out" ;;
-	lat) echo "echo \"W lat \$($B read 1 $NL $LSIZE)\" >>/tmp/wl.out" ;;
-	esac >>/tmp/wl.sh
-done
-echo "[ \"\$1\" != cpu ] || echo \"W cpu \$($B spin 4 $NS)\" >>/tmp/wl.out" >>/tmp/wl.sh
-# wl_arg PAIR: the workload script's argument for PAIR.
+# The workloads, run by `sh /tmp/wl.sh W...` (or W,W,...) in the order named: 1t, a tight
+# read loop on one CPU; 4t, the same on all four; lat, a read of LSIZE bytes (controlled
+# latency) on one CPU; cpu, a CPU-bound loop on all four CPUs (what sampling every CPU
+# costs: the profile pair, and the no-probe runs it is compared with).
+cat >/tmp/wl.sh <<EOF
+for w in \$(echo "\$*" | tr , ' '); do
+	case \$w in
+	1t) echo "W 1t \$($B read 1 $N1 1)" ;;
+	4t) echo "W 4t \$($B read 4 $N4 1)" ;;
+	lat) echo "W lat \$($B read 1 $NL $LSIZE)" ;;
+	cpu) echo "W cpu \$($B spin 4 $NS)" ;;
+	esac
+done >>/tmp/wl.out
+EOF
+# wl_arg PAIR: the workloads of PAIR's sessions.
 wl_arg() {
-	[ "$1" != profile ] || echo cpu
+	if [ "$1" = profile ]; then echo "$WLS cpu"; else echo "$WLS"; fi
+}
+# sessions PAIR: how PAIR's workloads are split among the tools' sessions, one word per
+# session (W,W,...). One session runs them back to back, except for trace: there the
+# consumers format every record, and what one workload's records leave them to format
+# would be charged to the next workload's time.
+sessions() {
+	if [ "$1" = trace ]; then
+		echo "$WLS"
+	else
+		wl_arg "$1" | tr ' ' ,
+	fi
 }
 
 # emit ROUND PAIR TOOL: the session's results, then reset.  The read loops' speed
@@ -104,10 +116,12 @@ kretprobe:ksys_read /@start[tid]/ { @ = hist(nsecs - @start[tid]); delete(@start
 	esac
 }
 
-# run_none ROUND [cpu]
+# run_none ROUND W...
 run_none() {
-	sh /tmp/wl.sh $2
-	emit "$1" none none
+	r=$1
+	shift
+	sh /tmp/wl.sh "$@"
+	emit "$r" none none
 }
 
 # run_ox2 ROUND PAIR: run_ox with the -Copt-level=2 module loaded instead.
@@ -122,12 +136,14 @@ run_ox2() {
 run_ox() {
 	opts=
 	[ "$2" = trace ] && opts="-x bufsize=16m -x switchrate=20hz"
-	# shellcheck disable=SC2086
-	oxtrace -q -v $opts -e "$(ox_prog "$2")" -c "sh /tmp/wl.sh $(wl_arg "$2")" >/tmp/ox.out 2>/tmp/ox.err
-	rc=$?
-	[ $rc = 0 ] || echo "NOTE ${3:-oxtrace} $2 round $1 exit $rc: $(head -c 300 /tmp/ox.err)"
-	d=$(grep -E 'records dropped in all|drops on CPU' /tmp/ox.err | head -n 3 | tr '\n' ' ')
-	[ -z "$d" ] || echo "NOTE ${3:-oxtrace} $2 round $1: $d"
+	for wls in $(sessions "$2"); do
+		# shellcheck disable=SC2086
+		oxtrace -q -v $opts -e "$(ox_prog "$2")" -c "sh /tmp/wl.sh $wls" >/tmp/ox.out 2>/tmp/ox.err
+		rc=$?
+		[ $rc = 0 ] || echo "NOTE ${3:-oxtrace} $2 round $1 exit $rc: $(head -c 300 /tmp/ox.err)"
+		d=$(grep -E 'records dropped in all|drops on CPU' /tmp/ox.err | head -n 3 | tr '\n' ' ')
+		[ -z "$d" ] || echo "NOTE ${3:-oxtrace} $2 round $1: $d"
+	done
 	emit "$1" "$2" "${3:-oxtrace}"
 }
 
@@ -145,9 +161,9 @@ stop() {
 	wait $1
 }
 
-# bpftrace: start, wait for BEGIN (LLVM codegen under TCG takes ~20 s), run
-# the workloads, stop with SIGINT.
-run_bt() {
+# bt_session ROUND PAIR W,...: bpftrace started, once its BEGIN probe ran (LLVM codegen
+# under TCG takes ~20 s) the workloads, then stopped with SIGINT. Fails if it did not start.
+bt_session() {
 	rm -f $H/tmp/bt.out
 	# printf's events go through a perf buffer per CPU, 64 pages by default, which the
 	# trace pair overruns: as many pages as oxtrace's bufsize (16 MiB), so that neither
@@ -163,17 +179,26 @@ run_bt() {
 			echo "NOTE bpftrace $2 round $1 did not start: $(head -c 400 $H/tmp/bt.out)"
 			kill -KILL $bt 2>/dev/null
 			wait $bt 2>/dev/null
-			rm -f /tmp/wl.out
-			return
+			return 1
 		fi
 		sleep 1
 		t=$((t + 1))
 	done
 	echo "NOTE bpftrace $2 round $1 ready after ${t}s"
-	sh /tmp/wl.sh $(wl_arg "$2")
+	sh /tmp/wl.sh "$3"
 	stop $bt "bpftrace $2 round $1"
 	lost=$(grep -i 'lost' $H/tmp/bt.out | head -n 2 | tr '\n' ' ')
 	[ -z "$lost" ] || echo "NOTE bpftrace $2 round $1: $lost"
+}
+
+# run_bt ROUND PAIR
+run_bt() {
+	for wls in $(sessions "$2"); do
+		bt_session "$1" "$2" "$wls" || {
+			rm -f /tmp/wl.out
+			return
+		}
+	done
 	emit "$1" "$2" bpftrace
 }
 
@@ -192,7 +217,7 @@ fi
 
 r=1
 while want pairs && [ $r -le "$ROUNDS" ]; do
-	run_none $r
+	run_none $r $WLS
 	for p in $PAIRS; do
 		run_ox $r "$p"
 		[ $have_bt = 0 ] || run_bt $r "$p"
