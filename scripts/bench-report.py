@@ -255,6 +255,10 @@ for wl in ("1t", "4t"):
 for wl in ("1t", "4t", "lat"):
     md.append(target("latency histogram: oxtrace / bpftrace", wl, "hist", "over_bpftrace", 1.0))
 for wl in ("1t", "4t"):
+    md.append(target("trace() / bpftrace's printf", wl, "trace", "over_bpftrace", 1.0))
+for wl in ("1t", "4t", "lat"):
+    md.append(target("empty clause / bpftrace's empty probe", wl, "empty", "over_bpftrace", 1.0))
+for wl in ("1t", "4t"):
     md.append(target("count action / bare kprobe", wl, "count", "action_over_probe", 0.25))
 md.append("")
 
