@@ -79,7 +79,8 @@ done
 if [ "${ICOUNT:-1}" != 0 ] && [ -n "$isect" ]; then
 	say "counting the guest's instructions: $isect again under -icount"
 	set +e
-	iargs=(PAIRS="empty count hist sum trace ten sysread" "$@" ONLY="$isect" ROUNDS=2 WLS="1t lat")
+	iargs=(PAIRS="empty count hist sum trace ten sysread" "$@" ONLY="$isect" ROUNDS=2
+		WLS="1t lat")
 	OXT_ICOUNT=0 "$OXT_ROOT/scripts/vm.sh" --no-build --files "$out/files" --mem 2G --hostroot \
 		--timeout "${BENCH_TIMEOUT:-5400}" -- sh /extra/bench-run.sh ${iargs[*]@Q} |
 		tee "$out/icount-raw.log"

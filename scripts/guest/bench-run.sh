@@ -138,10 +138,13 @@ run_ox() {
 	[ "$2" = trace ] && opts="-x bufsize=16m -x switchrate=20hz"
 	for wls in $(sessions "$2"); do
 		# shellcheck disable=SC2086
-		oxtrace -q -v $opts -e "$(ox_prog "$2")" -c "sh /tmp/wl.sh $wls" >/tmp/ox.out 2>/tmp/ox.err
+		oxtrace -q -v $opts -e "$(ox_prog "$2")" -c "sh /tmp/wl.sh $wls" \
+			>/tmp/ox.out 2>/tmp/ox.err
 		rc=$?
-		[ $rc = 0 ] || echo "NOTE ${3:-oxtrace} $2 round $1 exit $rc: $(head -c 300 /tmp/ox.err)"
-		d=$(grep -E 'records dropped in all|drops on CPU' /tmp/ox.err | head -n 3 | tr '\n' ' ')
+		[ $rc = 0 ] ||
+			echo "NOTE ${3:-oxtrace} $2 round $1 exit $rc: $(head -c 300 /tmp/ox.err)"
+		d=$(grep -E 'records dropped in all|drops on CPU' /tmp/ox.err | head -n 3 |
+			tr '\n' ' ')
 		[ -z "$d" ] || echo "NOTE ${3:-oxtrace} $2 round $1: $d"
 	done
 	emit "$1" "$2" "${3:-oxtrace}"
