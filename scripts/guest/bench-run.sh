@@ -118,10 +118,10 @@ kretprobe:ksys_read /@start[tid]/ { @ = hist(nsecs - @start[tid]); delete(@start
 
 # run_none ROUND W...
 run_none() {
-	r=$1
+	round=$1
 	shift
 	sh /tmp/wl.sh "$@"
-	emit "$r" none none
+	emit "$round" none none
 }
 
 # run_ox2 ROUND PAIR: run_ox with the -Copt-level=2 module loaded instead.
