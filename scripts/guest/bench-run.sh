@@ -164,9 +164,10 @@ stop() {
 	wait $1
 }
 
-# bt_session ROUND PAIR W,...: bpftrace started, once its BEGIN probe ran (LLVM codegen
-# under TCG takes ~20 s) the workloads, then stopped with SIGINT. Fails if it did not start.
-bt_session() {
+# bt_start ROUND PAIR: bpftrace on PAIR's program in the background (pid in bt), returned
+# from once its BEGIN probe ran (LLVM codegen under TCG takes ~20 s). Fails if it did not
+# start.
+bt_start() {
 	rm -f $H/tmp/bt.out
 	# printf's events go through a perf buffer per CPU, 64 pages by default, which the
 	# trace pair overruns: as many pages as oxtrace's bufsize (16 MiB), so that neither
@@ -188,6 +189,11 @@ bt_session() {
 		t=$((t + 1))
 	done
 	echo "NOTE bpftrace $2 round $1 ready after ${t}s"
+}
+
+# bt_session ROUND PAIR W,...: the workloads under bpftrace, then stopped with SIGINT.
+bt_session() {
+	bt_start "$1" "$2" || return 1
 	sh /tmp/wl.sh "$3"
 	stop $bt "bpftrace $2 round $1"
 	lost=$(grep -i 'lost' $H/tmp/bt.out | head -n 2 | tr '\n' ' ')
@@ -366,15 +372,7 @@ if want profile && [ $have_bt = 1 ] && [ -n "$PROFILE" ] && chroot $H /usr/bin/p
 			rmmod oxtrace
 			insmod /lib/modules/oxtrace.ko || echo "NOTE cannot reload oxtrace.ko"
 		fi
-		rm -f $H/tmp/bt.out
-		chroot $H /usr/bin/bpftrace -e "BEGIN { printf(\"OXB-READY\\n\"); } $(bt_prog "$p")" \
-			>$H/tmp/bt.out 2>&1 &
-		bt=$!
-		t=0
-		while ! grep -q OXB-READY $H/tmp/bt.out 2>/dev/null && [ $t -lt 300 ]; do
-			sleep 1
-			t=$((t + 1))
-		done
+		bt_start profile "$p" || continue
 		prof bpftrace "$p"
 		stop $bt "bpftrace $p profile"
 	done
