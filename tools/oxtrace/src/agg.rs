@@ -411,7 +411,7 @@ impl SortOrder {
         let get = |n: &str| -> Option<u64> {
             let v = opts.get(n)?;
             let v = if v.is_empty() { None } else { Some(v.as_str()) };
-            crate::dsl::options::runtime_value(n, v).ok().flatten()
+            crate::options::runtime_value(n, v).ok().flatten()
         };
         SortOrder {
             by_key: get("aggsortkey").is_some(),

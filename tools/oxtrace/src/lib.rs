@@ -13,6 +13,7 @@ pub mod dynstat;
 pub mod exporter;
 pub mod ipt;
 pub mod ksym;
+pub mod options;
 pub mod output;
 pub mod probes;
 pub mod pt;

@@ -1,20 +1,9 @@
-//! Options: `-x name=value` and `#pragma D option`, their value syntax (sizes, intervals),
-//! and the options only the tool reads.
+//! Option values: the syntax of `-x name=value` and `#pragma D option` values (sizes,
+//! intervals), the kernel's range of each, and the options only the tool reads. A leaf: the
+//! compiler, the run loop and the aggregation sort all read these.
 
-use super::error::{CompileError, Span};
-use super::gen::GResult;
-use super::Compiled;
 use oxtrace_core::limits;
 use oxtrace_core::program::OptKey;
-
-/// Where a kernel option was set, for errors found once the whole image is known.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum OptionAt {
-    /// `-x TEXT`.
-    X(String),
-    /// `#pragma D option`, the span of its `name=value`.
-    Pragma(Span),
-}
 
 /// A size as the options write it: `64m`, `4k`, or bytes.
 pub fn size_text(n: u64) -> String {
@@ -37,7 +26,7 @@ pub fn interval_text(ns: u64) -> String {
 }
 
 /// Why `name=v` (parsed to `parsed`) is outside the kernel's range, in the limit's words.
-fn range_error(key: OptKey, name: &str, v: &str, parsed: u64) -> String {
+pub fn range_error(key: OptKey, name: &str, v: &str, parsed: u64) -> String {
     let (lo, hi) = limits::option_range(key);
     let what = match key {
         OptKey::Bufsize => "buffer",
@@ -191,123 +180,5 @@ pub fn frames_bound(name: &str) -> Option<u32> {
             Some(oxtrace_core::limits::MAX_STACKFRAMES.max(oxtrace_core::limits::MAX_USTACKFRAMES))
         }
         _ => None,
-    }
-}
-
-/// Apply option `name[=value]`; errors carry the message.
-pub fn apply_option(c: &mut Compiled, name: &str, value: Option<&str>) -> Result<(), String> {
-    let at = OptionAt::X(match value {
-        Some(v) => format!("{name}={v}"),
-        None => name.to_string(),
-    });
-    set_option(c, name, value, true, at)
-}
-
-/// Apply option `name[=value]` set `at`; `checked` false keeps an out-of-range value (for
-/// tests that compare the compiler's verdict with the kernel's).
-pub(super) fn set_option(
-    c: &mut Compiled,
-    name: &str,
-    value: Option<&str>,
-    checked: bool,
-    at: OptionAt,
-) -> Result<(), String> {
-    if let Some(key) = OptKey::from_name(name) {
-        let v = value.ok_or_else(|| format!("option '{name}' requires a value"))?;
-        let parsed = match key {
-            OptKey::Switchrate | OptKey::Cleanrate | OptKey::Aggrate => parse_interval(v),
-            _ => parse_size(v),
-        }
-        .ok_or_else(|| format!("invalid value '{v}' for option '{name}'"))?;
-        let (lo, hi) = key.range();
-        let parsed = if key == OptKey::Cleanrate && !(lo..=hi).contains(&parsed) {
-            // DTrace clamps the cleaning rate instead of refusing it.
-            let clamped = parsed.clamp(lo, hi);
-            c.warnings.push(format!(
-                "cleanrate {v} is out of range: clamped to {} Hz",
-                1_000_000_000 / clamped
-            ));
-            clamped
-        } else if checked && !(lo..=hi).contains(&parsed) {
-            return Err(range_error(key, name, v, parsed));
-        } else {
-            parsed
-        };
-        c.options.set(key, parsed);
-        if !c.set_options.contains(&key) {
-            c.set_options.push(key);
-        }
-        c.option_at.retain(|(k, _)| *k != key);
-        c.option_at.push((key, at));
-        return Ok(());
-    }
-    if TOOL_OPTIONS.contains(&name) {
-        if let Some(max) = frames_bound(name) {
-            let v = value.ok_or_else(|| format!("option '{name}' requires a value"))?;
-            match v.parse::<u32>() {
-                Ok(n) if (1..=max).contains(&n) => {}
-                _ => {
-                    return Err(format!(
-                        "invalid value '{v}' for option '{name}': a frame count from 1 to {max}"
-                    ))
-                }
-            }
-        }
-        if name == "quiet" {
-            c.quiet = true;
-        }
-        c.tool_options
-            .insert(name.to_string(), value.unwrap_or("").to_string());
-        return Ok(());
-    }
-    Err(format!("unknown option '{name}'"))
-}
-
-pub(super) fn pragma(
-    c: &mut Compiled,
-    src: &str,
-    input: &str,
-    text: &str,
-    span: Span,
-    checked: bool,
-) -> GResult<()> {
-    let err = |off: usize, len: usize, msg: String| {
-        Err(CompileError::at(
-            src,
-            input,
-            Span {
-                start: span.start + 1 + off,
-                len: len.max(1),
-            },
-            msg,
-        ))
-    };
-    let words: Vec<(usize, &str)> = text
-        .split_ascii_whitespace()
-        .map(|w| (w.as_ptr() as usize - text.as_ptr() as usize, w))
-        .collect();
-    match words.as_slice() {
-        [(_, "pragma"), (_, "D"), (_, "option"), (off, opt)] => {
-            let (name, value) = match opt.split_once('=') {
-                Some((n, v)) => (n, Some(v)),
-                None => (*opt, None),
-            };
-            let at = OptionAt::Pragma(Span {
-                start: span.start + 1 + off,
-                len: opt.len(),
-            });
-            set_option(c, name, value, checked, at).or_else(|m| err(*off, opt.len(), m))
-        }
-        [(_, "pragma"), (_, "D"), (off, w), ..] => err(
-            *off,
-            w.len(),
-            format!("unsupported #pragma D directive '{w}'"),
-        ),
-        [(off, w), ..] => err(
-            *off,
-            w.len(),
-            format!("unsupported preprocessor directive '#{w}' (only #pragma D option is)"),
-        ),
-        [] => err(0, 0, "empty preprocessor directive".into()),
     }
 }

@@ -7,10 +7,10 @@ pub use crate::child::{catch_signals, split_words, Held};
 use crate::agg::{AggDef, AggTable, Dictionary, KeyField, KeyKind, SortOrder};
 use crate::child;
 use crate::device::{Device, DeviceError};
-use crate::dsl::options::size_text;
 use crate::dsl::{self, Compiled};
 use crate::dynstat::{self, DropTracker};
 use crate::exporter::Metrics;
+use crate::options::size_text;
 use crate::output::lines::{ClauseFiring, Lines};
 use crate::probes;
 use oxtrace_core::abi;
@@ -854,7 +854,7 @@ impl<'a> Run<'a> {
 
     /// A `setopt()` record: sets runtime option `name` to `value` (unset by "", "no", ...).
     fn setopt(&mut self, name: &str, value: Option<&str>) {
-        match dsl::options::runtime_value(name, value) {
+        match crate::options::runtime_value(name, value) {
             Ok(v) => {
                 if name == "quiet" {
                     self.lines.quiet = v.is_some();

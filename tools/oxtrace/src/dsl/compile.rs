@@ -4,10 +4,11 @@
 use super::ast::*;
 use super::error::{CompileError, Span};
 use super::gen::{resolve_type, xlate, Agg, GResult, Gen, Tables, Var};
-use super::options::{pragma, set_option, size_text, OptionAt};
+use super::pragma::{pragma, set_option, OptionAt};
 use super::probe_spec::probe_spec;
 use super::types::{builtin, Member, SouDef, TypeEnv};
 use super::{AggInfo, Compiled, KeyKind, ProbeSpec, VarSummary};
+use crate::options::size_text;
 use oxtrace_core::abi;
 use oxtrace_core::action::{self as act, KeyLayout, Op, Scope};
 use oxtrace_core::agg::AggKind;
@@ -17,8 +18,8 @@ use oxtrace_core::program::{self as prog, OptKey};
 use std::collections::{HashMap, HashSet};
 
 pub use super::gen::const_eval;
-pub use super::options::{parse_interval, parse_size, TOOL_OPTIONS};
 pub use super::types::Ty;
+pub use crate::options::{parse_interval, parse_size, TOOL_OPTIONS};
 
 /// Scratch bytes the kernel allows one clause (the compiler checks against the same bound).
 pub const SCRATCH_LIMIT: usize = limits::MAX_SCRATCH;

@@ -12,8 +12,8 @@ pub mod format;
 mod gen;
 mod kvar;
 pub mod lexer;
-pub mod options;
 pub mod parser;
+pub mod pragma;
 mod probe_spec;
 pub mod sim;
 pub mod types;
@@ -120,7 +120,7 @@ pub struct Compiled {
     /// Warnings (e.g. clamped options).
     pub warnings: Vec<String>,
     /// Where each kernel option was last set.
-    pub option_at: Vec<(OptKey, options::OptionAt)>,
+    pub option_at: Vec<(OptKey, pragma::OptionAt)>,
 }
 
 /// What the compiler needs besides the source.

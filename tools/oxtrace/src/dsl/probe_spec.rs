@@ -1,7 +1,7 @@
 //! Probe descriptions: `provider:module:function:name` text to the probes it enables.
 
-use super::options::parse_interval;
 use super::ProbeSpec;
+use crate::options::parse_interval;
 use crate::tracepoints::{self, FieldKind, Format};
 use oxtrace_core::limits;
 use oxtrace_core::program::{self as prog, ProbeKind};
