@@ -18,6 +18,7 @@ pub mod output;
 pub mod probes;
 pub mod pt;
 pub mod run;
+pub mod runtime;
 pub mod syscalls;
 pub mod tracepoints;
 pub mod usym;

@@ -4,9 +4,9 @@
 mod support;
 
 use oxtrace::agg::SortOrder;
-use oxtrace::dsl::sim::{Firing, Sim};
 use oxtrace::dsl::Compiled;
 use oxtrace::options::runtime_value;
+use oxtrace::runtime::sim::{Firing, Sim};
 use std::collections::BTreeMap;
 use support::{begin_table, c, err_at as err};
 

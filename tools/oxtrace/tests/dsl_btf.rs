@@ -4,9 +4,9 @@
 
 use oxtrace::btf::build::Builder;
 use oxtrace::btf::Btf;
-use oxtrace::dsl::sim::{Firing, OwnedItem, Sim};
 use oxtrace::dsl::{compile, CompileOptions, Compiled};
 use oxtrace::ksym::Ksyms;
+use oxtrace::runtime::sim::{Firing, OwnedItem, Sim};
 use oxtrace_core::action::IntType;
 use oxtrace_core::program::ProbeKind;
 use std::sync::Arc;

@@ -3,8 +3,8 @@
 
 mod support;
 
-use oxtrace::dsl::sim::{Firing, OwnedItem, OwnedKey, Sim};
 use oxtrace::dsl::{compile, CompileOptions};
+use oxtrace::runtime::sim::{Firing, OwnedItem, OwnedKey, Sim};
 use oxtrace_core::action::{FaultKind, IntType, RecordKind};
 use oxtrace_core::agg::AggKind;
 use oxtrace_core::program::{Image, ProbeKind};

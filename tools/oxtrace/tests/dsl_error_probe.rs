@@ -3,8 +3,8 @@
 
 mod support;
 
-use oxtrace::dsl::sim::{Firing, Sim};
 use oxtrace::run;
+use oxtrace::runtime::sim::{Firing, Sim};
 use oxtrace_core::action::FaultKind;
 use oxtrace_core::diag::FaultMsg;
 use oxtrace_core::program::{Image, ProbeKind};

@@ -6,7 +6,7 @@
 mod support;
 
 use oxtrace::dsl::format::format_trace;
-use oxtrace::dsl::sim::{Firing, Sim};
+use oxtrace::runtime::sim::{Firing, Sim};
 use oxtrace_core::action::{Item, RecordKind};
 use support::{c, err_at};
 

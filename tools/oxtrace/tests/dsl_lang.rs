@@ -4,8 +4,8 @@
 
 mod support;
 
-use oxtrace::dsl::sim::{Firing, Sim};
 use oxtrace::dsl::{compile, CompileOptions};
+use oxtrace::runtime::sim::{Firing, Sim};
 use oxtrace_core::action::FaultKind;
 use oxtrace_core::program::ProbeKind;
 use support::{c, err};

@@ -4,7 +4,7 @@
 
 mod support;
 
-use oxtrace::dsl::sim::{Firing, Sim};
+use oxtrace::runtime::sim::{Firing, Sim};
 use oxtrace_core::action::FaultKind;
 use support::{c, err_at};
 

@@ -3,7 +3,7 @@
 
 mod support;
 
-use oxtrace::dsl::sim::{Firing, Sim};
+use oxtrace::runtime::sim::{Firing, Sim};
 use support::{c, err_at as err};
 
 fn entry(arg0: u64) -> Firing {

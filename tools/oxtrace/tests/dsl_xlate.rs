@@ -4,8 +4,8 @@
 
 use oxtrace::btf::build::Builder;
 use oxtrace::btf::Btf;
-use oxtrace::dsl::sim::{Firing, OwnedItem, Sim};
 use oxtrace::dsl::{compile, CompileOptions, Compiled};
+use oxtrace::runtime::sim::{Firing, OwnedItem, Sim};
 use oxtrace_core::action::IntType;
 use std::sync::Arc;
 

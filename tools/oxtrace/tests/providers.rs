@@ -3,7 +3,7 @@
 
 mod support;
 
-use oxtrace::dsl::sim::{Firing, OwnedItem, Sim};
+use oxtrace::runtime::sim::{Firing, OwnedItem, Sim};
 use oxtrace::syscalls;
 use oxtrace_core::action::IntType;
 use oxtrace_core::probe::hz_period;

@@ -3,8 +3,8 @@
 
 mod support;
 
-use oxtrace::dsl::sim::{Firing, OwnedKey, Sim};
 use oxtrace::dsl::KeyKind;
+use oxtrace::runtime::sim::{Firing, OwnedKey, Sim};
 use oxtrace_core::action::{Dict, KeyLayout};
 use oxtrace_core::program::{Image, ProbeKind};
 use oxtrace_core::stack;

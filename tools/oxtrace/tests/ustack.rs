@@ -4,8 +4,8 @@
 
 mod support;
 
-use oxtrace::dsl::sim::{Firing, OwnedKey, Sim};
 use oxtrace::dsl::{compile, CompileOptions, Compiled, KeyKind};
+use oxtrace::runtime::sim::{Firing, OwnedKey, Sim};
 use oxtrace_core::program::ProbeKind;
 use oxtrace_core::ustack::{Decoded, Style, MAX_FRAMES};
 use support::{c, err_text as err};

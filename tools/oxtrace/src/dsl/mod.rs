@@ -15,7 +15,6 @@ pub mod lexer;
 pub mod parser;
 pub mod pragma;
 mod probe_spec;
-pub mod sim;
 pub mod types;
 
 pub use error::{CompileError, Span};

@@ -2,7 +2,8 @@
 //! firings: the interpreter of `oxtrace_core::action` with plain maps behind the `Env` calls.
 //! Used by the tests and by `--dry-run`-style checks.
 
-use super::Compiled;
+use crate::dsl::compile::SCRATCH_LIMIT;
+use crate::dsl::Compiled;
 use crate::probes::glob_match;
 use crate::run::EnabledIds;
 use oxtrace_core::action::{
@@ -459,14 +460,9 @@ impl Sim {
     /// description in image order, the [`Sim::functions`] its glob matches, as a run sends it.
     pub fn fire(&mut self, c: &Compiled, f: &Firing) {
         let img = Image::parse(&c.image).expect("compiled images parse");
-        let need = img
-            .verify(super::compile::SCRATCH_LIMIT)
-            .expect("compiled images verify");
+        let need = img.verify(SCRATCH_LIMIT).expect("compiled images verify");
         let clauses: Vec<_> = (0..img.clause_count())
-            .map(|ci| {
-                img.verify_clause(ci, super::compile::SCRATCH_LIMIT)
-                    .expect("verified")
-            })
+            .map(|ci| img.verify_clause(ci, SCRATCH_LIMIT).expect("verified"))
             .collect();
         let mut scratch = std::mem::take(&mut self.scratch);
         if scratch.len() != need {

@@ -5,9 +5,9 @@
 #![allow(dead_code)]
 
 use oxtrace::agg::AggTable;
-use oxtrace::dsl::sim::{Firing, OwnedKey, Sim};
 use oxtrace::dsl::{compile, CompileError, CompileOptions, Compiled};
 use oxtrace::run;
+use oxtrace::runtime::sim::{Firing, OwnedKey, Sim};
 use oxtrace_core::agg::{AggBuffer, KeyElem, SnapshotCursor};
 
 /// `src` compiled with the default options; a compile error fails the test.
