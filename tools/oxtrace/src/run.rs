@@ -937,7 +937,7 @@ impl<'a> Run<'a> {
                     let text = self.fmt == OutFmt::Text;
                     let rawbytes = (self.opts.contains_key("rawbytes") && text)
                         .then_some(self.prog.options.strsize as usize);
-                    dsl::format::format_trace(&items, self.lines.quiet || !text, rawbytes)
+                    crate::output::printf::format_trace(&items, self.lines.quiet || !text, rawbytes)
                 };
                 match self.fmt {
                     OutFmt::Json => {
@@ -1153,9 +1153,9 @@ impl<'a> Run<'a> {
 fn json_item(o: &mut String, it: &Item<'_>) {
     match it {
         Item::Str(s) => crate::agg::json_str(o, s),
-        Item::Int(..) => o.push_str(&String::from_utf8_lossy(&dsl::format::format_trace_item(
-            it,
-        ))),
+        Item::Int(..) => o.push_str(&String::from_utf8_lossy(
+            &crate::output::printf::format_trace_item(it),
+        )),
     }
 }
 

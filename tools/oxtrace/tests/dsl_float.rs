@@ -5,7 +5,7 @@
 
 mod support;
 
-use oxtrace::dsl::format::format_trace;
+use oxtrace::output::printf::format_trace;
 use oxtrace::runtime::sim::{Firing, Sim};
 use oxtrace_core::action::{Item, RecordKind};
 use support::{c, err_at};

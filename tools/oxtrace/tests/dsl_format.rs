@@ -1,6 +1,7 @@
 //! printf formatting: golden outputs, and a cross-check against the C library's snprintf.
 
-use oxtrace::dsl::format::{format_trace_item, format_trace_item_default, parse, sprintf, Piece};
+use oxtrace::dsl::format::{parse, Piece};
+use oxtrace::output::printf::{format_trace_item, format_trace_item_default, sprintf};
 use oxtrace_core::action::{IntType, Item};
 
 fn f(fmt: &str, items: &[Item<'_>]) -> String {
@@ -148,7 +149,7 @@ fn trace_default_layout() {
 /// `rawbytes`: trace() of a string as dtrace prints binary data, the whole `strsize` bytes.
 #[test]
 fn rawbytes_dumps_the_recorded_bytes() {
-    let out = oxtrace::dsl::format::format_rawbytes(b"oxtrace\tok", 20);
+    let out = oxtrace::output::printf::format_rawbytes(b"oxtrace\tok", 20);
     let want = "
              0  1  2  3  4  5  6  7  8  9  a  b  c  d  e  f  0123456789abcdef
          0: 6f 78 74 72 61 63 65 09 6f 6b 00 00 00 00 00 00  oxtrace.ok......
@@ -276,7 +277,7 @@ fn float_matches_c_snprintf() {
 /// long double shows its bytes, of a float or double the integer of its size, as dtrace.
 #[test]
 fn long_double_and_trace_of_floats() {
-    use oxtrace::dsl::format::{format_trace, long_double};
+    use oxtrace::output::printf::{format_trace, long_double};
     // 1.5L: significand 0xc000..., exponent 16383.
     let (lo, hi) = (0xc000_0000_0000_0000u64, 0x3fffu64);
     assert_eq!(long_double(lo, hi), 1.5);

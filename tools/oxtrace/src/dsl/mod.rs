@@ -1,5 +1,5 @@
 //! The D-subset compiler: lexer, parser, compiler to the program image of
-//! `oxtrace_core::program`, and the printf formatter for the records the kernel returns.
+//! `oxtrace_core::program` (`crate::output::printf` formats the records it returns).
 //!
 //! The grammar, built-ins, actions and options are documented in
 //! `Documentation/d-language.rst`.
@@ -216,21 +216,6 @@ pub fn compile_unchecked(
     }
     let items = p.program()?;
     compile::compile_items(&items, src, input, &opts.xopts, false, opts)
-}
-
-impl Compiled {
-    /// Format a printf record of format `id` with its items.
-    pub fn format_printf(
-        &self,
-        id: u32,
-        items: &[oxtrace_core::action::Item<'_>],
-    ) -> Option<Vec<u8>> {
-        if self.setopts.contains_key(&id) {
-            return Some(Vec::new());
-        }
-        let f = self.formats.get(id as usize)?;
-        format::sprintf(f.as_bytes(), items).ok()
-    }
 }
 
 /// Disassemble bytecode words, one instruction a line.

@@ -181,7 +181,7 @@ impl Ty {
     pub(super) fn int_type(&self) -> IntType {
         match self {
             Ty::Int { size, signed } => IntType::new(*size, *signed),
-            // A float's bits, as printf records carry them (see `format::fp_item`).
+            // A float's bits, as printf records carry them (see `crate::output::printf::fp_item`).
             Ty::Float(4) => IntType::new(4, false),
             _ => IntType::U64,
         }

@@ -5,6 +5,7 @@ pub mod folded;
 pub mod json;
 pub mod lines;
 pub mod openmetrics;
+pub mod printf;
 pub mod text;
 
 use crate::agg::KeyKind;
