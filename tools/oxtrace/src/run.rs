@@ -1057,7 +1057,7 @@ impl<'a> Run<'a> {
         }
         if self.user_stacks {
             // Name user stacks while their processes live: one may exit before the end.
-            crate::usym::prime_table(&self.aggs);
+            crate::output::symbols::prime_table(&self.aggs);
         }
         if let Some(m) = &self.metrics {
             m.publish(self.aggs.to_openmetrics("oxtrace"));

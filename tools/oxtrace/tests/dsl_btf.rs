@@ -5,8 +5,8 @@
 use oxtrace::btf::build::Builder;
 use oxtrace::btf::Btf;
 use oxtrace::dsl::{compile, CompileOptions, Compiled};
-use oxtrace::ksym::Ksyms;
 use oxtrace::runtime::sim::{Firing, OwnedItem, Sim};
+use oxtrace::sym::ksym::Ksyms;
 use oxtrace_core::action::IntType;
 use oxtrace_core::program::ProbeKind;
 use std::sync::Arc;

@@ -287,11 +287,11 @@ fn printf_star_width_date_escapes_and_many_arguments() {
 
 #[test]
 fn printf_a_prints_kernel_symbols() {
-    let syms = oxtrace::ksym::Ksyms::parse(
+    let syms = oxtrace::sym::ksym::Ksyms::parse(
         "ffffffff81000000 T _stext\nffffffff81200000 T vfs_read\n\
          ffffffff81200100 t vfs_write\nffffffffc0001000 t ext4_fill_super\t[ext4]\n",
     );
-    oxtrace::ksym::Ksyms::set_kernel(syms);
+    oxtrace::sym::ksym::Ksyms::set_kernel(syms);
     let out = begin(
         r#"BEGIN {
             printf("%a|%a|%a|%a\n", 0xffffffff81200000, 0xffffffff81200004,

@@ -2,7 +2,7 @@
 //! `%k` of a stack key.
 
 use oxtrace::agg::*;
-use oxtrace::ksym::Ksyms;
+use oxtrace::sym::ksym::Ksyms;
 use oxtrace_core::agg::{AggBuffer, AggFunc, KeyElem, SnapshotCursor};
 
 fn table(defs: Vec<AggDef>, ups: &[(u32, Vec<KeyElem<'_>>, i64)]) -> AggTable {

@@ -29,12 +29,12 @@ pub struct BtfTypes {
     /// Why the last `args[i]` compiled is untyped, for the errors of its uses.
     pub(super) untyped: Option<String>,
     /// The kernel's symbols for external variables; `None`: the running kernel's.
-    pub(super) ksyms: Option<Arc<crate::ksym::Ksyms>>,
+    pub(super) ksyms: Option<Arc<crate::sym::ksym::Ksyms>>,
 }
 
 impl BtfTypes {
     /// Nothing imported yet from `btf`.
-    pub fn new(btf: Option<Arc<Btf>>, ksyms: Option<Arc<crate::ksym::Ksyms>>) -> BtfTypes {
+    pub fn new(btf: Option<Arc<Btf>>, ksyms: Option<Arc<crate::sym::ksym::Ksyms>>) -> BtfTypes {
         BtfTypes {
             btf,
             ksyms,

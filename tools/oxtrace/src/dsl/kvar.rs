@@ -45,7 +45,7 @@ impl TypeEnv {
         let ksyms = self.btf.ksyms.clone();
         let ksyms = ksyms
             .as_deref()
-            .unwrap_or_else(|| crate::ksym::Ksyms::kernel());
+            .unwrap_or_else(|| crate::sym::ksym::Ksyms::kernel());
         if ksyms.is_empty() {
             return Err(format!(
                 "[D_SYM_NOSYM] {name}: kernel symbol addresses are unknown \

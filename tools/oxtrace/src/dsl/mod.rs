@@ -134,7 +134,7 @@ pub struct CompileOptions {
     pub btf: Option<std::sync::Arc<crate::btf::Btf>>,
     /// The kernel's symbols, for external variables (`` `jiffies ``); `None`: the running
     /// kernel's /proc/kallsyms.
-    pub ksyms: Option<std::sync::Arc<crate::ksym::Ksyms>>,
+    pub ksyms: Option<std::sync::Arc<crate::sym::ksym::Ksyms>>,
 }
 
 impl CompileOptions {

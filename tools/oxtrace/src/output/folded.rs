@@ -30,7 +30,7 @@ impl AggTable {
                 for (el, f) in e.key.elems().zip(key_kinds(&def.keys)) {
                     match el {
                         KeyElem::Str(s) if f == Some(KeyKind::Stack) => {
-                            frames.extend(crate::usym::frames(s).into_iter().rev());
+                            frames.extend(crate::output::symbols::frames(s).into_iter().rev());
                         }
                         KeyElem::Str(s) => frames.push(String::from_utf8_lossy(s).into()),
                         KeyElem::Int(i) => frames.push(int_text(i, f)),

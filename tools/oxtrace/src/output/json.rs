@@ -63,7 +63,7 @@ impl AggTable {
                     }
                     KeyElem::Str(s) if f == Some(KeyKind::Stack) => {
                         o.push('[');
-                        for (i, frame) in crate::usym::frames(s).iter().enumerate() {
+                        for (i, frame) in crate::output::symbols::frames(s).iter().enumerate() {
                             if i > 0 {
                                 o.push(',');
                             }

@@ -6,6 +6,7 @@ pub mod json;
 pub mod lines;
 pub mod openmetrics;
 pub mod printf;
+pub mod symbols;
 pub mod text;
 
 use crate::agg::KeyKind;

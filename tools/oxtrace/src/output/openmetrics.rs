@@ -48,7 +48,7 @@ impl AggTable {
                         KeyElem::Int(v) => lab.push_str(&int_text(v, f)),
                         KeyElem::Str(s) if f == Some(KeyKind::Stack) => {
                             // One label value: the frames, outermost last, `;`-separated.
-                            let frames = crate::usym::frames(s);
+                            let frames = crate::output::symbols::frames(s);
                             om_escape(&mut lab, frames.join(";").as_bytes());
                         }
                         KeyElem::Str(s) => om_escape(&mut lab, s),

@@ -230,7 +230,7 @@ pub fn format_conv(out: &mut Vec<u8>, c: &Conv, item: &Item<'_>) {
         }
         ('Y', Item::Int(v, _)) => pad(out, &date_text(*v), c.width, f.minus),
         ('a', Item::Int(v, _)) => {
-            let s = crate::ksym::Ksyms::kernel().format_addr(*v);
+            let s = crate::sym::ksym::Ksyms::kernel().format_addr(*v);
             pad(out, s.as_bytes(), c.width, f.minus);
         }
         ('s', Item::Str(s)) => {
@@ -242,13 +242,13 @@ pub fn format_conv(out: &mut Vec<u8>, c: &Conv, item: &Item<'_>) {
         }
         ('k', Item::Str(s)) => {
             let mut t = String::new();
-            crate::usym::render(s, &mut t);
+            crate::output::symbols::render(s, &mut t);
             out.extend_from_slice(t.as_bytes());
         }
         // The compiler made the address a `uaddr()` value, which carries the process.
         ('A', Item::Str(s)) => {
             let mut t = String::new();
-            crate::usym::render(s, &mut t);
+            crate::output::symbols::render(s, &mut t);
             pad(out, t.as_bytes(), c.width, f.minus);
         }
         ('c', Item::Int(v, _)) => pad(out, &[*v as u8], c.width, f.minus),

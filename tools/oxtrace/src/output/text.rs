@@ -27,12 +27,14 @@ fn render_key(def: &AggDef, key: &KeyRef<'_>, out: &mut String) {
                 out.push(' ');
                 push_int_padded(out, int_value(v, f), w, false);
             }
-            KeyElem::Str(s) if f == Some(KeyKind::Stack) && crate::usym::is_symbol(s) => {
+            KeyElem::Str(s)
+                if f == Some(KeyKind::Stack) && crate::output::symbols::is_symbol(s) =>
+            {
                 let mut t = String::new();
-                crate::usym::render(s, &mut t);
+                crate::output::symbols::render(s, &mut t);
                 let _ = write!(out, "  {t:<50}");
             }
-            KeyElem::Str(s) if f == Some(KeyKind::Stack) => crate::usym::render(s, out),
+            KeyElem::Str(s) if f == Some(KeyKind::Stack) => crate::output::symbols::render(s, out),
             KeyElem::Str(s) => {
                 out.push_str("  ");
                 let at = out.len();
@@ -324,7 +326,7 @@ pub fn format_entry_multi(
             // A stack (`%k`) or symbol value, symbolized as the default format prints it.
             Some((KeyElem::Str(s), Some(KeyKind::Stack))) => {
                 let mut t = String::new();
-                crate::usym::render(s, &mut t);
+                crate::output::symbols::render(s, &mut t);
                 spec.pad(&t, out);
             }
             Some((KeyElem::Str(s), _)) => {

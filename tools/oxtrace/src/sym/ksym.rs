@@ -116,17 +116,6 @@ impl Ksyms {
     }
 }
 
-/// The frames of an encoded `stack()` value, symbolized, one line each with DTrace's
-/// indentation of 14 columns, after an empty line.
-pub fn render_stack(k: &Ksyms, bytes: &[u8], out: &mut String) {
-    out.push('\n');
-    for pc in oxtrace_core::stack::decode(bytes) {
-        out.push_str(&" ".repeat(14));
-        out.push_str(&k.format(pc));
-        out.push('\n');
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -155,20 +144,5 @@ ffffffffa0000000 T ext4_read\t[ext4]
         // printf's %a names data too.
         assert_eq!(k.format_addr(0xffffffff82000008), "vmlinux`some_data+0x8");
         assert_eq!(k.format_addr(0xffffffff81234519), "vmlinux`ksys_read+0x19");
-    }
-
-    #[test]
-    fn renders_an_encoded_stack() {
-        let k = Ksyms::parse(TEXT);
-        let mut b = [0u8; 16];
-        let n = oxtrace_core::stack::encode(&[0xffffffff81234519, 0xffffffffa0000010], &mut b);
-        assert_eq!(n, 10);
-        assert!(b[..n].iter().all(|c| *c != 0));
-        let mut s = String::new();
-        render_stack(&k, &b[..n], &mut s);
-        assert_eq!(
-            s,
-            "\n              vmlinux`ksys_read+0x19\n              ext4`ext4_read+0x10\n"
-        );
     }
 }

@@ -1,5 +1,5 @@
-//! User symbols for `ustack()`, `usym()` and printf's `%A`, and the one renderer of every
-//! stack and symbol value the kernel encodes (`oxtrace_core::stack`, `oxtrace_core::ustack`).
+//! User symbols for `ustack()`, `usym()` and printf's `%A` (`crate::output::symbols` renders
+//! the stacks and symbol values they name).
 //!
 //! A user address is found in the process's `/proc/PID/maps`, turned into the mapped
 //! file's virtual address through its `PT_LOAD` segments, and named from the file's ELF
@@ -10,9 +10,8 @@
 //! 20 frames costs one binary search each after the first. A process that has exited (its
 //! maps are gone) prints bare hexadecimal addresses, as DTrace does.
 
-use crate::ksym::Ksyms;
 use object::{Object, ObjectSegment, ObjectSymbol, SymbolKind};
-use oxtrace_core::ustack::{Decoded, Style};
+use oxtrace_core::ustack::Style;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -220,89 +219,9 @@ pub fn system() -> &'static Mutex<Usyms> {
     U.get_or_init(|| Mutex::new(Usyms::new()))
 }
 
-/// Primes the system cache ([`Usyms::prime`]) for every process of a user value in the
-/// stack keys of `t`: the run calls this at each aggregation snapshot.
-pub fn prime_table(t: &crate::agg::AggTable) {
-    use crate::agg::{KeyKind, SortOrder};
-    use oxtrace_core::agg::KeyElem;
-    let mut pids = std::collections::BTreeSet::new();
-    for def in t.dictionary().iter() {
-        if !def.keys.iter().any(|k| k.kind == KeyKind::Stack) {
-            continue;
-        }
-        for e in t.sorted(def.id, SortOrder::default()).unwrap_or_default() {
-            for el in e.key.elems() {
-                if let KeyElem::Str(s) = el {
-                    match Decoded::new(s) {
-                        Some(d) if d.style.user() => pids.insert(d.pid),
-                        _ => false,
-                    };
-                }
-            }
-        }
-    }
-    let mut u = system().lock().unwrap_or_else(|e| e.into_inner());
-    for pid in pids {
-        u.prime(pid);
-    }
-}
-
-/// Kernel address `addr` printed in `style` (`sym()`, `func()`, `mod()`).
-fn kernel_sym(k: &Ksyms, addr: u64, style: Style) -> String {
-    let full = k.format_addr(addr);
-    let Some((m, f)) = full.split_once('`') else {
-        return full;
-    };
-    match style {
-        Style::Kmod => m.to_string(),
-        _ => format!("{m}`{}", f.split('+').next().unwrap_or(f)),
-    }
-}
-
-/// Whether encoded value `bytes` is one symbol (`usym()`, `sym()`, ...), printed as a
-/// string, rather than a stack printed one frame a line.
-pub fn is_symbol(bytes: &[u8]) -> bool {
-    Decoded::new(bytes).is_some_and(|d| d.style != Style::Ustack)
-}
-
-/// The frames (or the one symbol) of an encoded value, innermost first, each symbolized:
-/// kernel stacks with `k`, user values with `u`.
-pub fn frames_with(k: &Ksyms, u: &mut Usyms, bytes: &[u8]) -> Vec<String> {
-    match Decoded::new(bytes) {
-        None => oxtrace_core::stack::decode(bytes)
-            .map(|pc| k.format(pc))
-            .collect(),
-        Some(d) if d.style.user() => d.addrs().map(|a| u.format(d.pid, a, d.style)).collect(),
-        Some(d) => d.addrs().map(|a| kernel_sym(k, a, d.style)).collect(),
-    }
-}
-
-/// [`frames_with`] on the running system.
-pub fn frames(bytes: &[u8]) -> Vec<String> {
-    let mut u = system().lock().unwrap_or_else(|e| e.into_inner());
-    frames_with(Ksyms::kernel(), &mut u, bytes)
-}
-
-/// An encoded stack as DTrace prints it: an empty line, then one frame a line indented 14
-/// columns; a symbol value as its text alone.
-pub fn render(bytes: &[u8], out: &mut String) {
-    let f = frames(bytes);
-    if is_symbol(bytes) {
-        out.push_str(f.first().map_or("", |s| s.as_str()));
-        return;
-    }
-    out.push('\n');
-    for s in f {
-        out.push_str(&" ".repeat(14));
-        out.push_str(&s);
-        out.push('\n');
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use oxtrace_core::ustack::{encode_sym, put};
 
     const MAPS: &str = "\
 555555554000-555555555000 r--p 00000000 08:01 1234   /usr/bin/prog
@@ -372,47 +291,6 @@ mod tests {
         assert_eq!(
             u.format(u32::MAX as u64 + 7, a, Style::Uaddr),
             format!("0x{a:x}")
-        );
-    }
-
-    #[test]
-    fn renders_user_stacks_and_symbols() {
-        let k = Ksyms::parse("ffffffff81234500 T ksys_read\nffffffffa0000000 t f\t[ext4]\n");
-        let mut u = Usyms::new();
-        let pid = std::process::id() as u64;
-        let a = known_function();
-        // A stack of two frames: this function and an address in no mapping.
-        let mut b = vec![Style::Ustack as u8];
-        let at = put(&mut [0u8; 16], 0, 0).unwrap();
-        assert_eq!(at, 1);
-        let mut tmp = [0u8; 32];
-        let n = put(&mut tmp, 0, pid).unwrap();
-        b.extend_from_slice(&tmp[..n]);
-        let n = put(&mut tmp, 0, a + 4).unwrap();
-        b.extend_from_slice(&tmp[..n]);
-        let d = 0x10i64 - (a + 4) as i64;
-        let n = put(&mut tmp, 0, ((d << 1) ^ (d >> 63)) as u64).unwrap();
-        b.extend_from_slice(&tmp[..n]);
-        let f = frames_with(&k, &mut u, &b);
-        assert_eq!(f.len(), 2);
-        assert!(
-            f[0].contains("known_function") && f[0].ends_with("+0x4"),
-            "{}",
-            f[0]
-        );
-        assert_eq!(f[1], "0x10");
-        assert!(!is_symbol(&b));
-        // Kernel symbol values.
-        let n = encode_sym(Style::Ksym, 0, 0xffffffff81234519, &mut tmp);
-        assert_eq!(frames_with(&k, &mut u, &tmp[..n]), ["vmlinux`ksys_read"]);
-        assert!(is_symbol(&tmp[..n]));
-        let n = encode_sym(Style::Kmod, 0, 0xffffffffa0000004, &mut tmp);
-        assert_eq!(frames_with(&k, &mut u, &tmp[..n]), ["ext4"]);
-        // A kernel stack is still one.
-        let n = oxtrace_core::stack::encode(&[0xffffffff81234519], &mut tmp);
-        assert_eq!(
-            frames_with(&k, &mut u, &tmp[..n]),
-            ["vmlinux`ksys_read+0x19"]
         );
     }
 }

@@ -1,0 +1,5 @@
+//! Symbols: kernel addresses named from /proc/kallsyms, user addresses from the process's
+//! mappings and ELF files. Naming only; `crate::output::symbols` renders stacks with them.
+
+pub mod ksym;
+pub mod usym;
