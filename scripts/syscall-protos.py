@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""Write tools/oxtrace/src/syscall_protos.rs: the C prototype of every x86-64 system call,
+"""Write tools/oxtrace/src/providers/syscall_protos.rs: the C prototype of every x86-64 system call,
 from the SYSCALL_DEFINEn() definitions of a kernel source tree.
 
-Usage: scripts/syscall-protos.py LINUX_SRC > tools/oxtrace/src/syscall_protos.rs && cargo fmt
+Usage: scripts/syscall-protos.py LINUX_SRC > tools/oxtrace/src/providers/syscall_protos.rs && cargo fmt
 
 The running kernel's BTF has no per-call prototype (the __do_sys_NAME bodies are inlined
 into the pt_regs wrappers), and the syscall trace events that would carry them need
@@ -14,7 +14,7 @@ import subprocess
 import sys
 
 src = sys.argv[1]
-table = open(os.path.join(os.path.dirname(__file__), "..", "tools/oxtrace/src/syscall_table.rs")).read()
+table = open(os.path.join(os.path.dirname(__file__), "..", "tools/oxtrace/src/providers/syscall_table.rs")).read()
 entries = set(re.findall(r"\"(sys_\w+)\"", table))
 files = subprocess.run(["grep", "-rl", "--include=*.c", "SYSCALL_DEFINE", src],
                        capture_output=True, text=True, check=True).stdout.split()

@@ -4,7 +4,6 @@
 #![deny(clippy::undocumented_unsafe_blocks)]
 
 pub mod agg;
-pub mod argtypes;
 pub mod btf;
 pub mod child;
 pub mod device;
@@ -14,10 +13,8 @@ pub mod exporter;
 pub mod ipt;
 pub mod options;
 pub mod output;
-pub mod probes;
+pub mod providers;
 pub mod pt;
 pub mod run;
 pub mod runtime;
 pub mod sym;
-pub mod syscalls;
-pub mod tracepoints;

@@ -8,7 +8,7 @@ use clap::Parser;
 use cli::Cli;
 use oxtrace::device::Device;
 use oxtrace::dsl::{self, CompileOptions};
-use oxtrace::probes;
+use oxtrace::providers::{fbt, list};
 use oxtrace::run::{self, Held, OutFmt, Run, Source, Target};
 use oxtrace_core::abi;
 use std::process::ExitCode;
@@ -101,7 +101,7 @@ fn status(cli: &Cli) -> Res<i32> {
 /// `-l [PATTERN]`: the probes, like `dtrace -l`; with `-v`, each probe's argument types,
 /// like `dtrace -lv`.
 fn list(pattern: &str, verbose: bool) -> Res<i32> {
-    let (functions, _) = probes::functions()?;
+    let (functions, _) = fbt::functions()?;
     let btf = match verbose.then(oxtrace::btf::Btf::kernel).flatten() {
         Some(Ok(b)) => Some(b),
         Some(Err(e)) => {
@@ -118,7 +118,7 @@ fn list(pattern: &str, verbose: bool) -> Res<i32> {
     // FUNC alone, or provider:module:function:name with missing fields on the left.
     let want = |prov: &str, module: &str, func: &str, name: &str| -> bool {
         let parts = [prov, module, func, name];
-        let m = |p: &str, v: &str| p.is_empty() || probes::glob_match(p, v);
+        let m = |p: &str, v: &str| p.is_empty() || fbt::glob_match(p, v);
         match fields.len() {
             1 => m(fields[0], func),
             n => fields
@@ -144,17 +144,20 @@ fn list(pattern: &str, verbose: bool) -> Res<i32> {
                 None => println!("{id:>6} {prov:>10} {module:>16} {func:>32} {name}"),
             }
             if verbose && prov == "tracepoint" {
-                match oxtrace::tracepoints::load(module, name) {
-                    Ok(f) => println!("{}", oxtrace::argtypes::describe_fields(&f)),
+                match oxtrace::providers::tracepoints::load(module, name) {
+                    Ok(f) => println!("{}", oxtrace::providers::argtypes::describe_fields(&f)),
                     Err(e) => println!("\n\tArgument Types\n\t\t{e}\n"),
                 }
             } else if verbose {
-                let types = oxtrace::argtypes::arg_types(btf.as_ref(), prov, func, name);
-                println!("{}", oxtrace::argtypes::describe(types.as_deref()));
+                let types = oxtrace::providers::argtypes::arg_types(btf.as_ref(), prov, func, name);
+                println!(
+                    "{}",
+                    oxtrace::providers::argtypes::describe(types.as_deref())
+                );
             }
         }
     };
-    probes::for_each_listed(&functions, &mut row);
+    list::for_each_listed(&functions, &mut row);
     Ok(0)
 }
 

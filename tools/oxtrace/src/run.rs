@@ -12,7 +12,7 @@ use crate::dynstat::{self, DropTracker};
 use crate::exporter::Metrics;
 use crate::options::size_text;
 use crate::output::lines::{ClauseFiring, Lines};
-use crate::probes;
+use crate::providers::{fbt, list};
 use oxtrace_core::abi;
 use oxtrace_core::action::{Item, Items, RecordKind};
 use oxtrace_core::buffer::{self, Reader};
@@ -93,9 +93,9 @@ pub fn attach_table(prog: &Compiled, functions: &[String]) -> Result<AttachTable
         if !matches!(spec.kind, ProbeKind::FbtEntry | ProbeKind::FbtReturn) {
             continue;
         }
-        let glob = probes::is_glob(&spec.func);
+        let glob = fbt::is_glob(&spec.func);
         let names: Vec<&str> = if glob {
-            let mut names = probes::expand(&spec.func, functions);
+            let mut names = fbt::expand(&spec.func, functions);
             names.retain(|n| match probesafe::refusal(n) {
                 Some(why) => {
                     t.unsafe_skipped.push((d as u32, n.to_string(), why));
@@ -427,7 +427,7 @@ fn listed_ids(names: &mut [ProbeName], functions: &[String]) {
         want.entry(n.full.clone()).or_default().push(i);
     }
     let mut id = 0u32;
-    probes::for_each_listed(functions, |prov, module, func, name| {
+    list::for_each_listed(functions, |prov, module, func, name| {
         id += 1;
         if let Some(v) = want.remove(&format!("{prov}:{module}:{func}:{name}")) {
             for i in v {
@@ -497,7 +497,7 @@ impl<'a> Run<'a> {
             .iter()
             .any(|p| matches!(p.kind, ProbeKind::FbtEntry | ProbeKind::FbtReturn));
         let functions = if needs_fbt {
-            probes::functions()
+            fbt::functions()
                 .map_err(|e| RunError(format!("cannot list kernel functions: {e}")))?
                 .0
         } else {

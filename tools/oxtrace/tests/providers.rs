@@ -3,8 +3,8 @@
 
 mod support;
 
+use oxtrace::providers::syscalls;
 use oxtrace::runtime::sim::{Firing, OwnedItem, Sim};
-use oxtrace::syscalls;
 use oxtrace_core::action::IntType;
 use oxtrace_core::probe::hz_period;
 use oxtrace_core::program::{Image, ProbeKind};
@@ -204,8 +204,9 @@ print fmt: \"pid=%d\", REC->parent_pid
 ";
 
 fn fork_format() {
-    oxtrace::tracepoints::remember(
-        oxtrace::tracepoints::parse_format("sched:sched_process_fork", FORK_FORMAT).unwrap(),
+    oxtrace::providers::tracepoints::remember(
+        oxtrace::providers::tracepoints::parse_format("sched:sched_process_fork", FORK_FORMAT)
+            .unwrap(),
     );
 }
 

@@ -250,15 +250,15 @@ impl TypeEnv {
         let single = clause.len() == 1;
         let mut found: Option<(Ty, String)> = None;
         for (kind, pat) in &clause {
-            let funcs: Vec<String> = match (&btf, crate::probes::is_glob(pat)) {
+            let funcs: Vec<String> = match (&btf, crate::providers::fbt::is_glob(pat)) {
                 (Some(btf), true) => btf
                     .names(NameKind::Func)
-                    .filter(|f| crate::probes::glob_match(pat, f))
+                    .filter(|f| crate::providers::fbt::glob_match(pat, f))
                     .map(str::to_string)
                     .collect(),
                 _ => vec![pat.clone()],
             };
-            let single = single && !crate::probes::is_glob(pat);
+            let single = single && !crate::providers::fbt::is_glob(pat);
             for f in funcs {
                 let ty = match kind {
                     ProbeKind::SyscallEntry | ProbeKind::SyscallReturn => {
@@ -333,7 +333,7 @@ impl TypeEnv {
         i: usize,
         single: bool,
     ) -> Result<Result<Ty, String>, String> {
-        let Some(p) = crate::syscalls::proto(f) else {
+        let Some(p) = crate::providers::syscalls::proto(f) else {
             return Ok(Err(format!("the prototype of {f}() is unknown")));
         };
         let ct = match kind {
@@ -438,10 +438,10 @@ impl TypeEnv {
             return None;
         }
         let names = self.sous[*i].members.iter().map(|x| x.name.as_str());
-        let near = crate::syscalls::nearby(m, names);
+        let near = crate::providers::syscalls::nearby(m, names);
         Some(format!(
             "[D_TYPE_MEMBER] {name} has no member '{m}'{}",
-            crate::syscalls::did_you_mean(&near)
+            crate::providers::syscalls::did_you_mean(&near)
         ))
     }
 }

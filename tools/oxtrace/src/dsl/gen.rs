@@ -7,7 +7,7 @@ use super::format::{self, ArgKind};
 use super::types::{arith, builtin, Ty, TypeEnv, ACTIONS, I32, I64, U32, U64};
 use super::KeyKind;
 use crate::options;
-use crate::tracepoints::FieldKind;
+use crate::providers::tracepoints::FieldKind;
 use oxtrace_core::action::{self as act, insn, Builtin, Op, Scope};
 use oxtrace_core::agg::{check_params, AggKind};
 use std::collections::{HashMap, HashSet};

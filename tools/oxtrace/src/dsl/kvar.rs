@@ -53,10 +53,10 @@ impl TypeEnv {
             ));
         }
         let Some(addr) = ksyms.lookup(sym, None) else {
-            let near = crate::syscalls::nearby(sym, ksyms.data_names());
+            let near = crate::providers::syscalls::nearby(sym, ksyms.data_names());
             return Err(format!(
                 "[D_SYM_NOSYM] unknown kernel symbol `{sym}{}",
-                crate::syscalls::did_you_mean(&near)
+                crate::providers::syscalls::did_you_mean(&near)
             ));
         };
         let btf = self.btf.btf.clone();

@@ -2,7 +2,7 @@
 
 use super::ProbeSpec;
 use crate::options::parse_interval;
-use crate::tracepoints::{self, FieldKind, Format};
+use crate::providers::tracepoints::{self, FieldKind, Format};
 use oxtrace_core::limits;
 use oxtrace_core::program::{self as prog, ProbeKind};
 use std::cell::RefCell;
@@ -18,14 +18,14 @@ pub(super) fn probe_spec(text: &str) -> Result<Vec<ProbeSpec>, String> {
             return Err(format!("invalid function pattern '{func}'"));
         }
         // A glob is expanded to names that fit; a plain name is attached as written.
-        if !crate::probes::is_glob(func) && func.len() > limits::MAX_PROBE_NAME {
+        if !crate::providers::fbt::is_glob(func) && func.len() > limits::MAX_PROBE_NAME {
             return Err(format!(
                 "function name '{func}' is longer than {} bytes",
                 limits::MAX_PROBE_NAME
             ));
         }
         if let Some(why) =
-            oxtrace_core::probesafe::refusal(func).filter(|_| !crate::probes::is_glob(func))
+            oxtrace_core::probesafe::refusal(func).filter(|_| !crate::providers::fbt::is_glob(func))
         {
             return Err(format!(
                 "function {func} is unsafe to probe: {}",
@@ -112,10 +112,10 @@ pub(super) fn probe_spec(text: &str) -> Result<Vec<ProbeSpec>, String> {
             }
         }
         [prov, ..] if !PROVIDERS.contains(prov) => {
-            let near = crate::syscalls::nearby(prov, PROVIDERS.iter().copied());
+            let near = crate::providers::syscalls::nearby(prov, PROVIDERS.iter().copied());
             Err(format!(
                 "unknown provider '{prov}'{} (supported: fbt, syscall, profile, tracepoint, sdt, kprobe, kretprobe, interval, BEGIN, END, tick-N, profile-N)",
-                crate::syscalls::did_you_mean(&near)
+                crate::providers::syscalls::did_you_mean(&near)
             ))
         }
         _ => Err(format!(
@@ -163,19 +163,19 @@ fn syscall(text: &str, module: &str, func: &str, name: &str) -> Result<Vec<Probe
     {
         return Err(format!("invalid system call pattern '{func}'"));
     }
-    let calls = crate::syscalls::list();
+    let calls = crate::providers::syscalls::list();
     let hit: Vec<_> = calls
         .iter()
-        .filter(|s| crate::probes::glob_match(func, s.name))
+        .filter(|s| crate::providers::fbt::glob_match(func, s.name))
         .collect();
     if hit.is_empty() {
-        let near = crate::syscalls::nearby(func, calls.iter().map(|s| s.name));
-        return Err(if crate::probes::is_glob(func) {
+        let near = crate::providers::syscalls::nearby(func, calls.iter().map(|s| s.name));
+        return Err(if crate::providers::fbt::is_glob(func) {
             format!("no system call matches '{func}'")
         } else {
             format!(
                 "unknown system call '{func}'{}",
-                crate::syscalls::did_you_mean(&near)
+                crate::providers::syscalls::did_you_mean(&near)
             )
         });
     }
@@ -212,7 +212,7 @@ fn tracepoint(text: &str, subsys: &str, event: &str) -> Result<Vec<ProbeSpec>, S
             "invalid tracepoint '{subsys}:{event}' (expected tracepoint:SUBSYSTEM:EVENT)"
         ));
     }
-    let glob = crate::probes::is_glob(subsys) || crate::probes::is_glob(event);
+    let glob = crate::providers::fbt::is_glob(subsys) || crate::providers::fbt::is_glob(event);
     if !glob {
         if let Some(f) = tracepoints::known(&format!("{subsys}:{event}")) {
             return Ok(vec![spec(text, &f)]);
@@ -225,26 +225,27 @@ fn tracepoint(text: &str, subsys: &str, event: &str) -> Result<Vec<ProbeSpec>, S
     let hit: Vec<&(String, String)> = events
         .iter()
         .filter(|(s, e)| {
-            crate::probes::glob_match(subsys, s) && crate::probes::glob_match(event, e)
+            crate::providers::fbt::glob_match(subsys, s)
+                && crate::providers::fbt::glob_match(event, e)
         })
         .collect();
     if hit.is_empty() {
         let names: Vec<String> = events.iter().map(|(s, e)| format!("{s}:{e}")).collect();
         let want = format!("{subsys}:{event}");
-        let near = crate::syscalls::nearby(&want, names.iter().map(String::as_str));
+        let near = crate::providers::syscalls::nearby(&want, names.iter().map(String::as_str));
         return Err(if glob {
             format!("no tracepoint matches '{want}'")
         } else if events.iter().any(|(s, _)| s == subsys) {
             format!(
                 "unknown tracepoint '{want}'{}",
-                crate::syscalls::did_you_mean(&near)
+                crate::providers::syscalls::did_you_mean(&near)
             )
         } else {
             let subs: Vec<&str> = events.iter().map(|(s, _)| s.as_str()).collect();
-            let near = crate::syscalls::nearby(subsys, subs);
+            let near = crate::providers::syscalls::nearby(subsys, subs);
             format!(
                 "unknown tracepoint subsystem '{subsys}'{}",
-                crate::syscalls::did_you_mean(&near)
+                crate::providers::syscalls::did_you_mean(&near)
             )
         });
     }
@@ -307,7 +308,10 @@ pub(super) fn tracepoint_field(name: &str) -> Result<(u32, u32, bool, FieldKind)
         for tp in &tps {
             let f = tracepoints::known(tp).ok_or_else(|| format!("no format for {tp}"))?;
             let Some(fd) = f.field(name) else {
-                let near = crate::syscalls::nearby(name, f.fields.iter().map(|x| x.name.as_str()));
+                let near = crate::providers::syscalls::nearby(
+                    name,
+                    f.fields.iter().map(|x| x.name.as_str()),
+                );
                 let all: Vec<&str> = f
                     .fields
                     .iter()
@@ -316,7 +320,7 @@ pub(super) fn tracepoint_field(name: &str) -> Result<(u32, u32, bool, FieldKind)
                     .collect();
                 return Err(format!(
                     "tracepoint {tp} has no field '{name}'{} (fields: {})",
-                    crate::syscalls::did_you_mean(&near),
+                    crate::providers::syscalls::did_you_mean(&near),
                     all.join(", ")
                 ));
             };

@@ -21,7 +21,7 @@ pub fn arg_types(btf: Option<&Btf>, prov: &str, func: &str, name: &str) -> Optio
             })
         }
         ("syscall", _) => {
-            let p = crate::syscalls::proto(func)?;
+            let p = super::syscalls::proto(func)?;
             Some(match name {
                 "return" => vec![c_spelling(&p.ret)],
                 _ => p.args.iter().map(|a| c_spelling(&a.0)).collect(),
@@ -47,7 +47,7 @@ pub fn c_spelling(ct: &str) -> String {
 
 /// The `-l -v` lines after a tracepoint's row: its fields, as `args->NAME` reads them
 /// (the common ones left out).
-pub fn describe_fields(f: &crate::tracepoints::Format) -> String {
+pub fn describe_fields(f: &super::tracepoints::Format) -> String {
     let mut out = String::from("\n\tArgument Types\n");
     for x in f.fields.iter().filter(|x| !x.name.starts_with("common_")) {
         out.push_str(&format!("\t\targs->{}: {}\n", x.name, x.ctype));
@@ -103,7 +103,7 @@ mod tests {
             "\n\tArgument Types\n\t\targs[1]: ssize_t\n"
         );
         assert_eq!(describe(None), "\n\tArgument Types\n\t\tNone\n");
-        let tp = crate::tracepoints::parse_format(
+        let tp = crate::providers::tracepoints::parse_format(
             "sched:sched_process_exit",
             "name: sched_process_exit\nID: 1\nformat:\n\
              \tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\

@@ -5,12 +5,11 @@
 //! kprobes-on-ftrace can attach to) when tracefs is mounted, else the text symbols of
 //! `/proc/kallsyms`. The kernel then registers each function and reports what it refused.
 
+use super::tracefs::tracefs;
 use std::collections::BTreeSet;
 use std::fs;
 use std::io;
 
-/// Where tracefs is mounted: its own mount point, else debugfs's automount of it.
-const TRACEFS: [&str; 2] = ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"];
 const BLACKLIST: &str = "/sys/kernel/debug/kprobes/blacklist";
 
 /// Where the function list came from.
@@ -20,44 +19,6 @@ pub enum Source {
     Ftrace,
     /// Text symbols of `/proc/kallsyms`.
     Kallsyms,
-}
-
-/// Calls `f(provider, module, function, name)` for every probe `oxtrace -l` lists, in its
-/// order: a probe's ID is its position, from 1 (dtrace's IDs are its own order of creation;
-/// these are stable for one kernel and tool). `functions` are the kernel's probe-able ones.
-pub fn for_each_listed(functions: &[String], mut f: impl FnMut(&str, &str, &str, &str)) {
-    f("dtrace", "", "", "BEGIN");
-    f("dtrace", "", "", "END");
-    for t in LISTED_TIMERS {
-        f("profile", "", "", t);
-    }
-    for sc in crate::syscalls::list() {
-        f("syscall", "vmlinux", sc.name, "entry");
-        f("syscall", "vmlinux", sc.name, "return");
-    }
-    for (s, e) in crate::tracepoints::events() {
-        f("tracepoint", &s, "", &e);
-    }
-    for func in functions {
-        f("fbt", "kernel", func, "entry");
-        f("fbt", "kernel", func, "return");
-    }
-}
-
-/// The profile-provider probes `-l` lists (others are made when a program names them).
-const LISTED_TIMERS: [&str; 5] = [
-    "tick-1s",
-    "tick-1000hz",
-    "profile-97",
-    "profile-997",
-    "profile-1ms",
-];
-
-/// The root of the mounted tracefs (its `trace` file is there), if any.
-pub fn tracefs() -> Option<&'static str> {
-    TRACEFS
-        .into_iter()
-        .find(|d| fs::metadata(format!("{d}/trace")).is_ok())
 }
 
 /// The probeable kernel functions, sorted and deduplicated.

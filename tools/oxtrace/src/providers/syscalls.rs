@@ -10,11 +10,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::sync::OnceLock;
 
-#[path = "syscall_table.rs"]
-mod table;
-
-#[path = "syscall_protos.rs"]
-mod protos;
+use super::syscall_protos as protos;
+use super::syscall_table as table;
 
 /// A system call of the running kernel.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -29,7 +26,7 @@ pub struct Syscall {
 pub fn list() -> &'static [Syscall] {
     static LIST: OnceLock<Vec<Syscall>> = OnceLock::new();
     LIST.get_or_init(|| {
-        let events = crate::probes::tracefs().map(|t| format!("{t}/events/syscalls"));
+        let events = super::tracefs::tracefs().map(|t| format!("{t}/events/syscalls"));
         if let Some(names) = events.and_then(|d| event_names(&d)) {
             return filter(|_, name| names.contains(name));
         }
@@ -103,8 +100,8 @@ pub fn built_in_proto(call: &str) -> Option<Proto> {
 
 /// The prototype from the formats of `syscalls:sys_enter_CALL` and `sys_exit_CALL`.
 fn traced_proto(call: &str) -> Option<Proto> {
-    let enter = crate::tracepoints::load("syscalls", &format!("sys_enter_{call}")).ok()?;
-    let exit = crate::tracepoints::load("syscalls", &format!("sys_exit_{call}")).ok()?;
+    let enter = super::tracepoints::load("syscalls", &format!("sys_enter_{call}")).ok()?;
+    let exit = super::tracepoints::load("syscalls", &format!("sys_exit_{call}")).ok()?;
     let args = enter
         .fields
         .iter()

@@ -172,7 +172,7 @@ fn parse_field(line: &str) -> Result<Field, String> {
 
 /// The events of tracefs as `(subsystem, event)`, sorted; empty if tracefs is not mounted.
 pub fn events() -> Vec<(String, String)> {
-    let Some(t) = crate::probes::tracefs() else {
+    let Some(t) = super::tracefs::tracefs() else {
         return Vec::new();
     };
     let root = format!("{t}/events");
@@ -200,7 +200,7 @@ pub fn events() -> Vec<(String, String)> {
 
 /// Reads and parses the format of `subsys:event`.
 pub fn load(subsys: &str, event: &str) -> Result<Format, String> {
-    let root = crate::probes::tracefs()
+    let root = super::tracefs::tracefs()
         .ok_or("tracefs is not mounted (mount -t tracefs nodev /sys/kernel/tracing)")?;
     let path = format!("{root}/events/{subsys}/{event}/format");
     let text = fs::read_to_string(&path).map_err(|e| format!("{path}: {e}"))?;

@@ -4,7 +4,7 @@
 
 use crate::dsl::compile::SCRATCH_LIMIT;
 use crate::dsl::Compiled;
-use crate::probes::glob_match;
+use crate::providers::fbt::glob_match;
 use crate::run::EnabledIds;
 use oxtrace_core::action::{
     Builtin, Dict, Env, Fault, Item, Items, Key, Record, RecordKind, Vm, VmState, AGG_NARGS,
