@@ -10,7 +10,6 @@ pub mod device;
 pub mod dsl;
 pub mod dynstat;
 pub mod exporter;
-pub mod ipt;
 pub mod options;
 pub mod output;
 pub mod providers;

@@ -306,7 +306,7 @@ fn trace(cli: &Cli) -> Res<i32> {
 }
 
 fn main() -> ExitCode {
-    // `oxtrace pt ...` has its own options (tools/oxtrace/src/pt.rs).
+    // `oxtrace pt ...` has its own options (tools/oxtrace/src/pt/mod.rs).
     if std::env::args().nth(1).as_deref() == Some("pt") {
         let args: Vec<String> = std::env::args().skip(1).collect();
         return match oxtrace::pt::main(args) {

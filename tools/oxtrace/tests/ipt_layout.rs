@@ -51,7 +51,7 @@ int main(void)
         .split_whitespace()
         .map(|w| w.parse().unwrap())
         .collect();
-    use oxtrace::ipt::*;
+    use oxtrace::pt::ipt::*;
     let (plc, ip) = PTW_PLC_IP_BYTES;
     let mut want = vec![
         PT_CONFIG_SIZE as u64,

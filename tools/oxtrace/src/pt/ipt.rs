@@ -7,7 +7,7 @@
 //! symbols; nothing of it is needed to build. The structure layouts used here are those of
 //! `<intel-pt.h>` 2.x, and a host test checks them against the header.
 
-use crate::pt::Counts;
+use super::decode::Counts;
 use oxtrace_core::topa::{Packet, PtwSize};
 use std::ffi::{c_char, c_int, c_void, CStr};
 

@@ -10,12 +10,17 @@
 //!          u64 len  u8 data[len]      (data in logical order, oldest first)
 //! ```
 
+mod decode;
+pub mod ipt;
+
+pub use decode::{walk, Counts};
+
 use crate::device::Device;
 use crate::dsl::{self, CompileOptions};
 use crate::run::{self, Held, OutFmt, Run, Source, Target};
 use clap::{Parser, Subcommand};
 use oxtrace_core::abi;
-use oxtrace_core::topa::{DecodeError, Decoder, Packet, PtwSize};
+use oxtrace_core::topa::{DecodeError, Packet, PtwSize};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -98,7 +103,7 @@ pub enum DumpDecoder<'a> {
     /// oxtrace's own ([`walk`], `oxtrace_core::topa`).
     Own,
     /// Intel's libipt, loaded at run time.
-    Libipt(&'a crate::ipt::Libipt),
+    Libipt(&'a ipt::Libipt),
 }
 
 /// Where a decode error was found.
@@ -149,7 +154,7 @@ fn events(d: &DumpDecoder, data: &[u8]) -> (Vec<Event>, Counts) {
 }
 
 /// Decodes every CPU's stream with both decoders; the first disagreement, if any.
-pub fn compare_decoders(f: &PtFile, libipt: &crate::ipt::Libipt) -> Result<usize, String> {
+pub fn compare_decoders(f: &PtFile, libipt: &ipt::Libipt) -> Result<usize, String> {
     let mut packets = 0;
     for c in &f.cpus {
         let (ours, oc) = events(&DumpDecoder::Own, &c.data);
@@ -311,63 +316,6 @@ impl<'a> Reader<'a> {
             self.take(8)?.try_into().unwrap_or([0; 8]),
         ))
     }
-}
-
-/// Packet counts of a decoded stream.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Counts {
-    /// PSB packets.
-    pub psb: u64,
-    /// PTW packets.
-    pub ptw: u64,
-    /// OVF packets.
-    pub ovf: u64,
-    /// TSC packets.
-    pub tsc: u64,
-    /// PAD bytes.
-    pub pad: u64,
-    /// Decode errors (each followed by a resync).
-    pub errors: u64,
-    /// Offset of the first PSB, if any.
-    pub first_psb: Option<usize>,
-}
-
-/// Decodes `data` from its first PSB; calls `each(Ok((offset, packet)))` for each packet and
-/// `each(Err(error))` for each error (then resyncs at the next PSB).
-pub fn walk(data: &[u8], mut each: impl FnMut(Result<(usize, &Packet), &DecodeError>)) -> Counts {
-    let mut c = Counts::default();
-    let mut d = Decoder::new(data);
-    if let Ok(at) = d.sync_forward() {
-        c.first_psb = Some(at);
-    } else {
-        return c;
-    }
-    loop {
-        match d.next_packet() {
-            Ok(None) => break,
-            Ok(Some((at, p))) => {
-                match p {
-                    Packet::Psb => c.psb += 1,
-                    Packet::Ptw { .. } => c.ptw += 1,
-                    Packet::Ovf => c.ovf += 1,
-                    Packet::Tsc { .. } => c.tsc += 1,
-                    Packet::Pad => c.pad += 1,
-                    Packet::PsbEnd => {}
-                }
-                each(Ok((at, &p)));
-            }
-            // A stopped buffer ends mid-packet: that is its end, not an error.
-            Err(DecodeError::Truncated { .. }) => break,
-            Err(e) => {
-                c.errors += 1;
-                each(Err(&e));
-                if d.sync_forward().is_err() {
-                    break;
-                }
-            }
-        }
-    }
-    c
 }
 
 fn backend_name(b: u32) -> &'static str {
@@ -631,7 +579,7 @@ pub fn main(args: Vec<String>) -> Res<i32> {
         PtCmd::Dump(a) => {
             let bytes = std::fs::read(&a.file).map_err(|e| format!("{}: {e}", a.file.display()))?;
             let f = PtFile::decode(&bytes).map_err(|e| format!("{}: {e}", a.file.display()))?;
-            let libipt = crate::ipt::Libipt::open();
+            let libipt = ipt::Libipt::open();
             if a.check {
                 let Some(l) = libipt.as_ref() else {
                     return Err(
@@ -704,7 +652,7 @@ mod tests {
     /// forces a resync.
     #[test]
     fn libipt_agrees_with_the_own_decoder() {
-        let l = crate::ipt::Libipt::open().expect("libipt.so.2 (Debian libipt2) is not installed");
+        let l = ipt::Libipt::open().expect("libipt.so.2 (Debian libipt2) is not installed");
         let whole = stream(&[1, 2, u64::MAX, 0x1234_5678_9abc]);
         let mut mixed = vec![0u8; 256];
         let ps = [
