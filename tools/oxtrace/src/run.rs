@@ -836,7 +836,7 @@ impl<'a> Run<'a> {
             "{{\"type\":\"{ty}\",\"cpu\":{cpu},\"id\":{},\"probe\":",
             h.probe
         );
-        crate::agg::json_str(&mut o, self.probe_name(h.probe).1.as_bytes());
+        crate::output::json::json_str(&mut o, self.probe_name(h.probe).1.as_bytes());
         o.push_str(&format!(",\"timestamp\":{}", h.timestamp));
         o
     }
@@ -944,7 +944,7 @@ impl<'a> Run<'a> {
                         let mut o = self.json_head(kind, cpu, h);
                         if kind == RecordKind::Printf {
                             o.push_str(",\"text\":");
-                            crate::agg::json_str(&mut o, &text);
+                            crate::output::json::json_str(&mut o, &text);
                         } else {
                             o.push_str(",\"value\":");
                             match items.first() {
@@ -1152,16 +1152,16 @@ impl<'a> Run<'a> {
 /// as a string.
 fn json_item(o: &mut String, it: &Item<'_>) {
     match it {
-        Item::Str(s) => crate::agg::json_str(o, s),
+        Item::Str(s) => crate::output::json::json_str(o, s),
         Item::Int(..) => o.push_str(&String::from_utf8_lossy(
             &crate::output::printf::format_trace_item(it),
         )),
     }
 }
 
-/// A JSON string literal (see [`crate::agg::json_str`]).
+/// A JSON string literal (see [`crate::output::json::json_str`]).
 pub fn json_str(s: &str) -> String {
     let mut o = String::with_capacity(s.len() + 2);
-    crate::agg::json_str(&mut o, s.as_bytes());
+    crate::output::json::json_str(&mut o, s.as_bytes());
     o
 }

@@ -5,6 +5,7 @@ pub mod folded;
 pub mod json;
 pub mod lines;
 pub mod openmetrics;
+pub mod printa;
 pub mod printf;
 pub mod symbols;
 pub mod text;

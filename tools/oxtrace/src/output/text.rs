@@ -2,7 +2,7 @@
 //! family, and custom `printa` formats.
 
 use super::{int_value, pad_at, push_int, push_int_padded, push_repeat, StackText};
-use crate::agg::{key_kinds, pow_i64, AggDef, EntryRef, KeyField, KeyKind};
+use crate::agg::{key_kinds, AggDef, EntryRef, KeyField, KeyKind};
 use oxtrace_core::agg::{quantize_bucket_value, AggFunc, KeyElem, KeyRef, QUANTIZE_ZERO};
 use std::fmt::Write as _;
 
@@ -437,4 +437,8 @@ impl Spec {
         out.push_str(mag);
         self.pad_at(at, out);
     }
+}
+
+fn pow_i64(b: u64, e: u32) -> i64 {
+    (0..e).fold(1i64, |a, _| a.saturating_mul(b as i64))
 }
