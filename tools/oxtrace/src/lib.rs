@@ -5,15 +5,10 @@
 
 pub mod agg;
 pub mod btf;
-pub mod child;
-pub mod device;
 pub mod dsl;
-pub mod dynstat;
-pub mod exporter;
 pub mod options;
 pub mod output;
 pub mod providers;
 pub mod pt;
-pub mod run;
 pub mod runtime;
 pub mod sym;

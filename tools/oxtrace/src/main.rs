@@ -6,10 +6,10 @@ mod cli;
 
 use clap::Parser;
 use cli::Cli;
-use oxtrace::device::Device;
 use oxtrace::dsl::{self, CompileOptions};
 use oxtrace::providers::{fbt, list};
-use oxtrace::run::{self, Held, OutFmt, Run, Source, Target};
+use oxtrace::runtime::device::Device;
+use oxtrace::runtime::{self, Held, OutFmt, Run, Source, Target};
 use oxtrace_core::abi;
 use std::process::ExitCode;
 
@@ -224,7 +224,7 @@ fn trace(cli: &Cli) -> Res<i32> {
         "folded" => OutFmt::Folded,
         o => return Err(format!("unknown output format '{o}': text, json or openmetrics").into()),
     };
-    run::catch_signals();
+    runtime::catch_signals();
     let mut target = Target {
         child: None,
         pid: cli.pid,
@@ -296,8 +296,8 @@ fn trace(cli: &Cli) -> Res<i32> {
     };
     let mut r = Run::load(&dev, &prog, src, fmt)?;
     if let Some(addr) = &cli.listen {
-        let m = oxtrace::exporter::Metrics::default();
-        let bound = oxtrace::exporter::serve(addr, m.clone())
+        let m = oxtrace::runtime::exporter::Metrics::default();
+        let bound = oxtrace::runtime::exporter::serve(addr, m.clone())
             .map_err(|e| format!("--listen {addr}: {e}"))?;
         eprintln!("oxtrace: serving the aggregations on http://{bound}/metrics");
         r.publish_to(m);
@@ -353,7 +353,7 @@ mod tests {
     #[test]
     fn cli_is_consistent() {
         Cli::command().debug_assert();
-        assert_eq!(cli::DEFAULT_DEVICE, oxtrace::device::DEFAULT_PATH);
+        assert_eq!(cli::DEFAULT_DEVICE, oxtrace::runtime::device::DEFAULT_PATH);
     }
 
     #[test]
@@ -366,6 +366,9 @@ mod tests {
 
     #[test]
     fn run_module_is_used() {
-        assert_eq!(run::json_str("a\"b\n"), "\"a\\\"b\\n\"");
+        assert_eq!(
+            oxtrace::output::records::json_string("a\"b\n"),
+            "\"a\\\"b\\n\""
+        );
     }
 }

@@ -3,7 +3,7 @@
 
 mod support;
 
-use oxtrace::run;
+use oxtrace::runtime;
 use oxtrace::runtime::sim::{Firing, Sim};
 use oxtrace_core::action::FaultKind;
 use oxtrace_core::diag::FaultMsg;
@@ -71,14 +71,14 @@ fn the_error_line_names_the_epid_of_the_clause_and_the_probe_id() {
     assert_eq!(s.printf_output(&p), "2\n");
     let (clause, f) = s.faults[0];
     let (code, addr) = oxtrace_core::diag::fault_code(&f.kind);
-    let src = run::Source {
+    let src = runtime::Source {
         text: src,
         name: "t.d",
     };
     let fault = || FaultMsg { code, addr };
     let img = Image::parse(&p.image).unwrap();
-    let epids = run::EnabledIds::new(&img, &[0, 1]);
-    let line = run::error_line(
+    let epids = runtime::EnabledIds::new(&img, &[0, 1]);
+    let line = runtime::error_line(
         &p,
         src,
         &epids,
@@ -94,7 +94,7 @@ fn the_error_line_names_the_epid_of_the_clause_and_the_probe_id() {
         )
     );
     // A probe without a listed ID is named without one.
-    let line = run::error_line(
+    let line = runtime::error_line(
         &p,
         src,
         &epids,
@@ -137,10 +137,10 @@ fn epids_are_in_program_order_and_the_error_line_agrees() {
     let (code, addr) = oxtrace_core::diag::fault_code(&f.kind);
     let img = Image::parse(&p.image).unwrap();
     // As PROBES lists the slots' descriptions.
-    let epids = run::EnabledIds::new(&img, &[1, 1, 2, 0]);
-    let line = run::error_line(
+    let epids = runtime::EnabledIds::new(&img, &[1, 1, 2, 0]);
+    let line = runtime::error_line(
         &p,
-        run::Source {
+        runtime::Source {
             text: src,
             name: "t.d",
         },

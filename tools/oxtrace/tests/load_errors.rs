@@ -1,9 +1,9 @@
 //! What the tool says when LOAD refuses a program: the probe, clause, aggregation or option
 //! and why, in `diag`'s words, never a bare "(os error N)".
 
-use oxtrace::device::DeviceError;
 use oxtrace::dsl::{compile, compile_unchecked, CompileOptions, Compiled};
-use oxtrace::run::{attach_table, load_error, Source};
+use oxtrace::runtime::device::DeviceError;
+use oxtrace::runtime::{attach_table, load_error, Source};
 use oxtrace_core::abi;
 use oxtrace_core::diag::Refusal;
 use oxtrace_core::program::Image;

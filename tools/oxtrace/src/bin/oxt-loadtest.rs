@@ -4,8 +4,8 @@
 
 #![deny(clippy::undocumented_unsafe_blocks)]
 
-use oxtrace::device::Device;
 use oxtrace::dsl::{self, CompileOptions};
+use oxtrace::runtime::device::Device;
 use oxtrace_core::abi;
 use oxtrace_core::action::{insn, Op};
 use oxtrace_core::program::{Image, Section};

@@ -7,6 +7,7 @@ pub mod lines;
 pub mod openmetrics;
 pub mod printa;
 pub mod printf;
+pub mod records;
 pub mod symbols;
 pub mod text;
 

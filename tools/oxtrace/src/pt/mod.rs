@@ -15,9 +15,9 @@ pub mod ipt;
 
 pub use decode::{walk, Counts};
 
-use crate::device::Device;
 use crate::dsl::{self, CompileOptions};
-use crate::run::{self, Held, OutFmt, Run, Source, Target};
+use crate::runtime::device::Device;
+use crate::runtime::{self, Held, OutFmt, Run, Source, Target};
 use clap::{Parser, Subcommand};
 use oxtrace_core::abi;
 use oxtrace_core::topa::{DecodeError, Packet, PtwSize};
@@ -33,7 +33,7 @@ pub const MAGIC: &[u8; 8] = b"OXTPT\0\0\x01";
 #[command(name = "oxtrace pt", about = "Intel PT through ToPA tables")]
 struct PtCli {
     /// The oxtrace device node.
-    #[arg(long, default_value = crate::device::DEFAULT_PATH)]
+    #[arg(long, default_value = crate::runtime::device::DEFAULT_PATH)]
     device: PathBuf,
     #[command(subcommand)]
     cmd: PtCmd,
@@ -473,7 +473,7 @@ fn record(dev_path: &Path, a: &RecordArgs) -> Res<i32> {
         psb_period: a.psb_period,
         ..Default::default()
     };
-    run::catch_signals();
+    runtime::catch_signals();
     let dev = Device::open(dev_path)?;
     let cfg = match dev.pt_config(&cfg) {
         Ok(c) => c,

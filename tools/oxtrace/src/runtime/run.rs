@@ -1,372 +1,31 @@
-//! Running a compiled D program: attach, LOAD, GO, drain the buffers at `switchrate`, merge
-//! aggregations at `aggrate`, print, and STOP when the program exits, the traced command ends or
-//! the user interrupts.
+//! The run loop: attach, LOAD, GO, drain the buffers at `switchrate`, merge aggregations
+//! at `aggrate`, print, and STOP when the program exits, the traced command ends or the user
+//! interrupts.
 
-pub use crate::child::{catch_signals, split_words, Held};
-
+use super::attach::{attach_table, EnabledIds};
+use super::child;
+use super::device::Device;
+use super::dynstat::{self, DropTracker};
+use super::exporter::Metrics;
+use super::refusals::{error_line, load_error};
+use super::{OutFmt, RunError, Source, Target};
 use crate::agg::{AggDef, AggTable, Dictionary, KeyField, KeyKind, SortOrder};
-use crate::child;
-use crate::device::{Device, DeviceError};
 use crate::dsl::{self, Compiled};
-use crate::dynstat::{self, DropTracker};
-use crate::exporter::Metrics;
-use crate::options::size_text;
+use crate::output::json::json_str;
 use crate::output::lines::{ClauseFiring, Lines};
+use crate::output::records::{json_head, json_item};
 use crate::providers::{fbt, list};
 use oxtrace_core::abi;
 use oxtrace_core::action::{Item, Items, RecordKind};
 use oxtrace_core::buffer::{self, Reader};
-use oxtrace_core::diag::{FaultMsg, ImageMsg, ReasonMsg};
-use oxtrace_core::limits;
+use oxtrace_core::diag::FaultMsg;
 use oxtrace_core::probesafe;
 use oxtrace_core::program::{Image, ProbeKind};
 use std::io::{self, Write};
 use std::time::{Duration, Instant};
 
-/// How results are printed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum OutFmt {
-    /// Text like dtrace(1M).
-    Text,
-    /// One JSON object a line; aggregations as one JSON document at the end.
-    Json,
-    /// Aggregations in the OpenMetrics text format at the end.
-    OpenMetrics,
-    /// Aggregations keyed by stacks as folded stacks at the end (flame graphs).
-    Folded,
-}
-
-/// What the run watches besides the program.
-pub struct Target {
-    /// A command started by `-c`, held until the probes are enabled.
-    pub child: Option<Held>,
-    /// A process given with `-p`: the run ends when it exits.
-    pub pid: Option<u32>,
-}
-
-/// An error of the run, already worded for the user.
-#[derive(Debug)]
-pub struct RunError(pub String);
-
-impl std::fmt::Display for RunError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for RunError {}
-
-impl From<DeviceError> for RunError {
-    fn from(e: DeviceError) -> Self {
-        RunError(e.to_string())
-    }
-}
-
-impl From<io::Error> for RunError {
-    fn from(e: io::Error) -> Self {
-        RunError(e.to_string())
-    }
-}
-
 /// Above this many probes LOAD reports its progress on stderr.
 const ATTACH_PROGRESS: usize = 100;
-
-/// The attach table of a program: function names for its fbt descriptions.
-pub struct AttachTable {
-    /// Entries for LOAD.
-    pub entries: Vec<abi::Attach>,
-    /// Their NUL-terminated names.
-    pub names: Vec<u8>,
-    /// Functions a glob matched that are unsafe to probe, left out: (description, function,
-    /// why).
-    pub unsafe_skipped: Vec<(u32, String, probesafe::Why)>,
-}
-
-/// Expands every fbt description against the probeable functions.
-pub fn attach_table(prog: &Compiled, functions: &[String]) -> Result<AttachTable, RunError> {
-    let mut t = AttachTable {
-        entries: Vec::new(),
-        names: Vec::new(),
-        unsafe_skipped: Vec::new(),
-    };
-    for (d, spec) in prog.probes.iter().enumerate() {
-        if !matches!(spec.kind, ProbeKind::FbtEntry | ProbeKind::FbtReturn) {
-            continue;
-        }
-        let glob = fbt::is_glob(&spec.func);
-        let names: Vec<&str> = if glob {
-            let mut names = fbt::expand(&spec.func, functions);
-            names.retain(|n| match probesafe::refusal(n) {
-                Some(why) => {
-                    t.unsafe_skipped.push((d as u32, n.to_string(), why));
-                    false
-                }
-                None => n.len() <= limits::MAX_PROBE_NAME,
-            });
-            names
-        } else {
-            vec![spec.func.as_str()]
-        };
-        if names.is_empty() {
-            let nunsafe = t.unsafe_skipped.iter().filter(|u| u.0 == d as u32).count();
-            return Err(RunError(if nunsafe > 0 {
-                format!(
-                    "probe description {} matches only functions that are unsafe to probe ({nunsafe}; oxtrace -l marks them)",
-                    spec.text
-                )
-            } else {
-                format!("probe description {} does not match any probes", spec.text)
-            }));
-        }
-        if t.entries.len() + names.len() > limits::MAX_ATTACH {
-            return Err(RunError(format!(
-                "probe description {} matches {} functions: a program may enable at most {} (name fewer functions)",
-                spec.text,
-                names.len(),
-                limits::MAX_ATTACH
-            )));
-        }
-        for n in names {
-            t.entries.push(abi::Attach {
-                probe: d as u32,
-                flags: if glob { abi::ATTACH_OPTIONAL } else { 0 },
-                name: t.names.len() as u32,
-                reserved: 0,
-            });
-            t.names.extend_from_slice(n.as_bytes());
-            t.names.push(0);
-        }
-    }
-    Ok(t)
-}
-
-/// Where clause `i` of `prog` starts in `src`, as `clause at LINE:COL`.
-pub fn clause_at(prog: &Compiled, src: &Source<'_>, i: u32) -> String {
-    prog.clause_spans
-        .get(i as usize)
-        .map(|(span, _)| {
-            let pos = dsl::CompileError::at(src.text, src.name, *span, "").position();
-            format!("clause at {}:{pos}", src.name)
-        })
-        .unwrap_or_else(|| format!("clause {i}"))
-}
-
-/// The enabled probe IDs (EPIDs) of a loaded program, numbered as the kernel numbers them
-/// (`oxtrace_core::probe::EpidBases`) over its slots.
-#[derive(Clone, Debug, Default)]
-pub struct EnabledIds {
-    /// Each slot's description and EPID base.
-    slots: Vec<(u32, u32)>,
-    /// Each description's clauses, in the order they run.
-    order: Vec<Vec<u32>>,
-}
-
-impl EnabledIds {
-    /// The EPIDs of `image`'s clauses on slots of descriptions `slot_descs`, in slot order
-    /// (as PROBES lists them, or LOAD makes them).
-    pub fn new(image: &Image<'_>, slot_descs: &[u32]) -> Self {
-        let mut descs = vec![oxtrace_core::probe::DescEpids::default(); image.probe_count()];
-        let bases = oxtrace_core::probe::epid_bases(image, &mut descs, slot_descs.iter().copied());
-        EnabledIds {
-            slots: slot_descs.iter().copied().zip(bases).collect(),
-            order: (0..image.probe_count() as u32)
-                .map(|d| oxtrace_core::probe::clauses_of(image, d).collect())
-                .collect(),
-        }
-    }
-
-    /// The EPID of clause `clause` on slot `slot`: what its `epid` built-in gives; 0 if the
-    /// clause does not run there.
-    pub fn epid(&self, slot: u32, clause: u32) -> u64 {
-        let Some(&(desc, base)) = self.slots.get(slot as usize) else {
-            return 0;
-        };
-        let order = self.order.get(desc as usize).map_or(&[][..], |o| &o[..]);
-        oxtrace_core::probe::epid(base, order.iter().copied(), clause)
-    }
-}
-
-/// DTrace's runtime error line (after "oxtrace: ") of `fault` at instruction `pc` of clause
-/// `clause` firing on `probe`, its slot, ID (as `-l` lists it; 0 when unknown) and
-/// `prov:mod:func:name`: "error on enabled probe ID N (ID P: prov:mod:func:name): ...", N the
-/// clause's enabled probe ID as the `epid` built-in gives it (and ERROR's `arg1`), from
-/// `epids`.
-pub fn error_line(
-    prog: &Compiled,
-    src: Source<'_>,
-    epids: &EnabledIds,
-    (slot, id, name): (u32, u32, &str),
-    (clause, pc): (u32, u32),
-    fault: FaultMsg,
-) -> String {
-    let epid = epids.epid(slot, clause);
-    let at = clause_at(prog, &src, clause);
-    let probe = match id {
-        0 => name.to_string(),
-        id => format!("ID {id}: {name}"),
-    };
-    format!("error on enabled probe ID {epid} ({probe}): {fault} in {at}, instruction {pc}")
-}
-
-/// The program's source text and its name (`-e` or a file).
-#[derive(Clone, Copy)]
-pub struct Source<'a> {
-    /// The text.
-    pub text: &'a str,
-    /// Its name in messages.
-    pub name: &'a str,
-}
-
-/// A byte count as the options write it, in whole MiB (rounded down) when not exact.
-fn mem_text(n: u64) -> String {
-    if n >= 1 << 20 && !n.is_multiple_of(1 << 20) {
-        format!("{}m", n >> 20)
-    } else {
-        size_text(n)
-    }
-}
-
-/// The words of `LOADERR_MEMORY`: the largest part, with its formula, and the budget.
-fn memory_words(prog: &Compiled, l: &abi::Load) -> String {
-    let ncpus = u64::from(l.err_index);
-    let halves = |what: &str, size: u64| {
-        format!(
-            "{what} {} × {ncpus} CPUs × 2 halves = {}",
-            size_text(size),
-            mem_text(size.saturating_mul(ncpus).saturating_mul(2))
-        )
-    };
-    let need = u64::from(l.err_insn) << 10;
-    let part = match l.err_code {
-        limits::MEM_PBUF => halves("bufsize", prog.options.bufsize),
-        limits::MEM_AGG => halves("aggsize", prog.options.aggsize),
-        limits::MEM_DYNVAR => format!("dynvarsize {}", size_text(prog.options.dynvarsize)),
-        limits::MEM_SCRATCH => format!("its scratch memory × {ncpus} CPUs"),
-        limits::MEM_SPEC => format!(
-            "nspec {} × specsize {} × {ncpus} CPUs",
-            prog.options.nspec,
-            size_text(prog.options.specsize)
-        ),
-        _ => format!("its image of {} bytes", prog.image.len()),
-    };
-    let budget = mem_text(u64::from(l.err_arg) << 10);
-    let (whose, param) = if l.err_part == 0 {
-        ("oxtrace's memory budget per consumer", "consumer_mem_pct")
-    } else {
-        (
-            "what other consumers leave of oxtrace's memory budget",
-            "mem_budget_pct",
-        )
-    };
-    format!(
-        "failed to load program: {part} ({} in all) exceeds {whose} of {budget} (module parameter {param}): lower the sizes",
-        mem_text(need)
-    )
-}
-
-/// Words for a failed LOAD: every refusal names the probe, clause, aggregation or option
-/// and why, in `diag`'s words; never a bare errno.
-pub fn load_error(
-    prog: &Compiled,
-    src: &Source<'_>,
-    t: &AttachTable,
-    e: &DeviceError,
-    l: &abi::Load,
-) -> String {
-    let clause = |i: u32| clause_at(prog, src, i);
-    let errno = e.err.raw_os_error().unwrap_or(0);
-    match l.err_kind {
-        abi::LOADERR_IMAGE => format!("failed to load program: {}", image_words(prog, l)),
-        abi::LOADERR_VERIFY => format!(
-            "failed to load program: {} {}, instruction {}: {}",
-            clause(l.err_index),
-            if l.err_part == 0 {
-                "predicate"
-            } else {
-                "actions"
-            },
-            l.err_insn,
-            ReasonMsg {
-                code: l.err_code,
-                arg: l.err_arg
-            }
-        ),
-        abi::LOADERR_ATTACH => {
-            let a = t.entries.get(l.err_index as usize);
-            let func = a.map(|a| name_at(&t.names, a.name)).unwrap_or("?");
-            let desc = a
-                .and_then(|a| prog.probes.get(a.probe as usize))
-                .map_or("?", |p| p.text.as_str());
-            let why = match errno {
-                libc::ENOENT => "no such function in the running kernel".to_string(),
-                libc::EINVAL => {
-                    "the kernel refuses a probe there (not probeable, or a bad name)".into()
-                }
-                _ => crate::device::os_text(&e.err),
-            };
-            format!("failed to enable probe {desc} at function {func}: {why}")
-        }
-        abi::LOADERR_MEMORY => memory_words(prog, l),
-        abi::LOADERR_UNSAFE => {
-            let a = t.entries.get(l.err_index as usize);
-            let func = a.map(|a| name_at(&t.names, a.name)).unwrap_or("?");
-            let why = probesafe::Why::from_code(l.err_code).map_or("refused by the kernel", |w| w.text());
-            format!("function {func} is unsafe to probe: {why}")
-        }
-        abi::LOADERR_PROBE => format!(
-            "probe description {} does not match any probes",
-            prog.probes
-                .get(l.err_index as usize)
-                .map_or("?", |p| p.text.as_str())
-        ),
-        _ => match errno {
-            libc::E2BIG => format!(
-                "failed to load program: larger than LOAD takes (image of {} bytes, at most {}; {} probes, at most {})",
-                prog.image.len(),
-                limits::MAX_IMAGE_SIZE,
-                t.entries.len(),
-                limits::MAX_ATTACH
-            ),
-            libc::ENOMEM => format!(
-                "failed to load program: not enough kernel memory for its buffers (bufsize={}, aggsize={}, dynvarsize={}, per CPU: lower them)",
-                size_text(prog.options.bufsize),
-                size_text(prog.options.aggsize),
-                size_text(prog.options.dynvarsize)
-            ),
-            _ => format!("failed to load program: {e}"),
-        },
-    }
-}
-
-/// Words for an image refusal, naming the option or aggregation it is about.
-fn image_words(prog: &Compiled, l: &abi::Load) -> String {
-    let words = ImageMsg {
-        code: l.err_code,
-        arg: l.err_arg,
-    }
-    .to_string();
-    let (what, index) = (l.err_code & 0xff, l.err_arg as usize);
-    match what {
-        // Options are written in the order they were set.
-        20 => match (prog.set_options.get(index), words.split_once(": ")) {
-            (Some(k), Some((_, why))) => {
-                format!("option {}={}: {why}", k.name(), prog.options.get(*k))
-            }
-            _ => words,
-        },
-        18 => match (prog.aggs.get(index), words.split_once(": ")) {
-            (Some(a), Some((_, why))) => format!("@{}: {why}", a.name),
-            _ => words,
-        },
-        _ => words,
-    }
-}
-
-fn name_at(names: &[u8], off: u32) -> &str {
-    let rest = names.get(off as usize..).unwrap_or(&[]);
-    let end = rest.iter().position(|&b| b == 0).unwrap_or(rest.len());
-    std::str::from_utf8(&rest[..end]).unwrap_or("?")
-}
 
 /// The user-level aggregation dictionary of a program.
 pub fn dictionary(prog: &Compiled) -> Result<Dictionary, RunError> {
@@ -825,22 +484,6 @@ impl<'a> Run<'a> {
         }
     }
 
-    /// The members every JSON record line starts with, without the closing brace.
-    fn json_head(&self, kind: RecordKind, cpu: u32, h: &buffer::Header) -> String {
-        let ty = match kind {
-            RecordKind::Printf => "printf",
-            RecordKind::Exit => "exit",
-            _ => "trace",
-        };
-        let mut o = format!(
-            "{{\"type\":\"{ty}\",\"cpu\":{cpu},\"id\":{},\"probe\":",
-            h.probe
-        );
-        crate::output::json::json_str(&mut o, self.probe_name(h.probe).1.as_bytes());
-        o.push_str(&format!(",\"timestamp\":{}", h.timestamp));
-        o
-    }
-
     fn probe_name(&self, id: u32) -> (&str, &str) {
         self.names
             .get(id as usize)
@@ -941,10 +584,10 @@ impl<'a> Run<'a> {
                 };
                 match self.fmt {
                     OutFmt::Json => {
-                        let mut o = self.json_head(kind, cpu, h);
+                        let mut o = json_head(kind, cpu, h, self.probe_name(h.probe).1);
                         if kind == RecordKind::Printf {
                             o.push_str(",\"text\":");
-                            crate::output::json::json_str(&mut o, &text);
+                            json_str(&mut o, &text);
                         } else {
                             o.push_str(",\"value\":");
                             match items.first() {
@@ -981,7 +624,7 @@ impl<'a> Run<'a> {
                 self.exit.get_or_insert(code);
                 self.exit_at.get_or_insert(h.timestamp);
                 if self.fmt == OutFmt::Json {
-                    let o = self.json_head(kind, cpu, h);
+                    let o = json_head(kind, cpu, h, self.probe_name(h.probe).1);
                     writeln!(self.out, "{o},\"status\":{code}}}")?;
                 }
             }
@@ -1146,22 +789,4 @@ impl<'a> Run<'a> {
         }
         Ok(())
     }
-}
-
-/// A traced value as JSON: an integer as a number (signed or not by its D type), a string
-/// as a string.
-fn json_item(o: &mut String, it: &Item<'_>) {
-    match it {
-        Item::Str(s) => crate::output::json::json_str(o, s),
-        Item::Int(..) => o.push_str(&String::from_utf8_lossy(
-            &crate::output::printf::format_trace_item(it),
-        )),
-    }
-}
-
-/// A JSON string literal (see [`crate::output::json::json_str`]).
-pub fn json_str(s: &str) -> String {
-    let mut o = String::with_capacity(s.len() + 2);
-    crate::output::json::json_str(&mut o, s.as_bytes());
-    o
 }

@@ -2,10 +2,10 @@
 //! firings: the interpreter of `oxtrace_core::action` with plain maps behind the `Env` calls.
 //! Used by the tests and by `--dry-run`-style checks.
 
+use super::attach::EnabledIds;
 use crate::dsl::compile::SCRATCH_LIMIT;
 use crate::dsl::Compiled;
 use crate::providers::fbt::glob_match;
-use crate::run::EnabledIds;
 use oxtrace_core::action::{
     Builtin, Dict, Env, Fault, Item, Items, Key, Record, RecordKind, Vm, VmState, AGG_NARGS,
 };

@@ -6,7 +6,7 @@
 
 use oxtrace::agg::AggTable;
 use oxtrace::dsl::{compile, CompileError, CompileOptions, Compiled};
-use oxtrace::run;
+use oxtrace::runtime;
 use oxtrace::runtime::sim::{Firing, OwnedKey, Sim};
 use oxtrace_core::agg::{AggBuffer, KeyElem, SnapshotCursor};
 
@@ -39,7 +39,7 @@ pub fn begin_table(p: &Compiled) -> AggTable {
     let mut s = Sim::default();
     s.fire(p, &Firing::default());
     assert!(s.faults.is_empty(), "{:?}", s.faults);
-    let dict = run::dictionary(p).unwrap();
+    let dict = runtime::dictionary(p).unwrap();
     let mut mem = vec![0u64; 1 << 14];
     AggBuffer::format(&mut mem).unwrap();
     let mut b = AggBuffer::attach(&mut mem).unwrap();
