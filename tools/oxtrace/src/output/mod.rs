@@ -22,20 +22,25 @@ pub(crate) fn int_text(v: u64, kind: Option<KeyKind>) -> String {
 pub(crate) fn int_value(v: u64, kind: Option<KeyKind>) -> i128 {
     match kind {
         Some(KeyKind::Int { size, signed }) => {
-            let bits = 8 * (size.clamp(1, 8) as u32);
-            let v = if bits == 64 {
-                v
-            } else {
-                v & ((1u64 << bits) - 1)
-            };
-            if signed {
-                let sh = 64 - bits;
-                (((v << sh) as i64) >> sh) as i128
-            } else {
-                v as i128
-            }
+            sized_value(v, 8 * (size.clamp(1, 8) as u32), signed)
         }
         _ => v as i64 as i128,
+    }
+}
+
+/// `v` truncated to its low `bits` (8 to 64), then sign-extended when `signed`: how the
+/// key words and printf's integers are read by their C type.
+pub(crate) fn sized_value(v: u64, bits: u32, signed: bool) -> i128 {
+    let v = if bits >= 64 {
+        v
+    } else {
+        v & ((1u64 << bits) - 1)
+    };
+    if signed {
+        let sh = 64 - bits.min(64);
+        (((v << sh) as i64) >> sh) as i128
+    } else {
+        v as i128
     }
 }
 

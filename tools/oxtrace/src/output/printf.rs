@@ -35,18 +35,7 @@ fn pad(out: &mut Vec<u8>, body: &[u8], width: Option<usize>, left: bool) {
 /// Types narrower than `int` are promoted to `int` first, as C's varargs do (the register
 /// already holds the value extended by the type's own signedness).
 fn int_value(v: u64, ty: IntType, signed_conv: bool) -> i128 {
-    let bits = ty.size().max(4) as u32 * 8;
-    let masked = if bits >= 64 {
-        v
-    } else {
-        v & ((1u64 << bits) - 1)
-    };
-    if signed_conv {
-        let sh = 64 - bits;
-        (((masked << sh) as i64) >> sh) as i128
-    } else {
-        masked as i128
-    }
+    super::sized_value(v, ty.size().max(4) as u32 * 8, signed_conv)
 }
 
 /// `s` with C's escapes for what is not printable (`%S`).
