@@ -22,6 +22,20 @@ pub struct Counts {
     pub first_psb: Option<usize>,
 }
 
+impl Counts {
+    /// Counts packet `p`.
+    pub fn count(&mut self, p: &Packet) {
+        match p {
+            Packet::Psb => self.psb += 1,
+            Packet::Ptw { .. } => self.ptw += 1,
+            Packet::Ovf => self.ovf += 1,
+            Packet::Tsc { .. } => self.tsc += 1,
+            Packet::Pad => self.pad += 1,
+            Packet::PsbEnd => {}
+        }
+    }
+}
+
 /// Decodes `data` from its first PSB; calls `each(Ok((offset, packet)))` for each packet and
 /// `each(Err(error))` for each error (then resyncs at the next PSB).
 pub fn walk(data: &[u8], mut each: impl FnMut(Result<(usize, &Packet), &DecodeError>)) -> Counts {
@@ -36,14 +50,7 @@ pub fn walk(data: &[u8], mut each: impl FnMut(Result<(usize, &Packet), &DecodeEr
         match d.next_packet() {
             Ok(None) => break,
             Ok(Some((at, p))) => {
-                match p {
-                    Packet::Psb => c.psb += 1,
-                    Packet::Ptw { .. } => c.ptw += 1,
-                    Packet::Ovf => c.ovf += 1,
-                    Packet::Tsc { .. } => c.tsc += 1,
-                    Packet::Pad => c.pad += 1,
-                    Packet::PsbEnd => {}
-                }
+                c.count(&p);
                 each(Ok((at, &p)));
             }
             // A stopped buffer ends mid-packet: that is its end, not an error.

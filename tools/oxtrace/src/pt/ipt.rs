@@ -150,14 +150,7 @@ impl Libipt {
                     };
                     match p {
                         Some(p) => {
-                            match p {
-                                Packet::Psb => c.psb += 1,
-                                Packet::Ptw { .. } => c.ptw += 1,
-                                Packet::Ovf => c.ovf += 1,
-                                Packet::Tsc { .. } => c.tsc += 1,
-                                Packet::Pad => c.pad += 1,
-                                Packet::PsbEnd => {}
-                            }
+                            c.count(&p);
                             each(Ok((at, p)));
                         }
                         // A packet oxtrace never writes: an error of the stream.
