@@ -1,7 +1,7 @@
 //! Deep and long expressions: refused past `MAX_DEPTH` with `line:column`, compiled up to
 //! it, and never a stack overflow in the parser, the code generator or the drop of the tree.
 
-use oxtrace::dsl::parser::MAX_DEPTH;
+use oxtrace::dsl::syntax::parser::MAX_DEPTH;
 use oxtrace::dsl::{compile, CompileError, CompileOptions};
 
 /// Compile on a thread with a 32 MiB stack.  The tool compiles on its main thread (8 MiB);

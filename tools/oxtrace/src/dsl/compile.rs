@@ -1,11 +1,11 @@
 //! The compiler driver: options, probes, the pre-pass and the code generator of every clause,
 //! then the image, checked with the kernel's own verifier before it is sent.
 
-use super::ast::*;
 use super::error::{CompileError, Span};
 use super::gen::{resolve_type, xlate, Agg, GResult, Gen, Tables, Var};
+use super::passes::probe_spec::probe_spec;
 use super::pragma::{pragma, set_option, OptionAt};
-use super::probe_spec::probe_spec;
+use super::syntax::ast::*;
 use super::types::{builtin, Member, SouDef, TypeEnv};
 use super::{AggInfo, Compiled, KeyKind, ProbeSpec, VarSummary};
 use crate::options::size_text;
@@ -83,7 +83,7 @@ pub fn compile_items(
         setopts: vec![],
         destructive: c.tool_options.contains_key("destructive"),
         env: TypeEnv {
-            btf: super::btf_types::BtfTypes::new(opts.btf.clone(), opts.ksyms.clone()),
+            btf: super::types::btf_types::BtfTypes::new(opts.btf.clone(), opts.ksyms.clone()),
             ..TypeEnv::default()
         },
         vty: HashMap::new(),
@@ -371,7 +371,7 @@ fn gen_clause(
         let specs = probe_spec(&p.text).map_err(|m| CompileError::at(src, input, p.span, m))?;
         probes.extend(specs);
     }
-    super::probe_spec::set_clause_probes(&probes[first..]);
+    super::passes::probe_spec::set_clause_probes(&probes[first..]);
     t.env.btf.clause = probes[first..]
         .iter()
         .map(|p| (p.kind, p.func.clone()))

@@ -4,21 +4,17 @@
 //! The grammar, built-ins, actions and options are documented in
 //! `Documentation/d-language.rst`.
 
-pub mod ast;
-mod btf_types;
 pub mod compile;
 pub mod error;
 pub mod format;
 mod gen;
-mod kvar;
-pub mod lexer;
-pub mod parser;
+mod passes;
 pub mod pragma;
-mod probe_spec;
+pub mod syntax;
 pub mod types;
 
 pub use error::{CompileError, Span};
-pub use parser::Macros;
+pub use syntax::parser::Macros;
 
 use oxtrace_core::action::{Insn, Op, Scope};
 use oxtrace_core::agg::AggKind;
@@ -187,8 +183,9 @@ impl CompileOptions {
 
 /// Compile D source `src` (named `input` in errors: a file name, or `-e`).
 pub fn compile(src: &str, input: &str, opts: &CompileOptions) -> Result<Compiled, CompileError> {
-    let toks = lexer::lex(src).map_err(|(span, msg)| CompileError::at(src, input, span, msg))?;
-    let mut p = parser::Parser::new(toks, src, input, &opts.macros);
+    let toks =
+        syntax::lexer::lex(src).map_err(|(span, msg)| CompileError::at(src, input, span, msg))?;
+    let mut p = syntax::parser::Parser::new(toks, src, input, &opts.macros);
     if opts.btf.is_some() {
         for ty in gen::xlate::PRELUDE_TYPES {
             p.add_typedef(ty);
@@ -207,8 +204,9 @@ pub fn compile_unchecked(
     input: &str,
     opts: &CompileOptions,
 ) -> Result<Compiled, CompileError> {
-    let toks = lexer::lex(src).map_err(|(span, msg)| CompileError::at(src, input, span, msg))?;
-    let mut p = parser::Parser::new(toks, src, input, &opts.macros);
+    let toks =
+        syntax::lexer::lex(src).map_err(|(span, msg)| CompileError::at(src, input, span, msg))?;
+    let mut p = syntax::parser::Parser::new(toks, src, input, &opts.macros);
     if opts.btf.is_some() {
         for ty in gen::xlate::PRELUDE_TYPES {
             p.add_typedef(ty);

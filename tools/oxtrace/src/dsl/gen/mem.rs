@@ -6,8 +6,8 @@
 //! the compiler refuses the stores it can see go to kernel memory, through a pointer that
 //! comes from a built-in variable (`curthread`, `arg0`, `args[]`) or a constant.
 
-use super::super::ast::{BinOp, Expr, ExprKind, UnOp};
 use super::super::error::Span;
+use super::super::syntax::ast::{BinOp, Expr, ExprKind, UnOp};
 use super::super::types::{builtin, Ty, U64};
 use super::{arity_error, const_eval, is_str_storage, GResult, Gen, Loc, Place};
 use oxtrace_core::action::{Op, UREG_COUNT};

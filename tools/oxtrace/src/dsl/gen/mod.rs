@@ -1,9 +1,9 @@
 //! The code generator: one clause's statements and expressions to bytecode, with the
 //! program-wide tables (variables, aggregations, strings, formats) they fill.
 
-use super::ast::*;
 use super::error::{CompileError, Span};
 use super::format::{self, ArgKind};
+use super::syntax::ast::*;
 use super::types::{arith, builtin, Ty, TypeEnv, ACTIONS, I32, I64, U32, U64};
 use super::KeyKind;
 use crate::options;
@@ -12,15 +12,11 @@ use oxtrace_core::action::{self as act, insn, Builtin, Op, Scope};
 use oxtrace_core::agg::{check_params, AggKind};
 use std::collections::{HashMap, HashSet};
 
-#[path = "subr.rs"]
 mod subr;
 
-#[path = "ustack.rs"]
 mod ustack;
 
-#[path = "mem.rs"]
 pub(super) mod mem;
-#[path = "xlate.rs"]
 pub(super) mod xlate;
 
 #[derive(Clone)]
@@ -731,7 +727,7 @@ impl<'a> Gen<'a> {
         resolve_type(&self.t.env, tn).or_else(|m| {
             let kernel = matches!(tn, TypeName::Sou(..) | TypeName::Ptr(_));
             if kernel && self.t.env.btf.btf.is_none() && m.contains(" is not defined") {
-                return self.err(span, format!("{m}: {}", super::btf_types::NO_BTF));
+                return self.err(span, format!("{m}: {}", super::types::btf_types::NO_BTF));
             }
             self.err(span, m)
         })
@@ -2149,10 +2145,11 @@ impl<'a> Gen<'a> {
                     return self.err(span, "args-> needs a field name");
                 };
                 let field = String::from_utf8_lossy(field).into_owned();
-                let (off, size, signed, kind) = match super::probe_spec::tracepoint_field(&field) {
-                    Ok(f) => f,
-                    Err(m) => return self.err(span, m),
-                };
+                let (off, size, signed, kind) =
+                    match super::passes::probe_spec::tracepoint_field(&field) {
+                        Ok(f) => f,
+                        Err(m) => return self.err(span, m),
+                    };
                 // arg0 of a tracepoint is the address of its record.
                 let base = self.reg(span)?;
                 self.emit(Op::Ldb, base, 0, 0, Builtin::Arg0 as u32);
@@ -2174,7 +2171,7 @@ impl<'a> Gen<'a> {
                         };
                         self.emit(op, rd, base, 0, off);
                         // A `struct T *` field is typed from BTF, for args->f->member.
-                        let sou_ptr = super::probe_spec::tracepoint_ctype(&field)
+                        let sou_ptr = super::passes::probe_spec::tracepoint_ctype(&field)
                             .filter(|_| size == 8)
                             .and_then(|ct| self.t.env.btf_ctype(&ct).ok())
                             .filter(|t| matches!(t, Ty::Ptr(p) if matches!(**p, Ty::Sou(..))));

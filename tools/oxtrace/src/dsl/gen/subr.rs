@@ -3,8 +3,8 @@
 //! `progenyof`, `getmajor`/`getminor`. A child of `gen`, so it uses the generator's
 //! register and emission helpers; `Gen::call` hands it every name [`is_subr`] knows.
 
-use super::super::ast::Expr;
 use super::super::error::Span;
+use super::super::syntax::ast::Expr;
 use super::super::types::{Ty, I32, I64, U32, U64};
 use super::{GResult, Gen};
 use oxtrace_core::action::{subr, Op};

@@ -6,8 +6,8 @@
 //! no translated struct exists at run time, so only the members a program reads cost
 //! anything. A child of `gen`, so it uses the generator's helpers.
 
-use super::super::ast::{DeclClass, Expr, ExprKind, Item, Translator, TypeName, UnOp};
 use super::super::error::{CompileError, Span};
+use super::super::syntax::ast::{DeclClass, Expr, ExprKind, Item, Translator, TypeName, UnOp};
 use super::super::types::Ty;
 use super::{resolve_type, GResult, Gen, Loc, Tables, I64};
 use oxtrace_core::action::{Op, Scope};
@@ -18,7 +18,7 @@ use std::collections::HashSet;
 /// Oracle Linux DTrace documents them; `d-language.rst`, "Process views").
 // A static, not a const: `__uargs` is allowed only in the prelude, recognised by this
 // address, and a const's data may be duplicated per use.
-pub(in super::super) static PRELUDE: &str = include_str!("prelude.d");
+pub(in super::super) static PRELUDE: &str = include_str!("../syntax/prelude.d");
 
 /// The name of the prelude in error messages.
 pub(in super::super) const PRELUDE_NAME: &str = "<prelude>";
@@ -72,10 +72,10 @@ pub(in super::super) fn prelude_items(btf: bool) -> Result<Vec<Item>, CompileErr
     if !btf {
         return Ok(Vec::new());
     }
-    let toks = super::super::lexer::lex(PRELUDE)
+    let toks = super::super::syntax::lexer::lex(PRELUDE)
         .map_err(|(span, msg)| CompileError::at(PRELUDE, PRELUDE_NAME, span, msg))?;
     let macros = super::super::Macros::new();
-    let mut p = super::super::parser::Parser::new(toks, PRELUDE, PRELUDE_NAME, &macros);
+    let mut p = super::super::syntax::parser::Parser::new(toks, PRELUDE, PRELUDE_NAME, &macros);
     p.program()
 }
 

@@ -1,13 +1,13 @@
 //! Probe descriptions: `provider:module:function:name` text to the probes it enables.
 
-use super::ProbeSpec;
+use super::super::ProbeSpec;
 use crate::options::parse_interval;
 use crate::providers::tracepoints::{self, FieldKind, Format};
 use oxtrace_core::limits;
 use oxtrace_core::program::{self as prog, ProbeKind};
 use std::cell::RefCell;
 
-pub(super) fn probe_spec(text: &str) -> Result<Vec<ProbeSpec>, String> {
+pub(crate) fn probe_spec(text: &str) -> Result<Vec<ProbeSpec>, String> {
     let fbt = |kind, func: &str| -> Result<ProbeSpec, String> {
         let func = if func.is_empty() { "*" } else { func };
         if func.len() > limits::MAX_FUNC_LEN
@@ -277,7 +277,7 @@ fn spec(text: &str, f: &Format) -> ProbeSpec {
 }
 
 /// Says which probes the next clause is enabled on, for [`tracepoint_field`].
-pub(super) fn set_clause_probes(probes: &[ProbeSpec]) {
+pub(crate) fn set_clause_probes(probes: &[ProbeSpec]) {
     let tps = probes
         .iter()
         .filter(|p| p.kind == ProbeKind::Tracepoint)
@@ -287,7 +287,7 @@ pub(super) fn set_clause_probes(probes: &[ProbeSpec]) {
 }
 
 /// The C type of field `name` of the clause's tracepoints, when all agree.
-pub(super) fn tracepoint_ctype(name: &str) -> Option<String> {
+pub(crate) fn tracepoint_ctype(name: &str) -> Option<String> {
     let tps = CLAUSE.with(|c| c.borrow().clone());
     let mut types = tps
         .iter()
@@ -298,7 +298,7 @@ pub(super) fn tracepoint_ctype(name: &str) -> Option<String> {
 
 /// Where `args->NAME` is in the records of the clause's tracepoints: its offset, size,
 /// signedness and kind, the same in every one of them (else the error says where not).
-pub(super) fn tracepoint_field(name: &str) -> Result<(u32, u32, bool, FieldKind), String> {
+pub(crate) fn tracepoint_field(name: &str) -> Result<(u32, u32, bool, FieldKind), String> {
     let tps = CLAUSE.with(|c| c.borrow().clone());
     if tps.is_empty() {
         return Err("args-> is only available on tracepoint probes".into());

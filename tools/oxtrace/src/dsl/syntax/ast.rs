@@ -1,6 +1,6 @@
 //! The syntax tree of the D subset.
 
-use super::error::Span;
+use super::super::error::Span;
 
 /// A type as written in a cast, a declaration, `sizeof` or `offsetof`.
 #[derive(Clone, Debug, PartialEq, Eq)]

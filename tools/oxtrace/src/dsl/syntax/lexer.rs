@@ -1,6 +1,6 @@
 //! The D lexer: tokens with their spans.
 
-use super::error::Span;
+use super::super::error::Span;
 
 /// A token kind.
 #[derive(Clone, Debug, PartialEq, Eq)]

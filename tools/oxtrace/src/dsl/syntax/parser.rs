@@ -1,7 +1,7 @@
 //! The D parser: recursive descent with C precedence.
 
+use super::super::error::{CompileError, Span};
 use super::ast::*;
-use super::error::{CompileError, Span};
 use super::lexer::{Tok, Token};
 use std::collections::{HashMap, HashSet};
 
@@ -553,7 +553,7 @@ impl<'a> Parser<'a> {
             dims.push((e, open.to(close)));
         }
         for (e, sp) in dims.into_iter().rev() {
-            let n = match super::gen::const_eval(&e) {
+            let n = match super::super::gen::const_eval(&e) {
                 Some(n) if n > 0 && n <= MAX_ARRAY as i64 => n as u64,
                 Some(n) if n > 0 => {
                     return self.err(

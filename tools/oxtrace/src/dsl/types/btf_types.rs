@@ -6,8 +6,8 @@
 //! compiler's own. A struct is imported with everything it reaches, through pointers too
 //! (a worklist, no recursion through pointers), the first time a program names it.
 
-use super::ast::TypeName;
-use super::types::{Member, SouDef, Ty, TypeEnv, I64};
+use super::super::syntax::ast::TypeName;
+use super::{Member, SouDef, Ty, TypeEnv, I64};
 use crate::btf::{Btf, Kind, NameKind};
 use oxtrace_core::program::ProbeKind;
 use std::collections::{HashMap, HashSet};
@@ -21,15 +21,15 @@ pub struct BtfTypes {
     /// Imported structs and unions: index in [`TypeEnv::sous`] by BTF id.
     sou_ids: HashMap<u32, usize>,
     /// Indexes of imported structs and unions (their errors use C's words).
-    pub(super) imported: HashSet<usize>,
+    pub(crate) imported: HashSet<usize>,
     /// Imported structs whose members are not filled yet.
     todo: Vec<(usize, u32)>,
     /// The probes of the clause being compiled: kind and function (or glob).
-    pub(super) clause: Vec<(ProbeKind, String)>,
+    pub(crate) clause: Vec<(ProbeKind, String)>,
     /// Why the last `args[i]` compiled is untyped, for the errors of its uses.
-    pub(super) untyped: Option<String>,
+    pub(crate) untyped: Option<String>,
     /// The kernel's symbols for external variables; `None`: the running kernel's.
-    pub(super) ksyms: Option<Arc<crate::sym::ksym::Ksyms>>,
+    pub(crate) ksyms: Option<Arc<crate::sym::ksym::Ksyms>>,
 }
 
 impl BtfTypes {
@@ -47,12 +47,12 @@ impl BtfTypes {
 const MAX_DEPTH: u32 = 32;
 
 /// What a program sees when the kernel has no BTF, for errors about kernel types.
-pub(super) const NO_BTF: &str = "the kernel has no BTF (/sys/kernel/btf/vmlinux: \
+pub(crate) const NO_BTF: &str = "the kernel has no BTF (/sys/kernel/btf/vmlinux: \
     CONFIG_DEBUG_INFO_BTF), so kernel types are unknown: declare it in D";
 
 impl TypeEnv {
     /// Import the kernel types `tn` names that the program does not declare.
-    pub(super) fn btf_prepare(&mut self, tn: &TypeName) {
+    pub(crate) fn btf_prepare(&mut self, tn: &TypeName) {
         let Some(btf) = self.btf.btf.clone() else {
             return;
         };
@@ -84,7 +84,7 @@ impl TypeEnv {
     }
 
     /// The D type of BTF type `id`, importing the structs it reaches.
-    pub(super) fn btf_ty(&mut self, btf: &Btf, id: u32) -> Ty {
+    pub(crate) fn btf_ty(&mut self, btf: &Btf, id: u32) -> Ty {
         let ty = self.convert(btf, id, 0);
         while let Some((i, id)) = self.btf.todo.pop() {
             let members = self.members(btf, id);
@@ -208,7 +208,7 @@ impl TypeEnv {
     }
 
     /// `curthread`'s type: `struct task_struct *`.
-    pub(super) fn btf_curthread(&mut self) -> Option<Ty> {
+    pub(crate) fn btf_curthread(&mut self) -> Option<Ty> {
         let btf = self.btf.btf.clone()?;
         let id = btf.find(NameKind::Struct, "task_struct")?;
         Some(Ty::Ptr(Box::new(self.btf_ty(&btf, id))))
@@ -218,7 +218,7 @@ impl TypeEnv {
     /// entry (its return type for `args[1]` on return), where BTF knows the function and
     /// every probe of the clause agrees; else an untyped 64-bit integer, and why is kept
     /// for the errors of its uses.
-    pub(super) fn btf_arg(&mut self, i: usize) -> Result<Ty, String> {
+    pub(crate) fn btf_arg(&mut self, i: usize) -> Result<Ty, String> {
         let t = self.arg_type(i)?;
         self.btf.untyped = t
             .as_ref()
@@ -359,7 +359,7 @@ impl TypeEnv {
     /// The D type of C type text `ct` as prototypes and trace event formats write it
     /// (`const char __user *`, `umode_t`, `struct open_how *`): C's integer types, and the
     /// struct, union, enum and typedef names of the kernel's BTF (or of the program).
-    pub(super) fn btf_ctype(&mut self, ct: &str) -> Result<Ty, String> {
+    pub(crate) fn btf_ctype(&mut self, ct: &str) -> Result<Ty, String> {
         let spaced = ct.replace('*', " * ");
         let words: Vec<&str> = spaced
             .split_whitespace()
@@ -405,7 +405,7 @@ impl TypeEnv {
             }
             ["enum", n] => match kernel(NameKind::Enum, n) {
                 Ok((btf, id)) => self.btf_ty(&btf, id),
-                Err(_) => super::types::I32,
+                Err(_) => super::I32,
             },
             [n] if self.typedefs.contains_key(*n) => self.typedefs[*n].clone(),
             _ if base.iter().all(|w| C_INT_WORDS.contains(w)) => c_int(base),
@@ -423,7 +423,7 @@ impl TypeEnv {
 
     /// Whether every probe of the clause is a system call's: its pointer arguments are
     /// user addresses.
-    pub(super) fn syscall_clause(&self) -> bool {
+    pub(crate) fn syscall_clause(&self) -> bool {
         let c = &self.btf.clause;
         !c.is_empty()
             && c.iter()
@@ -432,7 +432,7 @@ impl TypeEnv {
 
     /// The error for member `m` missing from `ty`, in C's words for a kernel type, with the
     /// nearest names.
-    pub(super) fn btf_no_member(&self, ty: &Ty, m: &str) -> Option<String> {
+    pub(crate) fn btf_no_member(&self, ty: &Ty, m: &str) -> Option<String> {
         let Ty::Sou(i, name) = ty else { return None };
         if !self.btf.imported.contains(i) {
             return None;

@@ -6,7 +6,7 @@
 //! (`KNOWN`) resolved against BTF. The value is read with the fault-free loads of any
 //! kernel memory; a variable of unknown type only gives its address (`&`name`).
 
-use super::types::{Ty, TypeEnv};
+use super::{Ty, TypeEnv};
 use crate::btf::NameKind;
 
 /// Declarations (include/linux/...) of variables D programs read, for kernels whose BTF has
@@ -34,7 +34,7 @@ const KNOWN: &[(&str, &str)] = &[
 impl TypeEnv {
     /// The address and type (`None`: unknown) of external variable `name`, as written
     /// (`` `jiffies ``, `` vmlinux`jiffies ``).
-    pub(super) fn kvar(&mut self, name: &str) -> Result<(u64, Option<Ty>), String> {
+    pub(crate) fn kvar(&mut self, name: &str) -> Result<(u64, Option<Ty>), String> {
         let (module, sym) = name.split_once('`').unwrap_or(("", name));
         if !matches!(module, "" | "vmlinux") {
             return Err(format!(
@@ -79,7 +79,7 @@ impl TypeEnv {
     }
 
     /// Why external variable `name` cannot be read: its type is unknown.
-    pub(super) fn kvar_untyped(&self, name: &str) -> String {
+    pub(crate) fn kvar_untyped(&self, name: &str) -> String {
         let sym = name.rsplit('`').next().unwrap_or(name);
         let why = match &self.btf.btf {
             None => "the kernel has no BTF",

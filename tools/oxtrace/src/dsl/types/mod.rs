@@ -2,6 +2,9 @@
 //! variables, actions and aggregating functions.
 
 use super::KeyKind;
+
+pub(super) mod btf_types;
+mod kvar;
 use oxtrace_core::action::{Builtin, IntType};
 
 /// A value type.
@@ -74,7 +77,7 @@ pub struct TypeEnv {
     /// Enum tags declared.
     pub enum_tags: std::collections::HashSet<String>,
     /// The kernel's types (BTF) and those imported from it.
-    pub btf: super::btf_types::BtfTypes,
+    pub btf: btf_types::BtfTypes,
 }
 
 impl TypeEnv {
