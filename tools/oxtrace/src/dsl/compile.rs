@@ -17,7 +17,7 @@ use oxtrace_core::limits;
 use oxtrace_core::program::{self as prog, OptKey};
 use std::collections::{HashMap, HashSet};
 
-pub use super::gen::const_eval;
+pub use super::syntax::ast::const_eval;
 pub use super::types::Ty;
 pub use crate::options::{parse_interval, parse_size, TOOL_OPTIONS};
 

@@ -324,3 +324,31 @@ impl Expr {
         )
     }
 }
+
+/// Evaluate a constant integer expression.
+pub fn const_eval(e: &Expr) -> Option<i64> {
+    Some(match &e.kind {
+        ExprKind::Int(v, _) => *v as i64,
+        ExprKind::Unary(UnOp::Neg, a) => const_eval(a)?.wrapping_neg(),
+        ExprKind::Unary(UnOp::Plus, a) => const_eval(a)?,
+        ExprKind::Unary(UnOp::BitNot, a) => !const_eval(a)?,
+        ExprKind::Cast(_, a) => const_eval(a)?,
+        ExprKind::Binary(op, a, b) => {
+            let (a, b) = (const_eval(a)?, const_eval(b)?);
+            match op {
+                BinOp::Add => a.wrapping_add(b),
+                BinOp::Sub => a.wrapping_sub(b),
+                BinOp::Mul => a.wrapping_mul(b),
+                BinOp::Div => a.checked_div(b)?,
+                BinOp::Mod => a.checked_rem(b)?,
+                BinOp::Shl => a.wrapping_shl(b as u32),
+                BinOp::Shr => a.wrapping_shr(b as u32),
+                BinOp::And => a & b,
+                BinOp::Or => a | b,
+                BinOp::Xor => a ^ b,
+                _ => return None,
+            }
+        }
+        _ => return None,
+    })
+}

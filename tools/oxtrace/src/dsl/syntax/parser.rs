@@ -553,7 +553,7 @@ impl<'a> Parser<'a> {
             dims.push((e, open.to(close)));
         }
         for (e, sp) in dims.into_iter().rev() {
-            let n = match super::super::gen::const_eval(&e) {
+            let n = match const_eval(&e) {
                 Some(n) if n > 0 && n <= MAX_ARRAY as i64 => n as u64,
                 Some(n) if n > 0 => {
                     return self.err(
