@@ -2,11 +2,11 @@
 //! then the image, checked with the kernel's own verifier before it is sent.
 
 use super::error::{CompileError, Span};
-use super::gen::{resolve_type, xlate, Agg, GResult, Gen, Tables, Var};
+use super::gen::{xlate, Agg, GResult, Gen, Tables, Var};
 use super::passes::probe_spec::probe_spec;
 use super::pragma::{pragma, set_option, OptionAt};
 use super::syntax::ast::*;
-use super::types::{builtin, Member, SouDef, TypeEnv};
+use super::types::{builtin, resolve_type, Member, SouDef, TypeEnv};
 use super::{AggInfo, Compiled, KeyKind, ProbeSpec, VarSummary};
 use crate::options::size_text;
 use oxtrace_core::abi;

@@ -4,7 +4,7 @@
 use super::error::{CompileError, Span};
 use super::format::{self, ArgKind};
 use super::syntax::ast::*;
-use super::types::{arith, builtin, Ty, TypeEnv, ACTIONS, I32, I64, U32, U64};
+use super::types::{arith, builtin, resolve_type, Ty, TypeEnv, ACTIONS, I32, I64, U32, U64};
 use super::KeyKind;
 use crate::options;
 use crate::providers::tracepoints::FieldKind;
@@ -3013,49 +3013,6 @@ pub(super) enum Place {
         width: u8,
         signed: bool,
     },
-}
-
-/// Resolve a written type against the declared structs, unions, enums and typedefs.
-pub(super) fn resolve_type(env: &TypeEnv, tn: &TypeName) -> Result<Ty, String> {
-    Ok(match tn {
-        TypeName::Int { size, signed } => Ty::Int {
-            size: *size,
-            signed: *signed,
-        },
-        TypeName::Float(n) => Ty::Float(*n),
-        TypeName::Str => Ty::Str,
-        TypeName::Void => Ty::Void,
-        TypeName::Ptr(p) => match &**p {
-            // A pointer may name a struct that is not defined (yet).
-            TypeName::Sou(n, u) if env.sou(n, *u).is_none() => {
-                return Err(format!(
-                    "[D_TYPE_ERR] {} {n} is not defined",
-                    if *u { "union" } else { "struct" }
-                ))
-            }
-            _ => Ty::Ptr(Box::new(resolve_type(env, p)?)),
-        },
-        TypeName::Sou(n, u) => match env.sou(n, *u) {
-            Some(i) => Ty::Sou(i, env.sous[i].name.clone()),
-            None => {
-                return Err(format!(
-                    "[D_TYPE_ERR] {} {n} is not defined",
-                    if *u { "union" } else { "struct" }
-                ))
-            }
-        },
-        TypeName::Enum(n) => {
-            if !env.enum_tags.contains(n) {
-                return Err(format!("[D_TYPE_ERR] enum {n} is not defined"));
-            }
-            I32
-        }
-        TypeName::Named(n) => match env.typedefs.get(n) {
-            Some(t) => t.clone(),
-            None => return Err(format!("[D_TYPE_ERR] type {n} is not defined")),
-        },
-        TypeName::Array(t, n) => Ty::Array(Box::new(resolve_type(env, t)?), *n),
-    })
 }
 
 /// Whether memory of type `ty` holds a string: a `string` or a `char[N]`, which a string

@@ -8,8 +8,8 @@
 
 use super::super::error::{CompileError, Span};
 use super::super::syntax::ast::{DeclClass, Expr, ExprKind, Item, Translator, TypeName, UnOp};
-use super::super::types::Ty;
-use super::{resolve_type, GResult, Gen, Loc, Tables, I64};
+use super::super::types::{resolve_type, Ty};
+use super::{GResult, Gen, Loc, Tables, I64};
 use oxtrace_core::action::{Op, Scope};
 use std::collections::HashSet;
 

@@ -1,6 +1,7 @@
 //! Value types of the D subset, C's arithmetic conversions, and the names of the built-in
 //! variables, actions and aggregating functions.
 
+use super::syntax::ast::TypeName;
 use super::KeyKind;
 
 pub(super) mod btf_types;
@@ -294,3 +295,46 @@ pub(super) const ACTIONS: &[&str] = &[
     "chill",
     "setopt",
 ];
+
+/// Resolve a written type against the declared structs, unions, enums and typedefs.
+pub(super) fn resolve_type(env: &TypeEnv, tn: &TypeName) -> Result<Ty, String> {
+    Ok(match tn {
+        TypeName::Int { size, signed } => Ty::Int {
+            size: *size,
+            signed: *signed,
+        },
+        TypeName::Float(n) => Ty::Float(*n),
+        TypeName::Str => Ty::Str,
+        TypeName::Void => Ty::Void,
+        TypeName::Ptr(p) => match &**p {
+            // A pointer may name a struct that is not defined (yet).
+            TypeName::Sou(n, u) if env.sou(n, *u).is_none() => {
+                return Err(format!(
+                    "[D_TYPE_ERR] {} {n} is not defined",
+                    if *u { "union" } else { "struct" }
+                ))
+            }
+            _ => Ty::Ptr(Box::new(resolve_type(env, p)?)),
+        },
+        TypeName::Sou(n, u) => match env.sou(n, *u) {
+            Some(i) => Ty::Sou(i, env.sous[i].name.clone()),
+            None => {
+                return Err(format!(
+                    "[D_TYPE_ERR] {} {n} is not defined",
+                    if *u { "union" } else { "struct" }
+                ))
+            }
+        },
+        TypeName::Enum(n) => {
+            if !env.enum_tags.contains(n) {
+                return Err(format!("[D_TYPE_ERR] enum {n} is not defined"));
+            }
+            I32
+        }
+        TypeName::Named(n) => match env.typedefs.get(n) {
+            Some(t) => t.clone(),
+            None => return Err(format!("[D_TYPE_ERR] type {n} is not defined")),
+        },
+        TypeName::Array(t, n) => Ty::Array(Box::new(resolve_type(env, t)?), *n),
+    })
+}
