@@ -2,10 +2,11 @@
 //! then the image, checked with the kernel's own verifier before it is sent.
 
 use super::error::{CompileError, Span};
-use super::gen::{xlate, Agg, GResult, Gen, Tables, Var};
-use super::passes::probe_spec::probe_spec;
+use super::gen::{Agg, GResult, Gen, Tables, Var};
 use super::pragma::{pragma, set_option, OptionAt};
+use super::passes::{self, probe_spec::probe_spec};
 use super::syntax::ast::*;
+use super::syntax::prelude;
 use super::types::{builtin, resolve_type, Member, SouDef, TypeEnv};
 use super::{AggInfo, Compiled, KeyKind, ProbeSpec, VarSummary};
 use crate::options::size_text;
@@ -117,10 +118,10 @@ pub fn compile_items(
         ));
     }
     // Declarations take effect in text order, before any code: a clause may use a type
-    // or variable declared after it, as in DTrace. The prelude's (`xlate.rs`) come first.
-    let prelude = xlate::prelude_items(t.env.btf.btf.is_some())?;
+    // or variable declared after it, as in DTrace. The prelude's come first.
+    let prelude = prelude::prelude_items(t.env.btf.btf.is_some())?;
     let sources = [
-        (&prelude[..], xlate::PRELUDE, xlate::PRELUDE_NAME, true),
+        (&prelude[..], prelude::PRELUDE, prelude::PRELUDE_NAME, true),
         (items, src, input, false),
     ];
     for (it, src, input, pre) in sources
@@ -142,7 +143,7 @@ pub fn compile_items(
                 }
                 declare_inline(&mut t, tn, name, e, *span)
             }
-            Item::Translator(tr) => xlate::declare(&mut t, tr, pre),
+            Item::Translator(tr) => passes::xlate::declare(&mut t, tr, pre),
             Item::Decl(d) => declare_var(&mut t, d),
             Item::Clause(cl) => {
                 let mut r = Ok(());

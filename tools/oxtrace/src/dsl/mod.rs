@@ -187,7 +187,7 @@ pub fn compile(src: &str, input: &str, opts: &CompileOptions) -> Result<Compiled
         syntax::lexer::lex(src).map_err(|(span, msg)| CompileError::at(src, input, span, msg))?;
     let mut p = syntax::parser::Parser::new(toks, src, input, &opts.macros);
     if opts.btf.is_some() {
-        for ty in gen::xlate::PRELUDE_TYPES {
+        for ty in syntax::prelude::PRELUDE_TYPES {
             p.add_typedef(ty);
         }
     }
@@ -208,7 +208,7 @@ pub fn compile_unchecked(
         syntax::lexer::lex(src).map_err(|(span, msg)| CompileError::at(src, input, span, msg))?;
     let mut p = syntax::parser::Parser::new(toks, src, input, &opts.macros);
     if opts.btf.is_some() {
-        for ty in gen::xlate::PRELUDE_TYPES {
+        for ty in syntax::prelude::PRELUDE_TYPES {
             p.add_typedef(ty);
         }
     }

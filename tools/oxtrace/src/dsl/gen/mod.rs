@@ -93,8 +93,8 @@ pub(super) struct Tables {
     pub(super) setopts: Vec<(u32, String, Option<String>)>,
     /// Whether destructive actions are allowed (`-w`, `#pragma D option destructive`).
     pub(super) destructive: bool,
-    /// Translators (`xlate.rs`).
-    pub(super) xlate: xlate::Xlators,
+    /// Translators (`passes/xlate.rs`).
+    pub(super) xlate: super::passes::xlate::Xlators,
 }
 
 impl Tables {

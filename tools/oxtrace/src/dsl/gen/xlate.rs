@@ -1,168 +1,23 @@
-//! Translators: `translator OUT < IN NAME > { member = expr; ... };` and `xlate <OUT> (e)`,
-//! and the built-in prelude of DTrace's process views (`curpsinfo`, `curlwpsinfo`).
+//! Translations: `xlate <OUT> (e)` and the members of the prelude's process views
+//! (`curpsinfo`, `curlwpsinfo`), compiled with the translators `passes/xlate.rs` declared.
 //!
 //! As in DTrace, a translation is a compile-time substitution: `xlate <T *> (e)->m`
 //! compiles to the translator's expression for `m` with `NAME` bound to the value of `e`;
 //! no translated struct exists at run time, so only the members a program reads cost
 //! anything. A child of `gen`, so it uses the generator's helpers.
 
-use super::super::error::{CompileError, Span};
-use super::super::syntax::ast::{DeclClass, Expr, ExprKind, Item, Translator, TypeName, UnOp};
+use super::super::error::Span;
+use super::super::syntax::ast::{DeclClass, Expr, ExprKind, TypeName, UnOp};
+use super::super::syntax::prelude::{PRELUDE, PRELUDE_NAME, PRELUDE_NAMES};
 use super::super::types::{resolve_type, Ty};
-use super::{GResult, Gen, Loc, Tables, I64};
+use super::{GResult, Gen, Loc, I64};
 use oxtrace_core::action::{Op, Scope};
-use std::collections::HashSet;
-
-/// The prelude compiled before a program when the kernel has BTF: DTrace's `psinfo_t`
-/// and `lwpsinfo_t` translated from Linux's `struct task_struct` (member meanings as
-/// Oracle Linux DTrace documents them; `d-language.rst`, "Process views").
-// A static, not a const: `__uargs` is allowed only in the prelude, recognised by this
-// address, and a const's data may be duplicated per use.
-pub(in super::super) static PRELUDE: &str = include_str!("../syntax/prelude.d");
-
-/// The name of the prelude in error messages.
-pub(in super::super) const PRELUDE_NAME: &str = "<prelude>";
-
-/// Type names the prelude defines (the parser of a program must know them as types).
-pub(in super::super) const PRELUDE_TYPES: &[&str] = &["psinfo_t", "lwpsinfo_t"];
-
-/// Names the prelude defines, for the error of their use without BTF.
-const PRELUDE_NAMES: &[&str] = &["curpsinfo", "curlwpsinfo"];
 
 /// `pr_psargs`'s size in DTrace's `psinfo_t`, its NUL included.
 const PRARGSZ: u32 = 80;
 
 /// Deepest nesting of translations (a translator's member may translate again).
 const MAX_NEST: usize = 16;
-
-/// A declared translator.
-#[derive(Clone, Debug)]
-pub(in super::super) struct Xlator {
-    /// The output struct or union.
-    out: Ty,
-    /// The input type as written, and resolved (the prelude's on first use: resolving
-    /// `struct task_struct *` imports much of the kernel's BTF).
-    inp_tn: TypeName,
-    inp: Option<Ty>,
-    /// The input's name in the member expressions.
-    name: String,
-    /// Member translations.
-    members: Vec<(String, Expr, Span)>,
-    /// Whether it comes from the prelude (its spans are the prelude's).
-    prelude: bool,
-}
-
-/// The program's translators.
-#[derive(Clone, Debug, Default)]
-pub(in super::super) struct Xlators {
-    list: Vec<Xlator>,
-    /// Inlines declared by the prelude (their expressions' spans are the prelude's).
-    prelude_inlines: HashSet<String>,
-}
-
-impl Xlators {
-    /// Note that inline `name` comes from the prelude.
-    pub(in super::super) fn prelude_inline(&mut self, name: &str) {
-        self.prelude_inlines.insert(name.to_string());
-    }
-}
-
-/// The prelude's items (none without BTF: its translators read kernel structs).
-pub(in super::super) fn prelude_items(btf: bool) -> Result<Vec<Item>, CompileError> {
-    if !btf {
-        return Ok(Vec::new());
-    }
-    let toks = super::super::syntax::lexer::lex(PRELUDE)
-        .map_err(|(span, msg)| CompileError::at(PRELUDE, PRELUDE_NAME, span, msg))?;
-    let macros = super::super::Macros::new();
-    let mut p = super::super::syntax::parser::Parser::new(toks, PRELUDE, PRELUDE_NAME, &macros);
-    p.program()
-}
-
-/// Declare translator `tr` (from the prelude when `prelude`).
-pub(in super::super) fn declare(
-    t: &mut Tables,
-    tr: &Translator,
-    prelude: bool,
-) -> Result<(), (Span, String)> {
-    t.env.btf_prepare(&tr.out);
-    let out = resolve_type(&t.env, &tr.out).map_err(|m| (tr.span, m))?;
-    let Ty::Sou(i, _) = &out else {
-        return Err((
-            tr.span,
-            format!(
-                "[D_XLATE_SOU] translator output type must be a struct or union, not {}",
-                out.name()
-            ),
-        ));
-    };
-    if !t.env.sous[*i].complete {
-        return Err((
-            tr.span,
-            format!(
-                "[D_XLATE_SOU] translator output type {} is incomplete",
-                out.name()
-            ),
-        ));
-    }
-    let inp = if prelude {
-        None
-    } else {
-        t.env.btf_prepare(&tr.inp);
-        Some(resolve_type(&t.env, &tr.inp).map_err(|m| (tr.span, m))?)
-    };
-    if let Some(inp) = &inp {
-        if matches!(inp, Ty::Void | Ty::Sou(..) | Ty::Array(..) | Ty::Stack) {
-            return Err((
-                tr.span,
-                format!(
-                    "[D_XLATE_INCOMPAT] translator input type must be an integer, pointer or string, not {}",
-                    inp.name()
-                ),
-            ));
-        }
-        if t.xlate
-            .list
-            .iter()
-            .any(|x| x.out == out && x.inp.as_ref() == Some(inp))
-        {
-            return Err((
-                tr.span,
-                format!(
-                    "[D_XLATE_REDECL] translator from \"{}\" to \"{}\" has already been declared",
-                    inp.name(),
-                    out.name()
-                ),
-            ));
-        }
-    }
-    for (k, (m, _, span)) in tr.members.iter().enumerate() {
-        if t.env.member(&out, m).is_none() {
-            return Err((
-                *span,
-                format!(
-                    "[D_XLATE_MEMB] translator member {m} is not a member of {}",
-                    out.name()
-                ),
-            ));
-        }
-        if tr.members[..k].iter().any(|(n, _, _)| n == m) {
-            return Err((
-                *span,
-                format!("[D_XLATE_MEMB] translator member {m} is defined twice"),
-            ));
-        }
-    }
-    t.xlate.list.push(Xlator {
-        out,
-        inp_tn: tr.inp.clone(),
-        inp,
-        name: tr.name.clone(),
-        members: tr.members.clone(),
-        prelude,
-    });
-    Ok(())
-}
 
 /// A translation a member access applies to.
 struct XBase {

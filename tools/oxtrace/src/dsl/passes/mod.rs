@@ -2,3 +2,4 @@
 //! file, in the order the driver (`compile.rs`) runs them.
 
 pub(super) mod probe_spec;
+pub(super) mod xlate;

@@ -4,3 +4,4 @@
 pub mod ast;
 pub mod lexer;
 pub mod parser;
+pub(crate) mod prelude;
