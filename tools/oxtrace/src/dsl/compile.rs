@@ -1,13 +1,15 @@
 //! The compiler driver: options, probes, the pre-pass and the code generator of every clause,
 //! then the image, checked with the kernel's own verifier before it is sent.
 
+use super::error::GResult;
 use super::error::{CompileError, Span};
-use super::gen::{Agg, GResult, Gen, Tables, Var};
+use super::gen::Gen;
 use super::pragma::{pragma, set_option, OptionAt};
 use super::passes::{self, probe_spec::probe_spec};
+use super::passes::{Agg, Tables, Var};
 use super::syntax::ast::*;
 use super::syntax::prelude;
-use super::types::{builtin, resolve_type, Member, SouDef, TypeEnv};
+use super::types::{builtin, resolve_type, Member, SouDef};
 use super::{AggInfo, Compiled, KeyKind, ProbeSpec, VarSummary};
 use crate::options::size_text;
 use oxtrace_core::abi;
@@ -16,7 +18,6 @@ use oxtrace_core::agg::AggKind;
 use oxtrace_core::diag::{ImageMsg, ReasonMsg, Refusal};
 use oxtrace_core::limits;
 use oxtrace_core::program::{self as prog, OptKey};
-use std::collections::{HashMap, HashSet};
 
 pub use super::syntax::ast::const_eval;
 pub use super::types::Ty;
@@ -24,14 +25,6 @@ pub use crate::options::{parse_interval, parse_size, TOOL_OPTIONS};
 
 /// Scratch bytes the kernel allows one clause (the compiler checks against the same bound).
 pub const SCRATCH_LIMIT: usize = limits::MAX_SCRATCH;
-
-/// The value of frame-count option `name` (checked when it was set), else `default`.
-fn frames_option(c: &Compiled, name: &str, default: u32) -> u32 {
-    c.tool_options
-        .get(name)
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
 
 /// Compile a parsed program.
 pub fn compile_items(
@@ -58,46 +51,7 @@ pub fn compile_items(
             pragma(&mut c, src, input, text, *span, checked)?;
         }
     }
-    let mut t = Tables {
-        ints: vec![],
-        int_idx: HashMap::new(),
-        strtab: vec![0],
-        str_idx: HashMap::new(),
-        vars: vec![],
-        var_idx: HashMap::new(),
-        aggs: vec![],
-        agg_idx: HashMap::new(),
-        fmts: vec![],
-        fmt_idx: HashMap::new(),
-        fmt_text: vec![],
-        locals: HashMap::new(),
-        strsize: c.options.strsize as u32,
-        scratchsize: c.options.scratchsize as u32,
-        // maxframes bounds every frame count, the defaults included, as in DTrace.
-        stackframes: frames_option(&c, "stackframes", oxtrace_core::stack::DEFAULT_FRAMES)
-            .min(frames_option(&c, "maxframes", u32::MAX)),
-        ustackframes: frames_option(&c, "ustackframes", oxtrace_core::ustack::DEFAULT_FRAMES)
-            .min(frames_option(&c, "maxframes", u32::MAX)),
-        maxframes: frames_option(&c, "maxframes", u32::MAX),
-        checked,
-        printa_groups: vec![],
-        setopts: vec![],
-        destructive: c.tool_options.contains_key("destructive"),
-        env: TypeEnv {
-            btf: super::types::btf_types::BtfTypes::new(opts.btf.clone(), opts.ksyms.clone()),
-            ..TypeEnv::default()
-        },
-        vty: HashMap::new(),
-        declared: HashMap::new(),
-        decl_keys: HashMap::new(),
-        inlines: HashMap::new(),
-        assigned: HashSet::new(),
-        assumed: false,
-        shapes: HashMap::new(),
-        bitfields: HashMap::new(),
-        xlate: Default::default(),
-    };
-    t.str_idx.insert(vec![], 0);
+    let mut t = Tables::new(&c, opts, checked);
     // DTrace's user register names, the indices of `uregs[]`.
     for &(n, v) in super::gen::mem::UREG_NAMES {
         t.env.enums.insert(n.to_string(), v);

@@ -105,3 +105,6 @@ impl fmt::Display for CompileError {
 }
 
 impl std::error::Error for CompileError {}
+
+/// The result of a compiler step that fails with a [`CompileError`].
+pub(crate) type GResult<T> = Result<T, CompileError>;

@@ -1,8 +1,11 @@
-//! The code generator: one clause's statements and expressions to bytecode, with the
-//! program-wide tables (variables, aggregations, strings, formats) they fill.
+//! The code generator: one clause's statements and expressions to bytecode, filling the
+//! program-wide tables (`passes::Tables`: variables, aggregations, strings, formats).
 
 use super::error::{CompileError, Span};
+// options.rs names GResult here.
+pub(super) use super::error::GResult;
 use super::format::{self, ArgKind};
+use super::passes::{Tables, Var};
 use super::syntax::ast::*;
 use super::types::{arith, builtin, resolve_type, Ty, TypeEnv, ACTIONS, I32, I64, U32, U64};
 use super::KeyKind;
@@ -10,7 +13,6 @@ use crate::options;
 use crate::providers::tracepoints::FieldKind;
 use oxtrace_core::action::{self as act, insn, Builtin, Op, Scope};
 use oxtrace_core::agg::{check_params, AggKind};
-use std::collections::{HashMap, HashSet};
 
 mod subr;
 
@@ -18,128 +20,6 @@ mod ustack;
 
 pub(super) mod mem;
 pub(super) mod xlate;
-
-#[derive(Clone)]
-pub(super) struct Var {
-    pub(super) name: String,
-    pub(super) scope: Scope,
-    pub(super) keys: Option<Vec<KeyKind>>,
-    /// Whether the value is a string (associative arrays only).
-    pub(super) string: bool,
-}
-
-#[derive(Clone)]
-pub(super) struct Agg {
-    pub(super) name: String,
-    pub(super) func: AggKind,
-    pub(super) params: [i64; 4],
-    pub(super) keys: Option<Vec<KeyKind>>,
-    /// The D text of each key expression at its first use (`execname`), for output.
-    pub(super) key_names: Vec<String>,
-    pub(super) first: Span,
-    /// Whether an update was compiled (else only declared by the pre-pass).
-    pub(super) defined: bool,
-}
-
-/// Program-wide tables shared by every clause.
-#[derive(Clone)]
-pub(super) struct Tables {
-    pub(super) ints: Vec<u64>,
-    pub(super) int_idx: HashMap<u64, u32>,
-    pub(super) strtab: Vec<u8>,
-    pub(super) str_idx: HashMap<Vec<u8>, u32>,
-    pub(super) vars: Vec<Var>,
-    pub(super) var_idx: HashMap<(u32, String), u32>,
-    pub(super) aggs: Vec<Agg>,
-    pub(super) agg_idx: HashMap<String, u32>,
-    pub(super) fmts: Vec<u32>,
-    pub(super) fmt_idx: HashMap<Vec<u8>, u32>,
-    pub(super) fmt_text: Vec<String>,
-    pub(super) locals: HashMap<String, (u32, Option<Ty>)>,
-    pub(super) strsize: u32,
-    /// Scratch memory of a clause (option `scratchsize`).
-    pub(super) scratchsize: u32,
-    /// Frames of `stack()` and `ustack()` without a count (options `stackframes`,
-    /// `ustackframes`).
-    pub(super) stackframes: u32,
-    pub(super) ustackframes: u32,
-    /// The most frames any `stack()` or `ustack()` takes (option `maxframes`).
-    pub(super) maxframes: u32,
-    /// Declared structs, unions, typedefs and enumerators.
-    pub(super) env: TypeEnv,
-    /// The value type of each variable (and member path `x.m`) by storage class and name:
-    /// declared, or fixed by its first assignment.
-    pub(super) vty: HashMap<(DeclClass, String), Ty>,
-    /// Where each variable was declared.
-    pub(super) declared: HashMap<(DeclClass, String), Span>,
-    /// Declared key types of associative arrays.
-    pub(super) decl_keys: HashMap<(DeclClass, String), Vec<Ty>>,
-    /// `inline` names: type and expression.
-    pub(super) inlines: HashMap<String, (Ty, Expr)>,
-    /// Variables (storage class, base name) that some statement assigns.
-    pub(super) assigned: HashSet<(DeclClass, String)>,
-    /// Set when a variable is read before its type is known (a later pass may know it).
-    pub(super) assumed: bool,
-    /// Whether each variable (class, path) is used with keys (an associative array) or
-    /// without, and where it was first: one variable cannot be both.
-    pub(super) shapes: HashMap<(DeclClass, String), (bool, Span)>,
-    /// Bit-field members of variables (class, path): width and signedness.
-    pub(super) bitfields: HashMap<(DeclClass, String), (u8, bool)>,
-    /// Whether to check what the kernel's limits refuse (see `compile_unchecked`).
-    pub(super) checked: bool,
-    /// Formats of `printa` with several aggregations, each its own: (format id, aggs).
-    pub(super) printa_groups: Vec<(u32, Vec<u32>)>,
-    /// `setopt()` actions, each a format of its own: (format id, option, value).
-    pub(super) setopts: Vec<(u32, String, Option<String>)>,
-    /// Whether destructive actions are allowed (`-w`, `#pragma D option destructive`).
-    pub(super) destructive: bool,
-    /// Translators (`passes/xlate.rs`).
-    pub(super) xlate: super::passes::xlate::Xlators,
-}
-
-impl Tables {
-    pub(super) fn string(&mut self, s: &[u8]) -> u32 {
-        if let Some(&o) = self.str_idx.get(s) {
-            return o;
-        }
-        let o = self.strtab.len() as u32;
-        self.strtab.extend_from_slice(s);
-        self.strtab.push(0);
-        self.str_idx.insert(s.to_vec(), o);
-        o
-    }
-
-    fn int(&mut self, v: u64) -> u32 {
-        if let Some(&i) = self.int_idx.get(&v) {
-            return i;
-        }
-        let i = self.ints.len() as u32;
-        self.ints.push(v);
-        self.int_idx.insert(v, i);
-        i
-    }
-
-    /// A format of its own, never shared with an equal text (a record the tool acts on).
-    pub(super) fn fmt_unique(&mut self, s: &[u8]) -> u32 {
-        let off = self.string(s);
-        let i = self.fmts.len() as u32;
-        self.fmts.push(off);
-        self.fmt_text.push(String::from_utf8_lossy(s).into_owned());
-        i
-    }
-
-    fn fmt(&mut self, s: &[u8]) -> u32 {
-        if let Some(&i) = self.fmt_idx.get(s) {
-            return i;
-        }
-        let off = self.string(s);
-        let i = self.fmts.len() as u32;
-        self.fmts.push(off);
-        self.fmt_idx.insert(s.to_vec(), i);
-        self.fmt_text.push(String::from_utf8_lossy(s).into_owned());
-        i
-    }
-}
 
 pub(super) struct Gen<'a> {
     pub(super) t: &'a mut Tables,
@@ -152,8 +32,6 @@ pub(super) struct Gen<'a> {
     /// Inlines being expanded.
     inline_depth: usize,
 }
-
-pub(super) type GResult<T> = Result<T, CompileError>;
 
 impl<'a> Gen<'a> {
     pub(super) fn new(t: &'a mut Tables, src: &'a str, input: &'a str) -> Self {

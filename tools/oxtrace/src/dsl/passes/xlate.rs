@@ -2,9 +2,9 @@
 //! and recorded for the code generator, which substitutes them (`gen/xlate.rs`).
 
 use super::super::error::Span;
-use super::super::gen::Tables;
 use super::super::syntax::ast::{Expr, Translator, TypeName};
 use super::super::types::{resolve_type, Ty};
+use super::Tables;
 use std::collections::HashSet;
 
 /// A declared translator.
