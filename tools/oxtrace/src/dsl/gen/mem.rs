@@ -9,7 +9,9 @@
 use super::super::error::Span;
 use super::super::syntax::ast::{BinOp, Expr, ExprKind, UnOp};
 use super::super::types::{builtin, Ty, U64};
-use super::{arity_error, const_eval, is_str_storage, GResult, Gen, Loc, Place};
+use super::loc::Loc;
+use super::place::Place;
+use super::{arity_error, const_eval, is_str_storage, GResult, Gen};
 use oxtrace_core::action::{Op, UREG_COUNT};
 
 /// The subroutines compiled here.

@@ -10,7 +10,8 @@ use super::super::error::Span;
 use super::super::syntax::ast::{DeclClass, Expr, ExprKind, TypeName, UnOp};
 use super::super::syntax::prelude::{PRELUDE, PRELUDE_NAME, PRELUDE_NAMES};
 use super::super::types::{resolve_type, Ty};
-use super::{GResult, Gen, Loc, I64};
+use super::loc::Loc;
+use super::{GResult, Gen, I64};
 use oxtrace_core::action::{Op, Scope};
 
 /// `pr_psargs`'s size in DTrace's `psinfo_t`, its NUL included.

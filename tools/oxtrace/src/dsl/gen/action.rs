@@ -1,0 +1,420 @@
+//! Statements and actions: `if`, `trace()`, `printf()`, `printa()`, `setopt()`, `exit()`,
+//! speculation, and the records they write.
+
+use super::super::error::Span;
+use super::super::format::{self, ArgKind};
+use crate::options;
+use super::super::syntax::ast::*;
+use super::super::types::{Ty, ACTIONS, I32, I64};
+use super::{arity_error, kinds_text, GResult, Gen};
+use oxtrace_core::action::{self as act, Op};
+
+impl Gen<'_> {
+    pub(crate) fn stmt(&mut self, s: &Stmt) -> GResult<()> {
+        match s {
+            Stmt::Expr(e) => {
+                if let ExprKind::Call(name, args) = &e.kind {
+                    if ACTIONS.contains(&name.as_str()) {
+                        return self.action(name, args, e.span);
+                    }
+                }
+                let (r, _) = self.expr(e)?;
+                self.release(r);
+                Ok(())
+            }
+            Stmt::Agg {
+                name,
+                name_span,
+                keys,
+                call,
+            } => {
+                self.not_speculated("an aggregation", *name_span)?;
+                self.agg_stmt(name, *name_span, keys, call)
+            }
+            Stmt::If { cond, then, els } => {
+                let rc = self.condition(cond, "[D_OP_SCALAR] the condition of if")?;
+                let j_else = self.emit(Op::Bz, 0, rc, 0, 0);
+                self.release(rc);
+                for s in then {
+                    self.stmt(s)?;
+                }
+                if els.is_empty() {
+                    self.patch(j_else);
+                } else {
+                    let j_end = self.emit(Op::Ba, 0, 0, 0, 0);
+                    self.patch(j_else);
+                    for s in els {
+                        self.stmt(s)?;
+                    }
+                    self.patch(j_end);
+                }
+                Ok(())
+            }
+            // Declarations take effect before code generation (`compile::declare`).
+            Stmt::Decl(_) => Ok(()),
+        }
+    }
+
+    pub(super) fn action(&mut self, name: &str, args: &[Expr], span: Span) -> GResult<()> {
+        self.not_speculated(name, span)?;
+        match name {
+            "speculate" | "commit" | "discard" => self.spec_action(name, args, span)?,
+            "system" | "raise" | "stop" | "chill" => self.destructive_action(name, args, span)?,
+            "trace" => {
+                if let Some(m) = arity_error(name, args.len(), 1, 1) {
+                    return self.err(span, m);
+                }
+                let (r, ty) = self.expr(&args[0])?;
+                // The tool prints a stack symbolized: a printf record of format `%k`.
+                let stack = ty == Ty::Stack;
+                // A float's bytes, as DTrace traces them: a float or double prints as the
+                // integer of its size, a long double (two items) as its bytes.
+                let ty = match ty {
+                    Ty::Float(4) => I32,
+                    Ty::Float(8) => I64,
+                    t => t,
+                };
+                let items = self.record_items(r, ty, args[0].span)?;
+                self.push_keys(&items);
+                self.release_all(&items);
+                if stack {
+                    let id = self.t.fmt(b"%k");
+                    self.emit(Op::Printf, 0, 0, 0, id);
+                } else {
+                    self.emit(Op::Trace, 0, 0, 0, 0);
+                }
+            }
+            "exit" => {
+                if let Some(m) = arity_error(name, args.len(), 1, 1) {
+                    return self.err(span, m);
+                }
+                let (r, ty) = self.expr(&args[0])?;
+                self.need_scalar(&ty, args[0].span, "exit()")?;
+                self.emit(Op::Exit, 0, r, 0, 0);
+                self.release(r);
+            }
+            "ptwrite" => {
+                if let Some(m) = arity_error(name, args.len(), 1, 1) {
+                    return self.err(span, m);
+                }
+                let (r, ty) = self.expr(&args[0])?;
+                self.need_scalar(&ty, args[0].span, "ptwrite()")?;
+                self.emit(Op::Ptwrite, 0, r, 0, 0);
+                self.release(r);
+            }
+            "printf" => self.printf(args, span)?,
+            "setopt" => self.setopt(args, span)?,
+            "printa" => {
+                let (fmt, agg_args) = match args {
+                    [a] => (None, std::slice::from_ref(a)),
+                    [f, rest @ ..] if !rest.is_empty() => (Some(f), rest),
+                    _ => {
+                        return self.err(
+                            span,
+                            "printa() takes an aggregation, optionally after a format string",
+                        )
+                    }
+                };
+                let aggs = agg_args
+                    .iter()
+                    .map(|a| self.agg_ref(a))
+                    .collect::<GResult<Vec<u32>>>()?;
+                // Several aggregations print side by side: their keys must match.
+                for (a, &id) in agg_args.iter().zip(&aggs).skip(1) {
+                    let (k0, k) = (&self.t.aggs[aggs[0] as usize], &self.t.aggs[id as usize]);
+                    if k0.keys.is_some() && k.keys.is_some() && k0.keys != k.keys {
+                        return self.err(
+                            a.span,
+                            format!(
+                                "printa(): @{} has keys ({}), @{} has ({})",
+                                k.name,
+                                kinds_text(k.keys.as_deref().unwrap_or_default()),
+                                k0.name,
+                                kinds_text(k0.keys.as_deref().unwrap_or_default())
+                            ),
+                        );
+                    }
+                }
+                let mut imm = aggs[0];
+                if let Some(f) = fmt {
+                    let text = match &f.kind {
+                        ExprKind::Str(s) => s.clone(),
+                        _ => return self.err(f.span, "printa() format must be a string literal"),
+                    };
+                    let pieces = match format::parse(&text, true) {
+                        Ok(p) => p,
+                        Err((off, msg)) => {
+                            return self
+                                .err(fmt_span(self.src, f.span, off), format!("printa(): {msg}"))
+                        }
+                    };
+                    // Keys and values of aggregations are never floats.
+                    if let Some(c) = format::convs(&pieces).find(|c| c.arg_kind() == ArgKind::Float)
+                    {
+                        let conv = String::from_utf8_lossy(&text[c.start..c.end]).into_owned();
+                        return self.err(
+                            fmt_span(self.src, f.span, c.start),
+                            format!("[D_PRINTF_ARG_PROTO] printa( ): conversion {conv} takes a float, double, or long double, and aggregation keys and values are integers or strings"),
+                        );
+                    }
+                    let id = if aggs.len() > 1 {
+                        let nagg = format::convs(&pieces).filter(|c| c.flags.agg).count();
+                        if nagg != aggs.len() {
+                            return self.err(
+                                f.span,
+                                format!(
+                                    "printa(): format has {nagg} %@ conversion(s) for {} aggregations",
+                                    aggs.len()
+                                ),
+                            );
+                        }
+                        // A format of its own, so that the record finds the group.
+                        let id = self.t.fmts.len() as u32;
+                        let off = self.t.string(&text);
+                        self.t.fmts.push(off);
+                        self.t
+                            .fmt_text
+                            .push(String::from_utf8_lossy(&text).into_owned());
+                        self.t.printa_groups.push((id, aggs.clone()));
+                        id
+                    } else {
+                        self.t.fmt(&text)
+                    };
+                    imm |= (id + 1) << 16;
+                } else if aggs.len() > 1 {
+                    return self.err(span, "printa() of several aggregations needs a format");
+                }
+                self.emit(Op::Printa, 0, 0, 0, imm);
+            }
+            "clear" | "denormalize" => {
+                if args.len() != 1 {
+                    return self.err(span, format!("{name}() takes 1 argument (an aggregation)"));
+                }
+                let agg = self.agg_ref(&args[0])?;
+                let op = if name == "clear" {
+                    Op::Clear
+                } else {
+                    Op::Denormalize
+                };
+                self.emit(op, 0, 0, 0, agg);
+            }
+            "trunc" | "normalize" => {
+                let (agg, n) = match (name, args) {
+                    ("trunc", [a]) => (self.agg_ref(a)?, None),
+                    (_, [a, n]) => (self.agg_ref(a)?, Some(n)),
+                    _ => {
+                        return self.err(
+                            span,
+                            format!(
+                                "{name}() takes an aggregation and {} count",
+                                if name == "trunc" { "an optional" } else { "a" }
+                            ),
+                        )
+                    }
+                };
+                let r = match n {
+                    Some(n) => {
+                        let (r, ty) = self.expr(n)?;
+                        self.need_scalar(&ty, n.span, name)?;
+                        r
+                    }
+                    None => 0,
+                };
+                let op = if name == "trunc" {
+                    Op::Trunc
+                } else {
+                    Op::Normalize
+                };
+                self.emit(op, 0, r, 0, agg);
+                self.release(r);
+            }
+            _ => return self.err(span, format!("unknown action '{name}'")),
+        }
+        Ok(())
+    }
+
+    /// `setopt("name"[, "value"])`: a printf record of a format of its own, which the tool
+    /// applies instead of printing (dtrace's consumer does the same with its record). Only
+    /// the options the consumer uses can change while tracing.
+    pub(super) fn setopt(&mut self, args: &[Expr], span: Span) -> GResult<()> {
+        if let Some(m) = arity_error("setopt", args.len(), 1, 2) {
+            return self.err(span, m);
+        }
+        let mut text = Vec::new();
+        for a in args {
+            match &a.kind {
+                ExprKind::Str(s) => text.push(String::from_utf8_lossy(s).into_owned()),
+                _ => {
+                    return self.err(
+                        a.span,
+                        "[D_SETOPT_ARG] setopt( ) arguments must be string constants",
+                    )
+                }
+            }
+        }
+        let name = text[0].clone();
+        let value = text.get(1).cloned();
+        if !options::RUNTIME_OPTIONS.contains(&name.as_str()) {
+            return self.err(
+                args[0].span,
+                format!(
+                    "setopt( ): option '{name}' cannot be set while tracing (runtime options: {})",
+                    options::RUNTIME_OPTIONS.join(", ")
+                ),
+            );
+        }
+        if let Err(m) = options::runtime_value(&name, value.as_deref()) {
+            return self.err(
+                args.get(1).map_or(span, |a| a.span),
+                format!("setopt( ): {m}"),
+            );
+        }
+        let id = self
+            .t
+            .fmt_unique(format!("setopt({})", text.join(", ")).as_bytes());
+        self.t.setopts.push((id, name, value));
+        self.emit(Op::Printf, 0, 0, 0, id);
+        Ok(())
+    }
+
+    pub(super) fn printf(&mut self, args: &[Expr], span: Span) -> GResult<()> {
+        self.printf_op(args, span, Op::Printf)
+    }
+
+    /// `printf` or `system` (`op`): a format and its arguments, checked, as a record.
+    pub(super) fn printf_op(&mut self, args: &[Expr], span: Span, op: Op) -> GResult<()> {
+        let name = if op == Op::System { "system" } else { "printf" };
+        let Some(f) = args.first() else {
+            return self.err(span, format!("{name}() requires a format string"));
+        };
+        let text = match &f.kind {
+            ExprKind::Str(s) => s.clone(),
+            _ => {
+                return self.err(
+                    f.span,
+                    format!("[D_PRINTF_ARG_FMT] {name}() format must be a string literal"),
+                )
+            }
+        };
+        if text.is_empty() {
+            return self.err(
+                f.span,
+                "[D_PRINTF_FMT_EMPTY] printf( ) format string is empty",
+            );
+        }
+        let pieces = match format::parse(&text, false) {
+            Ok(p) => p,
+            Err((off, msg)) => {
+                return self.err(fmt_span(self.src, f.span, off), format!("{name}(): {msg}"))
+            }
+        };
+        let convs: Vec<&format::Conv> = format::convs(&pieces).collect();
+        // What each argument is for: `*` widths and precisions take one each.
+        let slots: Vec<(ArgKind, &format::Conv, bool)> = convs
+            .iter()
+            .flat_map(|c| {
+                let n = c.arg_kinds().count();
+                c.arg_kinds()
+                    .enumerate()
+                    .map(move |(i, k)| (k, *c, i + 1 < n))
+            })
+            .collect();
+        let stars = slots.len() != convs.len();
+        let given = &args[1..];
+        if given.len() > act::MAX_TUPLE {
+            return self.err(
+                given[act::MAX_TUPLE].span,
+                format!("{name}(): too many arguments (at most {})", act::MAX_TUPLE),
+            );
+        }
+        if slots.len() != given.len() {
+            let at = if given.len() > slots.len() {
+                given[slots.len()].span
+            } else {
+                f.span
+            };
+            let has = if stars {
+                format!("takes {} argument(s)", slots.len())
+            } else {
+                format!("has {} conversion(s)", convs.len())
+            };
+            return self.err(
+                at,
+                format!(
+                    "{name}(): format {has} but {} argument(s) are given",
+                    given.len()
+                ),
+            );
+        }
+        let mut regs = Vec::new();
+        for (i, (a, &(kind, c, star))) in given.iter().zip(&slots).enumerate() {
+            let (r, mut ty) = self.expr(a)?;
+            let ok = match kind {
+                ArgKind::Str => ty == Ty::Str,
+                ArgKind::Stack => ty == Ty::Stack,
+                ArgKind::Int | ArgKind::Uaddr => ty.is_scalar(),
+                ArgKind::Float => ty.is_float(),
+            };
+            if !ok {
+                let conv = String::from_utf8_lossy(&text[c.start..c.end]).into_owned();
+                let what = if star {
+                    format!("the * of {conv}")
+                } else {
+                    conv
+                };
+                let msg = if kind == ArgKind::Float || ty.is_float() {
+                    // DTrace's words for a float where none goes, or none where one does.
+                    let n = convs.iter().position(|x| x.start == c.start).unwrap_or(0) + 1;
+                    format!(
+                        "[D_PRINTF_ARG_PROTO] {name}( ) argument #{} is incompatible with conversion #{n} prototype: conversion: {what}, prototype: {}, argument: {}",
+                        i + 2,
+                        if star { "int" } else { format::prototype(c.conv) },
+                        ty.name()
+                    )
+                } else {
+                    format!(
+                        "{name}(): {what} requires {}, argument {} is {}",
+                        match kind {
+                            ArgKind::Str => "a string",
+                            ArgKind::Stack => "a stack()",
+                            ArgKind::Int | ArgKind::Uaddr | ArgKind::Float => "an integer",
+                        },
+                        i + 2,
+                        ty.name()
+                    )
+                };
+                return self.err(a.span, msg);
+            }
+            if kind == ArgKind::Uaddr {
+                ty = self.user_addr(r);
+            }
+            let items = self.record_items(r, ty, a.span)?;
+            regs.extend(items);
+            if regs.len() > act::MAX_TUPLE {
+                return self.err(
+                    a.span,
+                    format!(
+                        "{name}(): too many arguments (at most {} values, a long double counting two)",
+                        act::MAX_TUPLE
+                    ),
+                );
+            }
+        }
+        self.push_keys(&regs);
+        self.release_all(&regs);
+        let id = self.t.fmt(&text);
+        self.emit(op, 0, 0, 0, id);
+        Ok(())
+    }
+}
+
+/// Span inside a string literal at format byte `off` (exact when the literal has no escape
+/// before it, else the whole literal).
+pub(super) fn fmt_span(src: &str, lit: Span, off: usize) -> Span {
+    let text = &src[lit.start..(lit.start + lit.len).min(src.len())];
+    let body = text.get(1..).unwrap_or("");
+    if body.as_bytes().iter().take(off).any(|&c| c == b'\\') || off + 1 >= text.len() {
+        return lit;
+    }
+    Span::new(lit.start + 1 + off, lit.start + 2 + off)
+}
