@@ -5,7 +5,7 @@
 use super::error::{CompileError, GResult, Span};
 use super::gen::Gen;
 use super::pragma::{pragma, set_option, OptionAt};
-use super::passes::{declare, probe_spec::probe_spec, Tables};
+use super::passes::{declare, infer, probe_spec::probe_spec, Tables};
 use super::syntax::ast::*;
 use super::syntax::prelude;
 use super::{AggInfo, Compiled, KeyKind, ProbeSpec, VarSummary};
@@ -86,26 +86,11 @@ pub fn compile_items(
         }
     }
     declare::assigned(&mut t, &clauses);
-    // Types of variables fixed by a later clause's assignment than their first read are
-    // learned by a pass and used by the next (at most a few passes: each adds types).
-    let base = t.clone();
-    let mut seeds = base.vty.clone();
-    let mut pass = 0;
-    let (probes, clause_descs, code) = loop {
-        pass += 1;
-        t = base.clone();
-        t.vty = seeds.clone();
-        let r = gen_clauses(&mut t, &clauses, src, input, &mut c);
-        let learned = t.vty != seeds;
-        match r {
-            Ok(out) if !(learned && t.assumed) || pass >= 4 => break out,
-            Err(e) if !learned || pass >= 4 => return Err(e),
-            _ => {
-                seeds = t.vty.clone();
-                c.clause_spans.clear();
-            }
-        }
-    };
+    // Variable types: learned by rounds of code generation until they are stable.
+    let (mut t, (probes, clause_descs, code)) = infer::learn_types(&t, |t| {
+        c.clause_spans.clear();
+        gen_clauses(t, &clauses, src, input, &mut c)
+    })?;
     // Tables for the image.
     let probe_descs: Vec<prog::ProbeDesc> = probes
         .iter()

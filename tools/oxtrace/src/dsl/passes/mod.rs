@@ -13,6 +13,7 @@ use oxtrace_core::agg::AggKind;
 use std::collections::{HashMap, HashSet};
 
 pub(super) mod declare;
+pub(super) mod infer;
 pub(super) mod probe_spec;
 pub(super) mod xlate;
 
