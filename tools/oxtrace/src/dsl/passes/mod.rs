@@ -12,6 +12,7 @@ use oxtrace_core::action::Scope;
 use oxtrace_core::agg::AggKind;
 use std::collections::{HashMap, HashSet};
 
+pub(super) mod check;
 pub(super) mod declare;
 pub(super) mod infer;
 pub(super) mod probe_spec;
