@@ -3,10 +3,10 @@
 
 use super::super::error::Span;
 use super::super::format::{self, ArgKind};
-use crate::options;
 use super::super::syntax::ast::*;
 use super::super::types::{Ty, ACTIONS, I32, I64};
 use super::{arity_error, kinds_text, GResult, Gen};
+use crate::options;
 use oxtrace_core::action::{self as act, Op};
 
 impl Gen<'_> {
