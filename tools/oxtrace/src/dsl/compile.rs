@@ -4,7 +4,7 @@
 
 use super::error::{CompileError, GResult, Span};
 use super::gen::Gen;
-use super::pragma::{pragma, set_option, OptionAt};
+use super::passes::options::{pragma, set_option, OptionAt};
 use super::passes::{check, declare, infer, probe_spec::probe_spec, Tables};
 use super::syntax::ast::*;
 use super::syntax::prelude;

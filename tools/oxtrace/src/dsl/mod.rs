@@ -9,7 +9,6 @@ pub mod error;
 pub mod format;
 mod gen;
 mod passes;
-pub mod pragma;
 pub mod syntax;
 pub mod types;
 
@@ -115,7 +114,7 @@ pub struct Compiled {
     /// Warnings (e.g. clamped options).
     pub warnings: Vec<String>,
     /// Where each kernel option was last set.
-    pub option_at: Vec<(OptKey, pragma::OptionAt)>,
+    pub option_at: Vec<(OptKey, passes::options::OptionAt)>,
 }
 
 /// What the compiler needs besides the source.

@@ -1,9 +1,8 @@
 //! The code generator: one clause's statements and expressions to bytecode, filling the
 //! program-wide tables (`passes::Tables`: variables, aggregations, strings, formats).
 
+use super::error::GResult;
 use super::error::{CompileError, Span};
-// options.rs names GResult here.
-pub(super) use super::error::GResult;
 use super::passes::{Tables, Var};
 use super::syntax::ast::*;
 use super::types::{Ty, I64, U64};

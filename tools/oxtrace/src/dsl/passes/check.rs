@@ -3,10 +3,10 @@
 //! and nothing reaches the device that LOAD would refuse.
 
 use super::super::error::{CompileError, GResult, Span};
-use super::super::pragma::OptionAt;
-use crate::options::size_text;
 use super::super::Compiled;
+use super::options::OptionAt;
 use super::Tables;
+use crate::options::size_text;
 use oxtrace_core::abi;
 use oxtrace_core::action as act;
 use oxtrace_core::diag::{ImageMsg, ReasonMsg, Refusal};

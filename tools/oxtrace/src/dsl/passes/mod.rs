@@ -15,6 +15,7 @@ use std::collections::{HashMap, HashSet};
 pub(super) mod check;
 pub(super) mod declare;
 pub(super) mod infer;
+pub(crate) mod options;
 pub(super) mod probe_spec;
 pub(super) mod xlate;
 

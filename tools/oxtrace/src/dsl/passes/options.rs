@@ -1,9 +1,8 @@
 //! Setting options on a program being compiled: `-x name=value` and `#pragma D option`
 //! lines, checked against the kernel's ranges (`crate::options` has the value syntax).
 
-use super::error::{CompileError, Span};
-use super::gen::GResult;
-use super::Compiled;
+use super::super::error::{CompileError, GResult, Span};
+use super::super::Compiled;
 use crate::options::{frames_bound, parse_interval, parse_size, range_error, TOOL_OPTIONS};
 use oxtrace_core::program::OptKey;
 
@@ -16,18 +15,9 @@ pub enum OptionAt {
     Pragma(Span),
 }
 
-/// Apply option `name[=value]`; errors carry the message.
-pub fn apply_option(c: &mut Compiled, name: &str, value: Option<&str>) -> Result<(), String> {
-    let at = OptionAt::X(match value {
-        Some(v) => format!("{name}={v}"),
-        None => name.to_string(),
-    });
-    set_option(c, name, value, true, at)
-}
-
 /// Apply option `name[=value]` set `at`; `checked` false keeps an out-of-range value (for
 /// tests that compare the compiler's verdict with the kernel's).
-pub(super) fn set_option(
+pub(crate) fn set_option(
     c: &mut Compiled,
     name: &str,
     value: Option<&str>,
@@ -85,7 +75,7 @@ pub(super) fn set_option(
     Err(format!("unknown option '{name}'"))
 }
 
-pub(super) fn pragma(
+pub(crate) fn pragma(
     c: &mut Compiled,
     src: &str,
     input: &str,
