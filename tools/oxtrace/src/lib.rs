@@ -1,10 +1,11 @@
-//! The oxtrace tool's library: everything but argument handling, so that it is unit-tested
-//! and shared by the subcommands.
+//! The oxtrace tool's library: everything but `main`, so that it is unit-tested and shared
+//! by the subcommands and the bench and test binaries.
 
 #![deny(clippy::undocumented_unsafe_blocks)]
 
 pub mod agg;
 pub mod btf;
+pub mod cli;
 pub mod dsl;
 pub mod options;
 pub mod output;

@@ -1,17 +1,12 @@
-//! oxtrace: the command-line tool that drives the oxtrace kernel module.
+//! The subcommands of `oxtrace`, one function each: `version`, `status`, `-l` and the trace
+//! run. `main.rs` parses the flags and calls one of them.
 
-#![deny(clippy::undocumented_unsafe_blocks)]
-
-mod cli;
-
-use clap::Parser;
-use cli::Cli;
-use oxtrace::dsl::{self, CompileOptions};
-use oxtrace::providers::{fbt, list};
-use oxtrace::runtime::device::Device;
-use oxtrace::runtime::{self, Held, OutFmt, Run, Source, Target};
+use super::device::Device;
+use super::{Held, OutFmt, Run, Source, Target};
+use crate::cli::Cli;
+use crate::dsl::{self, CompileOptions};
+use crate::providers::{fbt, list};
 use oxtrace_core::abi;
-use std::process::ExitCode;
 
 fn features(bits: u64) -> Vec<&'static str> {
     let mut v = Vec::new();
@@ -34,9 +29,11 @@ fn state_name(state: u32) -> &'static str {
     }
 }
 
-type Res<T> = Result<T, Box<dyn std::error::Error>>;
+/// A subcommand's exit code, or the error that ended it.
+pub type Res<T> = Result<T, Box<dyn std::error::Error>>;
 
-fn version(cli: &Cli) -> Res<i32> {
+/// `oxtrace version`: the tool's and the module's versions, the ABI and the features.
+pub fn version(cli: &Cli) -> Res<i32> {
     let dev = Device::open(&cli.device)?;
     let v = dev.version()?;
     let feats = features(v.features);
@@ -76,7 +73,8 @@ fn version(cli: &Cli) -> Res<i32> {
     Ok(0)
 }
 
-fn status(cli: &Cli) -> Res<i32> {
+/// `oxtrace status`: this consumer's state and the device's counters.
+pub fn status(cli: &Cli) -> Res<i32> {
     let dev = Device::open(&cli.device)?;
     let s = dev.status()?;
     if cli.json {
@@ -100,9 +98,9 @@ fn status(cli: &Cli) -> Res<i32> {
 
 /// `-l [PATTERN]`: the probes, like `dtrace -l`; with `-v`, each probe's argument types,
 /// like `dtrace -lv`.
-fn list(pattern: &str, verbose: bool) -> Res<i32> {
+pub fn list(pattern: &str, verbose: bool) -> Res<i32> {
     let (functions, _) = fbt::functions()?;
-    let btf = match verbose.then(oxtrace::btf::Btf::kernel).flatten() {
+    let btf = match verbose.then(crate::btf::Btf::kernel).flatten() {
         Some(Ok(b)) => Some(b),
         Some(Err(e)) => {
             eprintln!("oxtrace: warning: kernel types unavailable: {e}");
@@ -144,16 +142,13 @@ fn list(pattern: &str, verbose: bool) -> Res<i32> {
                 None => println!("{id:>6} {prov:>10} {module:>16} {func:>32} {name}"),
             }
             if verbose && prov == "tracepoint" {
-                match oxtrace::providers::tracepoints::load(module, name) {
-                    Ok(f) => println!("{}", oxtrace::providers::argtypes::describe_fields(&f)),
+                match crate::providers::tracepoints::load(module, name) {
+                    Ok(f) => println!("{}", crate::providers::argtypes::describe_fields(&f)),
                     Err(e) => println!("\n\tArgument Types\n\t\t{e}\n"),
                 }
             } else if verbose {
-                let types = oxtrace::providers::argtypes::arg_types(btf.as_ref(), prov, func, name);
-                println!(
-                    "{}",
-                    oxtrace::providers::argtypes::describe(types.as_deref())
-                );
+                let types = crate::providers::argtypes::arg_types(btf.as_ref(), prov, func, name);
+                println!("{}", crate::providers::argtypes::describe(types.as_deref()));
             }
         }
     };
@@ -198,7 +193,8 @@ fn check_pid(pid: u32) -> Res<()> {
     Ok(())
 }
 
-fn trace(cli: &Cli) -> Res<i32> {
+/// Compile the program the flags name, load it and run it until it ends.
+pub fn trace(cli: &Cli) -> Res<i32> {
     let (text, name) =
         match (&cli.program, &cli.script, probe_program(cli)) {
             (Some(p), _, _) => (p.clone(), "-e".to_string()),
@@ -224,7 +220,7 @@ fn trace(cli: &Cli) -> Res<i32> {
         "folded" => OutFmt::Folded,
         o => return Err(format!("unknown output format '{o}': text, json or openmetrics").into()),
     };
-    runtime::catch_signals();
+    super::catch_signals();
     let mut target = Target {
         child: None,
         pid: cli.pid,
@@ -257,7 +253,7 @@ fn trace(cli: &Cli) -> Res<i32> {
         .iter()
         .any(|w| text.contains(w))
         || ["xlate", "psinfo"].iter().any(|w| text.contains(w));
-    let kernel_types = || match oxtrace::btf::Btf::kernel() {
+    let kernel_types = || match crate::btf::Btf::kernel() {
         Some(Ok(b)) => Some(std::sync::Arc::new(b)),
         Some(Err(e)) => {
             eprintln!("oxtrace: warning: kernel types unavailable: {e}");
@@ -296,8 +292,8 @@ fn trace(cli: &Cli) -> Res<i32> {
     };
     let mut r = Run::load(&dev, &prog, src, fmt)?;
     if let Some(addr) = &cli.listen {
-        let m = oxtrace::runtime::exporter::Metrics::default();
-        let bound = oxtrace::runtime::exporter::serve(addr, m.clone())
+        let m = crate::runtime::exporter::Metrics::default();
+        let bound = crate::runtime::exporter::serve(addr, m.clone())
             .map_err(|e| format!("--listen {addr}: {e}"))?;
         eprintln!("oxtrace: serving the aggregations on http://{bound}/metrics");
         r.publish_to(m);
@@ -305,70 +301,14 @@ fn trace(cli: &Cli) -> Res<i32> {
     Ok(r.run(&mut target, cli.verbose)?)
 }
 
-fn main() -> ExitCode {
-    // `oxtrace pt ...` has its own options (tools/oxtrace/src/pt/mod.rs).
-    if std::env::args().nth(1).as_deref() == Some("pt") {
-        let args: Vec<String> = std::env::args().skip(1).collect();
-        return match oxtrace::pt::main(args) {
-            Ok(code) => ExitCode::from(code.clamp(0, 255) as u8),
-            Err(e) => {
-                eprintln!("oxtrace: pt: {e}");
-                ExitCode::FAILURE
-            }
-        };
-    }
-    let cli = Cli::parse();
-    let program = cli.program.is_some()
-        || cli.script.is_some()
-        || cli.probe.is_some()
-        || cli.provider.is_some();
-    let r = match (cli.args.first().map(String::as_str), &cli.list) {
-        // `-l -n PROBE`, `-l -P PROVIDER`: the probes they name.
-        (_, Some(_)) if cli.probe.is_some() => {
-            list(cli.probe.as_deref().unwrap_or_default(), cli.verbose)
-        }
-        (_, Some(_)) if cli.provider.is_some() => list(
-            &format!("{}:::", cli.provider.as_deref().unwrap_or_default()),
-            cli.verbose,
-        ),
-        (_, Some(p)) => list(p, cli.verbose),
-        (Some("version"), _) if !program && cli.args.len() == 1 => version(&cli),
-        (Some("status"), _) if !program && cli.args.len() == 1 => status(&cli),
-        _ => trace(&cli),
-    };
-    match r {
-        Ok(code) => ExitCode::from(code.clamp(0, 255) as u8),
-        Err(e) => {
-            eprintln!("oxtrace: {e}");
-            ExitCode::FAILURE
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::CommandFactory;
-
-    #[test]
-    fn cli_is_consistent() {
-        Cli::command().debug_assert();
-        assert_eq!(cli::DEFAULT_DEVICE, oxtrace::runtime::device::DEFAULT_PATH);
-    }
-
     #[test]
     fn interpreter_lines_are_blank() {
         let s = strip_interpreter_line("#!/usr/bin/oxtrace -qs\nBEGIN { }\n".into());
         assert_eq!(s, "\nBEGIN { }\n");
         assert_eq!(strip_interpreter_line("#!x".into()), "");
         assert_eq!(strip_interpreter_line("BEGIN\n".into()), "BEGIN\n");
-    }
-
-    #[test]
-    fn run_module_is_used() {
-        assert_eq!(
-            oxtrace::output::records::json_string("a\"b\n"),
-            "\"a\\\"b\\n\""
-        );
     }
 }

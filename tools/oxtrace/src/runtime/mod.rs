@@ -1,9 +1,10 @@
-//! Running compiled programs: the device client, the attach table and the EPIDs of a loaded
+//! Running compiled programs: the subcommands, the device client, the attach table and the EPIDs of a loaded
 //! program, LOAD's refusals in words, the run loop, the traced child, the dynamic-variable
 //! statistics, the `--listen` exporter, and the simulator the tests run programs on.
 
 mod attach;
 pub mod child;
+pub mod commands;
 pub mod device;
 pub mod dynstat;
 pub mod exporter;
