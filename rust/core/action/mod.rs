@@ -47,13 +47,7 @@ pub const fn str_offset(r: u64) -> usize {
 }
 
 /// A key component handed to the dynamic-variable and aggregation engines.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Key<'a> {
-    /// An integer component.
-    Int(u64),
-    /// A string component (without its NUL).
-    Str(&'a [u8]),
-}
+pub use crate::agg::KeyElem as Key;
 
 /// Bytes of one scratch string slot: `strsize` plus the NUL.
 pub const fn slot_size(strsize: u32) -> usize {

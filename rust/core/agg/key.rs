@@ -4,11 +4,17 @@
 
 use super::*;
 
-/// One element of a key tuple: the interpreter's key type (one definition for the
-/// interpreter, the dynamic variables and the aggregations). An integer's signedness is a
-/// matter of printing (the tool's dictionary); a string has at most [`KEY_STR_MAX`] bytes,
-/// without its terminating NUL.
-pub use crate::action::Key as KeyElem;
+/// One element of a key tuple, handed to the aggregation and dynamic-variable engines: one
+/// definition for them and the interpreter (which names it `action::Key`). An integer's
+/// signedness is a matter of printing (the tool's dictionary); a string has at most
+/// [`KEY_STR_MAX`] bytes, without its terminating NUL.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum KeyElem<'a> {
+    /// An integer component.
+    Int(u64),
+    /// A string component (without its NUL).
+    Str(&'a [u8]),
+}
 
 /// The encoded key words the elements produce, one at a time (the descriptor word first,
 /// then an integer as one word, a string as its bytes zero-padded to whole words).
