@@ -57,6 +57,9 @@ pub const PROBE_RETURN: u32 = 1 << 0;
 /// Length of [`ProbeInfo::func`].
 pub const PROBE_FUNC_LEN: usize = 64;
 
+// A probe's function name and its NUL fill the field.
+const _: () = assert!(crate::limits::MAX_PROBE_NAME + 1 == PROBE_FUNC_LEN);
+
 /// `struct oxt_version`: answer of [`IOC_VERSION`].
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

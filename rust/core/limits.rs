@@ -9,7 +9,6 @@
 //! would refuse, with a source position. A limit that only one side checks does not belong
 //! here.
 
-use crate::abi;
 use crate::action::Dict;
 use crate::diag::Refusal;
 use crate::dynvar::{self, Layout, LayoutError};
@@ -41,11 +40,15 @@ pub const DEFAULT_SCRATCHSIZE: u32 = 256;
 pub const MAX_SCRATCHSIZE: u32 = 64 << 10;
 /// Largest `strsize`.
 pub const MAX_STRSIZE: u32 = 4096;
-/// Most frames of `stack(n)` (and option `stackframes`): as many as fit a string key.
-pub const MAX_STACKFRAMES: u32 = (crate::agg::KEY_STR_MAX / crate::stack::FRAME_BYTES) as u32;
+/// Longest string element of an aggregation key, in bytes (execname, probefunc, a stack,
+/// ...).
+pub const KEY_STR_MAX: usize = 128;
+/// Most frames of `stack(n)` (and option `stackframes`): as many as fit a string key at the
+/// 5 bytes a frame that `stack::FRAME_BYTES` encodes (`stack` asserts it).
+pub const MAX_STACKFRAMES: u32 = (KEY_STR_MAX / 5) as u32;
 /// Most frames of `ustack(n)` (and option `ustackframes`), the bound of every user stack
 /// walk (`ustackdepth` too): a frame takes at least one byte of a string key.
-pub const MAX_USTACKFRAMES: u32 = crate::agg::KEY_STR_MAX as u32;
+pub const MAX_USTACKFRAMES: u32 = KEY_STR_MAX as u32;
 /// Most clause-local (`this->`) variables of a program.
 pub const MAX_LOCALS: u32 = 256;
 /// Most instructions of one predicate or action program.
@@ -67,8 +70,9 @@ pub const MAX_SYSCALL_NR: usize = 1024;
 pub const MAX_IMAGE_SIZE: usize = 16 << 20;
 /// Longest probe function pattern in an image (a glob the tool expands).
 pub const MAX_FUNC_LEN: usize = 128;
-/// Longest function name a probe attaches to, in bytes (without the NUL).
-pub const MAX_PROBE_NAME: usize = abi::PROBE_FUNC_LEN - 1;
+/// Longest function name a probe attaches to, in bytes (without the NUL): the ABI's
+/// `PROBE_FUNC_LEN` less the NUL (`abi` asserts it).
+pub const MAX_PROBE_NAME: usize = 63;
 /// Most probes one LOAD may attach.
 pub const MAX_ATTACH: usize = 1 << 16;
 /// Most bytes of attach names one LOAD may pass.

@@ -15,6 +15,9 @@ pub const FRAME_BYTES: usize = 5;
 /// Most frames of a `stack(n)`.
 pub use crate::limits::MAX_STACKFRAMES as MAX_FRAMES;
 
+// The limit is as many frames as fit a string key.
+const _: () = assert!(MAX_FRAMES as usize == crate::limits::KEY_STR_MAX / FRAME_BYTES);
+
 /// DTrace's default depth (option `stackframes`).
 pub const DEFAULT_FRAMES: u32 = 20;
 

@@ -36,8 +36,7 @@ pub const QUANTIZE_ZERO: usize = 63;
 /// Most elements in a key tuple.
 pub const KEY_MAX_ELEMS: usize = 8;
 
-/// Longest string key element, in bytes (execname, probefunc, ...).
-pub const KEY_STR_MAX: usize = 128;
+pub use crate::limits::KEY_STR_MAX;
 
 /// Most 64-bit words an encoded key takes: the descriptor word plus the elements.
 pub const KEY_MAX_WORDS: usize = 1 + KEY_MAX_ELEMS * KEY_STR_MAX / 8;
