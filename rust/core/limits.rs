@@ -12,7 +12,7 @@
 use crate::action::Dict;
 use crate::diag::Refusal;
 use crate::dynvar::{self, Layout, LayoutError};
-use crate::program::{Image, OptKey, VerifiedClause};
+use crate::program::{Image, VerifiedClause};
 
 /// Most scratch bytes one firing of a clause may use (locals, records, strings), per CPU.
 pub const MAX_SCRATCH: usize = 256 << 10;
@@ -172,20 +172,6 @@ impl LoadMemory {
             }
         }
         best.0
-    }
-}
-
-/// The inclusive range of valid values of option `key`.
-pub const fn option_range(key: OptKey) -> (u64, u64) {
-    match key {
-        OptKey::Bufsize | OptKey::Aggsize => (MIN_BUFSIZE, MAX_BUFSIZE),
-        OptKey::Dynvarsize => (MIN_DYNVARSIZE, MAX_DYNVARSIZE),
-        OptKey::Switchrate | OptKey::Aggrate => (MIN_RATE_NS, MAX_RATE_NS),
-        OptKey::Cleanrate => (MIN_CLEANRATE_NS, MAX_RATE_NS),
-        OptKey::Strsize => (1, MAX_STRSIZE as u64),
-        OptKey::Nspec => (1, MAX_NSPEC),
-        OptKey::Specsize => (MIN_SPECSIZE, MAX_SPECSIZE),
-        OptKey::Scratchsize => (8, MAX_SCRATCHSIZE as u64),
     }
 }
 

@@ -238,8 +238,18 @@ impl OptKey {
     }
 
     /// Inclusive range of valid values.
-    pub fn range(self) -> (u64, u64) {
-        crate::limits::option_range(self)
+    pub const fn range(self) -> (u64, u64) {
+        use crate::limits::*;
+        match self {
+            OptKey::Bufsize | OptKey::Aggsize => (MIN_BUFSIZE, MAX_BUFSIZE),
+            OptKey::Dynvarsize => (MIN_DYNVARSIZE, MAX_DYNVARSIZE),
+            OptKey::Switchrate | OptKey::Aggrate => (MIN_RATE_NS, MAX_RATE_NS),
+            OptKey::Cleanrate => (MIN_CLEANRATE_NS, MAX_RATE_NS),
+            OptKey::Strsize => (1, MAX_STRSIZE as u64),
+            OptKey::Nspec => (1, MAX_NSPEC),
+            OptKey::Specsize => (MIN_SPECSIZE, MAX_SPECSIZE),
+            OptKey::Scratchsize => (8, MAX_SCRATCHSIZE as u64),
+        }
     }
 
     /// The D option name.

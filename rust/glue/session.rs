@@ -266,7 +266,7 @@ impl Session {
             agg_funcs.push(f, gfp_load())?;
         }
 
-        // Image::parse held bufsize and aggsize to limits::option_range.
+        // Image::parse held bufsize and aggsize to `OptKey::range`.
         let opts = image.options();
         let ncpus = cpu::nr_cpu_ids();
         let agg_words = if agg_funcs.is_empty() {
@@ -291,7 +291,7 @@ impl Session {
             )
             .with_spec(spec_bytes),
         )?;
-        // Image::parse held nspec and specsize to limits::option_range.
+        // Image::parse held nspec and specsize to `OptKey::range`.
         let specs = if spec_bytes == 0 {
             None
         } else {

@@ -2,7 +2,6 @@
 //! intervals), the kernel's range of each, and the options only the tool reads. A leaf: the
 //! compiler, the run loop and the aggregation sort all read these.
 
-use oxtrace_core::limits;
 use oxtrace_core::program::OptKey;
 
 /// A size as the options write it: `64m`, `4k`, or bytes.
@@ -27,7 +26,7 @@ pub fn interval_text(ns: u64) -> String {
 
 /// Why `name=v` (parsed to `parsed`) is outside the kernel's range, in the limit's words.
 pub fn range_error(key: OptKey, name: &str, v: &str, parsed: u64) -> String {
-    let (lo, hi) = limits::option_range(key);
+    let (lo, hi) = key.range();
     let what = match key {
         OptKey::Bufsize => "buffer",
         OptKey::Aggsize => "aggregation buffer",
