@@ -16,7 +16,8 @@ use kernel::prelude::*;
 #[path = "core/lib.rs"]
 pub mod oxcore;
 pub use oxcore::{
-    abi, action, agg, buffer, diag, dynvar, limits, probe, probesafe, program, stack, topa, ustack,
+    abi, action, agg, buffer, diag, dynvar, limits, load, probe, probesafe, program, stack, topa,
+    ustack,
 };
 
 // Kernel objects and policy.

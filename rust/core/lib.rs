@@ -23,6 +23,7 @@ pub mod buffer;
 pub mod diag;
 pub mod dynvar;
 pub mod limits;
+pub mod load;
 pub mod probe;
 pub mod probesafe;
 pub mod program;

@@ -8,7 +8,7 @@
 
 use crate::action::DInsn;
 use crate::diag::Refusal;
-use crate::limits;
+use crate::load;
 use crate::program::{Image, VerifiedClause};
 use crate::sys::gfp_load;
 use kernel::alloc::AllocError;
@@ -36,7 +36,7 @@ pub(crate) struct OwnedImage {
 }
 
 impl OwnedImage {
-    /// Parses `buf` and runs every check LOAD makes of an image ([`limits::check_load`]:
+    /// Parses `buf` and runs every check LOAD makes of an image ([`load::check_load`]:
     /// each clause verified, the scratch and dynamic-variable limits), keeping the verified
     /// clauses.
     pub(crate) fn load<E: From<AllocError> + From<Refusal>>(buf: VVec<u8>) -> Result<Self, E> {
@@ -46,7 +46,7 @@ impl OwnedImage {
         let bytes: &'static [u8] = unsafe { core::slice::from_raw_parts(buf.as_ptr(), buf.len()) };
         let image = Image::parse(bytes).map_err(|e| Refusal::image(&e))?;
         let mut clauses = KVec::with_capacity(image.clause_count(), gfp_load())?;
-        let plan = limits::check_load(&image, |c| {
+        let plan = load::check_load(&image, |c| {
             clauses.push(c, gfp_load())?;
             Ok::<(), E>(())
         })?;

@@ -1,19 +1,20 @@
 //! The compiler refuses exactly what LOAD would refuse: random options and programs are
 //! compiled with the compiler's checks and without them, and the image built without them
-//! goes through the kernel's own LOAD check (`Image::parse` and `limits::check_load`, the
+//! goes through the kernel's own LOAD check (`Image::parse` and `load::check_load`, the
 //! functions `Session::load` runs). Both verdicts must agree, for options, scratch, dynamic
 //! variables and aggregation parameters.
 
 use oxtrace::dsl::{compile, compile_unchecked, CompileOptions};
 use oxtrace_core::diag::Refusal;
-use oxtrace_core::limits::{self, LoadPlan};
+use oxtrace_core::limits;
+use oxtrace_core::load::{self, LoadPlan};
 use oxtrace_core::program::Image;
 use proptest::prelude::*;
 
 /// What LOAD says about an image, short of attaching probes.
 fn kernel_verdict(image: &[u8]) -> Result<LoadPlan, Refusal> {
     let img = Image::parse(image).map_err(|e| Refusal::image(&e))?;
-    limits::check_load(&img, |_| Ok::<(), Refusal>(()))
+    load::check_load(&img, |_| Ok::<(), Refusal>(()))
 }
 
 fn size_value() -> impl Strategy<Value = String> {

@@ -57,7 +57,7 @@ fn kernel_refusal(src: &str, xopts: &[(&str, &str)]) -> (Compiled, Refusal) {
     let p = compile_unchecked(src, "t.d", &o).unwrap();
     let r = match Image::parse(&p.image) {
         Err(e) => Refusal::image(&e),
-        Ok(img) => oxtrace_core::limits::check_load(&img, |_| Ok::<(), Refusal>(())).unwrap_err(),
+        Ok(img) => oxtrace_core::load::check_load(&img, |_| Ok::<(), Refusal>(())).unwrap_err(),
     };
     (p, r)
 }

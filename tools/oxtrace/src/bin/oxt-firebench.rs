@@ -22,7 +22,7 @@ use oxtrace_core::buffer;
 use oxtrace_core::dynvar::{
     self, Bucket, CpuState, CrossCall, Dstate, Header, IntPair, Layout, Word,
 };
-use oxtrace_core::limits;
+use oxtrace_core::load;
 use oxtrace_core::probe::{self, ArgSource, ClauseEnv};
 use oxtrace_core::program::{Image, ProbeKind, VerifiedClause};
 
@@ -231,7 +231,7 @@ fn main() {
     }
     // LOAD's checks and predecoding (`glue::image`).
     let mut clauses: Vec<VerifiedClause<'_>> = Vec::new();
-    let plan = limits::check_load(&image, |v| {
+    let plan = load::check_load(&image, |v| {
         clauses.push(v);
         Ok::<(), oxtrace_core::diag::Refusal>(())
     })

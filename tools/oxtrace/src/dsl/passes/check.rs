@@ -11,6 +11,7 @@ use oxtrace_core::abi;
 use oxtrace_core::action as act;
 use oxtrace_core::diag::{ImageMsg, ReasonMsg, Refusal};
 use oxtrace_core::limits;
+use oxtrace_core::load;
 use oxtrace_core::program::{self as prog, OptKey};
 
 /// Run LOAD's checks on `image`, compiled from `src` into `c` and `t`.
@@ -22,7 +23,7 @@ pub(crate) fn load_check(
     input: &str,
 ) -> GResult<()> {
     let refused = match prog::Image::parse(image) {
-        Ok(img) => limits::check_load(&img, |_| Ok::<(), Refusal>(())).err(),
+        Ok(img) => load::check_load(&img, |_| Ok::<(), Refusal>(())).err(),
         Err(e) => Some(Refusal::image(&e)),
     };
     match refused {
