@@ -625,14 +625,16 @@ impl Env for KernelEnv<'_> {
         };
         if specs.end(id, commit, ts) {
             // This CPU's share now; the others' at their next buffer switch.
-            specs.settle(
+            let (written, dropped) = specs.settle(
                 self.cpu,
                 sc,
                 r.pbuf.active(),
                 &mut r.pbuf_off,
                 &mut r.pbuf_drops,
-                self.s.cpu_counters.get(self.cpu as usize),
             );
+            if let Some(c) = self.s.cpu_counters.get(self.cpu as usize) {
+                c.count_records(written, dropped);
+            }
         }
     }
 

@@ -622,14 +622,16 @@ impl Session {
             let st = &mut *self.cpus.local(ctx).room;
             // Commits and discards settle here on every CPU but the one that made them.
             if let (Some(specs), Some(sc)) = (self.specs.as_ref(), st.spec.as_mut()) {
-                specs.settle(
+                let (written, dropped) = specs.settle(
                     cpu,
                     sc,
                     st.pbuf.active(),
                     &mut st.pbuf_off,
                     &mut st.pbuf_drops,
-                    self.cpu_counters.get(cpu as usize),
                 );
+                if let Some(c) = self.cpu_counters.get(cpu as usize) {
+                    c.count_records(written, dropped);
+                }
             }
             got.store(st.pbuf.switch() as u64, Ordering::Relaxed);
             off.store(st.pbuf_off as u64, Ordering::Relaxed);

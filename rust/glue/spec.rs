@@ -21,7 +21,6 @@
 
 use crate::action::Record;
 use crate::buffer::{self, Reader};
-use crate::glue::session::CpuCounters;
 use crate::sys::gfp_load;
 use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::alloc::{KVec, VVec};
@@ -297,8 +296,8 @@ impl Specs {
     /// Settles every committing or discarding speculation on `cpu`, whose buffers `sc` are
     /// (borrowed from its per-CPU state, so this runs on it): a commit copies its records to
     /// the principal buffer `pbuf` at `off` with the commit's timestamp (they appear where the
-    /// commit is); `drops` counts what did not fit. `counters`, `cpu`'s, count the records
-    /// written and dropped as the principal buffer's own writes do.
+    /// commit is); `drops` counts what did not fit. Returns the records written and dropped,
+    /// which the caller counts as the principal buffer's own writes.
     pub(crate) fn settle(
         &self,
         cpu: u32,
@@ -306,8 +305,7 @@ impl Specs {
         pbuf: &mut [u8],
         off: &mut usize,
         drops: &mut u64,
-        counters: Option<&CpuCounters>,
-    ) {
+    ) -> (u64, u64) {
         let (mut written, mut dropped) = (0u64, 0u64);
         for i in 0..self.nspec {
             let Some(v) = self.claim(cpu, i) else {
@@ -338,9 +336,7 @@ impl Specs {
             self.settled_one(i);
         }
         *drops += dropped;
-        if let Some(c) = counters {
-            c.count_records(written, dropped);
-        }
+        (written, dropped)
     }
 
     /// Settles every committing or discarding speculation for an offline `cpu` without
