@@ -5,8 +5,9 @@
 //! Like the "probe context" group of illumos `dtrace.c`, this file is the one room for code
 //! that runs when a probe fires: [`fire`] (called through the session's [`Handler`] by
 //! `sys::kprobe` for kprobes, kretprobes and ticks, by `sys::provider` for profile and
-//! tracepoint probes, and by `glue::provider` for system calls), `fire_many` (for the
-//! entry probes of one function, which the ftrace set hits at once), BEGIN and END ([`Session::fire_special`], run through `sys::xcall::as_action`), the
+//! tracepoint probes, and through the session's [`SyscallHandler`] for system calls),
+//! `fire_many` (for the entry probes of one function, which the ftrace set hits at once),
+//! BEGIN and END ([`Session::fire_special`], run through `sys::xcall::as_action`), the
 //! recursion counter, and [`KernelEnv`], what the interpreter sees of the kernel.
 //!
 //! The rules of probe context, which everything here and everything it calls keeps:
@@ -43,6 +44,7 @@ use crate::program::ProbeKind;
 use crate::sys::cpu;
 use crate::sys::kprobe::{Handler, Regs, StackFrom};
 use crate::sys::percpu::ActionCtx;
+use crate::sys::provider::SyscallHandler;
 use crate::sys::switchbuf::Halves;
 use crate::sys::task;
 use crate::sys::xcall;
@@ -94,6 +96,27 @@ impl Handler for Session {
         }
         if let Some(pt) = self.pt.as_deref() {
             pt.note_missed(cpu);
+        }
+    }
+}
+
+/// The syscall provider's hooks call it through `sys::provider` for every system call;
+/// [`SyscallSlots`](crate::glue::provider::SyscallSlots) says which probes trace it.
+impl SyscallHandler for Session {
+    // Inlined into the shim's trampoline: the syscall fire path is then no deeper on the
+    // stack than a kprobe's (scripts/stackcheck.py).
+    #[inline(always)]
+    fn syscall(&self, nr: u32, ctx: &mut ActionCtx, regs: &Regs, is_return: bool) {
+        for &slot in self.syscalls.of(nr, is_return) {
+            if let Some(sl) = self.slots.get(slot as usize) {
+                fire(self, sl, ctx, regs);
+            }
+        }
+    }
+
+    fn syscall_recursion(&self, nr: u32, is_return: bool) {
+        for &slot in self.syscalls.of(nr, is_return) {
+            self.recursion(slot);
         }
     }
 }

@@ -3,19 +3,14 @@
 //! The syscall provider's side of a session: which probes each system call number fires.
 //!
 //! The program holds one `sys_enter` and one `sys_exit` hook whatever it traces
-//! (`sys::provider`); every system call of every task then reaches
-//! [`SyscallHandler::syscall`], which looks the number up in [`SyscallSlots`] (one array
-//! access: calls no probe names cost nothing more) and runs the probes that name it through
-//! [`fire`](crate::glue::fire), in probe context like every other probe.
+//! (`sys::provider`); every system call of every task then reaches the session's
+//! `SyscallHandler` (in `glue::fire`, with the other probe entry points), which looks the
+//! number up in [`SyscallSlots`] (one array access: calls no probe names cost nothing more)
+//! and runs the probes that name it, in probe context like every other probe.
 
-use crate::glue::fire;
-use crate::glue::session::{ProbeSlot, Session};
 use crate::limits::MAX_SYSCALL_NR;
 use crate::program::ProbeKind;
 use crate::sys::gfp_load;
-use crate::sys::kprobe::{Handler, Regs};
-use crate::sys::percpu::ActionCtx;
-use crate::sys::provider::SyscallHandler;
 use kernel::prelude::*;
 
 /// For each direction and system call number, the session's slots that trace it.
@@ -30,8 +25,9 @@ pub(crate) struct SyscallSlots {
 }
 
 impl SyscallSlots {
-    /// The table of `slots` (a session's, in id order); empty if none is a syscall probe.
-    pub(crate) fn new(slots: &[ProbeSlot], nr_of: impl Fn(&ProbeSlot) -> u64) -> Result<Self> {
+    /// The table of `slots`, a session's `(id, kind, system call number)` in id order; empty
+    /// if none is a syscall probe.
+    pub(crate) fn new(slots: impl Iterator<Item = (u32, ProbeKind, u64)> + Clone) -> Result<Self> {
         let mut t = Self {
             index: KVec::new(),
             slots: KVec::new(),
@@ -41,13 +37,13 @@ impl SyscallSlots {
             ProbeKind::SyscallReturn => Some(1),
             _ => None,
         };
-        if !slots.iter().any(|s| dir(s.kind).is_some()) {
+        if !slots.clone().any(|(_, kind, _)| dir(kind).is_some()) {
             return Ok(t);
         }
         t.index = KVec::from_elem((0u32, 0u32), 2 * MAX_SYSCALL_NR, gfp_load())?;
         // A counting pass, then slots in (direction, number, id) order.
-        for s in slots {
-            let (Some(d), nr) = (dir(s.kind), nr_of(s) as usize) else {
+        for (_, kind, nr) in slots.clone() {
+            let (Some(d), nr) = (dir(kind), nr as usize) else {
                 continue;
             };
             // The image parser refused numbers at or over MAX_SYSCALL_NR.
@@ -61,12 +57,12 @@ impl SyscallSlots {
             e.1 = 0;
         }
         t.slots = KVec::from_elem(0u32, start as usize, gfp_load())?;
-        for s in slots {
-            let (Some(d), nr) = (dir(s.kind), nr_of(s) as usize) else {
+        for (id, kind, nr) in slots {
+            let (Some(d), nr) = (dir(kind), nr as usize) else {
                 continue;
             };
             let e = t.index.get_mut(d * MAX_SYSCALL_NR + nr).ok_or(EINVAL)?;
-            *t.slots.get_mut((e.0 + e.1) as usize).ok_or(EINVAL)? = s.id;
+            *t.slots.get_mut((e.0 + e.1) as usize).ok_or(EINVAL)? = id;
             e.1 += 1;
         }
         // INVARIANT: one entry per direction and number, ranges within `slots`.
@@ -91,25 +87,6 @@ impl SyscallSlots {
         match self.index.get(i) {
             Some(&(s, n)) => self.slots.get(s as usize..(s + n) as usize).unwrap_or(&[]),
             None => &[],
-        }
-    }
-}
-
-impl SyscallHandler for Session {
-    // Inlined into the shim's trampoline: the syscall fire path is then no deeper on the
-    // stack than a kprobe's (scripts/stackcheck.py).
-    #[inline(always)]
-    fn syscall(&self, nr: u32, ctx: &mut ActionCtx, regs: &Regs, is_return: bool) {
-        for &slot in self.syscalls.of(nr, is_return) {
-            if let Some(sl) = self.slots.get(slot as usize) {
-                fire::fire(self, sl, ctx, regs);
-            }
-        }
-    }
-
-    fn syscall_recursion(&self, nr: u32, is_return: bool) {
-        for &slot in self.syscalls.of(nr, is_return) {
-            self.recursion(slot);
         }
     }
 }

@@ -392,9 +392,10 @@ impl Session {
                 slots.push(slot(slots.len(), d, p.kind, func), gfp_load())?;
             }
         }
-        let syscalls = SyscallSlots::new(&slots, |sl| {
-            image.probe(sl.desc as usize).map_or(0, |p| p.arg)
-        })?;
+        let syscalls = SyscallSlots::new(slots.iter().map(|sl| {
+            let nr = image.probe(sl.desc as usize).map_or(0, |p| p.arg);
+            (sl.id, sl.kind, nr)
+        }))?;
         // LOAD's checks admitted these: a failure here is a bug, refused like bad input.
         let vm = VmParams::new(image.nlocals(), opts.strsize as u32).map_err(|_| EINVAL)?;
         let s = KBox::new(
