@@ -34,10 +34,9 @@ use crate::action::{self, Builtin, Env, Key, Record, RecordKind, Vm, AGG_NARGS};
 use crate::agg::{self, AggWriter, IntKey};
 use crate::buffer;
 use crate::diag;
-use crate::glue::dynmem::DynRoom;
 use crate::glue::pt::PtCpu;
-use crate::glue::session::{ProbeSlot, Session};
-use crate::glue::spec::{Lost, Origin, Refused, SpecCpu};
+use crate::glue::session::{add, EnvCpu, ProbeSlot, Session};
+use crate::glue::spec::{Lost, Origin, Refused};
 use crate::limits;
 use crate::probe::{self, ArgSource, ClauseEnv};
 use crate::program::ProbeKind;
@@ -45,7 +44,6 @@ use crate::sys::cpu;
 use crate::sys::kprobe::{Handler, Regs, StackFrom};
 use crate::sys::percpu::ActionCtx;
 use crate::sys::provider::SyscallHandler;
-use crate::sys::switchbuf::Halves;
 use crate::sys::task;
 use crate::sys::xcall;
 use crate::ustack::UserRegs;
@@ -64,11 +62,6 @@ fn stack_from(kind: ProbeKind) -> StackFrom {
 /// Adds one to a counter that only this CPU writes, without a locked instruction.
 fn bump(c: &AtomicU64) {
     add(c, 1);
-}
-
-/// Adds `n` to a counter that only this CPU writes, without a locked instruction.
-pub(super) fn add(c: &AtomicU64, n: u64) {
-    c.store(c.load(Ordering::Relaxed).wrapping_add(n), Ordering::Relaxed);
 }
 
 /// The session's probes (kprobes, kretprobes, ticks) call it through `sys::kprobe`.
@@ -245,42 +238,6 @@ fn fire_many(s: &Session, ids: &[u32], ctx: &mut ActionCtx, regs: &Regs) {
         // (a printf after a commit) must not tie with an earlier one's.
         env.room.ts = 0;
         order = o;
-    }
-}
-
-/// What a firing of a session uses per CPU besides the interpreter's state, kept off the
-/// stack (built at LOAD) and reached through one reference.
-pub(super) struct EnvCpu {
-    /// The principal buffer's halves, the write offset in the active one, and its drops.
-    pub(super) pbuf: Halves<u8>,
-    pub(super) pbuf_off: usize,
-    pub(super) pbuf_drops: u64,
-    /// The aggregation buffer's halves, if the program aggregates.
-    pub(super) agg: Option<Halves<u64>>,
-    /// Speculative buffers, if the program speculates.
-    pub(super) spec: Option<SpecCpu>,
-    /// Room for a dynamic variable's tuple, and where the last lookup found one.
-    dynv: DynRoom,
-    /// While ERROR's clauses run: its `arg0..arg5`.
-    err_args: [u64; 6],
-    /// When the probe fired: read at first use in a firing (0 until then: the clock counts
-    /// from boot), then the same for the rest of the slot's clauses (`fire_many` reads it
-    /// afresh for each slot).
-    ts: u64,
-}
-
-impl EnvCpu {
-    pub(super) fn new(pbuf: Halves<u8>, agg: Option<Halves<u64>>, spec: Option<SpecCpu>) -> Self {
-        Self {
-            pbuf,
-            pbuf_off: 0,
-            pbuf_drops: 0,
-            agg,
-            spec,
-            dynv: DynRoom::new(),
-            err_args: [0; 6],
-            ts: 0,
-        }
     }
 }
 

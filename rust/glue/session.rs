@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! A loaded program: its verified clauses, probes and per-CPU state. What runs when a probe
-//! fires is in [`crate::glue::fire`].
+//! A loaded program: its verified clauses, probes and per-CPU state, the data types probe
+//! context works on. What runs when a probe fires is in `glue::fire`.
 //!
 //! A [`Session`] is built at LOAD and never changes afterwards except through per-CPU state
 //! (reached with an [`ActionCtx`]) and atomics, so probe context uses it through `&Session`
@@ -12,12 +12,11 @@ use crate::action::{VmParams, VmState};
 use crate::agg::{self, AggBuffer};
 use crate::diag::{self, Refusal};
 use crate::glue::budget::MemCharge;
-use crate::glue::dynmem::DynVars;
-use crate::glue::fire::{self, EnvCpu};
+use crate::glue::dynmem::{DynRoom, DynVars};
 use crate::glue::image::OwnedImage;
 use crate::glue::provider::SyscallSlots;
 use crate::glue::pt::Pt;
-use crate::glue::spec::Specs;
+use crate::glue::spec::{SpecCpu, Specs};
 use crate::limits::LoadMemory;
 use crate::probe;
 use crate::probesafe;
@@ -27,7 +26,7 @@ use crate::sys::gfp_load;
 use crate::sys::kprobe::ProbeSet;
 use crate::sys::percpu::{ActionCtx, PerCpu};
 use crate::sys::provider::Providers;
-use crate::sys::switchbuf::{HalvesMem, Switcher};
+use crate::sys::switchbuf::{Halves, HalvesMem, Switcher};
 use crate::sys::xcall;
 use core::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use kernel::prelude::*;
@@ -57,6 +56,11 @@ impl ProbeSlot {
     pub(super) fn func(&self) -> &[u8] {
         &self.func[..self.func_len]
     }
+}
+
+/// Adds `n` to a counter that only this CPU writes, without a locked instruction.
+pub(super) fn add(c: &AtomicU64, n: u64) {
+    c.store(c.load(Ordering::Relaxed).wrapping_add(n), Ordering::Relaxed);
 }
 
 /// Counters of one probe on one CPU; written only by that CPU.
@@ -95,8 +99,8 @@ impl CpuCounters {
     /// Counts records written to and dropped from the principal buffer; only this CPU calls
     /// it.
     pub(super) fn count_records(&self, written: u64, dropped: u64) {
-        fire::add(&self.records, written);
-        fire::add(&self.drops, dropped);
+        add(&self.records, written);
+        add(&self.drops, dropped);
     }
 }
 
@@ -108,6 +112,42 @@ pub(super) struct CpuState {
     /// The CPU's buffers and what a firing's environment keeps off the probe's stack: one
     /// reference in the environment instead of one per field.
     pub(super) room: KBox<EnvCpu>,
+}
+
+/// What a firing of a session uses per CPU besides the interpreter's state, kept off the
+/// stack (built at LOAD) and reached through one reference.
+pub(super) struct EnvCpu {
+    /// The principal buffer's halves, the write offset in the active one, and its drops.
+    pub(super) pbuf: Halves<u8>,
+    pub(super) pbuf_off: usize,
+    pub(super) pbuf_drops: u64,
+    /// The aggregation buffer's halves, if the program aggregates.
+    pub(super) agg: Option<Halves<u64>>,
+    /// Speculative buffers, if the program speculates.
+    pub(super) spec: Option<SpecCpu>,
+    /// Room for a dynamic variable's tuple, and where the last lookup found one.
+    pub(super) dynv: DynRoom,
+    /// While ERROR's clauses run: its `arg0..arg5`.
+    pub(super) err_args: [u64; 6],
+    /// When the probe fired: read at first use in a firing (0 until then: the clock counts
+    /// from boot), then the same for the rest of the slot's clauses (`fire_many` reads it
+    /// afresh for each slot).
+    pub(super) ts: u64,
+}
+
+impl EnvCpu {
+    pub(super) fn new(pbuf: Halves<u8>, agg: Option<Halves<u64>>, spec: Option<SpecCpu>) -> Self {
+        Self {
+            pbuf,
+            pbuf_off: 0,
+            pbuf_drops: 0,
+            agg,
+            spec,
+            dynv: DynRoom::new(),
+            err_args: [0; 6],
+            ts: 0,
+        }
+    }
 }
 
 /// The consumer-side handles of a session's switched buffers.
