@@ -209,8 +209,8 @@ impl DynVars {
     }
 
     /// The dynamic memory of `image` (option `dynvarsize`, chunks sized by the largest
-    /// variable, US 7,302,542 ¶32), or `None` if the program has no thread-local or associative
-    /// variable.
+    /// variable, fixed at LOAD so that probe context never sizes one), or `None` if the
+    /// program has no thread-local or associative variable.
     pub(crate) fn new(image: &Image<'_>) -> Result<Option<Self>> {
         let opts = image.options();
         let nvars = image.var_count();
@@ -292,7 +292,7 @@ impl DynVars {
         }))
     }
 
-    /// GO: every chunk on its CPU's free list, state FREE (¶36), then the cleaner starts.
+    /// GO: every chunk on its CPU's free list, state FREE, then the cleaner starts.
     /// Called with no probe enabled and no cleaner running (quiescence).
     pub(crate) fn go(&self) -> Result {
         self.mem.dstate.reset();

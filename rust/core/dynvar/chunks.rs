@@ -5,8 +5,7 @@
 
 use super::*;
 
-/// The state in force when a dynamic variable was dropped (US 7,302,542 ¶37: drops are counted
-/// by the state).
+/// The state in force when a dynamic variable was dropped: drops are counted by the state.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DropReason {
     /// Every chunk in use: raise `dynvarsize`.
@@ -98,10 +97,9 @@ impl<'a> Dstate<'a> {
         }
     }
 
-    /// Takes a chunk for CPU `me` (US 7,302,542 ¶38-41): own free list, own clean list (moved to
-    /// the free list), then the other CPUs' lists in turn. When a whole lap finds nothing the
-    /// consumer state becomes EMPTY, DIRTY or RINSING (¶41) and the drop is counted by the
-    /// state then in force (¶37).
+    /// Takes a chunk for CPU `me`: own free list, own clean list (moved to the free list),
+    /// then the other CPUs' lists in turn. When a whole lap finds nothing the consumer state
+    /// becomes EMPTY, DIRTY or RINSING and the drop is counted by the state then in force.
     // Out of line: a lookup, the commonest walk, does not carry its frame.
     #[inline(never)]
     pub(super) fn alloc_chunk(&self, me: usize, var: u32) -> Result<u32, DynvarError> {
@@ -139,8 +137,8 @@ impl<'a> Dstate<'a> {
                     spin_loop();
                     continue;
                 }
-                // The clean list is ours now: onto our own free list (claim 9). Only this
-                // CPU ever fills its free list, so the splice finds it empty.
+                // The clean list is ours now: onto our own free list. Only this CPU ever
+                // fills its free list, so the splice finds it empty.
                 let len = self.w(clean, W_META).get();
                 d.clean_len.fetch_sub(len, Relaxed);
                 mine.free_len.fetch_add(len, Relaxed);
@@ -151,7 +149,7 @@ impl<'a> Dstate<'a> {
             }
             let state = self.state();
             if state.allocates() && laps < MAX_LAPS {
-                // Step 216-218: try the next CPU, noting what kind of chunks it holds.
+                // Try the next CPU, noting what kind of chunks it holds.
                 if d.dirty.load(Acquire) != NIL {
                     found_dirty = true;
                 }
@@ -162,7 +160,7 @@ impl<'a> Dstate<'a> {
                 if cpu != me {
                     continue;
                 }
-                // A whole lap found nothing (¶41; claims 4-6).
+                // A whole lap found nothing: the state says what the lap saw.
                 let next = if found_dirty {
                     DstateState::Dirty
                 } else if found_rinsing {

@@ -57,8 +57,7 @@ impl<'a> Dstate<'a> {
         d.free_len.load(Relaxed) < low.max(1)
     }
 
-    /// One cleaner pass (US 7,302,542 Figure 7, claims 8 and 11), in process context at
-    /// `cleanrate`:
+    /// One cleaner pass, in process context at `cleanrate`:
     ///
     /// 1. every CPU's dirty list becomes a rinsing list;
     /// 2. cross-call: no probe context that could have reached those chunks is left;

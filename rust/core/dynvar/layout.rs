@@ -5,7 +5,7 @@
 
 use super::*;
 
-/// The static shape of one key, for the chunk size computation at LOAD (US 7,302,542 ¶32).
+/// The static shape of one key, for the chunk size computation at LOAD.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum KeyShape {
     /// An integer key (also the thread id and the variable id).
@@ -19,7 +19,7 @@ pub enum KeyShape {
 
 /// Bytes of chunk one dynamic-variable access needs: header, value, keys. The loader takes the
 /// largest value over every dynamic load and store of every clause and passes it to
-/// [`Layout::new`] (US 7,302,542 ¶32, claim 13).
+/// [`Layout::new`].
 pub fn chunk_bytes_for(keys: &[KeyShape], value_bytes: usize) -> usize {
     let key_words: usize = keys
         .iter()
@@ -49,7 +49,7 @@ pub const fn string_value_bytes(strsize: usize) -> usize {
 /// global scalar (no dynamic memory) or an invalid key layout.
 ///
 /// `self->x` is keyed by `(thread id, variable id)`; `a[k1, ..]` by `(variable id, k1, ..)`,
-/// a string key holding at most `strsize` bytes (US 7,302,542 ¶32).
+/// a string key holding at most `strsize` bytes.
 pub fn var_chunk_bytes(var: VarInfo, strsize: usize) -> Option<usize> {
     let mut shapes = [KeyShape::Int; MAX_KEYS];
     let n = match var.scope {
@@ -78,7 +78,7 @@ pub fn var_chunk_bytes(var: VarInfo, strsize: usize) -> Option<usize> {
     Some(chunk_bytes_for(&shapes[..n], value))
 }
 
-/// The chunk size of a program (US 7,302,542 ¶32, claim 13): the largest [`var_chunk_bytes`] over
+/// The chunk size of a program, one for all its variables: the largest [`var_chunk_bytes`] over
 /// its variables, or `None` if it has no dynamic variable. Every dynamic load and store of
 /// every clause names one of these variables, so no access can need more.
 pub fn program_chunk_bytes(
@@ -151,8 +151,8 @@ impl Layout {
     /// The layout of `dynvarsize` bytes of dynamic memory over `ncpus` CPUs with chunks of
     /// `chunk_bytes` (rounded up to a word) and `nvars` variable ids for drop accounting.
     ///
-    /// Every chunk costs its bytes plus one hash bucket (US 7,302,542 ¶33); the chunks are split
-    /// evenly over the CPUs, the first `nchunks % ncpus` CPUs getting one more (¶35).
+    /// Every chunk costs its bytes plus one hash bucket; the chunks are split evenly over the
+    /// CPUs, the first `nchunks % ncpus` CPUs getting one more.
     pub fn new(
         dynvarsize: usize,
         ncpus: u32,

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Dynamic variables allocated in probe context (US 7,302,542).
+//! Dynamic variables allocated in probe context.
 //!
 //! Thread-local variables (`self->x`) and associative arrays (`a[k1, k2]`) live in a
 //! per-consumer *dynamic memory*: fixed-size data chunks spread evenly over the CPUs, found
@@ -13,11 +13,11 @@
 //!
 //! A probe (interrupts off on its CPU) looks variables up without a lock, allocates from its own
 //! free list, then its own clean list, then the other CPUs' lists, and publishes a new chunk with
-//! one compare-and-swap on the bucket head (US 7,302,542 ¶39). Storing 0 unlinks the chunk under the
-//! bucket's deletion lock (¶44) and puts it on this CPU's dirty list. The cleaner, in process
-//! context, moves dirty to rinsing, cross-calls every CPU, moves rinsing to clean, cross-calls
-//! again and sets the consumer state CLEAN (¶46-47). When no chunk can be found the consumer
-//! state becomes EMPTY, DIRTY or RINSING (¶41) and the drop is counted by that state.
+//! one compare-and-swap on the bucket head. Storing 0 unlinks the chunk under the bucket's
+//! deletion lock and puts it on this CPU's dirty list. The cleaner, in process context, moves
+//! dirty to rinsing, cross-calls every CPU, moves rinsing to clean, cross-calls again and sets
+//! the consumer state CLEAN. When no chunk can be found the consumer state becomes EMPTY,
+//! DIRTY or RINSING and the drop is counted by that state.
 //!
 //! This folder is pure logic: no kernel dependency, no allocation. The caller provides every
 //! piece of memory as slices (see [`Layout::regions`]) and implements [`CrossCall`]; a
@@ -65,10 +65,10 @@ pub use layout::{
 pub use stats::{Audit, AuditError, CpuStats, DstateStats, List};
 pub use tuple::{array_key, key_words, thread_tuple, IntPair, Tuple};
 
-/// End of a free, clean, rinsing or dirty list.
 /// A CPU samples the high-water mark at every this many allocations.
 const HIGH_WATER_SAMPLE: u64 = 64;
 
+/// End of a free, clean, rinsing or dirty list.
 const NIL: u32 = u32::MAX;
 /// A CPU whose free list holds less than its share of chunks divided by this asks for a
 /// cleaner pass at once ([`Dstate::wants_clean`]). A half leaves the other half to allocate
@@ -145,8 +145,8 @@ impl Word {
     }
 }
 
-/// One hash bucket: the head of a hash chain and the deletion lock (US 7,302,542 ¶44), eight
-/// to a cache line ([`BUCKET_BYTES`]).
+/// One hash bucket: the head of a hash chain and the deletion lock, eight to a cache line
+/// ([`BUCKET_BYTES`]).
 #[repr(C, align(8))]
 #[derive(Default)]
 pub struct Bucket {
@@ -164,8 +164,8 @@ impl Bucket {
     }
 }
 
-/// Per-CPU lists and counters of one consumer's dynamic memory (US 7,302,542 ¶29-31), one per
-/// possible CPU, each on its own cache lines.
+/// Per-CPU lists and counters of one consumer's dynamic memory, one per possible CPU, each on
+/// its own cache lines.
 #[repr(C, align(64))]
 #[derive(Default)]
 pub struct CpuState {
@@ -196,8 +196,8 @@ impl CpuState {
     }
 }
 
-/// Per-consumer part of a dynamic memory: the consumer dynamic memory state (US 7,302,542 ¶27-28)
-/// and the cleaner's counters.
+/// Per-consumer part of a dynamic memory: the consumer dynamic memory state and the cleaner's
+/// counters.
 #[repr(C, align(64))]
 #[derive(Default)]
 pub struct Header {
@@ -219,19 +219,20 @@ impl Header {
     }
 }
 
-/// The consumer dynamic memory state (US 7,302,542 ¶28).
+/// The consumer dynamic memory state: whether chunks can be allocated and, when none can,
+/// why.
 #[repr(u32)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DstateState {
-    /// Chunks are available to allocate (the state after GO, ¶36).
+    /// Chunks are available to allocate (the state after GO).
     Free = 0,
-    /// Chunks may be allocated but are not yet on a free list (set by the cleaner, claim 7).
+    /// Chunks may be allocated but are not yet on a free list (set by the cleaner).
     Clean = 1,
-    /// No chunk is available now; some are being cleaned and will be soon (claim 6).
+    /// No chunk is available now; some are being cleaned and will be soon.
     Rinsing = 2,
-    /// No chunk is available; some are dirty (claim 5).
+    /// No chunk is available; some are dirty.
     Dirty = 3,
-    /// Every chunk is in use and none is dirty (claim 4).
+    /// Every chunk is in use and none is dirty.
     Empty = 4,
 }
 
@@ -401,7 +402,7 @@ impl<'a> Dstate<'a> {
         DstateState::from_u32(self.header.state.load(Acquire))
     }
 
-    /// Initialises the dynamic memory at GO: every chunk on its CPU's free list (¶36), empty
+    /// Initialises the dynamic memory at GO: every chunk on its CPU's free list, empty
     /// hash chains, counters zero, state FREE. Needs quiescence.
     pub fn reset(&self) {
         let h = self.header;

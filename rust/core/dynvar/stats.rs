@@ -17,7 +17,7 @@ pub struct CpuStats {
     pub steals: u64,
     /// Clean lists moved to this CPU's free list.
     pub clean_moves: u64,
-    /// Insertions that lost the bucket-head race (chunk went to the dirty list, ¶39).
+    /// Insertions that lost the bucket-head race (their chunk went to the dirty list).
     pub races: u64,
     /// Drops while EMPTY.
     pub drops_empty: u64,

@@ -69,7 +69,7 @@ impl<'a> Dstate<'a> {
     }
 
     /// The variable, allocated on `cpu` with `value_bytes` of zeroed value space if it does
-    /// not exist yet (claim 10: an existing variable is never allocated again). `var` is the
+    /// not exist yet (an existing variable is never allocated again). `var` is the
     /// variable id whose drop counter counts a failure.
     #[inline(always)]
     pub fn get_or_alloc<T: Tuple + ?Sized>(
@@ -190,7 +190,7 @@ impl<'a> Dstate<'a> {
     }
 
     /// Deletes the variable: unlinks it under the bucket lock and puts its chunk on `cpu`'s
-    /// dirty list (¶44). Returns whether it existed.
+    /// dirty list. Returns whether it existed.
     pub fn delete<T: Tuple + ?Sized>(&self, cpu: usize, keys: &T) -> Result<bool, DynvarError> {
         Ok(self.dynvar(cpu, 0, keys, Op::Delete)?.is_some())
     }
@@ -262,7 +262,7 @@ impl<'a> Dstate<'a> {
         Ok(done)
     }
 
-    /// Lookup, allocation and deletion in one walk of the chain (US 7,302,542 Figure 6).
+    /// Lookup, allocation and deletion in one walk of the chain.
     fn dynvar<T: Tuple + ?Sized>(
         &self,
         cpu: usize,
@@ -377,7 +377,7 @@ impl<'a> Dstate<'a> {
                         }
                         return Ok(Some(c));
                     }
-                    // Lost the race with another insertion or a deletion (¶39): the chunk
+                    // Lost the race with another insertion or a deletion: the chunk
                     // goes to the dirty list, not the free list, so that no allocator that
                     // has seen it on a free list can be fooled; then look up again.
                     self.w(c, W_HASH).0.store(HASH_FREE, Release);
@@ -407,7 +407,7 @@ impl<'a> Dstate<'a> {
         true
     }
 
-    /// Marks an unlinked chunk free of any chain and puts it on `me`'s dirty list (¶44).
+    /// Marks an unlinked chunk free of any chain and puts it on `me`'s dirty list.
     #[inline(always)]
     fn retire(&self, me: Option<&CpuState>, c: u32) {
         self.w(c, W_HASH).0.store(HASH_FREE, Release);

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The behavioural claims of US 7,302,542 (claims 1-14) and the paragraphs of US 7,302,542 they rest
-//! on, each as a named test of the `dynvar` state machine.
+//! The behaviour of the `dynvar` state machine, one named test per rule: the chunk cycle
+//! (free, allocated, dirty, cleaned, free), the consumer state a failed search sets, the
+//! cleaner's passes, and the mechanism's details (`Documentation/dynvar.rst` lists them).
 
 mod dynvar_util;
 
@@ -26,7 +27,7 @@ fn fill(ds: &Dstate<'_>, cpu: usize, base: u64, n: usize) {
 fn claim_01_free_allocate_dirty_clean_free_cycle() {
     let m = Mem::with(4, 1);
     let ds = m.ds();
-    // Memory with data chunks, all on the free list (¶36).
+    // Memory with data chunks, all on the free list.
     assert_eq!(m.list(0, List::Free).len(), 4);
     // Allocating takes a chunk off the free list.
     ds.store(0, V, &k(1), 42).unwrap();
@@ -54,7 +55,7 @@ fn claim_01_free_allocate_dirty_clean_free_cycle() {
 #[test]
 fn claim_02_dynamic_memory_has_a_consumer_state() {
     let m = Mem::with(4, 2);
-    // Set FREE when the memory is set up (¶36).
+    // Set FREE when the memory is set up.
     assert_eq!(m.ds().state(), DstateState::Free);
     assert_eq!(m.ds().stats().state, DstateState::Free as u32);
 }
@@ -291,7 +292,7 @@ fn claim_12_dynamic_memory_belongs_to_one_consumer() {
 
 #[test]
 fn claim_13_chunk_size_is_static() {
-    // Computed at LOAD from the largest key + value + header (¶32).
+    // Computed at LOAD from the largest key + value + header.
     let small = chunk_bytes_for(&[KeyShape::Int, KeyShape::Int], 8);
     let big = chunk_bytes_for(&[KeyShape::Int, KeyShape::Str { max_len: 16 }], 8);
     assert_eq!(small, (HEADER_WORDS + 1 + 4) * 8);
@@ -349,7 +350,7 @@ fn claim_14_memory_indexed_by_a_hash_table_with_one_bucket_per_chunk() {
     assert_eq!((a.in_use, a.dirty), (42, 22));
 }
 
-// ---- mechanism details of US 7,302,542 and the issue ------------------------------------------
+// ---- mechanism details ------------------------------------------------------------------------
 
 #[test]
 fn para_35_chunks_split_evenly_over_cpus() {

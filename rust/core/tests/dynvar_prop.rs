@@ -155,7 +155,7 @@ impl Run<'_> {
         // A drop never leaves a chunk on the allocating CPU's own lists.
         assert!(self.m.list(cpu, List::Free).is_empty());
         assert!(self.m.list(cpu, List::Clean).is_empty());
-        // The reason is the state in force (¶37).
+        // The reason is the state in force when the search failed.
         let want = match reason {
             DropReason::Empty => DstateState::Empty,
             DropReason::Dirty => DstateState::Dirty,

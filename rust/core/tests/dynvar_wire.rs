@@ -1,5 +1,5 @@
 //! What the kernel wiring relies on from the pure engine: the chunk size of a program from its
-//! variable dictionary (US 7,302,542 ¶32), the ABI's state numbers, and the shared key type.
+//! variable dictionary, the ABI's state numbers, and the shared key type.
 
 use oxtrace_core::abi;
 use oxtrace_core::action::{Key, KeyLayout, Scope, VarInfo};

@@ -130,7 +130,7 @@ fn concurrent_allocations_get_distinct_chunks() {
 }
 
 /// Two CPUs insert the same variable: one chunk wins the bucket head, the loser's chunk goes
-/// to the dirty list (¶39) and the loser then finds and updates the winner's chunk.
+/// to the dirty list and the loser then finds and updates the winner's chunk.
 #[test]
 fn same_variable_inserted_once() {
     model(3, || {
