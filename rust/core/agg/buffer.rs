@@ -150,7 +150,7 @@ impl<'a> AggWriter<'a> {
         let bucket = HEADER_WORDS.wrapping_add(hash as usize & nb.wrapping_sub(1));
         let head = *self.w.get(bucket).ok_or(AggError::Corrupt)?;
 
-        // Walk the chain of the hash bucket (claim 5): hash key, id and sizes first, then
+        // Walk the chain of the hash bucket: hash key, id and sizes first, then
         // the key words. A link names an older data set, at a lower offset: a link that
         // does not is corrupt, which bounds the walk.
         let mut off = head as usize;
@@ -167,7 +167,7 @@ impl<'a> AggWriter<'a> {
             off = next;
         }
 
-        // A new data set (claim 5): key, aggregation id, initial value, then the update.
+        // A new data set: key, aggregation id, initial value, then the update.
         let need = DS_HEADER_WORDS + kw + nw;
         let bump = self.w[H_BUMP] as usize;
         if need > self.w.len().saturating_sub(bump) {
@@ -367,8 +367,8 @@ impl<'a> AggBuffer<'a> {
     }
 
     /// Finds the data set of `(agg_id, key)` and applies `func` with `value` and `incr` to
-    /// it; creates it first from the function's initial value if there is none (claims 4,
-    /// 5, 7). Probe context: bounded time, no allocation, no lock.
+    /// it; creates it first from the function's initial value if there is none. Probe
+    /// context: bounded time, no allocation, no lock.
     ///
     /// When the data set does not exist and there is no room for it, counts one
     /// aggregation drop and returns [`AggError::Full`]; nothing else changes.

@@ -305,8 +305,9 @@ impl AggFunc {
         Ok(())
     }
 
-    /// Merges the value `src` into `dst` (user level, claims 12-14, 19-23): counts, sums,
-    /// buckets and sums of squares add; min and max keep the extreme.
+    /// Merges the value `src` into `dst` (user level, the same function applied again to the
+    /// CPUs' results): counts, sums, buckets and sums of squares add; min and max keep the
+    /// extreme.
     pub fn merge(&self, dst: &mut [u64], src: &[u64]) -> Result<(), AggError> {
         let n = self.value_words();
         if dst.len() != n || src.len() != n {

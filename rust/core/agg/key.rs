@@ -188,8 +188,8 @@ pub(super) fn hash_finish(mut h: u64) -> u32 {
     h as u32
 }
 
-/// The hash key of a data set: a function of the aggregation id and the encoded key words
-/// (claims 3, 5: the key is generated from the expression and the aggregation id).
+/// The hash key of a data set: a function of the aggregation id and the encoded key words,
+/// so that equal keys of different aggregations land on different chains.
 pub fn key_hash(agg_id: u32, key_words: &[u64]) -> u32 {
     let mut h = hash_step(HASH_SEED, agg_id as u64);
     for w in key_words {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Aggregations (US 8,005,794): the aggregating functions, the per-CPU aggregation
-//! buffer and the snapshot record format.
+//! Aggregations: the aggregating functions, the per-CPU aggregation buffer and the
+//! snapshot record format.
 //!
 //! Pure logic: only `core`, no allocation; the memory is the caller's. The same file is
 //! compiled into the kernel module and into the host crate. See `Documentation/agg.rst`.
