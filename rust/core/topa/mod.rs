@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Intel PT output through ToPA tables (US 9,189,360): entries, builder, output engine, packets.
+//! Intel PT output through ToPA tables: entries, builder, output engine, packets.
 //!
 //! Trace output goes to many small, non-contiguous memory slices ("output regions") described
 //! by one or more Tables of Physical Addresses (ToPA), each a 4 KiB page of 64-bit entries,
