@@ -1,5 +1,5 @@
 //! `oxtrace pt`: record Intel PT (or the module's software PT backend) into a file of per-CPU
-//! streams, and list the packets of such a file with the decoder of `rust/core/topa.rs`.
+//! streams, and list the packets of such a file with the decoder of `rust/core/topa/`.
 //!
 //! File format (little endian), version 1:
 //!
