@@ -1,4 +1,4 @@
-//! Merging snapshot streams into the table, with each function's merge rule (claim 12).
+//! Merging snapshot streams into the table, with each function's merge rule.
 
 use super::entries::key_hash;
 use super::{AggDef, AggState, AggTable, AggTableError, KeyField, KeyKind, MergeStats};
@@ -80,7 +80,7 @@ impl AggTable {
     }
 
     /// Merges one data set: find the entry of its key (hash table), create it from the
-    /// function's initial value if absent, apply the merge rule (claim 12).
+    /// function's initial value if absent, apply the merge rule.
     pub fn merge_record(&mut self, r: &Record<'_>) -> Result<(), AggTableError> {
         let def = self
             .dict

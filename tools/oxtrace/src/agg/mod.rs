@@ -1,4 +1,5 @@
-//! The user-level side of aggregations (US 8,005,794, claims 12-14 and 19-23).
+//! The user-level side of aggregations: the dictionary and the table that every CPU's
+//! snapshot is merged into.
 //!
 //! Snapshots of every CPU's aggregation buffer (`oxtrace_core::agg` record streams) are
 //! merged into one user-level hash table per aggregation, through a [`Dictionary`] built at
@@ -118,7 +119,7 @@ impl From<ParseError> for AggTableError {
     }
 }
 
-/// The user-level dictionary: aggregation id → definition (claims 14, 19).
+/// The user-level dictionary: aggregation id → definition: how each id's records are read and merged.
 #[derive(Clone, Debug, Default)]
 pub struct Dictionary {
     defs: BTreeMap<u32, AggDef>,
@@ -181,7 +182,7 @@ pub struct MergeStats {
     pub drops: u64,
 }
 
-/// The user-level aggregation table (claims 12, 13, 19-23).
+/// The user-level aggregation table: one entry per key, merged from every CPU.
 #[derive(Debug)]
 pub struct AggTable {
     dict: Dictionary,
