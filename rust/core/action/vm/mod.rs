@@ -15,7 +15,6 @@ use crate::agg::{IntKey, KEY_MAX_ELEMS};
 // An aggregation key has as many elements as the interpreter's keys (`int_key`, `build_keys`).
 const _: () = assert!(MAX_KEYS == KEY_MAX_ELEMS);
 
-#[path = "mem.rs"]
 mod mem;
 mod ops;
 mod records;
