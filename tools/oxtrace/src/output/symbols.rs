@@ -2,36 +2,9 @@
 //! symbol value the kernel encodes (`oxtrace_core::stack`, `oxtrace_core::ustack`), named
 //! through the tables of `crate::sym`.
 
-use crate::agg::{AggTable, KeyKind, SortOrder};
 use crate::sym::ksym::Ksyms;
 use crate::sym::usym::{self, Usyms};
-use oxtrace_core::agg::KeyElem;
 use oxtrace_core::ustack::{Decoded, Style};
-
-/// Primes the system cache ([`Usyms::prime`]) for every process of a user value in the
-/// stack keys of `t`: the run calls this at each aggregation snapshot.
-pub fn prime_table(t: &AggTable) {
-    let mut pids = std::collections::BTreeSet::new();
-    for def in t.dictionary().iter() {
-        if !def.keys.iter().any(|k| k.kind == KeyKind::Stack) {
-            continue;
-        }
-        for e in t.sorted(def.id, SortOrder::default()).unwrap_or_default() {
-            for el in e.key.elems() {
-                if let KeyElem::Str(s) = el {
-                    match Decoded::new(s) {
-                        Some(d) if d.style.user() => pids.insert(d.pid),
-                        _ => false,
-                    };
-                }
-            }
-        }
-    }
-    let mut u = usym::system().lock().unwrap_or_else(|e| e.into_inner());
-    for pid in pids {
-        u.prime(pid);
-    }
-}
 
 /// Kernel address `addr` printed in `style` (`sym()`, `func()`, `mod()`).
 fn kernel_sym(k: &Ksyms, addr: u64, style: Style) -> String {

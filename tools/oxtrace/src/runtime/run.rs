@@ -15,12 +15,15 @@ use crate::output::json::json_str;
 use crate::output::lines::{ClauseFiring, Lines};
 use crate::output::records::{json_head, json_item};
 use crate::providers::{fbt, list};
+use crate::sym::usym;
 use oxtrace_core::abi;
 use oxtrace_core::action::{Item, Items, RecordKind};
+use oxtrace_core::agg::KeyElem;
 use oxtrace_core::buffer::{self, Reader};
 use oxtrace_core::diag::FaultMsg;
 use oxtrace_core::probesafe;
 use oxtrace_core::program::{Image, ProbeKind};
+use oxtrace_core::ustack::Decoded;
 use std::io::{self, Write};
 use std::time::{Duration, Instant};
 
@@ -700,7 +703,7 @@ impl<'a> Run<'a> {
         }
         if self.user_stacks {
             // Name user stacks while their processes live: one may exit before the end.
-            crate::output::symbols::prime_table(&self.aggs);
+            prime_user_symbols(&self.aggs);
         }
         if let Some(m) = &self.metrics {
             m.publish(self.aggs.to_openmetrics("oxtrace"));
@@ -788,5 +791,30 @@ impl<'a> Run<'a> {
             );
         }
         Ok(())
+    }
+}
+
+/// Primes the system cache (`Usyms::prime`) for every process of a user value in the
+/// stack keys of `t`: the run calls this at each aggregation snapshot.
+fn prime_user_symbols(t: &AggTable) {
+    let mut pids = std::collections::BTreeSet::new();
+    for def in t.dictionary().iter() {
+        if !def.keys.iter().any(|k| k.kind == KeyKind::Stack) {
+            continue;
+        }
+        for e in t.sorted(def.id, SortOrder::default()).unwrap_or_default() {
+            for el in e.key.elems() {
+                if let KeyElem::Str(s) = el {
+                    match Decoded::new(s) {
+                        Some(d) if d.style.user() => pids.insert(d.pid),
+                        _ => false,
+                    };
+                }
+            }
+        }
+    }
+    let mut u = usym::system().lock().unwrap_or_else(|e| e.into_inner());
+    for pid in pids {
+        u.prime(pid);
     }
 }
