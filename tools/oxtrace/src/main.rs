@@ -58,12 +58,4 @@ mod tests {
         Cli::command().debug_assert();
         assert_eq!(cli::DEFAULT_DEVICE, oxtrace::runtime::device::DEFAULT_PATH);
     }
-
-    #[test]
-    fn run_module_is_used() {
-        assert_eq!(
-            oxtrace::output::records::json_string("a\"b\n"),
-            "\"a\\\"b\\n\""
-        );
-    }
 }

@@ -142,3 +142,15 @@ pub fn json_str(o: &mut String, s: &[u8]) {
     }
     o.push('"');
 }
+
+#[cfg(test)]
+mod tests {
+    use super::json_str;
+
+    #[test]
+    fn strings_escape_quotes_and_control_characters() {
+        let mut o = String::new();
+        json_str(&mut o, b"a\"b\n");
+        assert_eq!(o, "\"a\\\"b\\n\"");
+    }
+}

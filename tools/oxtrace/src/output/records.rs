@@ -31,10 +31,3 @@ pub fn json_item(o: &mut String, it: &Item<'_>) {
         Item::Int(..) => o.push_str(&String::from_utf8_lossy(&format_trace_item(it))),
     }
 }
-
-/// A JSON string literal (see [`json_str`]).
-pub fn json_string(s: &str) -> String {
-    let mut o = String::with_capacity(s.len() + 2);
-    json_str(&mut o, s.as_bytes());
-    o
-}
