@@ -121,6 +121,22 @@ impl Session {
             xcall::as_action(|ctx| fire(self, sl, ctx, &Regs::none()));
         }
     }
+
+    /// Settles `cpu`'s committed and discarded speculations into its principal buffer in
+    /// `room` (on `cpu`, interrupts off: at a commit or discard, or in SNAPSHOT's
+    /// cross-call), counting the records written and dropped as the buffer's own.
+    #[inline]
+    pub(super) fn settle_specs(&self, cpu: u32, room: &mut EnvCpu) {
+        let (Some(specs), Some(sc)) = (self.specs.as_ref(), room.spec.as_mut()) else {
+            return;
+        };
+        let pbuf = room.pbuf.active();
+        let (written, dropped) =
+            specs.settle(cpu, sc, pbuf, &mut room.pbuf_off, &mut room.pbuf_drops);
+        if let Some(c) = self.cpu_counters.get(cpu as usize) {
+            c.count_records(written, dropped);
+        }
+    }
 }
 
 /// Counts a hit of `slot` on `cpu` and returns its clauses, unless there are none to run.
@@ -600,21 +616,12 @@ impl Env for KernelEnv<'_> {
     fn spec_end(&mut self, id: u64, commit: bool) {
         let ts = self.ts();
         let r = &mut *self.room;
-        let (Some(specs), Some(sc)) = (self.s.specs.as_ref(), r.spec.as_mut()) else {
+        let (Some(specs), Some(_)) = (self.s.specs.as_ref(), r.spec.as_ref()) else {
             return;
         };
         if specs.end(id, commit, ts) {
             // This CPU's share now; the others' at their next buffer switch.
-            let (written, dropped) = specs.settle(
-                self.cpu,
-                sc,
-                r.pbuf.active(),
-                &mut r.pbuf_off,
-                &mut r.pbuf_drops,
-            );
-            if let Some(c) = self.s.cpu_counters.get(self.cpu as usize) {
-                c.count_records(written, dropped);
-            }
+            self.s.settle_specs(self.cpu, r);
         }
     }
 

@@ -662,18 +662,7 @@ impl Session {
         xcall::on_cpu(cpu, &|ctx: &mut ActionCtx| {
             let st = &mut *self.cpus.local(ctx).room;
             // Commits and discards settle here on every CPU but the one that made them.
-            if let (Some(specs), Some(sc)) = (self.specs.as_ref(), st.spec.as_mut()) {
-                let (written, dropped) = specs.settle(
-                    cpu,
-                    sc,
-                    st.pbuf.active(),
-                    &mut st.pbuf_off,
-                    &mut st.pbuf_drops,
-                );
-                if let Some(c) = self.cpu_counters.get(cpu as usize) {
-                    c.count_records(written, dropped);
-                }
-            }
+            self.settle_specs(cpu, st);
             got.store(st.pbuf.switch() as u64, Ordering::Relaxed);
             off.store(st.pbuf_off as u64, Ordering::Relaxed);
             drops.store(st.pbuf_drops, Ordering::Relaxed);
