@@ -12,12 +12,14 @@ pub const DEVICE_NAME: &str = "oxtrace";
 /// ABI major version: a new major breaks old tools.
 pub const ABI_MAJOR: u32 = 1;
 /// ABI minor version: a new minor only adds.
-pub const ABI_MINOR: u32 = 10;
+pub const ABI_MINOR: u32 = 11;
 
 /// The CPU has Intel PT with ToPA output.
 pub const FEAT_INTEL_PT: u64 = 1 << 0;
 /// kprobes and kretprobes are available to the module.
 pub const FEAT_KPROBES: u64 = 1 << 1;
+/// uprobes are available to the module (the pid and USDT providers; minor 11).
+pub const FEAT_UPROBES: u64 = 1 << 2;
 
 /// Length of [`Version::release`].
 pub const RELEASE_LEN: usize = 32;
@@ -51,6 +53,71 @@ pub const LOADERR_MEMORY: u32 = 5;
 /// [`Load::err_kind`]: attach entry `err_index` names a function that is unsafe to probe
 /// (`EPERM`); `err_code` is the reason, `probesafe::Why`.
 pub const LOADERR_UNSAFE: u32 = 6;
+/// [`Load::err_kind`]: user-space probe `err_index` (of [`Load::uattach`]) could not be
+/// placed; the errno says why (`ESRCH` process gone, `EPERM` own or untraceable process,
+/// `ENOENT`/`EACCES` the file, `EINVAL` offset or instruction, `E2BIG` USDT operands).
+pub const LOADERR_UATTACH: u32 = 7;
+
+/// Most operands of one USDT probe (`<sys/sdt.h>` allows 12).
+pub const USDT_MAX_ARGS: usize = 12;
+/// [`UsdtArg::kind`]: a constant, `value`.
+pub const USDT_ARG_CONST: u8 = 1;
+/// [`UsdtArg::kind`]: the register `base`.
+pub const USDT_ARG_REG: u8 = 2;
+/// [`UsdtArg::kind`]: memory at `base + index * scale + value`.
+pub const USDT_ARG_MEM: u8 = 3;
+/// [`UsdtArg::base`], [`UsdtArg::index`]: no register.
+pub const UREG_NONE: u8 = 0xff;
+
+/// `struct oxt_uattach`: one user-space probe (a uprobe) of a pid or USDT description.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Uattach {
+    /// Index of the probe description in the image.
+    pub probe: u32,
+    /// `ATTACH_*` bits.
+    pub flags: u32,
+    /// Offset in the names buffer of the probe's `provider:module:function:name`.
+    pub name: u32,
+    /// Offset in the names buffer of the probed file's absolute path.
+    pub path: u32,
+    /// File offset of the probed instruction.
+    pub offset: u64,
+    /// File offset of the USDT semaphore (a `u16` count), or 0.
+    pub ref_ctr: u64,
+    /// Return probes: the returning instruction's offset in its function (`arg0`).
+    pub roff: u64,
+    /// The process the probe fires in.
+    pub pid: i32,
+    /// USDT: index of the first operand in [`Load::usdt_args`].
+    pub arg_first: u32,
+    /// USDT: operands, at most [`USDT_MAX_ARGS`].
+    pub nargs: u32,
+    /// Zero.
+    pub reserved: u32,
+}
+
+/// `struct oxt_usdt_arg`: one operand of a USDT probe's argument specification.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct UsdtArg {
+    /// `USDT_ARG_*`.
+    pub kind: u8,
+    /// Bytes of the value: 1, 2, 4 or 8.
+    pub size: u8,
+    /// 1: sign-extended, 0: zero-extended.
+    pub is_signed: u8,
+    /// Register (`uregs[]` index) or [`UREG_NONE`].
+    pub base: u8,
+    /// Index register or [`UREG_NONE`].
+    pub index: u8,
+    /// 1, 2, 4 or 8.
+    pub scale: u8,
+    /// Zero.
+    pub reserved: u16,
+    /// The constant, or the displacement.
+    pub value: i64,
+}
 
 /// [`ProbeInfo::flags`]: a return probe.
 pub const PROBE_RETURN: u32 = 1 << 0;
@@ -184,8 +251,18 @@ pub struct Load {
     pub err_code: u32,
     /// Out: the reason's operand.
     pub err_arg: u32,
+    /// In: pointer to `nuattach` [`Uattach`] (minor 11).
+    pub uattach: u64,
+    /// In: pointer to `nusdt_args` [`UsdtArg`] (minor 11).
+    pub usdt_args: u64,
+    /// In: entries at `uattach`.
+    pub nuattach: u32,
+    /// In: entries at `usdt_args`.
+    pub nusdt_args: u32,
+    /// Out: uprobes registered.
+    pub nuprobes: u32,
     /// In: zero.
-    pub reserved: [u64; 4],
+    pub reserved0: u32,
 }
 
 /// `struct oxt_snapshot`: argument of [`IOC_SNAPSHOT`].
@@ -642,6 +719,10 @@ pub trait Sized32 {
     fn size_field(&self) -> u32;
     /// The reserved words, which must be zero on input.
     fn reserved(&self) -> &[u64];
+    /// A reserved 32-bit field, which must be zero on input (0 where there is none).
+    fn reserved32(&self) -> u32 {
+        0
+    }
 }
 
 macro_rules! sized32 {
@@ -656,7 +737,20 @@ macro_rules! sized32 {
         }
     )*};
 }
-sized32!(Version, Status, Snapshot, Probes, Load, Dynstat);
+sized32!(Version, Status, Snapshot, Probes, Dynstat);
+
+// Minor 11 spent `struct oxt_load`'s reserved words on the user-space probes.
+impl Sized32 for Load {
+    fn size_field(&self) -> u32 {
+        self.size
+    }
+    fn reserved(&self) -> &[u64] {
+        &[]
+    }
+    fn reserved32(&self) -> u32 {
+        self.reserved0
+    }
+}
 sized32!(PtConfig, PtStatus, PtRead, PtLayout);
 
 /// Why an ioctl argument was refused; every variant maps to `EINVAL`.
@@ -673,7 +767,7 @@ pub fn check_arg<T: Sized32>(arg: &T) -> Result<(), ArgError> {
     if arg.size_field() as usize != core::mem::size_of::<T>() {
         return Err(ArgError::Size);
     }
-    if arg.reserved().iter().any(|&w| w != 0) {
+    if arg.reserved().iter().any(|&w| w != 0) || arg.reserved32() != 0 {
         return Err(ArgError::Reserved);
     }
     Ok(())

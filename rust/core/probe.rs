@@ -17,7 +17,40 @@ pub fn provider(kind: ProbeKind) -> &'static [u8] {
         ProbeKind::SyscallEntry | ProbeKind::SyscallReturn => b"syscall",
         ProbeKind::Tracepoint => b"tracepoint",
         ProbeKind::Begin | ProbeKind::End | ProbeKind::Error => b"dtrace",
+        // Named by the slot: `user_parts`.
+        ProbeKind::PidEntry | ProbeKind::PidReturn | ProbeKind::PidOffset | ProbeKind::Usdt => b"",
     }
+}
+
+/// Whether probes of `kind` are user-space probes (LOAD's uattach table), whose slot
+/// function is the whole `provider:module:function:name` ([`user_parts`]).
+pub fn is_user(kind: ProbeKind) -> bool {
+    matches!(
+        kind,
+        ProbeKind::PidEntry | ProbeKind::PidReturn | ProbeKind::PidOffset | ProbeKind::Usdt
+    )
+}
+
+/// The four parts of a user-space probe's slot function `provider:module:function:name`.
+/// The module and the function may hold colons (C++ names): the provider is up to the
+/// first colon, the name after the last, the module up to the next colon.
+pub fn user_parts(func: &[u8]) -> [&[u8]; 4] {
+    let first = func.iter().position(|&c| c == b':');
+    let last = func.iter().rposition(|&c| c == b':');
+    let (Some(f), Some(l)) = (first, last) else {
+        return [b"", b"", func, b""];
+    };
+    let prov = func.get(..f).unwrap_or_default();
+    let name = func.get(l + 1..).unwrap_or_default();
+    let mid = func.get(f + 1..l.max(f + 1)).unwrap_or_default();
+    let (module, function) = match mid.iter().position(|&c| c == b':') {
+        Some(i) => (
+            mid.get(..i).unwrap_or_default(),
+            mid.get(i + 1..).unwrap_or_default(),
+        ),
+        None => (mid, &b""[..]),
+    };
+    [prov, module, function, name]
 }
 
 /// `probemod`: `vmlinux` for the core kernel's functions, as DTrace on Linux names it;
@@ -33,7 +66,11 @@ pub fn module(kind: ProbeKind) -> &'static [u8] {
         | ProbeKind::Tracepoint
         | ProbeKind::Begin
         | ProbeKind::End
-        | ProbeKind::Error => b"",
+        | ProbeKind::Error
+        | ProbeKind::PidEntry
+        | ProbeKind::PidReturn
+        | ProbeKind::PidOffset
+        | ProbeKind::Usdt => b"",
     }
 }
 
@@ -51,8 +88,12 @@ pub fn name(kind: ProbeKind, period_ns: u64, out: &mut [u8]) -> usize {
         ProbeKind::Begin => b"BEGIN",
         ProbeKind::End => b"END",
         ProbeKind::Error => b"ERROR",
-        // Named by its event: `tracepoint_parts`.
-        ProbeKind::Tracepoint => b"",
+        // Named by its event: `tracepoint_parts`; user probes by their slot: `user_parts`.
+        ProbeKind::Tracepoint
+        | ProbeKind::PidEntry
+        | ProbeKind::PidReturn
+        | ProbeKind::PidOffset
+        | ProbeKind::Usdt => b"",
         ProbeKind::Tick => return period_name("tick", period_ns, out),
         ProbeKind::Profile => return period_name("profile", period_ns, out),
     };
@@ -84,6 +125,17 @@ pub fn describe(
     out: &mut [u8],
 ) -> Option<usize> {
     let tp = kind == ProbeKind::Tracepoint;
+    if is_user(kind) {
+        let parts = user_parts(func);
+        let i = match b {
+            Builtin::Probeprov => 0,
+            Builtin::Probemod => 1,
+            Builtin::Probefunc => 2,
+            Builtin::Probename => 3,
+            _ => return None,
+        };
+        return Some(copy(out, parts.get(i).copied().unwrap_or_default()));
+    }
     Some(match b {
         Builtin::Probeprov => copy(out, provider(kind)),
         Builtin::Probemod if tp => copy(out, tracepoint_parts(func).0),
@@ -168,6 +220,11 @@ pub enum ArgSource {
     UserPc,
     /// The address of the tracepoint event's record (its format file's layout).
     Record,
+    /// A pid return probe's `arg0`: the returning instruction's offset in its function
+    /// (the slot's `roff`).
+    ReturnOffset,
+    /// Operand `n` (0-based) of a USDT probe (the slot's argument specification).
+    UsdtArg(u32),
 }
 
 /// Where `b` (`arg0..arg9` or `retval`) comes from on a probe of `kind`; `None` for other
@@ -191,7 +248,9 @@ pub fn arg_source(kind: ProbeKind, b: Builtin) -> Option<ArgSource> {
         Builtin::Arg9 => 9,
         Builtin::Retval => {
             return Some(match kind {
-                ProbeKind::FbtReturn | ProbeKind::SyscallReturn => ArgSource::Retval,
+                ProbeKind::FbtReturn | ProbeKind::SyscallReturn | ProbeKind::PidReturn => {
+                    ArgSource::Retval
+                }
                 _ => ArgSource::Zero,
             })
         }
@@ -206,6 +265,11 @@ pub fn arg_source(kind: ProbeKind, b: Builtin) -> Option<ArgSource> {
         ProbeKind::Profile if n == 0 => ArgSource::KernelPc,
         ProbeKind::Profile if n == 1 => ArgSource::UserPc,
         ProbeKind::Tracepoint if n == 0 => ArgSource::Record,
+        // The System V x86-64 integer argument registers, as the kernel's own.
+        ProbeKind::PidEntry | ProbeKind::PidOffset if n < 6 => ArgSource::Arg(n),
+        ProbeKind::PidReturn if n == 0 => ArgSource::ReturnOffset,
+        ProbeKind::PidReturn if n == 1 => ArgSource::Retval,
+        ProbeKind::Usdt if (n as usize) < crate::abi::USDT_MAX_ARGS => ArgSource::UsdtArg(n),
         _ => ArgSource::Zero,
     })
 }
@@ -224,7 +288,7 @@ pub fn errno(kind: ProbeKind, retval: u64) -> u64 {
 /// Whether descriptions of `kind` are attached through LOAD's attach list (one probe per
 /// function the tool expanded them to) rather than one probe per description.
 pub fn by_attach_list(kind: ProbeKind) -> bool {
-    matches!(kind, ProbeKind::FbtEntry | ProbeKind::FbtReturn)
+    matches!(kind, ProbeKind::FbtEntry | ProbeKind::FbtReturn) || is_user(kind)
 }
 
 /// The enabled probe id (`id`, and the probe number of records and of PROBES) of
@@ -232,9 +296,10 @@ pub fn by_attach_list(kind: ProbeKind) -> bool {
 ///
 /// LOAD numbers the probes it makes from 0: first one per attach-list entry, in the order of
 /// the list (the tool lists the fbt descriptions in image order, each expanded to its
-/// functions), then one per other description in image order. So an attached probe's id is
-/// its index in the attach list, and this is `nattach` plus the other descriptions before
-/// `desc`. `None` if `desc` is out of range or attached by the list.
+/// functions), then one per uattach entry (user-space probes, likewise), then one per other
+/// description in image order. So an attached probe's id is its index in the two lists,
+/// and this is `nattach` (the entries of both lists) plus the other descriptions before
+/// `desc`. `None` if `desc` is out of range or attached by a list.
 pub fn other_probe_id(image: &Image<'_>, nattach: usize, desc: usize) -> Option<u32> {
     if by_attach_list(image.probe(desc)?.kind) {
         return None;

@@ -108,6 +108,17 @@ pub enum ProbeKind {
     Tracepoint = 9,
     /// `dtrace:::ERROR`: fires in probe context when a clause faults.
     Error = 10,
+    /// `pidN:MODULE:FUNC:entry`: a uprobe at a user function's first instruction (LOAD's
+    /// uattach table); `argN` the function's integer arguments.
+    PidEntry = 11,
+    /// `pidN:MODULE:FUNC:return`: a uprobe on each of a function's returning instructions;
+    /// `arg0` the instruction's offset in the function, `arg1` the return value.
+    PidReturn = 12,
+    /// `pidN:MODULE:FUNC:OFFSET`: a uprobe on the instruction at a hex offset.
+    PidOffset = 13,
+    /// `PROVIDERN:MODULE:FUNC:NAME`: a USDT probe (a `.note.stapsdt` site); `argN` its
+    /// operands.
+    Usdt = 14,
 }
 
 impl ProbeKind {
@@ -124,6 +135,10 @@ impl ProbeKind {
             8 => ProbeKind::Profile,
             9 => ProbeKind::Tracepoint,
             10 => ProbeKind::Error,
+            11 => ProbeKind::PidEntry,
+            12 => ProbeKind::PidReturn,
+            13 => ProbeKind::PidOffset,
+            14 => ProbeKind::Usdt,
             _ => return None,
         })
     }
@@ -781,6 +796,15 @@ impl<'a> Image<'a> {
                     let colons = s.iter().filter(|&&c| c == b':').count();
                     if colons != 1 || s.len() > MAX_FUNC_LEN || !s.iter().all(ok_char) {
                         return Err(bad(ProbeFault::FuncPattern));
+                    }
+                }
+                // Placed by LOAD's uattach table; the description needs nothing else.
+                ProbeKind::PidEntry
+                | ProbeKind::PidReturn
+                | ProbeKind::PidOffset
+                | ProbeKind::Usdt => {
+                    if func != 0 || arg != 0 {
+                        return Err(bad(ProbeFault::Field));
                     }
                 }
             }

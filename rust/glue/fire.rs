@@ -385,6 +385,8 @@ impl KernelEnv<'_> {
                 ArgSource::KernelPc => self.regs.kernel_pc(),
                 ArgSource::UserPc => self.regs.user_pc(),
                 ArgSource::Record => crate::sys::provider::tp_record(),
+                // The pid and USDT providers have no probes yet.
+                ArgSource::ReturnOffset | ArgSource::UsdtArg(_) => 0,
             };
         }
         match b {

@@ -36,15 +36,20 @@
  * Minor 9: opcodes 160-168, scratch memory (alloca, copyin, copyinto, bcopy,
  * stores, uregs) and image option 10, scratchsize.  Minor 10: bcopy from a
  * string reference stores the string (truncated, NUL-padded) into scratch.
+ * Minor 11: user-space probes (the pid and USDT providers, probe kinds 11-14):
+ * struct oxt_load's uattach table, struct oxt_uattach and struct oxt_usdt_arg,
+ * the LOAD refusal OXT_LOADERR_UATTACH, and OXT_FEAT_UPROBES.
  */
 #define OXT_ABI_MAJOR 1
-#define OXT_ABI_MINOR 10
+#define OXT_ABI_MINOR 11
 
 /* Feature bits of struct oxt_version.features. */
 /* The CPU has Intel PT with ToPA output (CPUID 7.0:EBX[25], 0x14.0:ECX[0]). */
 #define OXT_FEAT_INTEL_PT		(1ULL << 0)
 /* kprobes and kretprobes are available to the module. */
 #define OXT_FEAT_KPROBES		(1ULL << 1)
+/* uprobes are available to the module (the pid and USDT providers; minor 11). */
+#define OXT_FEAT_UPROBES		(1ULL << 2)
 
 #define OXT_RELEASE_LEN 32
 
@@ -126,6 +131,65 @@ struct oxt_attach {
  * glob) is skipped and counted in nskipped instead.
  */
 #define OXT_LOADERR_UNSAFE	6
+/*
+ * ABI 1.11.  User-space probe err_index (an index into uattach) could not be
+ * placed; the errno says why: ESRCH the process is gone, EPERM it is the
+ * caller's own process or the caller may not trace it, ENOENT or EACCES the
+ * file, EINVAL an offset past the file's end or an instruction uprobes cannot
+ * probe, E2BIG the arguments of a USDT probe.
+ */
+#define OXT_LOADERR_UATTACH	7
+
+/*
+ * User-space probes (ABI 1.11): one uprobe each, on the instruction at file
+ * offset `offset` of the regular file at `path`, firing only in the address
+ * space process `pid` has at LOAD (all its threads; not in other processes
+ * that map the file, nor in `pid` after an exec).  The probe description's
+ * kind says what the probe's arguments are: OXT_PROBE_KIND_PID_ENTRY and
+ * _PID_OFFSET the integer argument registers of the System V x86-64 ABI,
+ * _PID_RETURN arg0 = roff (the returning instruction's offset in its
+ * function) and arg1 = the return value, _USDT the nargs operands at
+ * usdt_args[arg_first].  Probe ids (records, PROBES) number the attach
+ * entries first, then the uattach entries, then every other description.
+ */
+#define OXT_PROBE_KIND_PID_ENTRY	11
+#define OXT_PROBE_KIND_PID_RETURN	12
+#define OXT_PROBE_KIND_PID_OFFSET	13
+#define OXT_PROBE_KIND_USDT		14
+
+struct oxt_uattach {
+	__u32 probe;		/* index of the probe description in the image */
+	__u32 flags;		/* OXT_ATTACH_* */
+	__u32 name;		/* offset in names: "provider:module:function:name" */
+	__u32 path;		/* offset in names: absolute path of the probed file */
+	__u64 offset;		/* file offset of the probed instruction */
+	__u64 ref_ctr;		/* file offset of the USDT semaphore (__u16), or 0 */
+	__u64 roff;		/* PID_RETURN: the instruction's offset in its function */
+	__s32 pid;		/* the process the probe fires in */
+	__u32 arg_first;	/* USDT: index of its first operand in usdt_args */
+	__u32 nargs;		/* USDT: operands, at most OXT_USDT_MAX_ARGS */
+	__u32 reserved;		/* zero */
+};
+
+/* An operand of a USDT probe's argument specification (<sys/sdt.h>). */
+#define OXT_USDT_MAX_ARGS	12
+#define OXT_USDT_ARG_CONST	1	/* value */
+#define OXT_USDT_ARG_REG	2	/* the register `base` */
+#define OXT_USDT_ARG_MEM	3	/* memory at base + index * scale + value */
+
+/* Register numbers: DTrace's x86-64 uregs[] numbering (struct pt_regs order). */
+#define OXT_UREG_NONE		0xff	/* MEM: no base or no index register */
+
+struct oxt_usdt_arg {
+	__u8 kind;		/* OXT_USDT_ARG_* */
+	__u8 size;		/* 1, 2, 4 or 8: bytes of the value */
+	__u8 is_signed;		/* 1: sign-extended to 64 bits, 0: zero-extended */
+	__u8 base;		/* REG, MEM: register (uregs[] index), or OXT_UREG_NONE */
+	__u8 index;		/* MEM: index register, or OXT_UREG_NONE */
+	__u8 scale;		/* MEM: 1, 2, 4 or 8 (1 without an index) */
+	__u16 reserved;		/* zero */
+	__s64 value;		/* CONST: the value; MEM: the displacement */
+};
 
 struct oxt_load {
 	__u32 size;		/* in: sizeof(struct oxt_load) */
@@ -144,7 +208,12 @@ struct oxt_load {
 	__u32 err_insn;		/* out: instruction index (VERIFY) */
 	__u32 err_code;		/* out: reason code (IMAGE, VERIFY) */
 	__u32 err_arg;		/* out: the reason's operand */
-	__u64 reserved[4];	/* in: zero */
+	__u64 uattach;		/* in: pointer to struct oxt_uattach[nuattach] (minor 11) */
+	__u64 usdt_args;	/* in: pointer to struct oxt_usdt_arg[nusdt_args] (minor 11) */
+	__u32 nuattach;		/* in (minor 11) */
+	__u32 nusdt_args;	/* in (minor 11) */
+	__u32 nuprobes;		/* out: uprobes registered (minor 11) */
+	__u32 reserved0;	/* in: zero */
 };
 
 /*

@@ -2,6 +2,11 @@
 //! header, `include/uapi/linux/oxtrace.h`: every size, offset, constant and ioctl number.
 
 use oxtrace_core::abi::*;
+use oxtrace_core::program::ProbeKind;
+
+fn crate_kind(k: ProbeKind) -> u32 {
+    k as u32
+}
 use std::fmt::Write as _;
 use std::mem::{offset_of, size_of};
 use std::path::Path;
@@ -44,7 +49,9 @@ fn facts() -> Vec<Fact> {
             oxt_status => Status { size, state, consumer_id, nconsumers, live_consumers, opened_ns, ioctls, cpus, ncpus, exited, exit_status, missed, reserved }
             oxt_cpu_status => CpuStatus { fired, records, drops, errors, recursion, specdrops, specbusy, specunavail }
             oxt_attach => Attach { probe, flags, name, reserved }
-            oxt_load => Load { size, flags, image, image_len, attach, names, nattach, names_len, nprobes, nskipped, err_kind, err_index, err_part, err_insn, err_code, err_arg, reserved }
+            oxt_load => Load { size, flags, image, image_len, attach, names, nattach, names_len, nprobes, nskipped, err_kind, err_index, err_part, err_insn, err_code, err_arg, uattach, usdt_args, nuattach, nusdt_args, nuprobes, reserved0 }
+            oxt_uattach => Uattach { probe, flags, name, path, offset, ref_ctr, roff, pid, arg_first, nargs, reserved }
+            oxt_usdt_arg => UsdtArg { kind, size, is_signed, base, index, scale, reserved, value }
             oxt_snapshot => Snapshot { size, cpu, buf, buf_len, len, drops, reserved }
             oxt_probe_info => ProbeInfo { probe, flags, func, fired, errors, recursion, reserved }
             oxt_probes => Probes { size, n, info, total, reserved0, reserved }
@@ -74,6 +81,17 @@ fn facts() -> Vec<Fact> {
             OXT_LOADERR_PROBE => LOADERR_PROBE,
             OXT_LOADERR_MEMORY => LOADERR_MEMORY,
             OXT_LOADERR_UNSAFE => LOADERR_UNSAFE,
+            OXT_LOADERR_UATTACH => LOADERR_UATTACH,
+            OXT_FEAT_UPROBES => FEAT_UPROBES,
+            OXT_USDT_MAX_ARGS => USDT_MAX_ARGS,
+            OXT_USDT_ARG_CONST => USDT_ARG_CONST,
+            OXT_USDT_ARG_REG => USDT_ARG_REG,
+            OXT_USDT_ARG_MEM => USDT_ARG_MEM,
+            OXT_UREG_NONE => UREG_NONE,
+            OXT_PROBE_KIND_PID_ENTRY => crate_kind(ProbeKind::PidEntry),
+            OXT_PROBE_KIND_PID_RETURN => crate_kind(ProbeKind::PidReturn),
+            OXT_PROBE_KIND_PID_OFFSET => crate_kind(ProbeKind::PidOffset),
+            OXT_PROBE_KIND_USDT => crate_kind(ProbeKind::Usdt),
             OXT_PROBE_RETURN => PROBE_RETURN,
             OXT_PROBE_FUNC_LEN => PROBE_FUNC_LEN,
             OXT_IOC_MAGIC => IOC_MAGIC,

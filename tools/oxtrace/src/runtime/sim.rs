@@ -220,6 +220,9 @@ impl Env for FiringEnv<'_> {
                 ArgSource::KernelPc => f.args[0],
                 ArgSource::UserPc => f.args[1],
                 ArgSource::Record => f.args[0],
+                // The firing's arguments stand for the return offset and the operands.
+                ArgSource::ReturnOffset => f.args[0],
+                ArgSource::UsdtArg(n) => f.args.get(n as usize).copied().unwrap_or(0),
             };
         }
         match b {
