@@ -70,8 +70,17 @@ pub const MAX_FUNC_LEN: usize = 128;
 pub const MAX_PROBE_NAME: usize = 63;
 /// Most probes one LOAD may attach.
 pub const MAX_ATTACH: usize = 1 << 16;
-/// Most bytes of attach names one LOAD may pass.
-pub const MAX_NAMES: usize = 4 << 20;
+/// Most bytes of attach names one LOAD may pass (fbt function names, and the user-space
+/// probes' names and paths).
+pub const MAX_NAMES: usize = 8 << 20;
+/// Most user-space probes (uprobes) one LOAD may place.
+pub const MAX_UATTACH: usize = 1 << 16;
+/// Longest `provider:module:function:name` of a user-space probe, in bytes (without the
+/// NUL); longer C++ names are cut by the tool.
+pub const MAX_UPROBE_NAME: usize = 255;
+/// Longest path of a probed file, in bytes (without the NUL): the kernel's `PATH_MAX` less
+/// the NUL.
+pub const MAX_UPROBE_PATH: usize = 4095;
 
 // Attach names fit in MAX_NAMES whenever the count and each length are within limits.
 const _: () = assert!(MAX_ATTACH * (MAX_PROBE_NAME + 1) <= MAX_NAMES);
