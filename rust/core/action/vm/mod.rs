@@ -28,6 +28,13 @@ use strings::{resolve_str, resolve_str_in};
 pub trait Env {
     /// Value of an integer built-in.
     fn builtin(&mut self, b: Builtin) -> u64;
+    /// Value of an integer built-in where reading it may fault (a USDT probe's operand in
+    /// user memory that can't be read: `BadAddr`); by default [`Env::builtin`], which
+    /// never does. The interpreter's `ldb` reads built-ins through this; a firing that may
+    /// fault here runs [`Vm::without_shapes`].
+    fn builtin_fallible(&mut self, b: Builtin) -> Result<u64, FaultKind> {
+        Ok(self.builtin(b))
+    }
     /// Copy a string built-in into `out` (at most `out.len()` bytes); returns the length.
     fn builtin_str(&mut self, b: Builtin, out: &mut [u8]) -> usize;
     /// Read `out.len()` bytes of kernel memory at `addr` without faulting; false on failure.
@@ -203,6 +210,8 @@ pub struct VmState {
     next_slot: usize,
     /// Scratch memory bytes (`alloca()`) the clause took.
     mem_used: usize,
+    /// This firing's clauses run in the interpreter only ([`Vm::without_shapes`]).
+    no_shapes: bool,
 }
 
 impl VmState {
@@ -228,6 +237,7 @@ impl VmState {
             slots_start: 0,
             next_slot: 0,
             mem_used: 0,
+            no_shapes: false,
         }
     }
 }
@@ -331,7 +341,15 @@ impl<'s> Vm<'s> {
         st.tlen = 0;
         st.spec = None;
         st.tls = None;
+        st.no_shapes = false;
         Ok(Vm { st, scratch })
+    }
+
+    /// Runs this firing's clauses in the interpreter only, never as shapes, which read
+    /// built-ins through [`Env::builtin`] and have no fault path: for an environment whose
+    /// built-ins may fault ([`Env::builtin_fallible`]).
+    pub fn without_shapes(&mut self) {
+        self.st.no_shapes = true;
     }
 
     /// Where `strtok(NULL, ...)` goes on: the `strtok` slot, if it holds what is left of the
@@ -418,6 +436,9 @@ impl<'s> Vm<'s> {
         env: &mut E,
     ) -> Option<()> {
         let act = act.shape()?;
+        if self.st.no_shapes {
+            return None;
+        }
         let pred = match pred {
             Some(p) => Some(p.shape()?),
             None => None,
@@ -454,7 +475,7 @@ impl<'s> Vm<'s> {
     ) -> Result<u64, Fault> {
         // In a speculation `agg` faults and records go elsewhere: the instructions run.
         if let Some(shape) = prog.shape() {
-            if self.st.spec.is_none() {
+            if self.st.spec.is_none() && !self.st.no_shapes {
                 self.run_shape(shape, dict, env);
                 // Read here rather than returned: that was 5 instructions a run dearer.
                 return Ok(val(&self.st.regs, shape.ret));

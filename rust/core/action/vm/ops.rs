@@ -190,7 +190,7 @@ impl<'s> Vm<'s> {
     #[inline(always)]
     pub(super) fn ldb<E: Env + ?Sized>(&mut self, imm: u32, env: &mut E) -> Result<u64, FaultKind> {
         let bi = Builtin::from_u32(imm).ok_or(FaultKind::Invalid)?;
-        Ok(env.builtin(bi))
+        env.builtin_fallible(bi)
     }
 
     /// `ldb` for [`Vm::run`], out of line: the environment's built-in variables stay out
