@@ -122,6 +122,23 @@ impl Refusal {
         }
     }
 
+    /// Uattach entry `entry` is malformed (`uprobe::check_uattach`): `why`, and its operand
+    /// `arg` (the USDT operand's index for `UattachError::Operand`).
+    pub fn uattach(entry: u32, why: crate::uprobe::UattachError, arg: u32) -> Self {
+        Self {
+            index: entry,
+            code: why as u32,
+            arg,
+            ..Self::new(
+                abi::LOADERR_UATTACH,
+                match why {
+                    crate::uprobe::UattachError::TooManyArgs => Errno::TooBig,
+                    _ => Errno::Inval,
+                },
+            )
+        }
+    }
+
     /// Probe description `desc` enables no probe.
     pub fn probe_missing(desc: u32) -> Self {
         Self {

@@ -29,4 +29,5 @@ pub mod probesafe;
 pub mod program;
 pub mod stack;
 pub mod topa;
+pub mod uprobe;
 pub mod ustack;
