@@ -17,7 +17,7 @@ use kernel::prelude::*;
 pub mod oxcore;
 pub use oxcore::{
     abi, action, agg, buffer, diag, dynvar, limits, load, probe, probesafe, program, stack, topa,
-    ustack,
+    uprobe, ustack,
 };
 
 // Kernel objects and policy.

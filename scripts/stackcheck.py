@@ -9,7 +9,8 @@ does (the `sub $N,%rsp` of its prologue), plus its pushes and return address; di
 (relocations included) give the call graph. The result is the deepest chain from each
 entry point of probe context: the shim's handlers (SHIM_ROOTS: kprobes, the ftrace set of
 entry probes (sys::kprobe's `oxt_fset`), ticks and the
-providers' syscall, profile and tracepoint handlers) up to their indirect call into Rust,
+providers' syscall, profile and tracepoint handlers, and with CONFIG_UPROBES the user-space
+probes' handler, OPTIONAL_ROOTS) up to their indirect call into Rust,
 plus the deepest chain below the Rust trampolines they call (RUST_ROOTS). Kernel functions outside
 the module count as 0 here: they are the kernel's budget, and the probesafe list keeps them
 out of reach of probes. Fails (exit 1) when a chain exceeds the limit (default 1024), or
@@ -24,6 +25,8 @@ import sys
 
 SHIM_ROOTS = ["oxt_kprobe_pre", "oxt_kretprobe_ret", "oxt_fset_handler", "oxt_tick_fn",
               "oxt_sys_enter", "oxt_sys_exit", "oxt_profile_fn", "oxt_tpev_overflow"]
+# Entry points only some kernels' configurations build (shim/uprobe.c under CONFIG_UPROBES).
+OPTIONAL_ROOTS = ["oxt_uprobe_handler"]
 RUST_ROOTS = ["fire_trampoline", "fire_many_trampoline", "recursion_trampoline", "sys_fire",
               "sys_recursion"]
 
@@ -172,7 +175,7 @@ def main():
             problems.append(f"{n}: {funcs[n].indirect} indirect call(s) in the fire path")
         todo.extend(funcs[n].calls)
     worst = 0
-    for root in SHIM_ROOTS:
+    for root in SHIM_ROOTS + [r for r in OPTIONAL_ROOTS if r in funcs]:
         if root not in funcs:
             sys.exit(f"stackcheck: no {root} in {a.ko}")
         shim = deepest(funcs, root, [], memo, problems)

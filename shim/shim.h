@@ -273,6 +273,27 @@ unsigned long oxt_tp_record(void);
 /* 0, or -EFAULT when user memory [src, src + len) of current can't be read. */
 long oxt_read_user_nofault(void *dst, unsigned long src, size_t len);
 
+/*
+ * User-space probes (uprobe.c): a uprobe on the instruction at file offset
+ * `offset` of the regular file at `path`, with USDT semaphore `ref_ctr` (a
+ * file offset, or 0), that fires only in the address space process `pid` has
+ * now.  Registered here (ERR_PTR: ESRCH the process is gone, EPERM it is the
+ * caller's own or one it may not trace, EINVAL a kernel thread, a file that is
+ * not regular, an offset past its end or an instruction uprobes can't probe;
+ * kern_path()'s errno for the path), disabled: a hit calls
+ * ops->fire(cookie, slot, regs, false) under the action guard with interrupts
+ * off, regs the user registers, only while enabled.  oxt_uprobes_free()
+ * unregisters and frees u[0..n) and returns when no handler still runs.
+ */
+struct oxt_uprobe;
+struct oxt_uprobe *oxt_uprobe_alloc(const char *path, u64 offset, u64 ref_ctr, int pid,
+				    const struct oxt_probe_ops *ops, void *cookie,
+				    unsigned int slot);
+void oxt_uprobe_enable(struct oxt_uprobe *u, bool on);
+void oxt_uprobes_free(struct oxt_uprobe **u, unsigned int n);
+/* Whether the kernel has uprobes (CONFIG_UPROBES). */
+bool oxt_uprobes_available(void);
+
 /* Module exit: releases what the providers set up for the module's lifetime. */
 void oxt_provider_exit(void);
 

@@ -8,7 +8,7 @@
 
 use crate::abi;
 use crate::glue::pt::Pt;
-use crate::glue::session::{AggTaken, AttachReq, Drain, LoadFail, Session};
+use crate::glue::session::{AggTaken, AttachReq, Drain, LoadFail, Session, UserTables};
 use crate::program::ProbeKind;
 use crate::sys::cpu;
 use crate::sys::kprobe::ProbeSet;
@@ -199,12 +199,13 @@ impl Consumer {
         &self,
         image: VVec<u8>,
         attach: &[AttachReq<'_>],
-    ) -> Result<(u32, u32), LoadFail> {
+        user: &UserTables<'_>,
+    ) -> Result<(u32, u32, u32), LoadFail> {
         let mut inner = self.inner.lock();
         if !matches!(inner.state, State::Idle) {
             return Err(EBUSY.into());
         }
-        let l = Session::load(image, attach, inner.pt.clone())?;
+        let l = Session::load(image, attach, user, inner.pt.clone())?;
         inner.state = State::Loaded {
             prog: Program {
                 providers: l.providers,
@@ -212,7 +213,7 @@ impl Consumer {
                 drain: l.drain,
             },
         };
-        Ok((l.nprobes, l.nskipped))
+        Ok((l.nprobes, l.nskipped, l.nuprobes))
     }
 
     /// GO: initialises the dynamic variables and starts their cleaner, runs BEGIN, then

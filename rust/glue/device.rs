@@ -4,8 +4,8 @@
 
 use crate::abi;
 use crate::glue::consumer::Consumer;
-use crate::glue::session::{AggTaken, AttachReq, LoadFail};
-use crate::limits::{MAX_ATTACH, MAX_NAMES, MAX_PROBE_NAME};
+use crate::glue::session::{AggTaken, AttachReq, LoadFail, UserTables};
+use crate::limits::{MAX_ATTACH, MAX_NAMES, MAX_PROBE_NAME, MAX_UATTACH};
 use crate::program;
 use crate::sys::cpu;
 use crate::sys::gfp_load;
@@ -31,6 +31,8 @@ plain_abi!(
     abi::CpuStatus,
     abi::Load,
     abi::Attach,
+    abi::Uattach,
+    abi::UsdtArg,
     abi::Snapshot,
     abi::ProbeInfo,
     abi::Probes,
@@ -75,6 +77,9 @@ impl FileOps for Device {
                 v.abi_minor = abi::ABI_MINOR;
                 v.ncpus = cpu::nr_cpu_ids();
                 v.features = abi::FEAT_KPROBES;
+                if crate::sys::uprobe::available() {
+                    v.features |= abi::FEAT_UPROBES;
+                }
                 if cpu::has_intel_pt() {
                     v.features |= abi::FEAT_INTEL_PT;
                 }
@@ -283,6 +288,8 @@ fn load(consumer: &Consumer, arg: usize) -> Result<i32> {
     if a.image_len as usize > program::MAX_IMAGE_SIZE
         || a.nattach as usize > MAX_ATTACH
         || a.names_len as usize > MAX_NAMES
+        || a.nuattach as usize > MAX_UATTACH
+        || a.nusdt_args as usize > crate::uprobe::MAX_USDT_ARGS_TOTAL
     {
         return Err(E2BIG);
     }
@@ -303,6 +310,13 @@ fn load(consumer: &Consumer, arg: usize) -> Result<i32> {
     for _ in 0..a.nattach {
         entries.push(r.read::<abi::Attach>()?, gfp_load())?;
     }
+    let uentries = read_table::<abi::Uattach>(a.uattach, a.nuattach)?;
+    let uargs = read_table::<abi::UsdtArg>(a.usdt_args, a.nusdt_args)?;
+    let user = UserTables {
+        entries: &uentries,
+        args: &uargs,
+        names: &names,
+    };
     let mut reqs = KVVec::with_capacity(entries.len(), gfp_load())?;
     for (i, e) in entries.iter().enumerate() {
         let Some(name) = attach_name(&names, e) else {
@@ -320,10 +334,11 @@ fn load(consumer: &Consumer, arg: usize) -> Result<i32> {
             gfp_load(),
         )?;
     }
-    match consumer.load(image, &reqs) {
-        Ok((nprobes, nskipped)) => {
+    match consumer.load(image, &reqs, &user) {
+        Ok((nprobes, nskipped, nuprobes)) => {
             a.nprobes = nprobes;
             a.nskipped = nskipped;
+            a.nuprobes = nuprobes;
             a.err_kind = abi::LOADERR_NONE;
             write_arg(out, &a)
         }
@@ -346,6 +361,16 @@ fn load(consumer: &Consumer, arg: usize) -> Result<i32> {
             Err(err)
         }
     }
+}
+
+/// `n` entries of `T` read from user address `addr`.
+fn read_table<T: FromBytes>(addr: u64, n: u32) -> Result<KVVec<T>> {
+    let mut v = KVVec::with_capacity(n as usize, gfp_load())?;
+    let mut r = UserSlice::new(addr as usize, n as usize * core::mem::size_of::<T>()).reader();
+    for _ in 0..n {
+        v.push(r.read::<T>()?, gfp_load())?;
+    }
+    Ok(v)
 }
 
 /// The checked name of an attach entry: in bounds, NUL-terminated, 1 to 63 bytes.

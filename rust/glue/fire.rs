@@ -5,7 +5,7 @@
 //! Like the "probe context" group of illumos `dtrace.c`, this file is the one room for code
 //! that runs when a probe fires: [`fire`] (called through the session's [`Handler`] by
 //! `sys::kprobe` for kprobes, kretprobes and ticks, by `sys::provider` for profile and
-//! tracepoint probes, and through the session's [`SyscallHandler`] for system calls),
+//! tracepoint probes, by `sys::uprobe` for user-space probes (pid and USDT), and through the session's [`SyscallHandler`] for system calls),
 //! `fire_many` (for the entry probes of one function, which the ftrace set hits at once),
 //! BEGIN and END ([`Session::fire_special`], run through `sys::xcall::as_action`), the
 //! recursion counter, and [`KernelEnv`], what the interpreter sees of the kernel.
@@ -46,11 +46,12 @@ use crate::sys::percpu::ActionCtx;
 use crate::sys::provider::SyscallHandler;
 use crate::sys::task;
 use crate::sys::xcall;
+use crate::uprobe::{self, UsdtFault};
 use crate::ustack::UserRegs;
 use core::sync::atomic::{AtomicU64, Ordering};
 
 /// Where `stack()` walks from for a probe of `kind`: the registers of fbt and profile probes
-/// are the probed context's own.
+/// are the probed context's own. (User-space probes have no kernel stack: `kernel_stack`.)
 fn stack_from(kind: ProbeKind) -> StackFrom {
     match kind {
         ProbeKind::FbtEntry => StackFrom::Entry,
@@ -189,7 +190,11 @@ fn firing<'a>(
         }
         None => (s.cpus.local(ctx), None),
     };
-    let vm = Vm::with(&mut st.vm, &mut st.scratch, &s.vm).ok()?;
+    let mut vm = Vm::with(&mut st.vm, &mut st.scratch, &s.vm).ok()?;
+    if slot.kind == ProbeKind::Usdt {
+        // Its arguments may fault (`builtin_fallible`): its clauses run in the interpreter.
+        vm.without_shapes();
+    }
     st.room.ts = 0;
     let env = KernelEnv {
         s,
@@ -385,8 +390,9 @@ impl KernelEnv<'_> {
                 ArgSource::KernelPc => self.regs.kernel_pc(),
                 ArgSource::UserPc => self.regs.user_pc(),
                 ArgSource::Record => crate::sys::provider::tp_record(),
-                // The pid and USDT providers have no probes yet.
-                ArgSource::ReturnOffset | ArgSource::UsdtArg(_) => 0,
+                ArgSource::ReturnOffset => self.s.user_slot(self.slot).map_or(0, |u| u.roff),
+                // `builtin_fallible` is the interpreter's way here, with the fault.
+                ArgSource::UsdtArg(n) => self.usdt_arg(n).unwrap_or(0),
             };
         }
         match b {
@@ -418,6 +424,28 @@ impl KernelEnv<'_> {
     }
 }
 
+impl KernelEnv<'_> {
+    /// USDT operand `n` of the firing probe: 0 past its operands, a `BadAddr` fault when
+    /// it is in user memory that can't be read.
+    #[inline(never)]
+    fn usdt_arg(&mut self, n: u32) -> Result<u64, action::FaultKind> {
+        let s = self.s;
+        let Some(a) = s
+            .user_slot(self.slot)
+            .and_then(|u| s.user_args(u).get(n as usize))
+        else {
+            return Ok(0);
+        };
+        let regs = self.regs;
+        let reg = |i: u8| regs.user_reg(i as u32);
+        let mem = |addr: u64, out: &mut [u8]| task::read_user(addr, out);
+        uprobe::usdt_eval(a, reg, mem).map_err(|f| match f {
+            UsdtFault::BadAddr(addr) => action::FaultKind::BadAddr(addr),
+            UsdtFault::Invalid => action::FaultKind::Invalid,
+        })
+    }
+}
+
 impl Env for KernelEnv<'_> {
     // `pid`, `tid` and `timestamp` (the keys of `@[pid]` and `self->`, the latency
     // script's clock) without the call and the compare tree of every other built-in.
@@ -432,8 +460,21 @@ impl Env for KernelEnv<'_> {
         }
     }
 
+    fn builtin_fallible(&mut self, b: Builtin) -> Result<u64, action::FaultKind> {
+        if self.slot.kind == ProbeKind::Usdt && self.faulting.is_none() {
+            if let Some(ArgSource::UsdtArg(n)) = probe::arg_source(ProbeKind::Usdt, b) {
+                return self.usdt_arg(n);
+            }
+        }
+        Ok(self.builtin(b))
+    }
+
     fn builtin_str(&mut self, b: Builtin, out: &mut [u8]) -> usize {
         let kind = self.slot.kind;
+        if let Some(u) = self.s.user_slot(self.slot) {
+            // The whole name, which the slot's function may have cut.
+            return probe::describe(kind, self.s.user_name(u), 0, b, out).unwrap_or(0);
+        }
         match b {
             Builtin::Execname => task::comm(out),
             Builtin::Probeprov | Builtin::Probemod | Builtin::Probefunc | Builtin::Probename => {
@@ -549,11 +590,19 @@ impl Env for KernelEnv<'_> {
         self.write(rec.kind as u32, rec.id, rec.data)
     }
 
+    // A user-space probe fired in user mode: its kernel stack is only the uprobe machinery
+    // that reports the breakpoint, none of the probed context's (DTrace's is empty too).
     fn kernel_stack(&mut self, out: &mut [u64]) -> usize {
+        if probe::is_user(self.slot.kind) {
+            return 0;
+        }
         self.regs.kernel_stack(out, stack_from(self.slot.kind))
     }
 
     fn kernel_stack_depth(&mut self) -> usize {
+        if probe::is_user(self.slot.kind) {
+            return 0;
+        }
         self.regs.kernel_stack_depth(stack_from(self.slot.kind))
     }
 

@@ -27,7 +27,9 @@ use crate::sys::kprobe::ProbeSet;
 use crate::sys::percpu::{ActionCtx, PerCpu};
 use crate::sys::provider::Providers;
 use crate::sys::switchbuf::{Halves, HalvesMem, Switcher};
+use crate::sys::uprobe::UprobeAt;
 use crate::sys::xcall;
+use crate::uprobe;
 use core::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use kernel::prelude::*;
 use kernel::str::CStr;
@@ -56,6 +58,18 @@ impl ProbeSlot {
     pub(super) fn func(&self) -> &[u8] {
         &self.func[..self.func_len]
     }
+}
+
+/// What a user-space probe's slot keeps beyond a [`ProbeSlot`] (slot `nattach + i` has
+/// [`Session::users`]`[i]`): its whole name, which PROBES cuts to `PROBE_FUNC_LEN` but
+/// `probeprov` and friends read in full, the return offset and the USDT operands.
+pub(crate) struct UserSlot {
+    /// `provider:module:function:name`: the range in [`Session::user_names`].
+    pub(super) name: (u32, u32),
+    /// Pid return probes' `arg0`.
+    pub(super) roff: u64,
+    /// USDT operands: the range in [`Session::usdt_args`].
+    pub(super) args: (u32, u32),
 }
 
 /// Adds `n` to a counter that only this CPU writes, without a locked instruction.
@@ -195,6 +209,14 @@ pub(crate) struct Session {
     pub(super) syscalls: SyscallSlots,
     /// The speculations, if the program speculates.
     pub(super) specs: Option<Specs>,
+    /// Entries of LOAD's fbt attach list: the user-space probes' slots follow them.
+    pub(super) nattach: u32,
+    /// The user-space probes' slots, in the order of LOAD's uattach table.
+    pub(super) users: KVVec<UserSlot>,
+    /// Their names, one after the other (no NULs).
+    pub(super) user_names: KVVec<u8>,
+    /// Their USDT operands, as LOAD's usdt_args table.
+    pub(super) usdt_args: KVVec<abi::UsdtArg>,
     /// The memory budget this session holds, released with it.
     _charge: MemCharge,
 }
@@ -262,6 +284,28 @@ pub(crate) struct AttachReq<'a> {
     pub(crate) name: &'a CStr,
 }
 
+/// LOAD's user-space probe tables, as received: checked by [`Session::load`].
+pub(crate) struct UserTables<'a> {
+    pub(crate) entries: &'a [abi::Uattach],
+    pub(crate) args: &'a [abi::UsdtArg],
+    /// The names buffer the entries' `name` and `path` point into.
+    pub(crate) names: &'a [u8],
+}
+
+impl UserTables<'_> {
+    /// The bytes a session keeps of them: charged to the memory budget.
+    fn bytes(&self) -> u64 {
+        let names: usize = self
+            .entries
+            .iter()
+            .map(|e| uprobe::names_str(self.names, e.name).map_or(0, <[u8]>::len))
+            .sum();
+        (self.entries.len() * core::mem::size_of::<UserSlot>()
+            + core::mem::size_of_val(self.args)
+            + names) as u64
+    }
+}
+
 /// The result of a LOAD.
 pub(crate) struct Loaded {
     /// The syscall hooks, profile timers and tracepoint counters that call the session;
@@ -272,19 +316,30 @@ pub(crate) struct Loaded {
     pub(crate) drain: Drain,
     pub(crate) nprobes: u32,
     pub(crate) nskipped: u32,
+    /// User-space probes registered.
+    pub(crate) nuprobes: u32,
 }
 
 impl Session {
     /// Parses and verifies `image_buf`, builds the per-CPU state, and registers every probe
-    /// (disabled). `attach` says where the fbt descriptions go.
+    /// (disabled). `attach` says where the fbt descriptions go, `user` where the user-space
+    /// ones do.
     pub(crate) fn load(
         image_buf: VVec<u8>,
         attach: &[AttachReq<'_>],
+        user: &UserTables<'_>,
         pt: Option<Arc<Pt>>,
     ) -> Result<Loaded, LoadFail> {
         let prog = OwnedImage::load::<LoadFail>(image_buf)?;
         let image = *prog.image();
         let scratch = prog.scratch();
+
+        // The user-space probe table, entry by entry, before anything is allocated for it.
+        for (i, e) in user.entries.iter().enumerate() {
+            if let Err((why, arg)) = uprobe::check_uattach(&image, user.names, user.args, e) {
+                return Err(Refusal::uattach(i as u32, why, arg).into());
+            }
+        }
 
         // Clauses by probe description: for each, its range `start..end` in `desc_clauses`.
         let ndesc = image.probe_count();
@@ -327,7 +382,8 @@ impl Session {
                 agg_words as u64 * 8,
                 DynVars::bytes(&image),
                 scratch as u64,
-                prog.len() as u64,
+                // The user-space probe tables count with the image, as part of the program.
+                (prog.len() as u64).saturating_add(user.bytes()),
             )
             .with_spec(spec_bytes),
         )?;
@@ -375,8 +431,10 @@ impl Session {
             cpu_counters.push(CpuCounters::default(), gfp_load())?;
         }
 
-        // Slots: fbt ones from the attach list, one for each other description.
-        let mut nslots = attach.len();
+        // Slots: fbt ones from the attach list, user-space ones from the uattach table, one
+        // for each other description.
+        let nlisted = attach.len() + user.entries.len();
+        let mut nslots = nlisted;
         for d in 0..ndesc {
             let p = image.probe(d).ok_or(EINVAL)?;
             if !probe::by_attach_list(p.kind) {
@@ -391,15 +449,19 @@ impl Session {
             counters.push(CounterLine::default(), gfp_load())?;
         }
         // EPIDs go in program order (`probe::EpidBases`): by description, then its slots in
-        // the order made below (the attach list's, then one per other description), which
-        // the tool reads back from PROBES.
+        // the order made below (the attach list's, the uattach table's, then one per other
+        // description), which the tool reads back from PROBES.
         let others = (0..ndesc as u32).filter(|&d| {
             image
                 .probe(d as usize)
                 .is_some_and(|p| !probe::by_attach_list(p.kind))
         });
         // `Iterator::` because the kernel's `Init` has a `chain` too.
-        let slot_descs = Iterator::chain(attach.iter().map(|a| a.desc), others);
+        let listed = Iterator::chain(
+            attach.iter().map(|a| a.desc),
+            user.entries.iter().map(|e| e.probe),
+        );
+        let slot_descs = Iterator::chain(listed, others);
         let mut epid_descs = KVec::from_elem(probe::DescEpids::default(), ndesc, gfp_load())?;
         let mut epids = probe::EpidBases::new(&image, &mut epid_descs, slot_descs);
         let mut slot = |id: usize, desc: u32, kind: ProbeKind, func: &[u8]| -> ProbeSlot {
@@ -423,10 +485,30 @@ impl Session {
                 gfp_load(),
             )?;
         }
+        let mut users = KVVec::with_capacity(user.entries.len(), gfp_load())?;
+        let mut user_names = KVVec::new();
+        for e in user.entries {
+            let p = image.probe(e.probe as usize).ok_or(EINVAL)?;
+            // `check_uattach` found the name.
+            let name = uprobe::names_str(user.names, e.name).ok_or(EINVAL)?;
+            slots.push(slot(slots.len(), e.probe, p.kind, name), gfp_load())?;
+            let start = user_names.len() as u32;
+            user_names.extend_from_slice(name, gfp_load())?;
+            users.push(
+                UserSlot {
+                    name: (start, user_names.len() as u32),
+                    roff: e.roff,
+                    args: (e.arg_first, e.arg_first + e.nargs),
+                },
+                gfp_load(),
+            )?;
+        }
+        let mut usdt_args = KVVec::with_capacity(user.args.len(), gfp_load())?;
+        usdt_args.extend_from_slice(user.args, gfp_load())?;
         for d in 0..ndesc as u32 {
             let p = image.probe(d as usize).ok_or(EINVAL)?;
             if !probe::by_attach_list(p.kind) {
-                // Its id is `probe::other_probe_id(&image, attach.len(), d)`; a syscall
+                // Its id is `probe::other_probe_id(&image, nlisted, d)`; a syscall
                 // probe's function is the call's name.
                 let func = image.probe_func(d as usize).unwrap_or_default();
                 slots.push(slot(slots.len(), d, p.kind, func), gfp_load())?;
@@ -458,6 +540,10 @@ impl Session {
                 pt,
                 syscalls,
                 specs,
+                nattach: attach.len() as u32,
+                users,
+                user_names,
+                usdt_args,
                 _charge: charge,
             },
             gfp_load(),
@@ -491,7 +577,33 @@ impl Session {
                 }
             }
         }
-        for i in attach.len()..nslots {
+        // User-space probes: registered now, so that the entry that fails is named.
+        for (j, e) in user.entries.iter().enumerate() {
+            let i = attach.len() + j;
+            let Some(path) = uprobe::names_str(user.names, e.path).and_then(|p| {
+                CStr::from_bytes_with_nul(user.names.get(e.path as usize..)?.get(..=p.len())?).ok()
+            }) else {
+                return Err(EINVAL.into());
+            };
+            let at = UprobeAt {
+                path,
+                offset: e.offset,
+                ref_ctr: e.ref_ctr,
+                pid: e.pid,
+            };
+            match providers.add_uprobe(&at, i as u32) {
+                Ok(()) => attached[e.probe as usize] = true,
+                Err(_) if e.flags & abi::ATTACH_OPTIONAL != 0 => nskipped += 1,
+                Err(err) => {
+                    return Err(LoadFail {
+                        kind: abi::LOADERR_UATTACH,
+                        index: j as u32,
+                        ..LoadFail::plain(err)
+                    })
+                }
+            }
+        }
+        for i in nlisted..nslots {
             let sl = &probes.handler().slots[i];
             let desc = sl.desc as usize;
             attached[desc] = true;
@@ -521,6 +633,7 @@ impl Session {
             return Err(Refusal::probe_missing(d as u32).into());
         }
         let nprobes = probes.kprobes() as u32;
+        let nuprobes = providers.uprobes() as u32;
         let mut agg_pending = KVec::with_capacity(ncpus as usize, gfp_load())?;
         for _ in 0..ncpus {
             agg_pending.push(None, gfp_load())?;
@@ -537,7 +650,30 @@ impl Session {
             drain,
             nprobes,
             nskipped,
+            nuprobes,
         })
+    }
+
+    /// The user-space probe data of `slot`, if it is a user-space probe's.
+    pub(super) fn user_slot(&self, slot: &ProbeSlot) -> Option<&UserSlot> {
+        if !probe::is_user(slot.kind) {
+            return None;
+        }
+        self.users.get(slot.id.wrapping_sub(self.nattach) as usize)
+    }
+
+    /// The whole `provider:module:function:name` of a user-space probe's slot.
+    pub(super) fn user_name(&self, u: &UserSlot) -> &[u8] {
+        self.user_names
+            .get(u.name.0 as usize..u.name.1 as usize)
+            .unwrap_or_default()
+    }
+
+    /// The USDT operands of a user-space probe's slot.
+    pub(super) fn user_args(&self, u: &UserSlot) -> &[abi::UsdtArg] {
+        self.usdt_args
+            .get(u.args.0 as usize..u.args.1 as usize)
+            .unwrap_or_default()
     }
 
     /// The counters of `slot` on `cpu`; `None` if either is out of range (probe context

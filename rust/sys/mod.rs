@@ -17,6 +17,7 @@ pub(crate) mod provider;
 pub(crate) mod shim;
 pub(crate) mod switchbuf;
 pub(crate) mod task;
+pub(crate) mod uprobe;
 pub(crate) mod xcall;
 
 use kernel::alloc::Flags;

@@ -11,12 +11,15 @@
 //! to the [`Handler`] of `sys::kprobe` like a tick's. A tracepoint probe is a perf
 //! tracepoint counter per CPU whose every hit carries the event's record (perf builds it in
 //! the event's format), handed to the same [`Handler`]. Hooks are registered at enable and
-//! unregistered at disable; dropping the set waits until no hit can still run.
+//! unregistered at disable; dropping the set waits until no hit can still run. The set also
+//! holds the program's user-space probes (`sys::uprobe`), registered at LOAD and enabled and
+//! disabled with the rest.
 
 use crate::sys::gfp_load;
 use crate::sys::kprobe::{Handler, Regs, Vtable};
 use crate::sys::percpu::ActionCtx;
 use crate::sys::shim;
+use crate::sys::uprobe::{UprobeAt, Uprobes};
 use core::marker::PhantomData;
 use core::ptr::NonNull;
 use kernel::error::{from_err_ptr, to_result};
@@ -93,6 +96,8 @@ pub(crate) struct Providers<H: Handler + SyscallHandler> {
     sys: [Option<NonNull<shim::Syshook>>; 2],
     profiles: KVec<NonNull<shim::Profile>>,
     tracepoints: KVec<NonNull<shim::Tpev>>,
+    /// User-space probes (`sys::uprobe`), registered at LOAD, enabled with the rest.
+    uprobes: Uprobes<H>,
     cookie: *const H,
     enabled: bool,
 }
@@ -115,6 +120,9 @@ impl<H: Handler + SyscallHandler> Providers<H> {
             sys: [None, None],
             profiles: KVec::new(),
             tracepoints: KVec::new(),
+            // SAFETY: the caller keeps `handler` alive and in place until the set is
+            // dropped, and `uprobes` is dropped with it.
+            uprobes: unsafe { Uprobes::new(handler) },
             cookie: handler,
             enabled: false,
         }
@@ -172,6 +180,17 @@ impl<H: Handler + SyscallHandler> Providers<H> {
         Ok(())
     }
 
+    /// Registers a user-space probe at `at` (see [`Uprobes::add`]); its hits call the
+    /// handler with `slot` once the set is enabled.
+    pub(crate) fn add_uprobe(&mut self, at: &UprobeAt<'_>, slot: u32) -> Result {
+        self.uprobes.add(at, slot)
+    }
+
+    /// Number of user-space probes registered.
+    pub(crate) fn uprobes(&self) -> usize {
+        self.uprobes.len()
+    }
+
     /// Registers the hooks and starts the timers.
     pub(crate) fn enable(&mut self) -> Result {
         if self.enabled {
@@ -196,6 +215,7 @@ impl<H: Handler + SyscallHandler> Providers<H> {
             // SAFETY: `t` is live (type invariant).
             unsafe { shim::oxt_tpev_enable(t.as_ptr()) };
         }
+        self.uprobes.enable();
         self.enabled = true;
         Ok(())
     }
@@ -205,6 +225,7 @@ impl<H: Handler + SyscallHandler> Providers<H> {
         if !self.enabled {
             return;
         }
+        self.uprobes.disable();
         for h in self.sys.iter().flatten() {
             // SAFETY: `h` is live (type invariant).
             unsafe { shim::oxt_syshook_disable(h.as_ptr()) };

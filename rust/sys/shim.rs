@@ -238,3 +238,25 @@ extern "C" {
     pub(crate) fn oxt_tp_record() -> c_ulong;
     pub(crate) fn oxt_read_user_nofault(dst: *mut c_void, src: c_ulong, len: usize) -> c_long;
 }
+
+/// `struct oxt_uprobe` (a uprobe consumer for one process), only ever handled by pointer.
+#[repr(C)]
+pub(crate) struct Uprobe {
+    _opaque: [u8; 0],
+}
+
+// shim/uprobe.c: user-space probes.
+extern "C" {
+    pub(crate) fn oxt_uprobe_alloc(
+        path: *const c_char,
+        offset: u64,
+        ref_ctr: u64,
+        pid: c_int,
+        ops: *const ProbeOps,
+        cookie: *mut c_void,
+        slot: c_uint,
+    ) -> *mut Uprobe;
+    pub(crate) fn oxt_uprobe_enable(u: *mut Uprobe, on: bool);
+    pub(crate) fn oxt_uprobes_free(u: *mut *mut Uprobe, n: c_uint);
+    pub(crate) fn oxt_uprobes_available() -> bool;
+}
