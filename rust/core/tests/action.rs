@@ -1516,3 +1516,44 @@ fn other_programs_keep_their_instructions() {
         }
     }
 }
+
+/// A built-in that faults where read (a USDT operand in unreadable user memory): the
+/// interpreter's `ldb` reports the environment's fault; a firing that may fault runs
+/// without shapes (`Vm::without_shapes`), so the same program faults there too, where as
+/// a shape it would read the infallible `Env::builtin`.
+#[test]
+fn fallible_builtin_faults_without_shapes() {
+    let dict = TDict {
+        aggs: vec![KeyLayout::NONE],
+        ..TDict::default()
+    };
+    let arg1 = Builtin::Arg1 as u32;
+    // `@ = sum(arg1)`: a shape.
+    let sum = [
+        insn(Op::Ldb, 1, 0, 0, arg1),
+        ldi(2, 1),
+        insn(Op::Agg, 0, 1, 2, 0),
+        RET0,
+    ];
+    let b = code_bytes(&sum);
+    let v = verify(Code::new(&b).unwrap(), &dict, LIMIT).unwrap();
+    let mut buf = vec![DInsn::NOP; sum.len()];
+    let v = v.decode_into(&dict, &mut buf).unwrap();
+    assert!(v.shaped());
+    let mut env = TEnv::default();
+    env.faulting.insert(arg1, 16);
+    // As a shape: the infallible reading, 11.
+    let (r, _) = run_verified_as(&v, &dict, &mut env, true);
+    assert_eq!(r, Ok(0));
+    assert_eq!(env.aggs, vec![(0, vec![], [11, 1])]);
+    // Without shapes: the fault, at the `ldb`, and no update.
+    let (r, _) = run_verified_as(&v, &dict, &mut env, false);
+    let f = r.unwrap_err();
+    assert_eq!((f.kind, f.pc), (FaultKind::BadAddr(16), 0));
+    assert_eq!(env.aggs.len(), 1);
+    // Other built-ins read as ever.
+    env.faulting.clear();
+    let (r, _) = run_verified_as(&v, &dict, &mut env, false);
+    assert_eq!(r, Ok(0));
+    assert_eq!(env.aggs.len(), 2);
+}

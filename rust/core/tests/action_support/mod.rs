@@ -134,6 +134,8 @@ pub struct TEnv {
     pub spec_unavail: u64,
     /// Signals `raise()` sent.
     pub raised: Vec<u64>,
+    /// Built-ins whose reading faults (`builtin_fallible`) with `BadAddr` at this address.
+    pub faulting: HashMap<u32, u64>,
 }
 
 impl Default for TEnv {
@@ -186,6 +188,7 @@ impl Default for TEnv {
             spec_drops: 0,
             spec_unavail: 0,
             raised: vec![],
+            faulting: HashMap::new(),
         }
     }
 }
@@ -193,6 +196,12 @@ impl Default for TEnv {
 impl Env for TEnv {
     fn builtin(&mut self, b: Builtin) -> u64 {
         self.builtins.get(&(b as u32)).copied().unwrap_or(0)
+    }
+    fn builtin_fallible(&mut self, b: Builtin) -> Result<u64, FaultKind> {
+        match self.faulting.get(&(b as u32)) {
+            Some(&addr) => Err(FaultKind::BadAddr(addr)),
+            None => Ok(self.builtin(b)),
+        }
     }
     fn builtin_str(&mut self, b: Builtin, out: &mut [u8]) -> usize {
         let s = self.strs.get(&(b as u32)).cloned().unwrap_or_default();
@@ -374,10 +383,23 @@ pub fn run_verified(
     dict: &TDict,
     env: &mut TEnv,
 ) -> (Result<u64, Fault>, Losses) {
+    run_verified_as(v, dict, env, true)
+}
+
+/// [`run_verified`], as a firing that allows shapes or not (`Vm::without_shapes`).
+pub fn run_verified_as(
+    v: &Verified<'_>,
+    dict: &TDict,
+    env: &mut TEnv,
+    shapes: bool,
+) -> (Result<u64, Fault>, Losses) {
     let mut scratch = vec![0u8; scratch_size(dict.nlocals, dict.strsize, v.string_allocs())];
     let mut vmst = VmState::new();
     let mut vm = Vm::new(&mut vmst, &mut scratch, dict.nlocals, dict.strsize).unwrap();
     dirty_registers(&mut vm, dict);
+    if !shapes {
+        vm.without_shapes();
+    }
     vm.begin_clause();
     let r = vm.run(v, dict, env);
     (r, vm.losses())
