@@ -766,7 +766,7 @@ impl Session {
             probe: sl.desc,
             ..Default::default()
         };
-        if sl.kind == ProbeKind::FbtReturn {
+        if matches!(sl.kind, ProbeKind::FbtReturn | ProbeKind::PidReturn) {
             out.flags |= abi::PROBE_RETURN;
         }
         out.func[..sl.func_len].copy_from_slice(sl.func());
