@@ -97,6 +97,18 @@ struct target {
 	int ack;	/* its stdout */
 };
 
+/* Waits for the target's "d": it answers once ready, in its own image. */
+static int wait_ready(struct target *t)
+{
+	char buf[2];
+
+	return read(t->ack, buf, 2) == 2 && buf[0] == 'd' ? 0 : -1;
+}
+
+/*
+ * Starts the target and waits until it has exec'd: a LOAD before that would
+ * name the forked copy of this process's address space, which exec replaces.
+ */
 static int start_target(struct target *t)
 {
 	int in[2], out[2];
@@ -116,19 +128,15 @@ static int start_target(struct target *t)
 	close(out[1]);
 	t->cmd = in[1];
 	t->ack = out[0];
-	return 0;
+	return wait_ready(t);
 }
 
 /* Sends one command and waits for the target's "d". */
 static int tell(struct target *t, const char *cmd)
 {
-	char buf[2];
-
 	if (write(t->cmd, cmd, strlen(cmd)) != (ssize_t)strlen(cmd))
 		return -1;
-	if (read(t->ack, buf, 2) != 2 || buf[0] != 'd')
-		return -1;
-	return 0;
+	return wait_ready(t);
 }
 
 /* Tells the target to quit; its exit status, or -1. */
@@ -397,6 +405,7 @@ TEST_F(up, fires_in_target_only)
 	ASSERT_EQ(0, tell(&self->t, "c 2\n"));
 	ASSERT_EQ(0, probe_info(self->fd, 0, &pi));
 	EXPECT_EQ(0, pi.fired);
+	EXPECT_EQ(0, pi.flags);
 	EXPECT_STREQ("pid:oxt_utarget:" TARGET_FN ":entry", pi.func);
 	ASSERT_EQ(0, ioctl(self->fd, OXT_IOC_GO));
 	ASSERT_EQ(0, tell(&self->t, "c 7\n"));
@@ -430,9 +439,26 @@ TEST_F(up, return_probe_args)
 	ASSERT_EQ(0, ioctl(self->fd, OXT_IOC_GO));
 	ASSERT_EQ(0, tell(&self->t, "c 4\n"));
 	ASSERT_EQ(0, probe_info(self->fd, 0, &pi));
+	EXPECT_EQ(OXT_PROBE_RETURN, pi.flags);
 	EXPECT_EQ(4, pi.fired);
 	/* each of the three clauses faulted: arg0 == roff, arg1 == retval == 42 + 43 */
 	EXPECT_EQ(12, pi.errors);
+	ASSERT_EQ(0, ioctl(self->fd, OXT_IOC_STOP));
+}
+
+TEST_F(up, stacks)
+{
+	struct oxt_probe_info pi;
+
+	ld_init(&self->d, uprobe_img_stacks, sizeof(uprobe_img_stacks), 1, self->t.pid,
+		self->off);
+	ASSERT_EQ(0, ld_load(self->fd, &self->d));
+	ASSERT_EQ(0, ioctl(self->fd, OXT_IOC_GO));
+	ASSERT_EQ(0, tell(&self->t, "c 3\n"));
+	ASSERT_EQ(0, probe_info(self->fd, 0, &pi));
+	EXPECT_EQ(3, pi.fired);
+	/* both clauses faulted: a user stack to walk, no kernel stack */
+	EXPECT_EQ(6, pi.errors);
 	ASSERT_EQ(0, ioctl(self->fd, OXT_IOC_STOP));
 }
 

@@ -99,6 +99,35 @@ fn images() -> Vec<(&'static str, &'static str, Vec<u8>)> {
             ),
         ),
         (
+            "stacks",
+            "pid entry (desc 0), two clauses: faults when ustackdepth is not 0 (the \
+             user stack is there) and when stackdepth is 0 (no kernel stack)",
+            image(
+                &[ProbeKind::PidEntry],
+                &[
+                    (
+                        0,
+                        vec![
+                            insn(Op::Ustackdepth, 1, 0, 0, 0),
+                            insn(Op::Lnot, 1, 1, 0, 0),
+                            insn(Op::Ldi, 2, 0, 0, 1),
+                            insn(Op::Udiv, 3, 2, 1, 0),
+                            RET,
+                        ],
+                    ),
+                    (
+                        0,
+                        vec![
+                            insn(Op::Kstackdepth, 1, 0, 0, 0),
+                            insn(Op::Ldi, 2, 0, 0, 1),
+                            insn(Op::Udiv, 3, 2, 1, 0),
+                            RET,
+                        ],
+                    ),
+                ],
+            ),
+        ),
+        (
             "usdt",
             "USDT desc 0: faults when arg0 == 42; USDT desc 1: reads arg1 (a fault where \
              its operand's memory can't be read)",
