@@ -136,7 +136,12 @@ struct oxt_attach {
  * placed; the errno says why: ESRCH the process is gone, EPERM it is the
  * caller's own process or the caller may not trace it, ENOENT or EACCES the
  * file, EINVAL an offset past the file's end or an instruction uprobes cannot
- * probe, E2BIG the arguments of a USDT probe.
+ * probe, E2BIG the arguments of a USDT probe.  A malformed entry (EINVAL, or
+ * E2BIG for more than OXT_USDT_MAX_ARGS operands) has err_code the reason
+ * (rust/core/uprobe.rs UattachError: 1 reserved or flags, 2 probe, 3 name,
+ * 4 path, 5 pid, 6 a field its kind does not use, 7 operand range, 8 too
+ * many operands, 9 operand err_arg malformed); the kernel's own refusals
+ * (ESRCH, EPERM, ...) have err_code 0.
  */
 #define OXT_LOADERR_UATTACH	7
 
@@ -177,7 +182,11 @@ struct oxt_uattach {
 #define OXT_USDT_ARG_REG	2	/* the register `base` */
 #define OXT_USDT_ARG_MEM	3	/* memory at base + index * scale + value */
 
-/* Register numbers: DTrace's x86-64 uregs[] numbering (struct pt_regs order). */
+/*
+ * Register numbers: DTrace's x86-64 uregs[] numbering (struct pt_regs order,
+ * below 26).  Fields a kind does not use: base and index OXT_UREG_NONE,
+ * scale 0 or 1, and REG's value 0.
+ */
 #define OXT_UREG_NONE		0xff	/* MEM: no base or no index register */
 
 struct oxt_usdt_arg {
