@@ -12,6 +12,8 @@ BINDGEN_VERSION=${BINDGEN_VERSION:-0.69.5}
 APT_PKGS=(linux-source-6.12 clang libclang-dev lld llvm qemu-system-x86
 	busybox-static cpio flex bison bc libelf-dev libssl-dev kmod xz-utils
 	make gcc python3 rsync libipt-dev
+	# <sys/sdt.h>, for the USDT selftests and the tool's USDT tests
+	systemtap-sdt-dev
 	# pahole, for the test kernel's BTF (CONFIG_DEBUG_INFO_BTF)
 	dwarves
 	prometheus curl

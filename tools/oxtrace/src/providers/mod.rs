@@ -5,8 +5,13 @@
 pub mod argtypes;
 pub mod fbt;
 pub mod list;
+pub mod pid;
+pub mod process;
 mod syscall_protos;
 mod syscall_table;
 pub mod syscalls;
 pub mod tracefs;
 pub mod tracepoints;
+pub mod usdt;
+#[cfg(test)]
+mod user_tests;

@@ -15,13 +15,17 @@ use oxtrace_core::ustack::Style;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
-/// One file mapping of a process.
+/// One file mapping of a process (a line of `/proc/PID/maps` with a path).
 #[derive(Clone, Debug, PartialEq, Eq)]
-struct Mapping {
-    start: u64,
-    end: u64,
-    offset: u64,
-    path: String,
+pub struct Mapping {
+    /// First address.
+    pub start: u64,
+    /// Address past the end.
+    pub end: u64,
+    /// File offset of `start`.
+    pub offset: u64,
+    /// The mapped file's absolute path.
+    pub path: String,
 }
 
 /// The function symbols and load segments of one ELF file.
@@ -55,6 +59,31 @@ impl ElfSyms {
             })
             .collect();
         Some(Self { syms, segs })
+    }
+
+    /// Function symbols: address, size (0: unknown), name; sorted by address, one name
+    /// an address.
+    pub fn functions(&self) -> &[(u64, u64, String)] {
+        &self.syms
+    }
+
+    /// Load segments: file offset, file size, virtual address.
+    pub fn segments(&self) -> &[(u64, u64, u64)] {
+        &self.segs
+    }
+
+    /// The file offset of virtual address `v`, through the load segment whose file bytes
+    /// hold it.
+    pub fn file_offset(&self, v: u64) -> Option<u64> {
+        self.segs
+            .iter()
+            .find(|(_, n, a)| (*a..a + n).contains(&v))
+            .map(|(o, _, a)| v - a + o)
+    }
+
+    /// The function at virtual address `v` and the offset into it.
+    pub fn function_at(&self, v: u64) -> Option<(&str, u64)> {
+        self.lookup(v)
     }
 
     /// The virtual address of file offset `off`, through the segment that holds it.
@@ -99,7 +128,8 @@ pub struct Usyms {
     proc_root: String,
 }
 
-fn parse_maps(text: &str) -> Vec<Mapping> {
+/// The file mappings of a `/proc/PID/maps` text, in its order.
+pub fn parse_maps(text: &str) -> Vec<Mapping> {
     text.lines()
         .filter_map(|l| {
             let mut f = l.splitn(6, ' ');
