@@ -120,7 +120,12 @@ pub const TOOL_OPTIONS: &[&str] = &[
     "ustackframes",
     "maxframes",
     "rawbytes",
+    "maxuprobes",
 ];
+
+/// The default of option `maxuprobes`: most user-space probes (uprobes) a program may
+/// place; up to `oxtrace_core::limits::MAX_UATTACH`.
+pub const DEFAULT_MAX_UPROBES: usize = 10_000;
 
 /// The options `setopt()` may change while tracing: those the consumer uses.
 pub const RUNTIME_OPTIONS: &[&str] = &[

@@ -30,6 +30,8 @@ pub fn compile_items(
     opts: &super::CompileOptions,
 ) -> GResult<Compiled> {
     let mut c = Compiled::default();
+    let target = opts.macros.get("target").and_then(|t| t.parse().ok());
+    super::passes::user_spec::reset(target);
     for (name, value) in xopts {
         let text = match value {
             Some(v) => format!("{name}={v}"),

@@ -11,6 +11,8 @@ mod gen;
 mod passes;
 pub mod syntax;
 pub mod types;
+#[cfg(test)]
+mod user_tests;
 
 pub use error::{CompileError, Span};
 pub use syntax::parser::Macros;
@@ -55,6 +57,10 @@ pub struct ProbeSpec {
     pub period_ns: u64,
     /// The description as written.
     pub text: String,
+    /// User-space probes (pid and USDT kinds): the uprobes LOAD places for it.
+    pub uprobes: Vec<crate::providers::process::UserProbe>,
+    /// Functions its globs matched that were left out: no size to decode them by.
+    pub uskipped: u32,
 }
 
 /// An aggregation of the program (the user-level dictionary entry).

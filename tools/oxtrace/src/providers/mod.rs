@@ -14,4 +14,4 @@ pub mod tracefs;
 pub mod tracepoints;
 pub mod usdt;
 #[cfg(test)]
-mod user_tests;
+pub(crate) mod user_tests;

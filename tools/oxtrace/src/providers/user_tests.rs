@@ -31,10 +31,10 @@ int main(int argc, char **argv) {
 "#;
 
 /// The program built and running, stopped in its `fgets`; killed when dropped.
-struct Running {
-    child: Child,
-    exe: String,
-    counter: u64,
+pub(crate) struct Running {
+    pub(crate) child: Child,
+    pub(crate) exe: String,
+    pub(crate) counter: u64,
 }
 
 impl Drop for Running {
@@ -44,7 +44,8 @@ impl Drop for Running {
     }
 }
 
-fn run() -> Running {
+/// Builds the test program and runs it until it waits for its input.
+pub(crate) fn run() -> Running {
     static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let dir = std::env::temp_dir().join(format!("oxt-user-{}-{n}", std::process::id()));

@@ -65,6 +65,18 @@ pub(crate) fn set_option(
                 }
             }
         }
+        if name == "maxuprobes" {
+            let max = oxtrace_core::limits::MAX_UATTACH;
+            let v = value.ok_or_else(|| format!("option '{name}' requires a value"))?;
+            match v.parse::<usize>() {
+                Ok(n) if (1..=max).contains(&n) => {}
+                _ => {
+                    return Err(format!(
+                        "invalid value '{v}' for option '{name}': a probe count from 1 to {max}"
+                    ))
+                }
+            }
+        }
         if name == "quiet" {
             c.quiet = true;
         }

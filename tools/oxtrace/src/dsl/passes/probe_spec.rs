@@ -37,6 +37,8 @@ pub(crate) fn probe_spec(text: &str) -> Result<Vec<ProbeSpec>, String> {
             func: func.to_string(),
             period_ns: 0,
             text: text.to_string(),
+            uprobes: Vec::new(),
+            uskipped: 0,
         })
     };
     let other = |kind, period_ns| ProbeSpec {
@@ -44,6 +46,8 @@ pub(crate) fn probe_spec(text: &str) -> Result<Vec<ProbeSpec>, String> {
         func: String::new(),
         period_ns,
         text: text.to_string(),
+        uprobes: Vec::new(),
+        uskipped: 0,
     };
     // A `tick-N` or `profile-N` period; `what` and `eg` word the errors.
     let periodic = |kind, n: &str, what: [&str; 2], eg: &str| match parse_interval(n) {
@@ -111,17 +115,27 @@ pub(crate) fn probe_spec(text: &str) -> Result<Vec<ProbeSpec>, String> {
                 _ => Err(format!("fbt probes are named 'entry' or 'return', not '{name}'")),
             }
         }
-        [prov, ..] if !PROVIDERS.contains(prov) => {
-            let near = crate::providers::syscalls::nearby(prov, PROVIDERS.iter().copied());
-            Err(format!(
-                "unknown provider '{prov}'{} (supported: fbt, syscall, profile, tracepoint, sdt, kprobe, kretprobe, interval, BEGIN, END, tick-N, profile-N)",
-                crate::providers::syscalls::did_you_mean(&near)
-            ))
+        [prov, module, func, name] if !PROVIDERS.contains(prov) => {
+            match super::user_spec::user_spec(text, prov, module, func, name) {
+                Some(r) => r,
+                None => Err(unknown(prov)),
+            }
         }
+        [prov, ..] if !PROVIDERS.contains(prov) => Err(unknown(prov)),
         _ => Err(format!(
             "invalid probe description '{text}' (expected fbt::FUNC:entry, fbt::FUNC:return, syscall::NAME:entry, syscall::NAME:return, kprobe:FUNC, kretprobe:FUNC, BEGIN, END, tick-N or profile-N)"
         )),
     }
+}
+
+/// Words for provider `prov`, which is not one.
+fn unknown(prov: &str) -> String {
+    let near = crate::providers::syscalls::nearby(prov, PROVIDERS.iter().copied());
+    format!(
+        "unknown provider '{prov}'{} (supported: fbt, syscall, profile, tracepoint, sdt, kprobe, kretprobe, interval, BEGIN, END, tick-N, profile-N{})",
+        crate::providers::syscalls::did_you_mean(&near),
+        super::user_spec::unknown_hint()
+    )
 }
 
 /// The providers a description may name.
@@ -187,6 +201,8 @@ fn syscall(text: &str, module: &str, func: &str, name: &str) -> Result<Vec<Probe
                 func: s.name.to_string(),
                 period_ns: u64::from(s.nr),
                 text: text.to_string(),
+                uprobes: Vec::new(),
+                uskipped: 0,
             });
         }
     }
@@ -273,6 +289,8 @@ fn spec(text: &str, f: &Format) -> ProbeSpec {
         func: f.name.clone(),
         period_ns: f.id,
         text: text.to_string(),
+        uprobes: Vec::new(),
+        uskipped: 0,
     }
 }
 
