@@ -85,7 +85,7 @@ fn main() {
 
     // The unmodified image loads.
     let d = open();
-    let r = d.load(&base, &[], &[]);
+    let r = d.load(&base, &[], &[], (&[], &[]));
     t.check(
         r.is_ok(),
         "the base image loads",
@@ -104,7 +104,7 @@ fn main() {
         let o = at + 8 * idx as usize;
         img[o..o + 8].copy_from_slice(&word.to_le_bytes());
         let d = open();
-        match d.load(&img, &[], &[]) {
+        match d.load(&img, &[], &[], (&[], &[])) {
             Ok(_) => t.check(false, &format!("{what} rejected"), "LOAD succeeded"),
             Err(b) => {
                 let (e, l) = *b;
@@ -171,7 +171,7 @@ fn main() {
         } else {
             (Vec::new(), Vec::new())
         };
-        match d.load(&img, &att, &names) {
+        match d.load(&img, &att, &names, (&[], &[])) {
             Ok(_) => {
                 loaded += 1;
                 d = open();

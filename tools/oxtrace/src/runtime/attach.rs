@@ -18,6 +18,14 @@ pub struct AttachTable {
     /// Functions a glob matched that are unsafe to probe, left out: (description, function,
     /// why).
     pub unsafe_skipped: Vec<(u32, String, probesafe::Why)>,
+    /// User-space probes (pid and USDT descriptions), in image order after the fbt entries;
+    /// their names and paths are in `names` too.
+    pub uattach: Vec<abi::Uattach>,
+    /// The USDT operands `uattach` entries point into.
+    pub usdt_args: Vec<abi::UsdtArg>,
+    /// Functions pid globs matched whose size is unknown, left out of return and offset
+    /// probes.
+    pub uskipped: usize,
 }
 
 /// Expands every fbt description against the probeable functions.
@@ -26,6 +34,9 @@ pub fn attach_table(prog: &Compiled, functions: &[String]) -> Result<AttachTable
         entries: Vec::new(),
         names: Vec::new(),
         unsafe_skipped: Vec::new(),
+        uattach: Vec::new(),
+        usdt_args: Vec::new(),
+        uskipped: 0,
     };
     for (d, spec) in prog.probes.iter().enumerate() {
         if !matches!(spec.kind, ProbeKind::FbtEntry | ProbeKind::FbtReturn) {
@@ -75,7 +86,79 @@ pub fn attach_table(prog: &Compiled, functions: &[String]) -> Result<AttachTable
             t.names.push(0);
         }
     }
+    user_table(prog, &mut t)?;
     Ok(t)
+}
+
+/// Fills `t`'s uattach table from the user-space descriptions, within option `maxuprobes`.
+fn user_table(prog: &Compiled, t: &mut AttachTable) -> Result<(), RunError> {
+    let max = prog
+        .tool_options
+        .get("maxuprobes")
+        .and_then(|v| v.parse::<usize>().ok())
+        .unwrap_or(crate::options::DEFAULT_MAX_UPROBES);
+    let total: usize = prog.probes.iter().map(|p| p.uprobes.len()).sum();
+    if total > max {
+        let mut by: Vec<(&str, usize)> = Vec::new();
+        for p in prog.probes.iter().filter(|p| !p.uprobes.is_empty()) {
+            match by.last_mut() {
+                Some((t, n)) if *t == p.text => *n += p.uprobes.len(),
+                _ => by.push((&p.text, p.uprobes.len())),
+            }
+        }
+        let list: Vec<String> = by.iter().map(|(t, n)| format!("{t}: {n}")).collect();
+        return Err(RunError(format!(
+            "the program matches {total} user-space probes ({}), more than option maxuprobes allows ({max}): name fewer functions, or raise it with -x maxuprobes=N (at most {})",
+            list.join(", "),
+            limits::MAX_UATTACH
+        )));
+    }
+    let mut seen_text = std::collections::HashSet::new();
+    for (d, spec) in prog.probes.iter().enumerate() {
+        if !oxtrace_core::probe::is_user(spec.kind) {
+            continue;
+        }
+        if seen_text.insert(spec.text.as_str()) {
+            t.uskipped += spec.uskipped as usize;
+        }
+        for u in &spec.uprobes {
+            if u.path.len() > limits::MAX_UPROBE_PATH {
+                return Err(RunError(format!(
+                    "probe {}: the path of {} is longer than {} bytes",
+                    u.name,
+                    u.path,
+                    limits::MAX_UPROBE_PATH
+                )));
+            }
+            let name = t.names.len() as u32;
+            t.names.extend_from_slice(u.name.as_bytes());
+            t.names.push(0);
+            let path = t.names.len() as u32;
+            t.names.extend_from_slice(u.path.as_bytes());
+            t.names.push(0);
+            if t.names.len() > limits::MAX_NAMES {
+                return Err(RunError(format!(
+                    "the probes' names and paths take more than {} bytes: name fewer functions",
+                    limits::MAX_NAMES
+                )));
+            }
+            t.uattach.push(abi::Uattach {
+                probe: d as u32,
+                flags: if u.optional { abi::ATTACH_OPTIONAL } else { 0 },
+                name,
+                path,
+                offset: u.offset,
+                ref_ctr: u.ref_ctr,
+                roff: u.roff,
+                pid: u.pid as i32,
+                arg_first: t.usdt_args.len() as u32,
+                nargs: u.args.len() as u32,
+                reserved: 0,
+            });
+            t.usdt_args.extend_from_slice(&u.args);
+        }
+    }
+    Ok(())
 }
 
 /// The enabled probe IDs (EPIDs) of a loaded program, numbered as the kernel numbers them
@@ -110,5 +193,57 @@ impl EnabledIds {
         };
         let order = self.order.get(desc as usize).map_or(&[][..], |o| &o[..]);
         oxtrace_core::probe::epid(base, order.iter().copied(), clause)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::dsl::{compile, CompileOptions};
+    use crate::providers::user_tests::run;
+
+    /// The uattach table of pid and USDT descriptions: entries in description order, their
+    /// names and paths, the USDT operands, and option maxuprobes.
+    #[test]
+    fn user_probes_table() {
+        let r = run();
+        let pid = r.child.id();
+        let opts = |pid: u32| {
+            let mut o = CompileOptions::with_args("-e", &[]);
+            o.macros.insert("target".into(), pid.to_string());
+            o
+        };
+        let c = compile(
+            "pid$target:a.out:work:entry { }\n\
+             pid$target:prog:work:return { }\n\
+             pid$target:a.out:work:4, pid$target::tail: { }\n\
+             myprov$target:::fire { trace(arg0); trace(arg1); }",
+            "-e",
+            &opts(pid),
+        )
+        .unwrap();
+        // The maxuprobes option bounds the table; the table holds names and paths.
+        let t = super::attach_table(&c, &[]).unwrap();
+        let n: usize = c.probes.iter().map(|p| p.uprobes.len()).sum();
+        assert_eq!(t.uattach.len(), n);
+        assert!(t.entries.is_empty());
+        let u = t.uattach[0];
+        assert_eq!((u.probe, u.pid, u.flags, u.nargs), (0, pid as i32, 0, 0));
+        let usdt = t.uattach.last().unwrap();
+        assert_eq!((usdt.probe, usdt.nargs, usdt.arg_first), (5, 2, 0));
+        assert_eq!(t.usdt_args.len(), 2);
+        assert!(usdt.ref_ctr != 0);
+        let at = |o: u32| {
+            let s = &t.names[o as usize..];
+            String::from_utf8_lossy(&s[..s.iter().position(|&b| b == 0).unwrap()]).into_owned()
+        };
+        assert_eq!(at(u.name), format!("pid{pid}:prog:work:entry"));
+        assert_eq!(at(u.path), r.exe);
+
+        let mut o2 = opts(pid);
+        o2.xopts.push(("maxuprobes".into(), Some("2".into())));
+        let c2 = compile("pid$target:a.out:: { }", "-e", &o2).unwrap();
+        let e = super::attach_table(&c2, &[]).err().unwrap().0;
+        assert!(e.contains("more than option maxuprobes allows (2)"), "{e}");
+        assert!(e.contains("-x maxuprobes=N"), "{e}");
     }
 }

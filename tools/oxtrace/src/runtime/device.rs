@@ -126,8 +126,22 @@ impl Device {
         image: &[u8],
         attach: &[abi::Attach],
         names: &[u8],
+        user: (&[abi::Uattach], &[abi::UsdtArg]),
     ) -> Result<abi::Load, Box<(DeviceError, abi::Load)>> {
+        let (uattach, usdt_args) = user;
         let mut l = abi::Load {
+            uattach: if uattach.is_empty() {
+                0
+            } else {
+                uattach.as_ptr() as u64
+            },
+            nuattach: uattach.len() as u32,
+            usdt_args: if usdt_args.is_empty() {
+                0
+            } else {
+                usdt_args.as_ptr() as u64
+            },
+            nusdt_args: usdt_args.len() as u32,
             size: size_of::<abi::Load>() as u32,
             image: image.as_ptr() as u64,
             image_len: image.len() as u64,

@@ -134,6 +134,7 @@ pub fn load_error(
             };
             format!("failed to enable probe {desc} at function {func}: {why}")
         }
+        abi::LOADERR_UATTACH => uattach_words(prog, t, l.err_index, errno, e),
         abi::LOADERR_MEMORY => memory_words(prog, l),
         abi::LOADERR_UNSAFE => {
             let a = t.entries.get(l.err_index as usize);
@@ -164,6 +165,44 @@ pub fn load_error(
             _ => format!("failed to load program: {e}"),
         },
     }
+}
+
+/// Words for `LOADERR_UATTACH`: user-space probe `index` of the table could not be placed.
+fn uattach_words(
+    prog: &Compiled,
+    t: &AttachTable,
+    index: u32,
+    errno: i32,
+    e: &DeviceError,
+) -> String {
+    let Some(u) = t.uattach.get(index as usize) else {
+        return format!(
+            "failed to enable a user-space probe: {}",
+            super::device::os_text(&e.err)
+        );
+    };
+    let name = name_at(&t.names, u.name);
+    let path = name_at(&t.names, u.path);
+    let desc = prog
+        .probes
+        .get(u.probe as usize)
+        .map_or("?", |p| p.text.as_str());
+    let pid = u.pid;
+    let why = match errno {
+        libc::ESRCH => format!("process {pid} has exited"),
+        libc::EPERM => format!(
+            "process {pid} may not be traced by oxtrace (it is oxtrace itself, or the caller lacks the privilege to trace it)"
+        ),
+        libc::ENOENT => format!("{path} no longer exists"),
+        libc::EACCES => format!("{path} cannot be opened"),
+        libc::EINVAL => format!(
+            "the kernel cannot probe file offset 0x{:x} of {path} (past its end, or an instruction uprobes cannot probe)",
+            u.offset
+        ),
+        libc::E2BIG => "the kernel cannot evaluate its USDT operands".to_string(),
+        _ => super::device::os_text(&e.err),
+    };
+    format!("failed to enable probe {name} ({desc}) in {path}: {why}")
 }
 
 /// Words for an image refusal, naming the option or aggregation it is about.

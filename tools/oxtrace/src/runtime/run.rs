@@ -107,6 +107,18 @@ fn listed_ids(names: &mut [ProbeName], functions: &[String]) {
     }
 }
 
+/// The names of the uattach entries of each description, in table order.
+fn user_names(t: &super::AttachTable) -> std::collections::HashMap<u32, Vec<String>> {
+    let mut m: std::collections::HashMap<u32, Vec<String>> = Default::default();
+    for u in &t.uattach {
+        let rest = t.names.get(u.name as usize..).unwrap_or_default();
+        let end = rest.iter().position(|&b| b == 0).unwrap_or(rest.len());
+        let n = String::from_utf8_lossy(&rest[..end]).into_owned();
+        m.entry(u.probe).or_default().push(n);
+    }
+    m
+}
+
 /// A program being run.
 pub struct Run<'a> {
     dev: &'a Device,
@@ -173,7 +185,12 @@ impl<'a> Run<'a> {
         }
         let t_load = Instant::now();
         let loaded = dev
-            .load(&prog.image, &table.entries, &table.names)
+            .load(
+                &prog.image,
+                &table.entries,
+                &table.names,
+                (&table.uattach, &table.usdt_args),
+            )
             .map_err(|b| RunError(load_error(prog, &src, &table, &b.0, &b.1)))?;
         let load_us = t_load.elapsed().as_micros();
         if progress {
@@ -190,6 +207,8 @@ impl<'a> Run<'a> {
             .map(|img| EnabledIds::new(&img, &slot_descs))
             .unwrap_or_default();
         let mut per_desc = vec![0usize; prog.probes.len()];
+        // PROBES cuts long names: a user probe's whole name is the table's.
+        let mut user_names = user_names(&table);
         let names = infos
             .iter()
             .map(|p| {
@@ -198,6 +217,23 @@ impl<'a> Run<'a> {
                     *c += 1;
                 }
                 let func = abi::cstr_field(&p.func);
+                if spec.is_some_and(|s| oxtrace_core::probe::is_user(s.kind)) {
+                    let full = user_names
+                        .get_mut(&p.probe)
+                        .and_then(|q| {
+                            let i = q.iter().position(|n| n.starts_with(func))?;
+                            Some(q.remove(i))
+                        })
+                        .unwrap_or_else(|| func.to_string());
+                    let parts = oxtrace_core::probe::user_parts(full.as_bytes());
+                    let part = |i: usize| String::from_utf8_lossy(parts[i]).into_owned();
+                    return ProbeName {
+                        id: 0,
+                        short: format!("{}:{}", part(2), part(3)),
+                        full,
+                        end: false,
+                    };
+                }
                 let (prov, module, name) = match spec.map(|s| s.kind) {
                     Some(ProbeKind::FbtEntry) => ("fbt", "kernel", "entry".to_string()),
                     Some(ProbeKind::FbtReturn) => ("fbt", "kernel", "return".to_string()),
@@ -265,6 +301,12 @@ impl<'a> Run<'a> {
                 eprintln!(
                     "oxtrace: {} matching functions are unsafe to probe and were left out (-v lists them)",
                     table.unsafe_skipped.len()
+                );
+            }
+            if table.uskipped > 0 {
+                eprintln!(
+                    "oxtrace: {} matching functions have no size in their symbol table: their return and offset probes were left out",
+                    table.uskipped
                 );
             }
             if loaded.nskipped > 0 {
@@ -347,6 +389,7 @@ impl<'a> Run<'a> {
         if let Some(c) = target.child.as_mut() {
             c.release();
         }
+        let watched = target.pid.map(child::Watched::new);
         let switch = Duration::from_nanos(self.prog.options.switchrate.max(1_000_000));
         let aggrate = Duration::from_nanos(self.prog.options.aggrate.max(1_000_000));
         let mut next_switch = Instant::now() + switch;
@@ -377,11 +420,8 @@ impl<'a> Run<'a> {
                     break;
                 }
             }
-            if let Some(pid) = target.pid {
-                // SAFETY: signal 0 only checks that the process exists.
-                if unsafe { libc::kill(pid as i32, 0) } != 0 {
-                    break;
-                }
+            if watched.as_ref().is_some_and(child::Watched::gone) {
+                break;
             }
             let (st, _) = self.dev.status_cpus(0)?;
             if st.exited != 0 {
