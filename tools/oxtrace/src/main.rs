@@ -27,14 +27,12 @@ fn main() -> ExitCode {
         || cli.provider.is_some();
     let r = match (cli.args.first().map(String::as_str), &cli.list) {
         // `-l -n PROBE`, `-l -P PROVIDER`: the probes they name.
-        (_, Some(_)) if cli.probe.is_some() => {
-            list(cli.probe.as_deref().unwrap_or_default(), cli.verbose)
-        }
+        (_, Some(_)) if cli.probe.is_some() => list(cli.probe.as_deref().unwrap_or_default(), &cli),
         (_, Some(_)) if cli.provider.is_some() => list(
             &format!("{}:::", cli.provider.as_deref().unwrap_or_default()),
-            cli.verbose,
+            &cli,
         ),
-        (_, Some(p)) => list(p, cli.verbose),
+        (_, Some(p)) => list(p, &cli),
         (Some("version"), _) if !program && cli.args.len() == 1 => version(&cli),
         (Some("status"), _) if !program && cli.args.len() == 1 => status(&cli),
         _ => trace(&cli),

@@ -30,3 +30,56 @@ const LISTED_TIMERS: [&str; 5] = [
     "profile-997",
     "profile-1ms",
 ];
+
+/// The probes `-l` lists for user-space description `pattern` (`$target` already replaced:
+/// `pid1234:libc.so.6:str*:entry`, `myprov1234:::`), one row per probe name
+/// (`provider`, `module`, `function`, `name`): a return probe with several returning
+/// instructions is one probe. `None` if `pattern` names no process.
+pub fn user_rows(pattern: &str) -> Option<Result<Vec<[String; 4]>, String>> {
+    let f: Vec<&str> = pattern.split(':').collect();
+    let [prov, module, func, name] = f.as_slice() else {
+        return None;
+    };
+    let (pname, pid) = super::process::split_pid(prov)?;
+    let probes = if pname == "pid" {
+        super::pid::resolve(pid, module, func, name).map(|p| {
+            let mut v = p.entry;
+            v.extend(p.ret);
+            v.extend(p.offsets);
+            v
+        })
+    } else {
+        match super::usdt::resolve(pname, pid, module, func, name) {
+            Ok(Some(v)) => Ok(v),
+            Ok(None) => Err(format!(
+                "process {pid} has no USDT provider '{pname}' (its USDT providers: {})",
+                super::usdt::providers(pid).join(", ")
+            )),
+            Err(e) => Err(e),
+        }
+    };
+    Some(probes.map(|v| rows(v.iter().map(|p| p.name.as_str()))))
+}
+
+/// Every USDT probe of process `pid` (what `-l -p PID` adds to the kernel's probes).
+pub fn usdt_rows(pid: u32) -> Vec<[String; 4]> {
+    let mut names = Vec::new();
+    for prov in super::usdt::providers(pid) {
+        if let Ok(Some(v)) = super::usdt::resolve(&prov, pid, "", "", "") {
+            names.extend(v.into_iter().map(|p| p.name));
+        }
+    }
+    rows(names.iter().map(String::as_str))
+}
+
+/// The rows of user probe names `provider:module:function:name`, each name once.
+fn rows<'a>(names: impl Iterator<Item = &'a str>) -> Vec<[String; 4]> {
+    let mut seen = std::collections::HashSet::new();
+    names
+        .filter(|n| seen.insert(n.to_string()))
+        .map(|n| {
+            oxtrace_core::probe::user_parts(n.as_bytes())
+                .map(|p| String::from_utf8_lossy(p).into_owned())
+        })
+        .collect()
+}

@@ -98,7 +98,51 @@ pub fn status(cli: &Cli) -> Res<i32> {
 
 /// `-l [PATTERN]`: the probes, like `dtrace -l`; with `-v`, each probe's argument types,
 /// like `dtrace -lv`.
-pub fn list(pattern: &str, verbose: bool) -> Res<i32> {
+///
+/// With `-p PID` or `-c CMD` (held at its entry point while listing), `$target` in the
+/// pattern is that process: a pid or USDT description lists the probes it names there, and
+/// any other pattern lists the process's USDT probes after the kernel's.
+pub fn list(pattern: &str, cli: &Cli) -> Res<i32> {
+    let verbose = cli.verbose;
+    let mut held = None;
+    if let Some(cmd) = &cli.command {
+        held = Some(Held::spawn(cmd).map_err(|e| format!("cannot run '{cmd}': {e}"))?);
+    }
+    let target = held.as_ref().map(Held::pid).or(cli.pid);
+    if let Some(p) = cli.pid {
+        check_pid(p)?;
+    }
+    let expanded;
+    let pattern = match target {
+        Some(t) => {
+            expanded = pattern.replace("$target", &t.to_string());
+            expanded.as_str()
+        }
+        None if pattern.contains("$target") => {
+            return Err("$target in -l needs a process: -p PID or -c CMD".into())
+        }
+        None => pattern,
+    };
+    let header = || {
+        println!(
+            "{:>6} {:>10} {:>16} {:>32} NAME",
+            "ID", "PROVIDER", "MODULE", "FUNCTION"
+        )
+    };
+    let user_row = |id: usize, r: &[String; 4]| {
+        println!("{id:>6} {:>10} {:>16} {:>32} {}", r[0], r[1], r[2], r[3]);
+    };
+    if let Some(rows) = list::user_rows(pattern) {
+        let rows = rows?;
+        if rows.is_empty() {
+            return Err(format!("probe description {pattern} does not match any probes").into());
+        }
+        header();
+        for (i, r) in rows.iter().enumerate() {
+            user_row(i + 1, r);
+        }
+        return Ok(0);
+    }
     let (functions, _) = fbt::functions()?;
     let btf = match verbose.then(crate::btf::Btf::kernel).flatten() {
         Some(Ok(b)) => Some(b),
@@ -125,10 +169,7 @@ pub fn list(pattern: &str, verbose: bool) -> Res<i32> {
                 .all(|(p, v)| m(p, v)),
         }
     };
-    println!(
-        "{:>6} {:>10} {:>16} {:>32} NAME",
-        "ID", "PROVIDER", "MODULE", "FUNCTION"
-    );
+    header();
     let mut id = 0;
     // A function that is unsafe to probe is listed with `unsafe:<reason>` after its name.
     let mut row = |prov: &str, module: &str, func: &str, name: &str| {
@@ -153,6 +194,15 @@ pub fn list(pattern: &str, verbose: bool) -> Res<i32> {
         }
     };
     list::for_each_listed(&functions, &mut row);
+    if let Some(t) = target {
+        for r in list::usdt_rows(t) {
+            id += 1;
+            if want(&r[0], &r[1], &r[2], &r[3]) {
+                user_row(id, &r);
+            }
+        }
+    }
+    drop(held);
     Ok(0)
 }
 
@@ -226,7 +276,13 @@ pub fn trace(cli: &Cli) -> Res<i32> {
         pid: cli.pid,
     };
     if let Some(cmd) = &cli.command {
-        target.child = Some(Held::spawn(cmd).map_err(|e| format!("cannot run '{cmd}': {e}"))?);
+        let held = Held::spawn(cmd).map_err(|e| format!("cannot run '{cmd}': {e}"))?;
+        if !held.after_exec() {
+            eprintln!(
+                "oxtrace: warning: '{cmd}' is held before its exec (the tool may not trace it): pid and USDT probes cannot name it"
+            );
+        }
+        target.child = Some(held);
     }
     let mut opts = CompileOptions::with_args(&name, &cli.args).with_process_macros();
     let tpid = target.child.as_ref().map(|c| c.pid()).or(cli.pid);
