@@ -39,10 +39,10 @@ pub struct Cli {
     /// List the probes (matching PATTERN: FUNC or provider:module:function:name globs).
     #[arg(short = 'l', value_name = "PATTERN", num_args = 0..=1, default_missing_value = "")]
     pub list: Option<String>,
-    /// Run CMD, enabling the probes before it starts; trace until it exits ($target = its pid).
+    /// Run CMD, held at its entry point until the probes are on; trace until it exits ($target = its pid).
     #[arg(short = 'c', value_name = "CMD", conflicts_with = "pid", value_hint = ValueHint::CommandString)]
     pub command: Option<String>,
-    /// Trace until process PID exits ($target = PID).
+    /// Trace until process PID exits ($target = PID, for pid$target and USDT probes).
     #[arg(short = 'p', value_name = "PID")]
     pub pid: Option<u32>,
     /// Set an option (bufsize=4m, switchrate=10hz, quiet, ...), like #pragma D option.
