@@ -24,6 +24,8 @@ pub struct PidProbes {
     pub offsets: Vec<UserProbe>,
     /// Functions a glob matched whose size is unknown, left out of return and offset probes.
     pub unsized_skipped: usize,
+    /// IFUNC resolvers a glob matched, left out.
+    pub ifunc_skipped: usize,
 }
 
 /// What a probe name asks for.
@@ -154,6 +156,18 @@ pub fn resolve(pid: u32, module: &str, func: &str, name: &str) -> Result<PidProb
                 continue;
             }
             found = true;
+            if elf.syms.is_ifunc(*vaddr) {
+                // Its symbol is the resolver, run once by the dynamic loader: a probe there
+                // would not fire on calls.
+                if fglob {
+                    out.ifunc_skipped += 1;
+                    continue;
+                }
+                return Err(format!(
+                    "function {fname} of {} is an IFUNC: its symbol is the resolver that picks an implementation at load time, which calls never reach (probe the implementation if the file's symbols name it)",
+                    obj.name
+                ));
+            }
             let Some(foff) = elf.syms.file_offset(*vaddr) else {
                 continue;
             };

@@ -17,6 +17,9 @@ unsigned short myprov_plain_semaphore __attribute__((unused, section(".probes"))
 long counter = 5;
 __attribute__((noinline)) int work(int a, long b) { if (a > 3) return a * 2; return (int)b + 1; }
 __attribute__((noinline)) int tail(int a) { return work(a + 1, 7); }
+static int impl_f(void) { return 1; }
+static void *resolve_f(void) { return (void *)impl_f; }
+int oxt_ifunc(void) __attribute__((ifunc("resolve_f")));
 asm(".text\n.globl nosize\n.type nosize,@function\nnosize: ret\n");
 int main(int argc, char **argv) {
     char buf[8];
@@ -150,6 +153,12 @@ fn pid_and_usdt_probes_of_a_real_process() {
     );
     let g = pid::resolve(pid, "a.out", "nosiz*", "return").unwrap();
     assert_eq!((g.ret.len(), g.unsized_skipped), (0, 1));
+
+    // An IFUNC's symbol is its resolver: refused when named, left out of a glob.
+    let err = pid::resolve(pid, "a.out", "oxt_ifunc", "entry").unwrap_err();
+    assert!(err.contains("is an IFUNC"), "{err}");
+    let g = pid::resolve(pid, "a.out", "oxt_ifun*", "entry").unwrap();
+    assert_eq!((g.entry.len(), g.ifunc_skipped), (0, 1));
 
     // Modules: libc by any initial part of its name; a missing one is named.
     for m in ["libc.so.6", "libc.so", "libc"] {

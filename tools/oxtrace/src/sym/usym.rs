@@ -35,6 +35,9 @@ pub struct ElfSyms {
     syms: Vec<(u64, u64, String)>,
     /// Load segments: file offset, file size, virtual address.
     segs: Vec<(u64, u64, u64)>,
+    /// Addresses of `STT_GNU_IFUNC` symbols (resolvers that choose an implementation at
+    /// load time), sorted.
+    ifuncs: Vec<u64>,
 }
 
 impl ElfSyms {
@@ -46,10 +49,21 @@ impl ElfSyms {
                 .then(|| Some((s.address(), s.size(), s.name().ok()?.to_string())))
                 .flatten()
         };
+        let ifunc = |s: &object::Symbol<'_, '_>| match s.flags() {
+            object::SymbolFlags::Elf { st_info, .. }
+                if st_info.st_type() == object::elf::STT_GNU_IFUNC =>
+            {
+                Some(s.address())
+            }
+            _ => None,
+        };
         let mut syms: Vec<_> = f.symbols().filter_map(|s| func(&s)).collect();
+        let mut ifuncs: Vec<u64> = f.symbols().filter_map(|s| ifunc(&s)).collect();
         if syms.is_empty() {
             syms = f.dynamic_symbols().filter_map(|s| func(&s)).collect();
+            ifuncs = f.dynamic_symbols().filter_map(|s| ifunc(&s)).collect();
         }
+        ifuncs.sort_unstable();
         sort_syms(&mut syms);
         let segs = f
             .segments()
@@ -58,13 +72,18 @@ impl ElfSyms {
                 (off, size, s.address())
             })
             .collect();
-        Some(Self { syms, segs })
+        Some(Self { syms, segs, ifuncs })
     }
 
     /// Function symbols: address, size (0: unknown), name; sorted by address, one name
     /// an address.
     pub fn functions(&self) -> &[(u64, u64, String)] {
         &self.syms
+    }
+
+    /// Whether the function at `v` is an `STT_GNU_IFUNC` resolver.
+    pub fn is_ifunc(&self, v: u64) -> bool {
+        self.ifuncs.binary_search(&v).is_ok()
     }
 
     /// Load segments: file offset, file size, virtual address.

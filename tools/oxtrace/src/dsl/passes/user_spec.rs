@@ -96,10 +96,13 @@ fn resolve(
             }
         }
         if v.is_empty() {
-            let why = match skipped {
-                0 => String::new(),
-                n => format!(
+            let why = match (skipped, p.ifunc_skipped) {
+                (0, 0) => String::new(),
+                (n, 0) => format!(
                     " ({n} matching functions have no size in their symbol table to find their instructions by)"
+                ),
+                (n, i) => format!(
+                    " ({n} matching functions have no size in their symbol table, {i} are IFUNC resolvers)"
                 ),
             };
             return Err(format!(
