@@ -179,9 +179,14 @@ impl<'a> Run<'a> {
         };
         let table = attach_table(prog, &functions)?;
         // Registering many probes takes a while under emulation: say what is going on.
-        let progress = table.entries.len() > ATTACH_PROGRESS && !prog.quiet && fmt == OutFmt::Text;
+        let progress = table.entries.len() + table.uattach.len() > ATTACH_PROGRESS
+            && !prog.quiet
+            && fmt == OutFmt::Text;
         if progress {
-            eprintln!("oxtrace: attaching {} probes ...", table.entries.len());
+            eprintln!(
+                "oxtrace: attaching {} probes ...",
+                table.entries.len() + table.uattach.len()
+            );
         }
         let t_load = Instant::now();
         let loaded = dev
