@@ -158,6 +158,23 @@ fn user_table(prog: &Compiled, t: &mut AttachTable) -> Result<(), RunError> {
             t.usdt_args.extend_from_slice(&u.args);
         }
     }
+    // The kernel's own check of the table (rust/core/uprobe.rs): a refusal here is the
+    // tool's mistake, said before LOAD.
+    if !t.uattach.is_empty() {
+        let img = oxtrace_core::program::Image::parse(&prog.image)
+            .map_err(|e| RunError(format!("the program's image is malformed: {e:?}")))?;
+        for (i, e) in t.uattach.iter().enumerate() {
+            if let Err((why, arg)) =
+                oxtrace_core::uprobe::check_uattach(&img, &t.names, &t.usdt_args, e)
+            {
+                let name = oxtrace_core::uprobe::names_str(&t.names, e.name).unwrap_or_default();
+                return Err(RunError(format!(
+                    "user-space probe {i} ({}) is malformed: {why:?} (operand {arg})",
+                    String::from_utf8_lossy(name)
+                )));
+            }
+        }
+    }
     Ok(())
 }
 

@@ -134,7 +134,7 @@ pub fn load_error(
             };
             format!("failed to enable probe {desc} at function {func}: {why}")
         }
-        abi::LOADERR_UATTACH => uattach_words(prog, t, l.err_index, errno, e),
+        abi::LOADERR_UATTACH => uattach_words(prog, t, l, errno, e),
         abi::LOADERR_MEMORY => memory_words(prog, l),
         abi::LOADERR_UNSAFE => {
             let a = t.entries.get(l.err_index as usize);
@@ -171,11 +171,11 @@ pub fn load_error(
 fn uattach_words(
     prog: &Compiled,
     t: &AttachTable,
-    index: u32,
+    l: &abi::Load,
     errno: i32,
     e: &DeviceError,
 ) -> String {
-    let Some(u) = t.uattach.get(index as usize) else {
+    let Some(u) = t.uattach.get(l.err_index as usize) else {
         return format!(
             "failed to enable a user-space probe: {}",
             super::device::os_text(&e.err)
@@ -188,6 +188,15 @@ fn uattach_words(
         .get(u.probe as usize)
         .map_or("?", |p| p.text.as_str());
     let pid = u.pid;
+    if l.err_code != 0 {
+        // A malformed entry (rust/core/uprobe.rs UattachError), which the tool checks too.
+        return format!(
+            "failed to enable probe {name} ({desc}): the kernel refuses the entry (reason {}, operand {}): {}",
+            l.err_code,
+            l.err_arg,
+            super::device::os_text(&e.err)
+        );
+    }
     let why = match errno {
         libc::ESRCH => format!("process {pid} has exited"),
         libc::EPERM => format!(
