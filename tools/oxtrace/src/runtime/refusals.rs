@@ -243,3 +243,54 @@ fn name_at(names: &[u8], off: u32) -> &str {
     let end = rest.iter().position(|&b| b == 0).unwrap_or(rest.len());
     std::str::from_utf8(&rest[..end]).unwrap_or("?")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dsl::{compile, CompileOptions};
+    use crate::providers::user_tests::run;
+
+    /// OXT_LOADERR_UATTACH in words: the probe's whole name, its description, the file and
+    /// why, for each errno the kernel gives; a reason code says the entry was malformed.
+    #[test]
+    fn user_probe_refusals() {
+        let r = run();
+        let pid = r.child.id();
+        let mut o = CompileOptions::with_args("-e", &[]);
+        o.macros.insert("target".into(), pid.to_string());
+        let text = "BEGIN { } pid$target:a.out:work:entry { }";
+        let prog = compile(text, "-e", &o).unwrap();
+        let t = super::super::attach_table(&prog, &[]).unwrap();
+        let src = Source { text, name: "-e" };
+        let words = |errno: i32, code: u32| {
+            let l = abi::Load {
+                err_kind: abi::LOADERR_UATTACH,
+                err_index: 0,
+                err_code: code,
+                ..Default::default()
+            };
+            let e = DeviceError::new(
+                std::path::Path::new("/dev/oxtrace"),
+                "LOAD",
+                std::io::Error::from_raw_os_error(errno),
+            );
+            load_error(&prog, &src, &t, &e, &l)
+        };
+        let head = format!(
+            "failed to enable probe pid{pid}:prog:work:entry (pid{pid}:a.out:work:entry) in {}: ",
+            r.exe
+        );
+        assert_eq!(
+            words(libc::ESRCH, 0),
+            format!("{head}process {pid} has exited")
+        );
+        assert!(words(libc::EPERM, 0).contains("may not be traced"));
+        assert_eq!(
+            words(libc::ENOENT, 0),
+            format!("{head}{} no longer exists", r.exe)
+        );
+        assert!(words(libc::EINVAL, 0).contains("cannot probe file offset 0x"));
+        let m = words(libc::EINVAL, 3);
+        assert!(m.contains("the kernel refuses the entry (reason 3"), "{m}");
+    }
+}
