@@ -151,7 +151,13 @@ pub fn resolve(pid: u32, module: &str, func: &str, name: &str) -> Result<PidProb
                 obj.path
             ));
         };
-        for (vaddr, size, fname) in elf.syms.functions() {
+        // A glob matches each address once (by its plainest name); a name may be an alias.
+        let candidates = if fglob {
+            elf.syms.functions()
+        } else {
+            elf.syms.named(func)
+        };
+        for (vaddr, size, fname) in candidates {
             if !glob_match(fpat, fname) {
                 continue;
             }

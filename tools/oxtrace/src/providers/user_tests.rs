@@ -166,6 +166,11 @@ fn pid_and_usdt_probes_of_a_real_process() {
         assert_eq!(p.entry.len(), 1, "{m}");
         assert!(p.entry[0].path.contains("libc.so"), "{m}");
     }
+    // An alias that the address's plainest name hides can be named too.
+    let m = pid::resolve(pid, "libc", "malloc", "entry").unwrap().entry[0].offset;
+    let a = pid::resolve(pid, "libc", "__libc_malloc", "entry").unwrap();
+    assert_eq!(a.entry[0].offset, m);
+    assert!(a.entry[0].name.ends_with(":__libc_malloc:entry"));
     let err = pid::resolve(pid, "libnope", "malloc", "entry").unwrap_err();
     assert!(
         err.contains("no load object 'libnope'") && err.contains("(a.out)"),

@@ -35,6 +35,9 @@ pub struct ElfSyms {
     syms: Vec<(u64, u64, String)>,
     /// Load segments: file offset, file size, virtual address.
     segs: Vec<(u64, u64, u64)>,
+    /// Every function symbol, aliases included (`__libc_malloc` beside `malloc`), sorted by
+    /// name.
+    all: Vec<(u64, u64, String)>,
     /// Addresses of `STT_GNU_IFUNC` symbols (resolvers that choose an implementation at
     /// load time), sorted.
     ifuncs: Vec<u64>,
@@ -64,6 +67,8 @@ impl ElfSyms {
             ifuncs = f.dynamic_symbols().filter_map(|s| ifunc(&s)).collect();
         }
         ifuncs.sort_unstable();
+        let mut all = syms.clone();
+        all.sort_by(|a, b| a.2.cmp(&b.2));
         sort_syms(&mut syms);
         let segs = f
             .segments()
@@ -72,13 +77,25 @@ impl ElfSyms {
                 (off, size, s.address())
             })
             .collect();
-        Some(Self { syms, segs, ifuncs })
+        Some(Self {
+            syms,
+            segs,
+            all,
+            ifuncs,
+        })
     }
 
     /// Function symbols: address, size (0: unknown), name; sorted by address, one name
     /// an address.
     pub fn functions(&self) -> &[(u64, u64, String)] {
         &self.syms
+    }
+
+    /// The function symbols named `name` (an alias the address's one name hides, too).
+    pub fn named(&self, name: &str) -> &[(u64, u64, String)] {
+        let lo = self.all.partition_point(|s| s.2.as_str() < name);
+        let hi = self.all.partition_point(|s| s.2.as_str() <= name);
+        &self.all[lo..hi]
     }
 
     /// Whether the function at `v` is an `STT_GNU_IFUNC` resolver.
