@@ -5,6 +5,9 @@
  *   oxt_bench read THREADS CALLS SIZE   read(/dev/zero, buf, SIZE) CALLS times per thread
  *   oxt_bench keys N                    read(/dev/null, buf, j) for j = 0..N-1: N distinct arg2
  *   oxt_bench spin THREADS BLOCKS       BLOCKS blocks of pure arithmetic per thread, no syscall
+ *   oxt_bench ucall THREADS CALLS       oxt_ucall() CALLS times per thread (the uprobe pair)
+ *   oxt_bench usdt THREADS CALLS        the USDT probe oxtbench:tick CALLS times per thread,
+ *                                       behind its semaphore (the USDT pair)
  *   oxt_bench exited PID SECONDS        wait until process PID has exited, at most SECONDS:
  *                                       exit 0 when it has, 1 at the deadline, 2 on error
  *
@@ -46,12 +49,18 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+/* The note records the semaphore's address (oxtbench_tick_semaphore, below). */
+#define _SDT_HAS_SEMAPHORES 1
+#include <sys/sdt.h>
 
 #define SPIN_ITERS 100000
 #define READ_BLOCK 1000
 #define CAL_CALLS 100
 
-static long calls, size, ncpu, spin;
+/* The semaphore of oxtbench:tick: a tracer's uprobe counts it up while the probe is on. */
+unsigned short oxtbench_tick_semaphore __attribute__((section(".probes"), used));
+
+static long calls, size, ncpu, spin, ucall;
 static pthread_barrier_t start;
 static double *per_call, *per_cal;
 /* Each thread's calibration blocks, ns per call: nblocks + 1 of them. */
@@ -92,6 +101,38 @@ static int cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* The uprobe pair's function: a call that does nearly nothing, kept out of line. */
+__attribute__((noinline, used)) long oxt_ucall(long x)
+{
+	__asm__ volatile("" : "+r"(x));
+	return x + 1;
+}
+
+/* ucall: CALLS calls of oxt_ucall; usdt: CALLS passes over the USDT site. */
+static void *caller(void *arg)
+{
+	long id = (long)arg, x = id;
+	volatile long sink;
+	unsigned long long t0;
+
+	pthread_barrier_wait(&start);
+	t0 = now_ns();
+	if (ucall == 1) {
+		for (long j = 0; j < calls; j++)
+			x = oxt_ucall(x);
+	} else {
+		for (long j = 0; j < calls; j++) {
+			if (__builtin_expect(oxtbench_tick_semaphore, 0))
+				STAP_PROBE1(oxtbench, tick, j);
+			__asm__ volatile("" : "+r"(x));
+		}
+	}
+	sink = x;
+	(void)sink;
+	per_call[id] = (double)(now_ns() - t0) / calls;
+	return NULL;
+}
+
 static void *spinner(void *arg)
 {
 	long id = (long)arg;
@@ -126,6 +167,8 @@ static void *reader(void *arg)
 	}
 	if (spin)
 		return spinner(arg);
+	if (ucall)
+		return caller(arg);
 	buf = malloc(size);
 	fd = open("/dev/zero", O_RDONLY);
 	if (!buf || fd < 0) {
@@ -164,13 +207,18 @@ int main(int argc, char **argv)
 	if (sched_getaffinity(0, sizeof(all), &all))
 		return 1;
 	ncpu = CPU_COUNT(&all);
-	if ((argc == 5 && !strcmp(argv[1], "read")) || (argc == 4 && !strcmp(argv[1], "spin"))) {
+	if (argc == 4 && !strcmp(argv[1], "ucall"))
+		ucall = 1;
+	if (argc == 4 && !strcmp(argv[1], "usdt"))
+		ucall = 2;
+	if ((argc == 5 && !strcmp(argv[1], "read")) || (argc == 4 && !strcmp(argv[1], "spin")) ||
+	    ucall) {
 		long threads = atol(argv[2]);
 		pthread_t *th = calloc(threads, sizeof(*th));
 
-		spin = argc == 4;
+		spin = argc == 4 && !ucall;
 		calls = atol(argv[3]);
-		size = spin ? 1 : atol(argv[4]);
+		size = argc == 4 ? 1 : atol(argv[4]);
 		per_call = calloc(threads, sizeof(*per_call));
 		per_cal = calloc(threads, sizeof(*per_cal));
 		cal = calloc(threads, sizeof(*cal));
@@ -192,7 +240,7 @@ int main(int argc, char **argv)
 			sum += per_call[i];
 		printf("ns_per_call=%.1f elapsed_ns=%llu calls=%ld", sum / threads, t1 - t0,
 		       calls * threads);
-		if (!spin) {
+		if (!spin && !ucall) {
 			long m = threads * (nblocks + 1), k = 0;
 			double *all = calloc(m, sizeof(*all)), rsum = 0;
 
@@ -239,6 +287,6 @@ int main(int argc, char **argv)
 		return r > 0 ? 0 : r == 0 ? 1 : 2;
 	}
 	fprintf(stderr, "usage: oxt_bench read THREADS CALLS SIZE | keys N | spin THREADS BLOCKS"
-		" | exited PID SECONDS\n");
+		" | ucall THREADS CALLS | usdt THREADS CALLS | exited PID SECONDS\n");
 	return 2;
 }
