@@ -67,8 +67,11 @@ for r in res:
 
 WLS = [("1t", "read loop, 1 thread"), ("4t", "read loop, 4 threads"),
        ("lat", "16 KiB read (latency), 1 thread"),
-       ("cpu", "CPU-bound loop, 4 threads, per block of 100 000 iterations")]
-PAIRS = ["empty", "count", "hist", "sum", "trace", "ten", "sysread", "profile"]
+       ("cpu", "CPU-bound loop, 4 threads, per block of 100 000 iterations"),
+       ("u1t", "user function calls, 1 thread"), ("u4t", "user function calls, 4 threads"),
+       ("s1t", "USDT site passes, 1 thread"), ("s4t", "USDT site passes, 4 threads")]
+PAIRS = ["empty", "count", "hist", "sum", "trace", "ten", "sysread", "profile", "upid",
+         "usdt"]
 DESC = {
     "empty": ("fbt::ksys_read:entry /0/ { }", "kprobe:ksys_read { }"),
     "count": ("@[pid] = count()", "@[pid] = count()"),
@@ -79,6 +82,9 @@ DESC = {
     "sysread": ("syscall::read:entry @[pid] = count()",
                 "tracepoint:syscalls:sys_enter_read @[pid] = count()"),
     "profile": ("profile-997 @[cpu] = count()", "profile:hz:997 @[cpu] = count()"),
+    "upid": ("pid$target:a.out:oxt_ucall:entry @ = count()",
+             "uprobe:BIN:oxt_ucall @ = count()"),
+    "usdt": ("oxtbench$target:::tick @ = count()", "usdt:BIN:oxtbench:tick @ = count()"),
 }
 
 
@@ -260,6 +266,12 @@ for wl in ("1t", "4t", "lat"):
     md.append(target("empty clause / bpftrace's empty probe", wl, "empty", "over_bpftrace", 1.0))
 for wl in ("1t", "4t"):
     md.append(target("count action / bare kprobe", wl, "count", "action_over_probe", 0.25))
+for wl in ("u1t", "u4t"):
+    md.append(target("uprobe count: oxtrace added / bpftrace added", wl, "upid",
+                     "over_bpftrace", 0.8))
+for wl in ("s1t", "s4t"):
+    md.append(target("USDT count: oxtrace added / bpftrace added", wl, "usdt",
+                     "over_bpftrace", 0.8))
 md.append("")
 
 # The providers' pairs: the hook every system call passes, and sampling every CPU.

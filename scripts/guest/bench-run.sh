@@ -12,10 +12,11 @@
 # (probes of the attach timing; 0: none), PAIRS (which pairs), PROFILE (pairs to profile with the
 # host's perf: cpu-clock samples on the workload's CPU, where the time goes), ONLY
 # (the sections to run, of "pairs bulk keys attach dyn clean profile"; empty: all), WLS
-# (which read loops the pairs run, of "1t 4t lat").
-ROUNDS=5 N1=200000 N4=100000 NL=20000 LSIZE=16384 NS=300 KEYS=100000 ATTACH=1000
+# (which read loops the pairs run, of "1t 4t lat"), NU (calls per thread of the user-space
+# pairs' loops).
+ROUNDS=5 N1=200000 N4=100000 NL=20000 LSIZE=16384 NS=300 KEYS=100000 ATTACH=1000 NU=200000
 WLS="1t 4t lat"
-PAIRS="empty count hist sum trace ten sysread profile"
+PAIRS="empty count hist sum trace ten sysread profile upid usdt"
 PROFILE="empty count hist"
 # VARIANT: pairs also run with /extra/oxtrace-o2.ko (a second build with
 # KRUSTFLAGS=-Copt-level=2, the same code as shipped), swapped in for the run.
@@ -36,10 +37,22 @@ want() {
 	return 1
 }
 
+# wl_cmd W: oxt_bench's arguments for the user-space pairs' loop W (run alone as the
+# oxtrace session's -c command, whose pid is $target).
+wl_cmd() {
+	case $1 in
+	u1t) echo "ucall 1 $NU" ;;
+	u4t) echo "ucall 4 $NU" ;;
+	s1t) echo "usdt 1 $NU" ;;
+	s4t) echo "usdt 4 $NU" ;;
+	esac
+}
 # The workloads, run by `sh /tmp/wl.sh W...` (or W,W,...) in the order named: 1t, a tight
 # read loop on one CPU; 4t, the same on all four; lat, a read of LSIZE bytes (controlled
 # latency) on one CPU; cpu, a CPU-bound loop on all four CPUs (what sampling every CPU
-# costs: the profile pair, and the no-probe runs it is compared with).
+# costs: the profile pair, and the no-probe runs it is compared with); u1t and u4t, calls
+# of a function that does nearly nothing (the uprobe pair); s1t and s4t, passes over a USDT
+# site behind its semaphore (the USDT pair).
 cat >/tmp/wl.sh <<EOF
 for w in \$(echo "\$*" | tr , ' '); do
 	case \$w in
@@ -47,20 +60,29 @@ for w in \$(echo "\$*" | tr , ' '); do
 	4t) echo "W 4t \$($B read 4 $N4 1)" ;;
 	lat) echo "W lat \$($B read 1 $NL $LSIZE)" ;;
 	cpu) echo "W cpu \$($B spin 4 $NS)" ;;
+	u1t) echo "W u1t \$($B $(wl_cmd u1t))" ;;
+	u4t) echo "W u4t \$($B $(wl_cmd u4t))" ;;
+	s1t) echo "W s1t \$($B $(wl_cmd s1t))" ;;
+	s4t) echo "W s4t \$($B $(wl_cmd s4t))" ;;
 	esac
 done >>/tmp/wl.out
 EOF
 # wl_arg PAIR: the workloads of PAIR's sessions.
 wl_arg() {
-	if [ "$1" = profile ]; then echo "$WLS cpu"; else echo "$WLS"; fi
+	case $1 in
+	profile) echo "$WLS cpu" ;;
+	upid) echo "u1t u4t" ;;
+	usdt) echo "s1t s4t" ;;
+	*) echo "$WLS" ;;
+	esac
 }
 # sessions PAIR: how PAIR's workloads are split among the tools' sessions, one word per
 # session (W,W,...). One session runs them back to back, except for trace: there the
 # consumers format every record, and what one workload's records leave them to format
 # would be charged to the next workload's time.
 sessions() {
-	if [ "$1" = trace ]; then
-		echo "$WLS"
+	if [ "$1" = trace ] || user_pair "$1"; then
+		wl_arg "$1"
 	else
 		wl_arg "$1" | tr ' ' ,
 	fi
@@ -79,8 +101,17 @@ emit() {
 	rm -f /tmp/wl.out
 }
 
+# user_pair PAIR: whether PAIR traces the workload's process (pid and USDT providers),
+# whose oxtrace session runs one workload as its -c command ($target).
+user_pair() {
+	case $1 in upid | usdt) return 0 ;; esac
+	return 1
+}
+
 ox_prog() {
 	case $1 in
+	upid) echo 'pid$target:a.out:oxt_ucall:entry { @ = count(); }' ;;
+	usdt) echo 'oxtbench$target:::tick { @ = count(); }' ;;
 	# A D clause without actions records the firing (the default action); /0/
 	# keeps it to the bare probe, like bpftrace's empty block.
 	empty) echo 'fbt::ksys_read:entry /0/ { }' ;;
@@ -98,6 +129,9 @@ fbt::ksys_read:return /self->ts/ { @ = quantize(timestamp - self->ts); self->ts 
 
 bt_prog() {
 	case $1 in
+	# The workload's binary as the chroot sees it (mount_host binds /extra to /mnt there).
+	upid) echo 'uprobe:/mnt/oxt_bench:oxt_ucall { @ = count(); }' ;;
+	usdt) echo 'usdt:/mnt/oxt_bench:oxtbench:tick { @ = count(); }' ;;
 	empty) echo 'kprobe:ksys_read { }' ;;
 	count) echo 'kprobe:ksys_read { @[pid] = count(); }' ;;
 	sum) echo 'kprobe:ksys_read { @s = sum(arg0); }' ;;
@@ -137,10 +171,18 @@ run_ox() {
 	opts=
 	[ "$2" = trace ] && opts="-x bufsize=16m -x switchrate=20hz"
 	for wls in $(sessions "$2"); do
-		# shellcheck disable=SC2086
-		oxtrace -q -v $opts -e "$(ox_prog "$2")" -c "sh /tmp/wl.sh $wls" \
-			>/tmp/ox.out 2>/tmp/ox.err
-		rc=$?
+		if user_pair "$2"; then
+			# The loop is the traced process itself; its line is the last of its output.
+			oxtrace -q -v -e "$(ox_prog "$2")" -c "$B $(wl_cmd "$wls")" \
+				>/tmp/ox.out 2>/tmp/ox.err
+			rc=$?
+			echo "W $wls $(grep ns_per_call= /tmp/ox.out | tail -n 1)" >>/tmp/wl.out
+		else
+			# shellcheck disable=SC2086
+			oxtrace -q -v $opts -e "$(ox_prog "$2")" -c "sh /tmp/wl.sh $wls" \
+				>/tmp/ox.out 2>/tmp/ox.err
+			rc=$?
+		fi
 		[ $rc = 0 ] ||
 			echo "NOTE ${3:-oxtrace} $2 round $1 exit $rc: $(head -c 300 /tmp/ox.err)"
 		d=$(grep -E 'records dropped in all|drops on CPU' /tmp/ox.err | head -n 3 |

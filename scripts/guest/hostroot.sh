@@ -14,4 +14,7 @@ mount_host() {
 	mount -t debugfs debugfs $H/sys/kernel/debug
 	mount -t tracefs tracefs $H/sys/kernel/tracing
 	mount -t tmpfs run $H/run 2>/dev/null
+	# The bench's files (its workload) where bpftrace's uprobe: and usdt: name them: the
+	# same inodes, so that the probes are those of the binary the workloads run.
+	mount -o bind /extra $H/mnt
 }
