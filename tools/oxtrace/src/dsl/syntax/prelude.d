@@ -93,3 +93,106 @@ translator lwpsinfo_t < struct task_struct *T > {
 
 inline psinfo_t *curpsinfo = xlate <psinfo_t *> (curthread);
 inline lwpsinfo_t *curlwpsinfo = xlate <lwpsinfo_t *> (curthread);
+
+/*
+ * The stable providers' types (Oracle Linux DTrace's names and members): the CPU a
+ * probe fires on, and the block I/O views of the io provider, translated from the
+ * kernel's struct request.
+ */
+typedef struct cpuinfo {
+	int cpu_id;		/* CPU number */
+	int cpu_pset;		/* processor set: none, -1 */
+	int cpu_chip;		/* the package (socket) it is on */
+	int cpu_lgrp;		/* locality group: the NUMA node */
+	uintptr_t cpu_info;	/* unused, 0 */
+} cpuinfo_t;
+
+typedef struct bufinfo {
+	int b_flags;		/* B_READ or B_WRITE, | B_ASYNC */
+	size_t b_bcount;	/* bytes of the request */
+	uintptr_t b_addr;	/* the request's address (no buffer of its own) */
+	uint64_t b_blkno;	/* first 512-byte sector on the device */
+	uint64_t b_lblkno;	/* the same: Linux has no logical block number here */
+	size_t b_resid;		/* 0 */
+	size_t b_bufsize;	/* bytes of the request, as b_bcount */
+	uintptr_t b_iodone;	/* the completion routine (end_io), or 0 */
+	int b_error;		/* 0: the error is io:::done's second argument */
+	dev_t b_edev;		/* the device: major << 20 | minor */
+} bufinfo_t;
+
+typedef struct devinfo {
+	int dev_major;		/* major number */
+	int dev_minor;		/* minor number */
+	int dev_instance;	/* the disk's first minor */
+	char dev_name[32];	/* the disk's name (loop0, sda, vda) */
+	char dev_statname[32];	/* the disk's name, as iostat shows it */
+	char dev_pathname[40];	/* /dev/NAME */
+} devinfo_t;
+
+typedef struct fileinfo {
+	char fi_name[16];	/* block requests have no file: "<none>" */
+	char fi_dirname[16];	/* "<none>" */
+	char fi_pathname[16];	/* "<none>" */
+	int64_t fi_offset;	/* -1 */
+	char fi_fs[16];		/* "<none>" */
+	char fi_mount[16];	/* "<none>" */
+	int fi_oflags;		/* 0 */
+} fileinfo_t;
+
+inline int B_BUSY = 0x0001;
+inline int B_DONE = 0x0002;
+inline int B_ERROR = 0x0004;
+inline int B_READ = 0x0040;
+inline int B_WRITE = 0x0100;
+inline int B_ASYNC = 0x0400;
+
+/* pr_model's values, and the reasons of proc:::exit (CLD_* of <signal.h>). */
+inline int CLD_EXITED = 1;
+inline int CLD_KILLED = 2;
+inline int CLD_DUMPED = 3;
+
+translator cpuinfo_t < int C > {
+	cpu_id = C;
+	cpu_pset = -1;
+	cpu_chip = 0;
+	cpu_lgrp = 0;
+	cpu_info = 0;
+};
+
+/* Requests: REQ_OP_* in the low byte of cmd_flags, odd ones write; REQ_SYNC 1 << 11. */
+translator bufinfo_t < struct request *R > {
+	b_flags = (R->cmd_flags & 1 ? B_WRITE : B_READ) |
+	    (R->cmd_flags & (1 << 11) ? 0 : B_ASYNC);
+	b_bcount = R->__data_len;
+	b_addr = (uintptr_t)R;
+	b_blkno = R->__sector;
+	b_lblkno = R->__sector;
+	b_resid = 0;
+	b_bufsize = R->__data_len;
+	b_iodone = (uintptr_t)R->end_io;
+	b_error = 0;
+	b_edev = R->q->disk == 0 ? 0 :
+	    (R->q->disk->major << 20) | R->q->disk->first_minor;
+};
+
+translator devinfo_t < struct request *R > {
+	dev_major = R->q->disk == 0 ? 0 : R->q->disk->major;
+	dev_minor = R->q->disk == 0 ? 0 : R->q->disk->first_minor;
+	dev_instance = R->q->disk == 0 ? 0 : R->q->disk->first_minor;
+	dev_name = R->q->disk == 0 ? "<none>" : stringof(R->q->disk->disk_name);
+	dev_statname = R->q->disk == 0 ? "<none>" : stringof(R->q->disk->disk_name);
+	dev_pathname = R->q->disk == 0 ? "<none>" :
+	    strjoin("/dev/", stringof(R->q->disk->disk_name));
+};
+
+translator fileinfo_t < struct request *R > {
+	fi_name = "<none>";
+	fi_dirname = "<none>";
+	fi_pathname = "<none>";
+	fi_offset = -1;
+	fi_fs = "<none>";
+	fi_mount = "<none>";
+	fi_oflags = 0;
+};
+
+inline cpuinfo_t *curcpu = xlate <cpuinfo_t *> (cpu);

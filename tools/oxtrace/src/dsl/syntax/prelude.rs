@@ -15,10 +15,17 @@ pub(crate) static PRELUDE: &str = include_str!("prelude.d");
 pub(crate) const PRELUDE_NAME: &str = "<prelude>";
 
 /// Type names the prelude defines (the parser of a program must know them as types).
-pub(crate) const PRELUDE_TYPES: &[&str] = &["psinfo_t", "lwpsinfo_t"];
+pub(crate) const PRELUDE_TYPES: &[&str] = &[
+    "psinfo_t",
+    "lwpsinfo_t",
+    "cpuinfo_t",
+    "bufinfo_t",
+    "devinfo_t",
+    "fileinfo_t",
+];
 
 /// Names the prelude defines, for the error of their use without BTF.
-pub(crate) const PRELUDE_NAMES: &[&str] = &["curpsinfo", "curlwpsinfo"];
+pub(crate) const PRELUDE_NAMES: &[&str] = &["curpsinfo", "curlwpsinfo", "curcpu"];
 
 /// The prelude's items (none without BTF: its translators read kernel structs).
 pub(crate) fn prelude_items(btf: bool) -> Result<Vec<Item>, CompileError> {
