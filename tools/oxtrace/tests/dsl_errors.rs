@@ -71,7 +71,7 @@ fn unknown_provider() {
     check(
         "sycall::read:entry { }",
         "1:1",
-        "unknown provider 'sycall' (did you mean 'syscall'?) (supported: fbt, syscall, profile, tracepoint, sdt, kprobe, kretprobe, interval, BEGIN, END, tick-N, profile-N; user space: pid$target or pidPID, and USDT providers as NAME$target)",
+        "unknown provider 'sycall' (did you mean 'syscall'?) (supported: fbt, syscall, proc, sched, io, profile, tracepoint, sdt, kprobe, kretprobe, interval, BEGIN, END, tick-N, profile-N; user space: pid$target or pidPID, and USDT providers as NAME$target)",
         "^^^^^^^^^^^^^^^^^^",
     );
 }

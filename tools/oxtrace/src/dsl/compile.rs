@@ -5,7 +5,7 @@
 use super::error::{CompileError, GResult, Span};
 use super::gen::Gen;
 use super::passes::options::{pragma, set_option, OptionAt};
-use super::passes::{check, declare, infer, probe_spec::probe_spec, Tables};
+use super::passes::{check, declare, infer, probe_spec::probe_spec, stable, Tables};
 use super::syntax::ast::*;
 use super::syntax::prelude;
 use super::{AggInfo, Compiled, KeyKind, ProbeSpec, VarSummary};
@@ -262,11 +262,72 @@ fn gen_clause(
     clause_descs: &mut Vec<prog::ClauseDesc>,
     code: &mut Vec<u64>,
 ) -> GResult<()> {
-    let first = probes.len();
+    // A clause naming stable probes is compiled once per stable probe's hook as well
+    // (`passes/stable.rs`); the copies are enabled on disjoint probes.
+    let mut plain = Vec::new();
+    let mut groups = Vec::new();
     for p in &cl.probes {
-        let specs = probe_spec(&p.text).map_err(|m| CompileError::at(src, input, p.span, m))?;
-        probes.extend(specs);
+        let at = |m| CompileError::at(src, input, p.span, m);
+        if stable::is_stable(&p.text) {
+            if t.env.btf.btf.is_none() {
+                return Err(at(format!(
+                    "{}: the stable providers translate the kernel's structs, which needs the kernel's BTF (/sys/kernel/btf/vmlinux: CONFIG_DEBUG_INFO_BTF)",
+                    p.text
+                )));
+            }
+            for g in stable::expand(&p.text, probe_spec).map_err(at)? {
+                match groups
+                    .iter_mut()
+                    .find(|(s, _): &&mut (_, Vec<_>)| same(*s, g.stable))
+                {
+                    Some((_, v)) => v.extend(g.specs),
+                    None => groups.push((g.stable, g.specs)),
+                }
+            }
+        } else {
+            plain.extend(probe_spec(&p.text).map_err(at)?);
+        }
     }
+    if !plain.is_empty() {
+        gen_group(t, cl, src, input, c, plain, probes, clause_descs, code)?;
+    }
+    for (which, specs) in groups {
+        let Some((p, h)) = which else { continue };
+        let cl = stable::rewrite(cl, p, &p.hooks[h])
+            .map_err(|(span, m)| CompileError::at(src, input, span, m))?;
+        gen_group(t, &cl, src, input, c, specs, probes, clause_descs, code)?;
+    }
+    Ok(())
+}
+
+/// Whether two groups are the same stable probe's same hook.
+fn same(
+    a: Option<(&'static crate::providers::stable::Probe, usize)>,
+    b: Option<(&'static crate::providers::stable::Probe, usize)>,
+) -> bool {
+    match (a, b) {
+        (Some((p, i)), Some((q, j))) => std::ptr::eq(p, q) && i == j,
+        (None, None) => true,
+        _ => false,
+    }
+}
+
+/// Generate clause `cl` enabled on `specs`, appending to the program's probes, clauses and
+/// code.
+#[allow(clippy::too_many_arguments)]
+fn gen_group(
+    t: &mut Tables,
+    cl: &Clause,
+    src: &str,
+    input: &str,
+    c: &mut Compiled,
+    specs: Vec<ProbeSpec>,
+    probes: &mut Vec<ProbeSpec>,
+    clause_descs: &mut Vec<prog::ClauseDesc>,
+    code: &mut Vec<u64>,
+) -> GResult<()> {
+    let first = probes.len();
+    probes.extend(specs);
     super::passes::probe_spec::set_clause_probes(&probes[first..]);
     t.env.btf.clause = probes[first..]
         .iter()

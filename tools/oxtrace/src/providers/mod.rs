@@ -7,6 +7,7 @@ pub mod fbt;
 pub mod list;
 pub mod pid;
 pub mod process;
+pub mod stable;
 mod syscall_protos;
 mod syscall_table;
 pub mod syscalls;

@@ -17,6 +17,7 @@ pub(super) mod declare;
 pub(super) mod infer;
 pub(crate) mod options;
 pub(super) mod probe_spec;
+pub(super) mod stable;
 pub(crate) mod user_spec;
 pub(super) mod xlate;
 

@@ -115,6 +115,10 @@ pub(crate) fn probe_spec(text: &str) -> Result<Vec<ProbeSpec>, String> {
                 _ => Err(format!("fbt probes are named 'entry' or 'return', not '{name}'")),
             }
         }
+        [prov, _, _, _] if crate::providers::stable::is_provider(prov) => {
+            let groups = super::stable::expand(text, probe_spec)?;
+            Ok(groups.into_iter().flat_map(|g| g.specs).collect())
+        }
         [prov, module, func, name] if !PROVIDERS.contains(prov) => {
             match super::user_spec::user_spec(text, prov, module, func, name) {
                 Some(r) => r,
@@ -132,14 +136,14 @@ pub(crate) fn probe_spec(text: &str) -> Result<Vec<ProbeSpec>, String> {
 fn unknown(prov: &str) -> String {
     let near = crate::providers::syscalls::nearby(prov, PROVIDERS.iter().copied());
     format!(
-        "unknown provider '{prov}'{} (supported: fbt, syscall, profile, tracepoint, sdt, kprobe, kretprobe, interval, BEGIN, END, tick-N, profile-N{})",
+        "unknown provider '{prov}'{} (supported: fbt, syscall, proc, sched, io, profile, tracepoint, sdt, kprobe, kretprobe, interval, BEGIN, END, tick-N, profile-N{})",
         crate::providers::syscalls::did_you_mean(&near),
         super::user_spec::unknown_hint()
     )
 }
 
 /// The providers a description may name.
-const PROVIDERS: [&str; 10] = [
+const PROVIDERS: [&str; 13] = [
     "tracepoint",
     "sdt",
     "fbt",
@@ -150,6 +154,9 @@ const PROVIDERS: [&str; 10] = [
     "syscall",
     "interval",
     "tick",
+    "proc",
+    "sched",
+    "io",
 ];
 
 /// `syscall:MODULE:FUNC:NAME`: one description per system call of the running kernel that

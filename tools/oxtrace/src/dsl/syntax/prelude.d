@@ -196,3 +196,69 @@ translator fileinfo_t < struct request *R > {
 };
 
 inline cpuinfo_t *curcpu = xlate <cpuinfo_t *> (cpu);
+
+/*
+ * The stable probes' arguments and conditions (providers/stable.rs names them): each
+ * is compiled where a clause of the probe reads args[N], or into its predicate, in terms
+ * of the underlying probe's arg0..arg9, curthread or args-> (a tracepoint's record).
+ */
+/* proc:::create, proc:::lwp-create: fbt::wake_up_new_task:entry (the parent). */
+inline int __proc_create_when = ((struct task_struct *)arg0)->pid ==
+    ((struct task_struct *)arg0)->tgid;
+inline int __proc_lwp_create_when = ((struct task_struct *)arg0)->pid !=
+    ((struct task_struct *)arg0)->tgid;
+inline psinfo_t *__proc_new_psinfo = xlate <psinfo_t *> ((struct task_struct *)arg0);
+inline lwpsinfo_t *__proc_new_lwpsinfo = xlate <lwpsinfo_t *> ((struct task_struct *)arg0);
+/* proc:::start: fbt::schedule_tail:entry (the new thread, before user code). */
+inline int __proc_start_when = curthread->pid == curthread->tgid;
+/* proc:::exec and exec-failure: fbt::do_execveat_common:entry and :return. */
+inline string __proc_exec_path = stringof(((struct filename *)arg1)->name);
+inline int __proc_exec_failure_when = (int)arg1 < 0;
+inline int __proc_exec_errno = -(int)arg1;
+/* proc:::exit: tracepoint:sched:sched_process_exit in the last thread (signal->live 0). */
+inline int __proc_exit_when = curthread->signal->live.counter == 0;
+inline int __proc_exit_reason = (curthread->exit_code & 0x7f) == 0 ? CLD_EXITED :
+    curthread->exit_code & 0x80 ? CLD_DUMPED : CLD_KILLED;
+/* proc:::signal-send: fbt::__send_signal_locked:entry (sig, info, t, type, force). */
+inline lwpsinfo_t *__proc_signal_lwpsinfo = xlate <lwpsinfo_t *> ((struct task_struct *)arg2);
+inline psinfo_t *__proc_signal_psinfo = xlate <psinfo_t *> ((struct task_struct *)arg2);
+inline int __proc_signal_sig = (int)arg0;
+/* proc:::signal-handle: fbt::signal_setup_done:entry (failed, ksig, stepping). */
+inline int __proc_signal_handle_when = (int)arg0 == 0;
+inline int __proc_signal_handle_sig = ((struct ksignal *)arg1)->sig;
+inline uintptr_t __proc_signal_handle_info = (uintptr_t)&((struct ksignal *)arg1)->info;
+inline uintptr_t __proc_signal_handle_handler =
+    (uintptr_t)((struct ksignal *)arg1)->ka.sa.sa_handler;
+/* proc:::signal-clear: syscall::rt_sigtimedwait:return with a signal. */
+inline int __proc_signal_clear_when = (int)arg0 > 0;
+inline int __proc_signal_clear_sig = (int)arg0;
+
+/* sched:::off-cpu, sleep, preempt: tracepoint:sched:sched_switch (the outgoing thread). */
+inline int __sched_sleep_when = args->prev_state != 0 && args->prev_state != 0x100;
+inline int __sched_preempt_when = args->prev_state == 0x100;
+/*
+ * sched:::enqueue, dequeue: fbt::enqueue_task_CLASS/dequeue_task_CLASS:entry (rq, p,
+ * flags), the scheduling classes' methods (enqueue_task() itself is inlined).
+ */
+inline lwpsinfo_t *__sched_q_lwpsinfo = xlate <lwpsinfo_t *> ((struct task_struct *)arg1);
+inline psinfo_t *__sched_q_psinfo = xlate <psinfo_t *> ((struct task_struct *)arg1);
+inline cpuinfo_t *__sched_q_cpuinfo = xlate <cpuinfo_t *> (((struct rq *)arg0)->cpu);
+/* sched:::wakeup: fbt::try_to_wake_up:entry (p, state, wake_flags), p in that state. */
+inline int __sched_wakeup_when = (((struct task_struct *)arg0)->__state & arg1) != 0;
+inline lwpsinfo_t *__sched_arg0_lwpsinfo = xlate <lwpsinfo_t *> ((struct task_struct *)arg0);
+inline psinfo_t *__sched_arg0_psinfo = xlate <psinfo_t *> ((struct task_struct *)arg0);
+/* sched:::change-pri: fbt::set_user_nice:entry (p, nice): the new priority. */
+inline int __sched_change_pri_pri = (int)arg1 + 120;
+/* sched:::tick: fbt::sched_tick:entry, the thread the tick interrupted. */
+inline lwpsinfo_t *__sched_cur_lwpsinfo = xlate <lwpsinfo_t *> (curthread);
+inline psinfo_t *__sched_cur_psinfo = xlate <psinfo_t *> (curthread);
+/* sched:::surrender: fbt::resched_curr:entry (rq) of another CPU's run queue. */
+inline int __sched_surrender_when = ((struct rq *)arg0)->cpu != cpu;
+inline lwpsinfo_t *__sched_surrender_lwpsinfo =
+    xlate <lwpsinfo_t *> (((struct rq *)arg0)->curr);
+inline psinfo_t *__sched_surrender_psinfo = xlate <psinfo_t *> (((struct rq *)arg0)->curr);
+
+/* io:::start, done: fbt::blk_mq_start_request:entry, fbt::blk_update_request:entry. */
+inline bufinfo_t *__io_bufinfo = xlate <bufinfo_t *> ((struct request *)arg0);
+inline devinfo_t *__io_devinfo = xlate <devinfo_t *> ((struct request *)arg0);
+inline fileinfo_t *__io_fileinfo = xlate <fileinfo_t *> ((struct request *)arg0);
