@@ -27,6 +27,7 @@ pub fn arg_types(btf: Option<&Btf>, prov: &str, func: &str, name: &str) -> Optio
                 _ => p.args.iter().map(|a| c_spelling(&a.0)).collect(),
             })
         }
+        (p, _) if super::stable::is_provider(p) => super::stable::arg_types(p, name),
         _ => None,
     }
 }

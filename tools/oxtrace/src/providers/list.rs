@@ -20,6 +20,10 @@ pub fn for_each_listed(functions: &[String], mut f: impl FnMut(&str, &str, &str,
         f("fbt", "kernel", func, "entry");
         f("fbt", "kernel", func, "return");
     }
+    // After the others, so that their IDs stay as they were.
+    for p in super::stable::PROBES {
+        f(p.prov, super::stable::MODULE, "", p.name);
+    }
 }
 
 /// The profile-provider probes `-l` lists (others are made when a program names them).

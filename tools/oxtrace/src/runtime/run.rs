@@ -222,6 +222,15 @@ impl<'a> Run<'a> {
                     *c += 1;
                 }
                 let func = abi::cstr_field(&p.func);
+                // A stable probe's underlying probes are named as the stable probe.
+                if let Some(sp) = spec.and_then(|s| crate::providers::stable::find(&s.text)) {
+                    return ProbeName {
+                        id: 0,
+                        short: format!(":{}", sp.name),
+                        full: sp.full(),
+                        end: false,
+                    };
+                }
                 if spec.is_some_and(|s| oxtrace_core::probe::is_user(s.kind)) {
                     let full = user_names
                         .get_mut(&p.probe)
