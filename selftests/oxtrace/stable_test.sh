@@ -1,0 +1,159 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+# The stable providers proc, sched and io through the real module: oxt_stable's and dd's
+# known workloads and the exact counts they imply (at least, where the kernel may add
+# more: a direct write is one request or more). TAP; nothing waits for a time.
+cd "$(dirname "$0")" || exit 1
+. ./tap.sh
+KIDS='curpsinfo->pr_ppid == $target'
+
+echo "TAP version 13"
+plan 17
+
+run "proc:::create /pid == \$target/ { @n = count();
+       @p = sum(args[0]->pr_ppid == \$target && args[0]->pr_pid != \$target); }
+     proc:::start /$KIDS/ { @s = count(); }
+     proc:::exit /$KIDS/ { @e[args[0]] = count(); }
+     proc:::lwp-exit /$KIDS/ { @l = count(); }
+     END { printa(\"%@d \", @n); printa(\"%@d \", @p); printa(\"%@d \", @s);
+       printa(\"%d:%@d \", @e); printa(\"%@d\", @l); }" -c "./oxt_stable fork 5"
+expect "5 forks: 5 create (args[0]: the child), start, exit (CLD_EXITED) and lwp-exit" \
+	"5 5 5 1:5 5" "$out"
+
+run "proc:::exec-success /$KIDS/ { @[curpsinfo->pr_psargs] = count(); }
+     END { printa(\"%s|%@d\n\", @); }" -c "./oxt_stable exec 3"
+expect "3 execs: 3 exec-success, pr_psargs the new image's" "oxt_stable nop a b|3" "$out"
+
+run "proc:::exec /$KIDS/ { @[args[0]] = count(); }
+     END { printa(\"%s|%@d\n\", @); }" -c "./oxt_stable exec 3"
+expect "exec: args[0] the path, before each of the 4 execs" \
+	"/nonexistent/oxt_stable|1
+./oxt_stable|3" "$out"
+
+run "proc:::exec-failure /$KIDS/ { @[args[0]] = count(); }
+     END { printa(\"%d|%@d\n\", @); }" -c "./oxt_stable exec 3"
+expect "exec of a missing file: one exec-failure, args[0] ENOENT" "2|1" "$out"
+
+run "proc:::exec-success /$KIDS/ {
+       printf(\"%s:%s:%s:%s\n\", probeprov, probemod, probefunc, probename); }" \
+	-c "./oxt_stable exec 1"
+expect "probeprov, probemod, probefunc, probename read as the stable probe" \
+	"proc:vmlinux::exec-success" "$out"
+
+run "proc:::signal-send /pid == \$target && args[2] == 10/ {
+       @[args[1]->pr_ppid == \$target, args[0]->pr_lwpid == args[1]->pr_pid] = count(); }
+     proc:::signal-handle /$KIDS/ { @h[args[0], args[2] != 0, args[1]->si_signo] = count(); }
+     END { printa(\"send %d %d %@d\n\", @); printa(\"handle %d %d %d %@d\n\", @h); }" \
+	-c "./oxt_stable signal"
+expect "kill -USR1 of a child: one signal-send to it, one signal-handle in it" \
+	"send 1 1 1
+handle 10 1 10 1" "$out"
+
+run "proc:::signal-* /pid == \$target || $KIDS/ { @[probename] = count(); }
+     END { printa(\"%s \", @); }" -c "./oxt_stable sigwait"
+set -- $out
+if echo " $out " | grep -q " signal-clear " && echo " $out " | grep -q " signal-send "; then
+	ok "proc:::signal-* matches signal-send and signal-clear (sigwaitinfo)"
+else
+	nok "proc:::signal-* matches signal-send and signal-clear (sigwaitinfo)" "$out" "$err"
+fi
+
+run "proc:::signal-clear /$KIDS/ { @[args[0]] = count(); }
+     END { printa(\"%d|%@d\n\", @); }" -c "./oxt_stable sigwait"
+expect "sigwaitinfo for SIGUSR2: one signal-clear, args[0] 12" "12|1" "$out"
+
+run "proc:::lwp-create /pid == \$target/ { @n = count();
+       @ok = sum(args[1]->pr_pid == \$target && args[0]->pr_lwpid != \$target); }
+     proc:::create /pid == \$target/ { @c = count(); }
+     END { printa(\"%@d \", @n); printa(\"%@d\", @ok); printa(\" create %@d\", @c); }" \
+	-c "./oxt_stable threads 4"
+expect "4 threads: 4 lwp-create (args[0] the thread, args[1] the process), no create" \
+	"4 4" "$out"
+
+# The child blocks in read(2) at least 20 times. It starts on a CPU (on-cpu, no off-cpu
+# before) and ends off one (off-cpu, no on-cpu after).
+run "sched:::off-cpu /$KIDS/ { @off = count(); }
+     sched:::on-cpu /$KIDS/ { @on = count(); }
+     sched:::sleep /$KIDS/ { @sl = count(); }
+     END { printa(\"%@d \", @on); printa(\"%@d \", @off); printa(\"%@d\", @sl); }" \
+	-c "./oxt_stable pipe 20"
+set -- $out
+if [ -n "$3" ] && [ "$1" = "$2" ] && [ "$1" -ge 20 ] && [ "$3" -ge 20 ]; then
+	ok "a child blocking 20 times on a pipe: on-cpu = off-cpu >= 20, sleep >= 20"
+else
+	nok "a child blocking 20 times on a pipe: on-cpu = off-cpu >= 20, sleep >= 20" \
+		"$out" "$err"
+fi
+
+run "sched:::*-cpu /$KIDS/ { @[probeprov, probename] = count(); }
+     END { printa(\"%s:%s \", @); }" -c "./oxt_stable pipe 3"
+if echo "$out" | grep -q "sched:off-cpu" && echo "$out" | grep -q "sched:on-cpu"; then
+	ok "sched:::*-cpu: on-cpu and off-cpu"
+else
+	nok "sched:::*-cpu: on-cpu and off-cpu" "$out" "$err"
+fi
+
+run "sched:::wakeup /pid == \$target && args[1]->pr_ppid == \$target/ { @k = count();
+       @ok = sum(args[0]->pr_lwpid == args[1]->pr_pid); }
+     END { printa(\"%@d \", @k); printa(\"%@d\", @ok); }" -c "./oxt_stable pipe 10"
+set -- $out
+if [ -n "$2" ] && [ "$1" -ge 10 ] && [ "$1" = "$2" ]; then
+	ok "sched:::wakeup: the parent wakes the child at least 10 times (args[] the child)"
+else
+	nok "sched:::wakeup: the parent wakes the child at least 10 times (args[] the child)" \
+		"$out" "$err"
+fi
+
+run "sched:::enqueue /args[1]->pr_ppid == \$target/ {
+       @[args[2]->cpu_id < 64, args[2]->cpu_pset] = count(); }
+     sched:::tick { @t = count(); @ok = sum(args[0]->pr_lwpid == tid); }
+     END { printa(\"%d %d %@d \", @); printa(\"%@d \", @t); printa(\"%@d\", @ok); }" \
+	-c "./oxt_stable pipe 10"
+set -- $out
+if [ "$1 $2" = "1 -1" ] && [ "${3:-0}" -ge 10 ] && [ "$4" = "$5" ]; then
+	ok "sched:::enqueue: the child enqueued at least 10 times, args[2] its CPU; tick's args[0]"
+else
+	nok "sched:::enqueue: the child enqueued at least 10 times, args[2] its CPU; tick's args[0]" \
+		"$out" "$err"
+fi
+
+# io: 8 direct writes of 4 KiB to a loop device over a tmpfs file.
+truncate -s 1M /tmp/stable.img
+dev=$(losetup -f)
+if losetup "$dev" /tmp/stable.img; then
+	name=${dev##*/}
+	IO="args[1]->dev_statname == \"$name\""
+	run "io:::start /$IO/ { @s = count(); @w = sum(args[0]->b_flags & B_WRITE ? 1 : 0);
+	       @b = sum(args[0]->b_flags & B_WRITE ? args[0]->b_bcount : 0); }
+	     io:::done /$IO/ { @d = count(); }
+	     END { printa(\"%@d \", @s); printa(\"%@d \", @d); printa(\"%@d \", @w);
+	       printa(\"%@d\", @b); }" \
+		-c "dd if=/dev/zero of=$dev bs=4k count=8 oflag=direct conv=notrunc"
+	set -- $out
+	if [ -n "$4" ] && [ "$1" = "$2" ] && [ "$3" -ge 8 ] && [ "$4" -ge 32768 ]; then
+		ok "8 direct writes to $name: io:::start = io:::done, >= 8 writes of >= 32768 bytes"
+	else
+		nok "8 direct writes to $name: io:::start = io:::done, >= 8 writes of >= 32768 bytes" \
+			"$out" "$err"
+	fi
+	run "io:::start /$IO/ { @[args[1]->dev_pathname, args[1]->dev_major, args[2]->fi_name,
+	       args[0]->b_edev == ((dev_t)args[1]->dev_major << 20 | args[1]->dev_minor)] = count(); }
+	     END { printa(\"%s %d %s %d\n\", @); }" \
+		-c "dd if=/dev/zero of=$dev bs=4k count=2 oflag=direct conv=notrunc"
+	expect "io:::start's devinfo_t and fileinfo_t" "/dev/$name 7 <none> 1" "$(echo "$out" | cut -d' ' -f1-4)"
+	losetup -d "$dev"
+else
+	nok "losetup $dev /tmp/stable.img"
+	nok "io:::start's devinfo_t and fileinfo_t"
+fi
+rm -f /tmp/stable.img
+
+out=$(oxtrace -l -P proc 2>&1 | tail -n +2 | awk '{print $2 ":" $3 "::" $4}' | sort | tr '\n' ' ')
+expect "-l -P proc: the 12 proc probes" "proc:vmlinux::create proc:vmlinux::exec proc:vmlinux::exec-failure proc:vmlinux::exec-success proc:vmlinux::exit proc:vmlinux::lwp-create proc:vmlinux::lwp-exit proc:vmlinux::lwp-start proc:vmlinux::signal-clear proc:vmlinux::signal-handle proc:vmlinux::signal-send proc:vmlinux::start " "$out"
+
+run "proc:::exec-success, syscall::execve:entry /$KIDS/ { @[probeprov, probename] = count(); }
+     END { printa(\"%s:%s %@d\n\", @); }" -c "./oxt_stable exec 2"
+expect "a clause on a stable probe and a system call" "proc:exec-success 2
+syscall:entry 3" "$out"
+
+tap_exit
