@@ -193,6 +193,13 @@ fn the_translated_types_read_through_args() {
            trace(args[0]->b_blkno); trace(args[0]->b_edev); trace(args[1]->dev_statname);
            trace(args[1]->dev_pathname); trace(args[1]->dev_major); trace(args[2]->fi_name);
            trace(args[2]->fi_offset); }",
+        // providers.rst's examples.
+        "proc:::exec-success { printf(\"%d %s\\n\", pid, curpsinfo->pr_psargs); }",
+        "proc:::signal-send { @[execname, args[1]->pr_fname, args[2]] = count(); }",
+        "sched:::off-cpu { self->ts = timestamp; }
+         sched:::on-cpu /self->ts/ { @[execname] = quantize(timestamp - self->ts); self->ts = 0; }",
+        "io:::start { @[args[1]->dev_statname,
+           args[0]->b_flags & B_READ ? \"R\" : \"W\"] = sum(args[0]->b_bcount); }",
     ] {
         c(src, &b);
     }
