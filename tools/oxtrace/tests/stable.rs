@@ -263,3 +263,45 @@ fn the_table_is_consistent() {
     assert!(matching("proc", "", "f", "create").is_empty());
     assert!(find("tracepoint:sched::sched_switch").is_none());
 }
+
+/// A kernel whose `struct task_struct` has only `pid`, `tgid` and `comm`.
+fn small_kernel() -> Arc<Btf> {
+    use oxtrace::btf::build::Builder;
+    let mut b = Builder::new();
+    let int = b.int("int", 4, true);
+    let chr = b.int("char", 1, true);
+    let comm = b.array(chr, int, 16);
+    b.sou(
+        false,
+        "task_struct",
+        32,
+        &[
+            ("pid", int, 0, 0),
+            ("tgid", int, 32, 0),
+            ("comm", comm, 64, 0),
+        ],
+    );
+    Arc::new(Btf::parse(&b.finish()).unwrap())
+}
+
+#[test]
+fn a_kernel_without_a_member_fails_at_the_use_naming_the_prelude() {
+    formats();
+    let k = small_kernel();
+    // The condition and args[1] of lwp-create only read pid and tgid: fine.
+    c("proc:::lwp-create { trace(args[1]->pr_pid); }", &k);
+    // exit's condition reads task_struct's signal, which this kernel lacks: the error is at
+    // the clause, naming the inline and its line in the prelude.
+    let e = err("proc:::exit { trace(args[0]); }", Some(k.clone()));
+    assert!(
+        e.starts_with("1:1: [D_TYPE_MEMBER] struct task_struct has no member 'signal'")
+            && e.contains("(in __proc_exit_when at <prelude>:"),
+        "{e}"
+    );
+    // exec's path reads struct filename: the error is where args[0] is read.
+    let e = err("proc:::exec { trace(args[0]); }", Some(k));
+    assert!(
+        e.starts_with("1:21: ") && e.contains("(in __proc_exec_path at <prelude>:"),
+        "{e}"
+    );
+}

@@ -58,6 +58,27 @@ impl Gen<'_> {
                     return Ok((r, ty));
                 }
                 if let Some((ty, ie)) = self.t.inlines.get(name).cloned() {
+                    // The prelude's inlines (the stable probes' arguments) compile in the
+                    // prelude, and fail at their use, naming the prelude's line.
+                    if self.t.xlate.prelude_inlines.contains(name) {
+                        let r = self.in_source(true, |g| g.nested_inline(&ie, e.span));
+                        let (r, from) = match r {
+                            Err(pe) => {
+                                return self.err(
+                                    e.span,
+                                    format!(
+                                        "{} (in {name} at {}:{}:{})",
+                                        pe.msg,
+                                        super::super::syntax::prelude::PRELUDE_NAME,
+                                        pe.line,
+                                        pe.col
+                                    ),
+                                )
+                            }
+                            Ok(v) => v,
+                        };
+                        return self.convert(r, &from, &ty, e.span);
+                    }
                     let (r, from) = self.nested_inline(&ie, e.span)?;
                     return self.convert(r, &from, &ty, e.span);
                 }

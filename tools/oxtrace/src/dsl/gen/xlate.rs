@@ -285,7 +285,7 @@ impl Gen<'_> {
     }
 
     /// Run `f` with errors reported in the prelude when `prelude`.
-    fn in_source<T>(
+    pub(super) fn in_source<T>(
         &mut self,
         prelude: bool,
         f: impl FnOnce(&mut Self) -> GResult<T>,
