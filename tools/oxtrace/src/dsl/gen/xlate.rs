@@ -143,8 +143,20 @@ impl Gen<'_> {
                 format!("translations nested more than {MAX_NEST} deep (a translator that translates itself?)"),
             );
         }
-        // The input, compiled where it was written.
-        let (ri, ti) = self.in_source(x.prelude, |g| g.expr(&x.input))?;
+        // The input, compiled where it was written; the prelude's failing on this kernel
+        // is said at the use.
+        let (ri, ti) = match self.in_source(x.prelude, |g| g.expr(&x.input)) {
+            Err(pe) if x.prelude => {
+                return self.err(
+                    span,
+                    format!(
+                        "{} (translating the input of member {m} at {PRELUDE_NAME}:{}:{})",
+                        pe.msg, pe.line, pe.col
+                    ),
+                )
+            }
+            r => r?,
+        };
         let k = self.xlator_for(x, out, &ti, span)?;
         let Some(mem) = self.t.env.member(out, m).cloned() else {
             return self.err(
