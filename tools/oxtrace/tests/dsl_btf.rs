@@ -428,6 +428,11 @@ fn external_variables() {
             OwnedItem::Int(-5i64 as u64, IntType::new(4, true).0),
         ]
     );
+    // A per-CPU variable's address is its symbol value, its offset in each CPU's area.
+    let p = c("BEGIN { trace((uint64_t)&`runqueues); }");
+    let mut s = Sim::default();
+    s.fire(&p, &Firing::default());
+    assert_eq!(items(&s), [OwnedItem::Int(0x5100, u64t)]);
     let cases = [
         (
             "BEGIN { trace(`nr_cpu_idz); }",

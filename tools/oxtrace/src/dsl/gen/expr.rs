@@ -180,6 +180,16 @@ impl Gen<'_> {
                         self.load_const(r, addr);
                         return Ok((r, Ty::Ptr(Box::new(Ty::Void))));
                     }
+                    // A per-CPU variable's symbol value: its offset in each CPU's area.
+                    if let Some(off) = n
+                        .contains('`')
+                        .then(|| self.t.env.kvar_percpu(n))
+                        .flatten()
+                    {
+                        let r = self.reg(e.span)?;
+                        self.load_const(r, off);
+                        return Ok((r, Ty::Ptr(Box::new(Ty::Void))));
+                    }
                 }
                 if !self.is_storage(a) {
                     return self.err(

@@ -78,6 +78,25 @@ impl TypeEnv {
         Ok((addr, ty))
     }
 
+    /// The symbol value of per-CPU variable `name` (`` `runqueues ``), which is its offset
+    /// in every CPU's per-CPU area (add `` `__per_cpu_offset[cpu] `` for a CPU's copy);
+    /// `None` if `name` is not a per-CPU variable the kernel's BTF and symbols know.
+    pub(crate) fn kvar_percpu(&mut self, name: &str) -> Option<u64> {
+        let (module, sym) = name.split_once('`').unwrap_or(("", name));
+        if !matches!(module, "" | "vmlinux") {
+            return None;
+        }
+        let btf = self.btf.btf.clone()?;
+        if !btf.var(sym)?.1 {
+            return None;
+        }
+        let ksyms = self.btf.ksyms.clone();
+        let ksyms = ksyms
+            .as_deref()
+            .unwrap_or_else(|| crate::sym::ksym::Ksyms::kernel());
+        ksyms.lookup(sym, None)
+    }
+
     /// Why external variable `name` cannot be read: its type is unknown.
     pub(crate) fn kvar_untyped(&self, name: &str) -> String {
         let sym = name.rsplit('`').next().unwrap_or(name);
