@@ -8,7 +8,7 @@ cd "$(dirname "$0")" || exit 1
 KIDS='curpsinfo->pr_ppid == $target'
 
 echo "TAP version 13"
-plan 17
+plan 19
 
 run "proc:::create /pid == \$target/ { @n = count();
        @p = sum(args[0]->pr_ppid == \$target && args[0]->pr_pid != \$target); }
@@ -93,6 +93,23 @@ else
 	nok "sched:::*-cpu: on-cpu and off-cpu" "$out" "$err"
 fi
 
+# off-cpu's args[0] is the thread switched to: the next on-cpu on that CPU (the idle task,
+# tid 0, is not recorded).
+run "sched:::off-cpu /$KIDS/ { nxt[cpu] = args[0]->pr_lwpid;
+       @pid = sum(args[1]->pr_pid == args[0]->pr_lwpid || args[1]->pr_nlwp > 1); }
+     sched:::on-cpu /nxt[cpu]/ { @[nxt[cpu] == tid] = count(); nxt[cpu] = 0; }
+     END { printa(\"%d:%@d \", @); printa(\"%@d\", @pid); }" -c "./oxt_stable pipe 20"
+set -- $out
+case "$1" in
+1:*) if [ $# = 2 ] && [ "${1#1:}" -ge 1 ]; then good=1; else good=; fi ;;
+*) good= ;;
+esac
+if [ -n "$good" ]; then
+	ok "sched:::off-cpu's args[0] is the thread that runs next on the CPU"
+else
+	nok "sched:::off-cpu's args[0] is the thread that runs next on the CPU" "$out" "$err"
+fi
+
 run "sched:::wakeup /pid == \$target && args[1]->pr_ppid == \$target/ { @k = count();
        @ok = sum(args[0]->pr_lwpid == args[1]->pr_pid); }
      END { printa(\"%@d \", @k); printa(\"%@d\", @ok); }" -c "./oxt_stable pipe 10"
@@ -150,6 +167,10 @@ rm -f /tmp/stable.img
 
 out=$(oxtrace -l -P proc 2>&1 | tail -n +2 | awk '{print $2 ":" $3 "::" $4}' | sort | tr '\n' ' ')
 expect "-l -P proc: the 12 proc probes" "proc:vmlinux::create proc:vmlinux::exec proc:vmlinux::exec-failure proc:vmlinux::exec-success proc:vmlinux::exit proc:vmlinux::lwp-create proc:vmlinux::lwp-exit proc:vmlinux::lwp-start proc:vmlinux::signal-clear proc:vmlinux::signal-handle proc:vmlinux::signal-send proc:vmlinux::start " "$out"
+
+out=$(oxtrace -l -v -n 'proc:::signal-send' 2>&1 | grep 'args\[' | tr -d '\t' | tr '\n' ';')
+expect "-l -v: a stable probe's argument types" \
+	"args[0]: lwpsinfo_t *;args[1]: psinfo_t *;args[2]: int;" "$out"
 
 run "proc:::exec-success, syscall::execve:entry /$KIDS/ { @[probeprov, probename] = count(); }
      END { printa(\"%s:%s %@d\n\", @); }" -c "./oxt_stable exec 2"

@@ -231,8 +231,8 @@ fn refusals_say_why() {
         "1:28: arg2 is not available on stable probe proc:::signal-send: use args[2] (args[0]: lwpsinfo_t *, args[1]: psinfo_t *, args[2]: int)"
     );
     assert_eq!(
-        e("sched:::off-cpu { trace(args->next_pid); }"),
-        "1:25: args-> reads a tracepoint's record: not available on stable probe sched:::off-cpu (it has no arguments)"
+        e("sched:::sleep { trace(args->next_pid); }"),
+        "1:23: args-> reads a tracepoint's record: not available on stable probe sched:::sleep (it has no arguments)"
     );
     assert!(e("proc:::create { trace(args[0]->nope); }").contains("nope"));
     // Without the kernel's BTF the translators cannot be compiled.
@@ -304,4 +304,39 @@ fn a_kernel_without_a_member_fails_at_the_use_naming_the_prelude() {
         e.starts_with("1:21: ") && e.contains("(in __proc_exec_path at <prelude>:"),
         "{e}"
     );
+}
+
+#[test]
+fn off_cpu_reads_the_incoming_thread_through_this_cpus_run_queue() {
+    let Some(b) = btf() else { return };
+    let ksyms = oxtrace::sym::ksym::Ksyms::parse(
+        "ffffffff81c51790 D __per_cpu_offset\n000000000002d140 D runqueues\n",
+    );
+    let o = CompileOptions {
+        btf: Some(b),
+        ksyms: Some(Arc::new(ksyms)),
+        ..CompileOptions::default()
+    };
+    let src = "sched:::off-cpu { trace(args[0]->pr_lwpid); trace(args[1]->pr_fname); }";
+    let p = compile(src, "t.d", &o).unwrap_or_else(|e| panic!("{e}"));
+    // Without the kernel's symbols, the error says which is missing, where args[0] is read.
+    let none = CompileOptions {
+        ksyms: Some(Arc::new(oxtrace::sym::ksym::Ksyms::parse(
+            "0000000000002d140 D runqueues\n",
+        ))),
+        ..o.clone()
+    };
+    let e = compile(src, "t.d", &none).unwrap_err();
+    assert!(
+        e.msg.contains("__per_cpu_offset") && (e.line, e.col) == (1, 25),
+        "{}:{}: {}",
+        e.line,
+        e.col,
+        e.msg
+    );
+    assert_eq!(p.probes[0].func, "sched:sched_switch");
+    // A per-CPU variable is still not readable as a variable.
+    let o2 = o.clone();
+    let e = compile("BEGIN { trace(`runqueues.nr_running); }", "t.d", &o2).unwrap_err();
+    assert!(e.msg.contains("per-CPU"), "{}", e.msg);
 }

@@ -236,7 +236,16 @@ pub static PROBES: &[Probe] = &[
             ],
         )],
     ),
-    probe("sched", "off-cpu", &[], &[hook(SWITCH, None, &[])]),
+    probe(
+        "sched",
+        "off-cpu",
+        &[LWPS, PS],
+        &[hook(
+            SWITCH,
+            None,
+            &["__sched_next_lwpsinfo", "__sched_next_psinfo"],
+        )],
+    ),
     probe(
         "sched",
         "on-cpu",

@@ -233,7 +233,18 @@ inline uintptr_t __proc_signal_handle_handler =
 inline int __proc_signal_clear_when = (int)arg0 > 0;
 inline int __proc_signal_clear_sig = (int)arg0;
 
-/* sched:::off-cpu, sleep, preempt: tracepoint:sched:sched_switch (the outgoing thread). */
+/*
+ * sched:::off-cpu, sleep, preempt: tracepoint:sched:sched_switch (the outgoing thread).
+ * The incoming one is already its run queue's curr there: this CPU's struct rq is the
+ * per-CPU runqueues at this CPU's offset (a uintptr_t, so that struct rq is resolved
+ * only where it is read).
+ */
+inline uintptr_t __sched_this_rq = *(uintptr_t *)((uintptr_t)&`__per_cpu_offset +
+    cpu * sizeof (uintptr_t)) + (uintptr_t)&`runqueues;
+inline lwpsinfo_t *__sched_next_lwpsinfo =
+    xlate <lwpsinfo_t *> (((struct rq *)__sched_this_rq)->curr);
+inline psinfo_t *__sched_next_psinfo =
+    xlate <psinfo_t *> (((struct rq *)__sched_this_rq)->curr);
 inline int __sched_sleep_when = args->prev_state != 0 && args->prev_state != 0x100;
 inline int __sched_preempt_when = args->prev_state == 0x100;
 /*
