@@ -317,6 +317,21 @@ fn off_cpu_reads_the_incoming_thread_through_this_cpus_run_queue() {
         ksyms: Some(Arc::new(ksyms)),
         ..CompileOptions::default()
     };
+    // curcpu's package and cpuinfo_x86 are in the per-CPU cpu_info.
+    let ksyms = oxtrace::sym::ksym::Ksyms::parse(
+        "ffffffff81c51790 D __per_cpu_offset\n000000000002d140 D runqueues\n\
+         0000000000015010 D cpu_info\n",
+    );
+    let o = CompileOptions {
+        ksyms: Some(Arc::new(ksyms)),
+        ..o
+    };
+    let p = compile(
+        "sched:::on-cpu { trace(curcpu->cpu_chip); trace(curcpu->cpu_info); }",
+        "t.d",
+        &o,
+    );
+    assert!(p.is_ok(), "{:?}", p.err().map(|e| e.msg));
     let src = "sched:::off-cpu { trace(args[0]->pr_lwpid); trace(args[1]->pr_fname); }";
     let p = compile(src, "t.d", &o).unwrap_or_else(|e| panic!("{e}"));
     // Without the kernel's symbols, the error says which is missing, where args[0] is read.

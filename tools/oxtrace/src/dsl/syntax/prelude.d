@@ -103,8 +103,8 @@ typedef struct cpuinfo {
 	int cpu_id;		/* CPU number */
 	int cpu_pset;		/* processor set: none, -1 */
 	int cpu_chip;		/* the package (socket) it is on */
-	int cpu_lgrp;		/* locality group: the NUMA node */
-	uintptr_t cpu_info;	/* unused, 0 */
+	int cpu_lgrp;		/* locality group: 0 (NUMA nodes are not read) */
+	uintptr_t cpu_info;	/* its struct cpuinfo_x86 */
 } cpuinfo_t;
 
 typedef struct bufinfo {
@@ -151,12 +151,18 @@ inline int CLD_EXITED = 1;
 inline int CLD_KILLED = 2;
 inline int CLD_DUMPED = 3;
 
+/*
+ * CPU C's struct cpuinfo_x86 is its copy of the per-CPU cpu_info: &`cpu_info is the
+ * variable's offset in every CPU's per-CPU area, __per_cpu_offset[C] the area of CPU C.
+ */
 translator cpuinfo_t < int C > {
 	cpu_id = C;
 	cpu_pset = -1;
-	cpu_chip = 0;
+	cpu_chip = ((struct cpuinfo_x86 *)(*(uintptr_t *)((uintptr_t)&`__per_cpu_offset +
+	    C * sizeof (uintptr_t)) + (uintptr_t)&`cpu_info))->topo.pkg_id;
 	cpu_lgrp = 0;
-	cpu_info = 0;
+	cpu_info = *(uintptr_t *)((uintptr_t)&`__per_cpu_offset + C * sizeof (uintptr_t)) +
+	    (uintptr_t)&`cpu_info;
 };
 
 /* Requests: REQ_OP_* in the low byte of cmd_flags, odd ones write; REQ_SYNC 1 << 11. */
