@@ -304,11 +304,18 @@ pub fn trace(cli: &Cli) -> Res<i32> {
     }
     // The kernel's types, for typed args[], curthread and kernel structs: parsed only for
     // a program that can reach them (tens of milliseconds for a distribution kernel);
-    // `psinfo` for the prelude's process views (curpsinfo, lwpsinfo_t, ...).
+    // `psinfo` for the prelude's process views (curpsinfo, lwpsinfo_t, ...), `info_t` and
+    // `curcpu` for its other types, the stable providers for their translated arguments
+    // and conditions (`proc:::exit { }` reads task_struct).
     let wants_btf = ["args", "curthread", "struct", "union", "enum", "`"]
         .iter()
         .any(|w| text.contains(w))
-        || ["xlate", "psinfo"].iter().any(|w| text.contains(w));
+        || ["xlate", "psinfo", "info_t", "curcpu"]
+            .iter()
+            .any(|w| text.contains(w))
+        || crate::providers::stable::PROVIDERS
+            .iter()
+            .any(|p| text.contains(&format!("{p}:")));
     let kernel_types = || match crate::btf::Btf::kernel() {
         Some(Ok(b)) => Some(std::sync::Arc::new(b)),
         Some(Err(e)) => {
@@ -320,10 +327,9 @@ pub fn trace(cli: &Cli) -> Res<i32> {
     opts.btf = if wants_btf { kernel_types() } else { None };
     let mut compiled = dsl::compile(&text, &name, &opts);
     // A kernel typedef (`(loff_t)x`) needs the types too: compile again with them.
-    if compiled
-        .as_ref()
-        .is_err_and(|e| e.msg.contains("is not defined"))
-        && !wants_btf
+    if compiled.as_ref().is_err_and(|e| {
+        e.msg.contains("is not defined") || e.msg.contains("needs the kernel's BTF")
+    }) && !wants_btf
     {
         opts.btf = kernel_types();
         if opts.btf.is_some() {
