@@ -137,8 +137,10 @@ fn stable_probes_enable_their_hooks_named_as_themselves() {
             (ProbeKind::FbtEntry, s("finish_task_switch*"))
         ]
     );
+    // wait-start and wait-done have two hooks each (io_schedule, io_schedule_timeout).
     let p = c("io::: { @[probename] = count(); }", &b);
-    assert_eq!(p.probes.len(), 4);
+    assert_eq!(p.probes.len(), 6);
+    assert_eq!(p.clause_spans.len(), 6);
 }
 
 #[test]

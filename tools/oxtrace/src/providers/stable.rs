@@ -319,13 +319,19 @@ pub static PROBES: &[Probe] = &[
         "io",
         "wait-done",
         &[],
-        &[hook("fbt::io_schedule:return", None, &[])],
+        &[
+            hook("fbt::io_schedule:return", None, &[]),
+            hook("fbt::io_schedule_timeout:return", None, &[]),
+        ],
     ),
     probe(
         "io",
         "wait-start",
         &[],
-        &[hook("fbt::io_schedule:entry", None, &[])],
+        &[
+            hook("fbt::io_schedule:entry", None, &[]),
+            hook("fbt::io_schedule_timeout:entry", None, &[]),
+        ],
     ),
 ];
 
