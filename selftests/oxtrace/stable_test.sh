@@ -8,7 +8,7 @@ cd "$(dirname "$0")" || exit 1
 KIDS='curpsinfo->pr_ppid == $target'
 
 echo "TAP version 13"
-plan 19
+plan 20
 
 run "proc:::create /pid == \$target/ { @n = count();
        @p = sum(args[0]->pr_ppid == \$target && args[0]->pr_pid != \$target); }
@@ -141,11 +141,15 @@ if losetup "$dev" /tmp/stable.img; then
 	run "io:::start /$IO/ { @s = count(); @w = sum(args[0]->b_flags & B_WRITE ? 1 : 0);
 	       @b = sum(args[0]->b_flags & B_WRITE ? args[0]->b_bcount : 0); }
 	     io:::done /$IO/ { @d = count(); }
+	     io:::wait-start /pid == \$target/ { @ws = count(); }
+	     io:::wait-done /pid == \$target/ { @wd = count(); }
 	     END { printa(\"%@d \", @s); printa(\"%@d \", @d); printa(\"%@d \", @w);
-	       printa(\"%@d\", @b); }" \
+	       printa(\"%@d\", @b); printa(\" %@d\", @ws); printa(\" %@d\", @wd); }" \
 		-c "dd if=/dev/zero of=$dev bs=4k count=8 oflag=direct conv=notrunc"
 	set -- $out
-	if [ -n "$4" ] && [ "$1" = "$2" ] && [ "$3" -ge 8 ] && [ "$4" -ge 32768 ]; then
+	# dd's waits for its writes (none if each completed before it waited) pair up.
+	if [ -n "$4" ] && [ "$1" = "$2" ] && [ "$3" -ge 8 ] && [ "$4" -ge 32768 ] &&
+		[ "$5" = "$6" ]; then
 		ok "8 direct writes to $name: io:::start = io:::done, >= 8 writes of >= 32768 bytes"
 	else
 		nok "8 direct writes to $name: io:::start = io:::done, >= 8 writes of >= 32768 bytes" \
@@ -169,6 +173,15 @@ expect "-l -P proc: the 12 proc probes" "proc:vmlinux::create proc:vmlinux::exec
 out=$(oxtrace -l -v -n 'proc:::signal-send' 2>&1 | grep 'args\[' | tr -d '\t' | tr '\n' ';')
 expect "-l -v: a stable probe's argument types" \
 	"args[0]: lwpsinfo_t *;args[1]: psinfo_t *;args[2]: int;" "$out"
+
+# The default output's FUNCTION:NAME of the one firing: the stable probe's.
+guard oxtrace -e 'proc:::exec-success /pid == $target/ { }' -c "./oxt_stable nop" >/tmp/out 2>/tmp/err
+got=$(awk '$3 ~ /:/ && $1 != "CPU" { print $3 }' /tmp/out)
+if [ "$got" = ":exec-success" ]; then
+	ok "the default output names a firing as the stable probe"
+else
+	nok "the default output names a firing as the stable probe" "$(cat /tmp/out /tmp/err)"
+fi
 
 run "proc:::exec-success, syscall::execve:entry /$KIDS/ { @[probeprov, probename] = count(); }
      END { printa(\"%s:%s %@d\n\", @); }" -c "./oxt_stable exec 2"
