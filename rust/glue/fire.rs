@@ -471,13 +471,13 @@ impl Env for KernelEnv<'_> {
 
     fn builtin_str(&mut self, b: Builtin, out: &mut [u8]) -> usize {
         let kind = self.slot.kind;
-        if let Some(u) = self.s.user_slot(self.slot) {
-            // The whole name, which the slot's function may have cut.
-            return probe::describe(kind, self.s.user_name(u), 0, b, out).unwrap_or(0);
-        }
         match b {
             Builtin::Execname => task::comm(out),
             Builtin::Probeprov | Builtin::Probemod | Builtin::Probefunc | Builtin::Probename => {
+                if let Some(u) = self.s.user_slot(self.slot) {
+                    // The whole name, which the slot's function may have cut.
+                    return probe::describe(kind, self.s.user_name(u), 0, b, out).unwrap_or(0);
+                }
                 let period = match kind {
                     ProbeKind::Tick | ProbeKind::Profile => self
                         .s

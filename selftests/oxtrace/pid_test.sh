@@ -7,7 +7,7 @@ cd "$(dirname "$0")" || exit 1
 . ./tap.sh
 
 echo "TAP version 13"
-plan 16
+plan 17
 
 W="./oxt_pid run 10"
 # One line of the scalar aggregations, printed at the end.
@@ -53,6 +53,10 @@ if echo "$out" | grep -Eq '^pid[0-9]+ oxt_pid oxt_work entry$'; then
 else
 	nok "probeprov, probemod, probefunc, probename" "$out" "$err"
 fi
+
+run 'pid$target:a.out:oxt_work:entry { @[execname, pid == $target] = count(); }
+	END { printa("%s %d %@d\n", @); }' -c "$W"
+expect "execname and pid are the target's" "oxt_pid 1 20" "$(line)"
 
 run 'pid$target:a.out:oxt_*:entry { @[probefunc] = count(); }
 	END { printa("%s %@d\n", @); }' -c "$W"
