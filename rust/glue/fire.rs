@@ -192,8 +192,9 @@ fn firing<'a>(
     };
     let mut vm = Vm::with(&mut st.vm, &mut st.scratch, &s.vm).ok()?;
     if slot.kind == ProbeKind::Usdt {
-        // Its arguments may fault (`builtin_fallible`): its clauses run in the interpreter.
-        vm.without_shapes();
+        // Its arguments may fault (`builtin_fallible`): clauses that read them run in the
+        // interpreter.
+        vm.with_fallible_args();
     }
     st.room.ts = 0;
     let env = KernelEnv {

@@ -670,6 +670,16 @@ pub enum Builtin {
 pub const NBUILTINS: u32 = 31;
 
 impl Builtin {
+    /// Whether this is a probe argument, `arg0`..`arg9`: the only built-ins whose reading
+    /// may fault ([`crate::action::Env::builtin_fallible`]: a USDT probe's operands).
+    pub fn is_arg(self) -> bool {
+        use Builtin::*;
+        matches!(
+            self,
+            Arg0 | Arg1 | Arg2 | Arg3 | Arg4 | Arg5 | Arg6 | Arg7 | Arg8 | Arg9
+        )
+    }
+
     /// Decode a built-in number.
     pub fn from_u32(v: u32) -> Option<Builtin> {
         use Builtin::*;

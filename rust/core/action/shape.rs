@@ -158,6 +158,14 @@ impl Shape {
         &self.steps[..usize::from(self.nsteps)]
     }
 
+    /// Whether a step reads a probe argument ([`Builtin::is_arg`]), which a firing with
+    /// fallible arguments ([`super::Vm::with_fallible_args`]) must read in the interpreter.
+    pub(super) fn reads_args(&self) -> bool {
+        self.steps()
+            .iter()
+            .any(|s| matches!(s, Step::Builtin(b) if b.is_arg()))
+    }
+
     /// What the program does, in its order.
     pub(super) fn effects(&self) -> &[Effect] {
         // PANIC: `neffects <= MAX_EFFECTS` (type invariant).

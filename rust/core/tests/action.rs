@@ -1518,11 +1518,12 @@ fn other_programs_keep_their_instructions() {
 }
 
 /// A built-in that faults where read (a USDT operand in unreadable user memory): the
-/// interpreter's `ldb` reports the environment's fault; a firing that may fault runs
-/// without shapes (`Vm::without_shapes`), so the same program faults there too, where as
-/// a shape it would read the infallible `Env::builtin`.
+/// interpreter's `ldb` reports the environment's fault; a firing whose arguments may fault
+/// (`Vm::with_fallible_args`) runs shapes that read them in the interpreter, so the same
+/// program faults there too, where as a shape it would read the infallible `Env::builtin`.
+/// A shape that reads no argument still runs as one.
 #[test]
-fn fallible_builtin_faults_without_shapes() {
+fn fallible_argument_faults_outside_shapes() {
     let dict = TDict {
         aggs: vec![KeyLayout::NONE],
         ..TDict::default()
@@ -1556,4 +1557,22 @@ fn fallible_builtin_faults_without_shapes() {
     let (r, _) = run_verified_as(&v, &dict, &mut env, false);
     assert_eq!(r, Ok(0));
     assert_eq!(env.aggs.len(), 2);
+    // `@ = sum(pid)` reads no argument: a shape, whose run skips the interpreter's `ldb`,
+    // so a faulting `pid` (which no real environment has) shows which path ran.
+    let pid = Builtin::Pid as u32;
+    let sum_pid = [
+        insn(Op::Ldb, 1, 0, 0, pid),
+        ldi(2, 1),
+        insn(Op::Agg, 0, 1, 2, 0),
+        RET0,
+    ];
+    let b = code_bytes(&sum_pid);
+    let v = verify(Code::new(&b).unwrap(), &dict, LIMIT).unwrap();
+    let mut buf = vec![DInsn::NOP; sum_pid.len()];
+    let v = v.decode_into(&dict, &mut buf).unwrap();
+    assert!(v.shaped());
+    env.faulting.insert(pid, 16);
+    let (r, _) = run_verified_as(&v, &dict, &mut env, false);
+    assert_eq!(r, Ok(0));
+    assert_eq!(env.aggs.len(), 3);
 }

@@ -30,8 +30,9 @@ pub trait Env {
     fn builtin(&mut self, b: Builtin) -> u64;
     /// Value of an integer built-in where reading it may fault (a USDT probe's operand in
     /// user memory that can't be read: `BadAddr`); by default [`Env::builtin`], which
-    /// never does. The interpreter's `ldb` reads built-ins through this; a firing that may
-    /// fault here runs [`Vm::without_shapes`].
+    /// never does. Only probe arguments may ([`Builtin::is_arg`]). The interpreter's `ldb`
+    /// reads built-ins through this; a firing whose arguments may fault here runs
+    /// [`Vm::with_fallible_args`].
     fn builtin_fallible(&mut self, b: Builtin) -> Result<u64, FaultKind> {
         Ok(self.builtin(b))
     }
@@ -210,8 +211,9 @@ pub struct VmState {
     next_slot: usize,
     /// Scratch memory bytes (`alloca()`) the clause took.
     mem_used: usize,
-    /// This firing's clauses run in the interpreter only ([`Vm::without_shapes`]).
-    no_shapes: bool,
+    /// This firing's clauses that read probe arguments run in the interpreter only
+    /// ([`Vm::with_fallible_args`]).
+    fallible_args: bool,
 }
 
 impl VmState {
@@ -237,7 +239,7 @@ impl VmState {
             slots_start: 0,
             next_slot: 0,
             mem_used: 0,
-            no_shapes: false,
+            fallible_args: false,
         }
     }
 }
@@ -341,15 +343,16 @@ impl<'s> Vm<'s> {
         st.tlen = 0;
         st.spec = None;
         st.tls = None;
-        st.no_shapes = false;
+        st.fallible_args = false;
         Ok(Vm { st, scratch })
     }
 
-    /// Runs this firing's clauses in the interpreter only, never as shapes, which read
-    /// built-ins through [`Env::builtin`] and have no fault path: for an environment whose
-    /// built-ins may fault ([`Env::builtin_fallible`]).
-    pub fn without_shapes(&mut self) {
-        self.st.no_shapes = true;
+    /// Runs this firing's clauses that read probe arguments in the interpreter, never as
+    /// shapes, which read built-ins through [`Env::builtin`] and have no fault path: for an
+    /// environment whose arguments may fault ([`Env::builtin_fallible`]). Shapes that read
+    /// none (`@ = count()`, `@[pid] = count()`) still run as shapes.
+    pub fn with_fallible_args(&mut self) {
+        self.st.fallible_args = true;
     }
 
     /// Where `strtok(NULL, ...)` goes on: the `strtok` slot, if it holds what is left of the
@@ -436,11 +439,15 @@ impl<'s> Vm<'s> {
         env: &mut E,
     ) -> Option<()> {
         let act = act.shape()?;
-        if self.st.no_shapes {
+        let fallible = self.st.fallible_args;
+        if fallible && act.reads_args() {
             return None;
         }
         let pred = match pred {
-            Some(p) => Some(p.shape()?),
+            Some(p) => match p.shape()? {
+                p if fallible && p.reads_args() => return None,
+                p => Some(p),
+            },
             None => None,
         };
         self.st.spec = None;
@@ -475,7 +482,7 @@ impl<'s> Vm<'s> {
     ) -> Result<u64, Fault> {
         // In a speculation `agg` faults and records go elsewhere: the instructions run.
         if let Some(shape) = prog.shape() {
-            if self.st.spec.is_none() && !self.st.no_shapes {
+            if self.st.spec.is_none() && !(self.st.fallible_args && shape.reads_args()) {
                 self.run_shape(shape, dict, env);
                 // Read here rather than returned: that was 5 instructions a run dearer.
                 return Ok(val(&self.st.regs, shape.ret));

@@ -386,19 +386,20 @@ pub fn run_verified(
     run_verified_as(v, dict, env, true)
 }
 
-/// [`run_verified`], as a firing that allows shapes or not (`Vm::without_shapes`).
+/// [`run_verified`], as a firing whose arguments can't fault (`infallible`) or may
+/// (`Vm::with_fallible_args`).
 pub fn run_verified_as(
     v: &Verified<'_>,
     dict: &TDict,
     env: &mut TEnv,
-    shapes: bool,
+    infallible: bool,
 ) -> (Result<u64, Fault>, Losses) {
     let mut scratch = vec![0u8; scratch_size(dict.nlocals, dict.strsize, v.string_allocs())];
     let mut vmst = VmState::new();
     let mut vm = Vm::new(&mut vmst, &mut scratch, dict.nlocals, dict.strsize).unwrap();
     dirty_registers(&mut vm, dict);
-    if !shapes {
-        vm.without_shapes();
+    if !infallible {
+        vm.with_fallible_args();
     }
     vm.begin_clause();
     let r = vm.run(v, dict, env);
