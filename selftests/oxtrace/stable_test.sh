@@ -175,7 +175,8 @@ expect "-l -v: a stable probe's argument types" \
 	"args[0]: lwpsinfo_t *;args[1]: psinfo_t *;args[2]: int;" "$out"
 
 # The default output's FUNCTION:NAME of the one firing: the stable probe's.
-guard oxtrace -e 'proc:::exec-success /pid == $target/ { }' -c "./oxt_stable nop" >/tmp/out 2>/tmp/err
+# -c traces from the command's first instruction, after its own exec: a child's exec.
+guard oxtrace -e "proc:::exec-success /$KIDS/ { }" -c "./oxt_stable exec 1" >/tmp/out 2>/tmp/err
 got=$(awk '$3 ~ /:/ && $1 != "CPU" { print $3 }' /tmp/out)
 if [ "$got" = ":exec-success" ]; then
 	ok "the default output names a firing as the stable probe"
