@@ -7,6 +7,8 @@
  *   oxt_pid run N            call each function N times (i = 1..N), then exit
  *   oxt_pid wait FILE N      load liboxtdl.so, print "ready", wait until FILE exists, then
  *                            the same calls
+ *   oxt_pid malloc N         N times malloc(12345), free() it and call getppid(), then exit
+ *                            (the issue's one-liners on libc: oneliners_test.sh)
  *
  * Per i: oxt_work(i, 10) returns i + 10; oxt_two_rets(i odd ? i : -i) returns 1 through
  * the ret at offset 0x9, -1 through the ret at 0xf; oxt_tail(i) tail-calls oxt_work(i + 1,
@@ -54,6 +56,18 @@ int main(int argc, char **argv)
 	long s = 0;
 	int n, i;
 
+	if (argc == 3 && !strcmp(argv[1], "malloc")) {
+		n = atoi(argv[2]);
+		for (i = 0; i < n; i++) {
+			/* volatile: a malloc whose block is never used may be left out */
+			void *volatile p = malloc(12345);
+
+			free(p);
+			s += getppid();
+		}
+		printf("done %d\n", s != 0);
+		return 0;
+	}
 	if (argc == 3 && !strcmp(argv[1], "run")) {
 		n = atoi(argv[2]);
 	} else if (argc == 4 && !strcmp(argv[1], "wait")) {
@@ -68,7 +82,7 @@ int main(int argc, char **argv)
 		while (access(argv[2], F_OK))
 			usleep(10000);
 	} else {
-		fprintf(stderr, "usage: oxt_pid run N | oxt_pid wait FILE N\n");
+		fprintf(stderr, "usage: oxt_pid run N | oxt_pid wait FILE N | oxt_pid malloc N\n");
 		return 2;
 	}
 	for (i = 1; i <= n; i++) {
