@@ -12,9 +12,9 @@ set -euo pipefail
 
 conf() { sed -n "s/^$1=\"\\(.*\\)\"\$/\\1/p" "$OXT_ROOT/dkms.conf"; }
 name=$(conf PACKAGE_NAME)
-ver=$(conf PACKAGE_VERSION)
-wsver=$(sed -n '/^\[workspace.package\]/,/^\[/s/^version = "\(.*\)"/\1/p' "$OXT_ROOT/Cargo.toml")
-[ "$ver" = "$wsver" ] || die "dkms.conf's PACKAGE_VERSION $ver is not the workspace version $wsver"
+[ "$(conf PACKAGE_VERSION)" = "#MODULE_VERSION#" ] || die "dkms.conf's PACKAGE_VERSION must be #MODULE_VERSION#"
+ver=$(oxt_version)
+[ -n "$ver" ] || die "no version in Cargo.toml's [workspace.package]"
 
 need_dkms() {
 	command -v dkms >/dev/null || die "dkms is not installed (Debian: apt-get install dkms)"
@@ -30,6 +30,7 @@ stage() {
 		--exclude=rust/core/tests --exclude=modules.order --exclude=Module.symvers \
 		dkms.conf Kbuild rust shim include scripts/lib.sh scripts/dkms-make.sh) |
 		tar -x -C "$dst"
+	sed -i "s/#MODULE_VERSION#/$ver/" "$dst/dkms.conf"
 	echo "$dst"
 }
 

@@ -11,6 +11,12 @@ KCLIPPY=${KCLIPPY:-/usr/bin/clippy-driver}
 # Everything the kernel and the module are built with.
 KMAKE_FLAGS=(LLVM=1 "RUSTC=$KRUSTC" "BINDGEN=$KBINDGEN")
 
+# The one version of oxtrace (the module, the tool, dkms.conf, the Debian packages): the
+# workspace's, in Cargo.toml.
+oxt_version() {
+	sed -n '/^\[workspace.package\]/,/^\[/s/^version = "\(.*\)"/\1/p' "$OXT_ROOT/Cargo.toml"
+}
+
 say() { echo "==> $*" >&2; }
 die() {
 	echo "error: $*" >&2
