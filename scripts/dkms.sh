@@ -27,7 +27,7 @@ stage() {
 	mkdir -p "$dst"
 	(cd "$OXT_ROOT" && tar -c --exclude='*.o' --exclude='*.ko' --exclude='*.mod' \
 		--exclude='*.mod.c' --exclude='.*.cmd' --exclude='.*.d' --exclude='*.rmeta' \
-		--exclude=rust/core/tests --exclude=modules.order --exclude=Module.symvers \
+		--exclude=rust/core/tests --exclude=proptest-regressions --exclude=modules.order --exclude=Module.symvers \
 		dkms.conf Kbuild rust shim include scripts/lib.sh scripts/dkms-make.sh) |
 		tar -x -C "$dst"
 	sed -i "s/#MODULE_VERSION#/$ver/" "$dst/dkms.conf"
