@@ -10,6 +10,7 @@
 #   make module | tool | selftests | kernel | clean
 #   make install [DESTDIR=] [PREFIX=/usr/local] [MODULE=0] | uninstall | man
 #   make dkms-install [KVER=$(uname -r)] | dkms-uninstall   the module through DKMS
+#   make deb     the Debian packages oxtrace and oxtrace-dkms in build/deb (debian/)
 #
 # KDIR=/path builds against another Rust-enabled kernel tree (default: the
 # test kernel that scripts/kernel.sh builds and caches in ~/.cache/oxtrace).
@@ -18,7 +19,7 @@ export KDIR
 SHELL := /bin/bash
 
 .PHONY: all run check vm module tool selftests kernel setup clean bench steptrace stress \
-	install uninstall man dkms-install dkms-uninstall
+	install uninstall man dkms-install dkms-uninstall deb
 
 all: module tool selftests
 
@@ -57,6 +58,9 @@ install uninstall man:
 
 dkms-install dkms-uninstall:
 	@scripts/dkms.sh $(@:dkms-%=%)
+
+deb:
+	@scripts/deb.sh build
 
 # CMD and VM_FILES reach the script through the environment: no quoting issues.
 override CMD := $(value CMD)
