@@ -114,6 +114,11 @@ step "vm fail-fast" "$OXT_ROOT/scripts/test-failfast.sh"
 phase "Prometheus scrapes the guest"
 step "prometheus end to end" "$OXT_ROOT/scripts/test-prometheus.sh"
 
+phase "Debian packages"
+# make deb, lintian, apt-get install of both on this machine, dkms build of the installed
+# oxtrace-dkms against the test kernel, oxtrace --version, purge, nothing left behind.
+step "debian packages" "$OXT_ROOT/scripts/deb.sh" check
+
 if [ ${#failures[@]} -gt 0 ]; then
 	echo "failed: ${failures[*]}" >&2
 fi
