@@ -59,9 +59,15 @@ pub struct Cli {
     /// print the counters of every probe and CPU.
     #[arg(short = 'v')]
     pub verbose: bool,
-    /// Serve the aggregations as OpenMetrics on http://ADDR/metrics while the program runs.
+    /// Serve the aggregations as OpenMetrics on http://ADDR/metrics while the program runs;
+    /// a bare PORT or :PORT listens on 127.0.0.1 only (name 0.0.0.0:PORT for every
+    /// interface).
     #[arg(long, value_name = "ADDR")]
     pub listen: Option<String>,
+    /// TLS and basic authentication for --listen: a Prometheus exporter web configuration
+    /// file (tls_server_config: cert_file, key_file; basic_auth_users: bcrypt hashes).
+    #[arg(long, value_name = "FILE", requires = "listen")]
+    pub web_config: Option<String>,
     /// Output format: text, json, openmetrics or folded (stack aggregations for flame
     /// graphs).
     #[arg(

@@ -263,6 +263,13 @@ pub fn trace(cli: &Cli) -> Res<i32> {
     if let Some(pid) = cli.pid {
         check_pid(pid)?;
     }
+    // A bad --web-config is refused before anything is compiled or attached.
+    let web = match &cli.web_config {
+        Some(f) => {
+            crate::runtime::exporter::WebConfig::load(f).map_err(|e| format!("--web-config {e}"))?
+        }
+        None => Default::default(),
+    };
     let fmt = match cli.output.as_str() {
         "text" => OutFmt::Text,
         "json" => OutFmt::Json,
@@ -354,10 +361,11 @@ pub fn trace(cli: &Cli) -> Res<i32> {
     };
     let mut r = Run::load(&dev, &prog, src, fmt)?;
     if let Some(addr) = &cli.listen {
-        let m = crate::runtime::exporter::Metrics::default();
-        let bound = crate::runtime::exporter::serve(addr, m.clone())
-            .map_err(|e| format!("--listen {addr}: {e}"))?;
-        eprintln!("oxtrace: serving the aggregations on http://{bound}/metrics");
+        use crate::runtime::exporter::{serve, Metrics};
+        let scheme = if web.tls() { "https" } else { "http" };
+        let m = Metrics::default();
+        let bound = serve(addr, m.clone(), web).map_err(|e| format!("--listen {addr}: {e}"))?;
+        eprintln!("oxtrace: serving the aggregations on {scheme}://{bound}/metrics");
         r.publish_to(m);
     }
     Ok(r.run(&mut target, cli.verbose)?)
