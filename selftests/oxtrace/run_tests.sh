@@ -3,7 +3,7 @@
 # Runs every oxtrace selftest in the guest; each prints TAP.
 cd "$(dirname "$0")" || exit 1
 rc=0
-for t in ./device_test ./dynvar_test ./tool_test.sh ./trace_test.sh ./agg_test.sh ./lang_test.sh \
+for t in ./device_test ./dynvar_test ./tool_test.sh ./trace_test.sh ./agg_test.sh ./exporter_test.sh ./lang_test.sh \
 	./json_test.sh ./provider_test.sh ./subr_test.sh ./stack_test.sh \
 	./oxt-loadtest ./pt_abi_test ./pt_test.sh "./oxt-doctest tutorial.rst" \
 	./ioctl_fuzz ./lifecycle_test ./probesafe_test.sh ./attach_test.sh ./ustack_test.sh \
