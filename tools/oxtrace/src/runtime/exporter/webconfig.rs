@@ -99,7 +99,7 @@ impl WebConfig {
             Some(u) if u.is_empty() => None,
             Some(u) => Some(Users {
                 hashes: u.into_iter().map(|(k, v)| (k, v.0)).collect(),
-                good: Mutex::new(HashSet::new()),
+                good: Arc::new(Mutex::new(HashSet::new())),
             }),
             None => None,
         };
@@ -176,7 +176,7 @@ pub(super) struct Users {
     hashes: BTreeMap<String, String>,
     /// SHA-256 digests of (user, password, hash) already checked good: bcrypt is slow by
     /// design, and a scraper sends the same credentials every few seconds.
-    good: Mutex<HashSet<[u8; 32]>>,
+    good: Arc<Mutex<HashSet<[u8; 32]>>>,
 }
 
 impl Users {
@@ -194,26 +194,32 @@ impl Users {
         }
         let mut digest = [0u8; 32];
         digest.copy_from_slice(ctx.finish().as_ref());
-        if known.is_some() && self.lock().contains(&digest) {
+        let known = known.is_some();
+        if known && lock(&self.good).contains(&digest) {
             return true;
         }
-        // bcrypt takes tens of milliseconds: on the blocking thread, one at a time.
-        let ok = tokio::task::spawn_blocking(move || bcrypt::verify(pass, &hash).unwrap_or(false))
-            .await
-            .unwrap_or(false);
-        if ok && known.is_some() {
-            let mut good = self.lock();
-            if good.len() >= REMEMBERED {
-                good.clear();
+        // bcrypt takes tens of milliseconds (seconds in an emulator): on the blocking
+        // thread, one at a time. It remembers a good check itself, so that a scraper that
+        // gave up waiting (its scrape timeout) gets in the next time.
+        let good = self.good.clone();
+        tokio::task::spawn_blocking(move || {
+            let ok = bcrypt::verify(pass, &hash).unwrap_or(false) && known;
+            if ok {
+                let mut good = lock(&good);
+                if good.len() >= REMEMBERED {
+                    good.clear();
+                }
+                good.insert(digest);
             }
-            good.insert(digest);
-        }
-        ok && known.is_some()
+            ok
+        })
+        .await
+        .unwrap_or(false)
     }
+}
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashSet<[u8; 32]>> {
-        self.good.lock().unwrap_or_else(|e| e.into_inner())
-    }
+fn lock(m: &Mutex<HashSet<[u8; 32]>>) -> std::sync::MutexGuard<'_, HashSet<[u8; 32]>> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// The user and password of an `Authorization: Basic` header.
