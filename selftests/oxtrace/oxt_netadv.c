@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * oxt_netadv PORT: an adversary of `oxtrace --listen 127.0.0.1:PORT` (exporter_test.sh).
+ * oxt_netadv PORT [PHASE...]: an adversary of `oxtrace --listen 127.0.0.1:PORT`
+ * (exporter_test.sh); every phase below in turn, or only those named.
  *
  * Each phase attacks, then checks that the exporter still answers a scrape (200 and the
  * OpenMetrics "# EOF" line), then waits for the exporter to close every attacking
@@ -205,20 +206,36 @@ static void garbage(void)
 	report("garbage", ok, d);
 }
 
+static const struct {
+	const char *name;
+	void (*run)(void);
+} phases[] = {
+	{ "flood", flood },
+	{ "slow", slow },
+	{ "long", long_line },
+	{ "garbage", garbage },
+};
+
 int main(int argc, char **argv)
 {
 	struct rlimit rl = { FLOOD + 64, FLOOD + 64 };
+	unsigned int i;
+	int a;
 
-	if (argc != 2 || !(port = atoi(argv[1]))) {
-		fprintf(stderr, "usage: oxt_netadv PORT\n");
+	if (argc < 2 || !(port = atoi(argv[1]))) {
+		fprintf(stderr, "usage: oxt_netadv PORT [flood|slow|long|garbage]...\n");
 		return 2;
 	}
 	if (setrlimit(RLIMIT_NOFILE, &rl))
 		perror("oxt_netadv: RLIMIT_NOFILE");
 	signal(SIGPIPE, SIG_IGN);
-	flood();
-	slow();
-	long_line();
-	garbage();
+	for (i = 0; i < sizeof(phases) / sizeof(phases[0]); i++) {
+		int named = argc == 2;
+
+		for (a = 2; a < argc; a++)
+			named |= !strcmp(argv[a], phases[i].name);
+		if (named)
+			phases[i].run();
+	}
 	return failed;
 }
