@@ -363,6 +363,12 @@ pub fn trace(cli: &Cli) -> Res<i32> {
     if let Some(addr) = &cli.listen {
         use crate::runtime::exporter::{serve, Metrics};
         let scheme = if web.tls() { "https" } else { "http" };
+        if web.auth() && !web.tls() {
+            eprintln!(
+                "oxtrace: warning: --web-config has basic_auth_users but no \
+                 tls_server_config: passwords cross the network in clear"
+            );
+        }
         let m = Metrics::default();
         let bound = serve(addr, m.clone(), web).map_err(|e| format!("--listen {addr}: {e}"))?;
         eprintln!("oxtrace: serving the aggregations on {scheme}://{bound}/metrics");
