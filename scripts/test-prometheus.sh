@@ -63,7 +63,7 @@ until grep -q 'probes enabled' /tmp/tls.err; do
 	kill -0 $tls 2>/dev/null || { cat /tmp/tls.err; exit 1; }
 	sleep 0.1
 done
-oxtrace -q -o openmetrics --listen 0.0.0.0:9100 -x aggrate=100ms \
+oxtrace -q --oformat openmetrics --listen 0.0.0.0:9100 -x aggrate=100ms \
 	-e 'fbt::ksys_read:entry /execname == "oxt_workload"/ { @reads = count(); @size = quantize(arg2); }' \
 	-c 'sh /extra/work.sh'
 rc=$?

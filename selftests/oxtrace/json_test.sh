@@ -1,6 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0
-# -o json: every line of a mixed run (trace of signed and unsigned integers and of
+# --oformat json: every line of a mixed run (trace of signed and unsigned integers and of
 # escaped strings, printf, printa, exit, keyed and histogram aggregations) is one JSON
 # object parsed strictly by oxt-jsoncheck (serde_json), nothing else is on stdout, and
 # the values are typed: TAP.
@@ -13,9 +13,9 @@ plan 6
 prog='BEGIN { trace(-5); trace((uint8_t)255); trace("say \"hi\"\\\n\t."); printf("%s=%d\n", "x", -7); }
 fbt::ksys_read:entry /pid == $target/ { @reads[execname, arg2 > 4] = count(); @size = quantize(arg2); @n = count(); }
 END { printa(@n); exit(3); }'
-guard oxtrace -o json -e "$prog" -c './oxt_workload read 2 10' >/tmp/json.out 2>/tmp/json.err
+guard oxtrace --oformat json -e "$prog" -c './oxt_workload read 2 10' >/tmp/json.out 2>/tmp/json.err
 rc=$?
-expect "exit() status kept with -o json" 3 "$rc"
+expect "exit() status kept with --oformat json" 3 "$rc"
 if summary=$(./oxt-jsoncheck </tmp/json.out 2>&1); then
 	ok "every stdout line is one strict JSON object ($summary)"
 else

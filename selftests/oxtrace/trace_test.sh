@@ -7,7 +7,7 @@ cd "$(dirname "$0")" || exit 1
 W="./oxt_workload read 4 2000"
 
 echo "TAP version 13"
-plan 23
+plan 25
 
 run 'fbt::ksys_read:entry /pid == $target/ { @n = count(); } END { printa("%@d\n", @n); }' -c "$W"
 expect "count: 4 threads x 2000 reads on 4 CPUs" "8000" "$out"
@@ -91,8 +91,24 @@ fi
 run 'fbt::no_such_function_xyz:entry { }'
 expect_fail "unknown function: clear error" "no_such_function_xyz"
 
-guard oxtrace -o json -e 'BEGIN { printf("x%d\n", 1); exit(0); }' >/tmp/out 2>/dev/null
-if grep -q '"type":"printf",.*"text":"x1\\n"}$' /tmp/out; then ok "-o json"; else nok "-o json" "$(cat /tmp/out)"; fi
+guard oxtrace --oformat json -e 'BEGIN { printf("x%d\n", 1); exit(0); }' >/tmp/out 2>/dev/null
+if grep -q '"type":"printf",.*"text":"x1\\n"}$' /tmp/out; then ok "--oformat json"; else nok "--oformat json" "$(cat /tmp/out)"; fi
+
+# -o FILE appends the output to FILE, as dtrace -o does; stdout stays empty; -x oformat=
+# is --oformat; -o with a format's name is refused, naming --oformat.
+rm -f /tmp/o.txt
+echo first >/tmp/o.txt
+guard oxtrace -q -o /tmp/o.txt -e 'BEGIN { printf("x%d\n", 2); exit(0); }' >/tmp/out 2>/tmp/err
+guard oxtrace -x oformat=json -o /tmp/o.txt -e 'BEGIN { printf("y\n"); exit(0); }' >>/tmp/out 2>>/tmp/err
+rc=$?
+if [ $rc = 0 ] && [ ! -s /tmp/out ] && [ "$(head -n 2 /tmp/o.txt)" = "first
+x2" ] && sed -n 3p /tmp/o.txt | grep -q '"type":"printf",.*"text":"y\\n"}$'; then
+	ok "-o FILE appends the output, -x oformat=json"
+else
+	nok "-o FILE appends the output, -x oformat=json" "rc=$rc" "$(cat /tmp/o.txt)" "$(cat /tmp/out /tmp/err)"
+fi
+run 'BEGIN { exit(0); }' -o json
+expect_fail "-o json is refused, naming --oformat" "use --oformat json"
 
 # DTrace runs the clauses of one probe in program order: kretprobes on one function too,
 # with an entry clause between them running before all of them.

@@ -1,6 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0
-# ustack(), the symbol functions and -o folded against the real module, with oxt_ustack's
+# ustack(), the symbol functions and --oformat folded against the real module, with oxt_ustack's
 # known user stacks (built with frame pointers): TAP.
 cd "$(dirname "$0")" || exit 1
 . ./tap.sh
@@ -63,11 +63,11 @@ fi
 run 'profile-997 /pid == $target/ { @u[ustack()] = count(); @k[stack()] = count(); }
 	profile-997 /pid == $target && arg1/ { u++; }
 	profile-997 /pid == $target && arg0/ { k++; }
-	profile-997 /u >= 50 && k >= 50/ { exit(0); }' -o folded -c "./oxt_ustack spin"
+	profile-997 /u >= 50 && k >= 50/ { exit(0); }' --oformat folded -c "./oxt_ustack spin"
 if [ "$rc" = 0 ] && [ -n "$out" ] && ! echo "$out" | grep -Evq '^[^ ]+ [1-9][0-9]*$'; then
-	ok "-o folded: every line is frame;frame;... count"
+	ok "--oformat folded: every line is frame;frame;... count"
 else
-	nok "-o folded: every line is frame;frame;... count" "rc=$rc" "$out" "$err"
+	nok "--oformat folded: every line is frame;frame;... count" "rc=$rc" "$out" "$err"
 fi
 X='+0x[0-9a-f]*'
 if echo "$out" | grep -q "oxt_ustack\`main$X;oxt_ustack\`oxt_spin_mid$X;oxt_ustack\`oxt_spin_leaf$X [0-9]*$"; then

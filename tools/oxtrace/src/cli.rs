@@ -8,6 +8,9 @@ use std::path::PathBuf;
 /// they agree).
 pub const DEFAULT_DEVICE: &str = "/dev/oxtrace";
 
+/// The output formats of `--oformat` and `-x oformat=`.
+pub const OUTPUT_FORMATS: [&str; 4] = ["text", "json", "openmetrics", "folded"];
+
 #[derive(Parser)]
 #[command(
     name = "oxtrace",
@@ -68,15 +71,18 @@ pub struct Cli {
     /// file (tls_server_config: cert_file, key_file; basic_auth_users: bcrypt hashes).
     #[arg(long, value_name = "FILE", requires = "listen")]
     pub web_config: Option<String>,
-    /// Output format: text, json, openmetrics or folded (stack aggregations for flame
-    /// graphs).
+    /// Write the output (records, aggregations, -l's list) to FILE, appending, as dtrace -o
+    /// does. Errors and notices stay on standard error.
+    #[arg(short = 'o', value_name = "FILE", value_hint = ValueHint::FilePath)]
+    pub output: Option<PathBuf>,
+    /// Output format: text (the default), json, openmetrics or folded (stack aggregations as
+    /// folded stacks); the same as -x oformat=FMT.
     #[arg(
-        short = 'o',
-        value_name = "FORMAT",
-        default_value = "text",
-        value_parser = ["text", "json", "openmetrics", "folded"]
+        long,
+        value_name = "FMT",
+        value_parser = clap::builder::PossibleValuesParser::new(OUTPUT_FORMATS)
     )]
-    pub output: String,
+    pub oformat: Option<String>,
     /// Arguments of the program ($1, $2, ...); without a program: `version` (the module's ABI
     /// and features) or `status` (a new consumer's state).
     #[arg(value_name = "ARG")]

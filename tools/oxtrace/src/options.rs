@@ -121,6 +121,7 @@ pub const TOOL_OPTIONS: &[&str] = &[
     "maxframes",
     "rawbytes",
     "maxuprobes",
+    "oformat",
 ];
 
 /// The default of option `maxuprobes`: most user-space probes (uprobes) a program may

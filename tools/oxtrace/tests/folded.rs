@@ -1,4 +1,4 @@
-//! `-o folded`: stack aggregations as the folded stacks flame graph tools read; printa's
+//! `--oformat folded`: stack aggregations as the folded stacks flame graph tools read; printa's
 //! `%k` of a stack key.
 
 use oxtrace::agg::*;

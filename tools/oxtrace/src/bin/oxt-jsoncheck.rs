@@ -1,4 +1,4 @@
-//! oxt-jsoncheck: checks that standard input is `oxtrace -o json` output: every line one
+//! oxt-jsoncheck: checks that standard input is `oxtrace --oformat json` output: every line one
 //! JSON object (parsed strictly by serde_json) with a string member `type`, nothing else,
 //! no blank line. Prints a summary (`N lines: trace 2, aggregation 1, ...`) and exits 1
 //! naming the first bad line.

@@ -1,4 +1,4 @@
-//! `-o folded`: aggregations keyed by stacks as folded stacks, the input of flamegraph.pl
+//! `--oformat folded`: aggregations keyed by stacks as folded stacks, the input of flamegraph.pl
 //! and inferno (`inferno-flamegraph`): one line an entry, the frames from the outermost
 //! to the innermost joined by `;`, a space, the value.
 //!
@@ -14,7 +14,7 @@ use oxtrace_core::agg::KeyElem;
 use std::fmt::Write as _;
 
 impl AggTable {
-    /// Every aggregation with a stack key, folded (`-o folded`), in id order.
+    /// Every aggregation with a stack key, folded (`--oformat folded`), in id order.
     pub fn to_folded(&self, order: SortOrder) -> String {
         let mut o = String::new();
         for def in self.dictionary().iter() {

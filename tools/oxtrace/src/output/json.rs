@@ -1,4 +1,4 @@
-//! `-o json`: aggregations as JSON lines, and the tool's one string escaper.
+//! `--oformat json`: aggregations as JSON lines, and the tool's one string escaper.
 
 use super::int_text;
 use crate::agg::{key_kinds, AggTable, KeyField, KeyKind, SortOrder};
@@ -7,7 +7,7 @@ use oxtrace_core::agg::KeyElem;
 use std::fmt::Write as _;
 
 impl AggTable {
-    /// Every aggregation as JSON lines (`-o json`), one object a line, in id order: the data
+    /// Every aggregation as JSON lines (`--oformat json`), one object a line, in id order: the data
     /// `printa` shows, in the same order. See `Documentation/output.rst` for the schema.
     pub fn to_json(&self, order: SortOrder) -> String {
         let mut o = String::new();

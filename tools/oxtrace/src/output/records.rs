@@ -1,4 +1,4 @@
-//! The records of a run in JSON, one object a line (`-o json`): the members every line
+//! The records of a run in JSON, one object a line (`--oformat json`): the members every line
 //! starts with and the traced values.
 
 use super::json::json_str;

@@ -7,6 +7,9 @@ use crate::cli::Cli;
 use crate::dsl::{self, CompileOptions};
 use crate::providers::{fbt, list};
 use oxtrace_core::abi;
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::path::Path;
 
 fn features(bits: u64) -> Vec<&'static str> {
     let mut v = Vec::new();
@@ -96,6 +99,44 @@ pub fn status(cli: &Cli) -> Res<i32> {
     Ok(0)
 }
 
+/// Where the output goes: `-o FILE` opened for appending (created if missing), as dtrace
+/// opens it, or standard output. `replace` truncates FILE instead (one document, an SVG).
+/// `-o` with exactly a format name is refused: the format is `--oformat`'s.
+pub fn output(cli: &Cli, replace: bool) -> Res<Box<dyn std::io::Write + Send>> {
+    let Some(path) = cli.output.as_deref() else {
+        return Ok(Box::new(std::io::stdout()));
+    };
+    check_output_path(path)?;
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(!replace)
+        .write(true)
+        .truncate(replace)
+        .open(path)
+        .map_err(|e| format!("-o {}: {e}", path.display()))?;
+    Ok(Box::new(f))
+}
+
+/// `-o FMT` with FMT an output format is refused with where the format goes now.
+pub fn check_output_path(path: &Path) -> Res<()> {
+    match path.to_str() {
+        Some(f) if crate::cli::OUTPUT_FORMATS.contains(&f) => Err(format!(
+            "-o writes the output to a file: for the {f} format use --oformat {f} \
+             (or -x oformat={f}); for a file named {f}, -o ./{f}"
+        )
+        .into()),
+        _ => Ok(()),
+    }
+}
+
+/// Writes `text` where the output goes (`-o FILE` or standard output).
+fn write_output(cli: &Cli, text: &str) -> Res<()> {
+    let mut w = output(cli, false)?;
+    w.write_all(text.as_bytes())?;
+    w.flush()?;
+    Ok(())
+}
+
 /// `-l [PATTERN]`: the probes, like `dtrace -l`; with `-v`, each probe's argument types,
 /// like `dtrace -lv`.
 ///
@@ -104,6 +145,9 @@ pub fn status(cli: &Cli) -> Res<i32> {
 /// any other pattern lists the process's USDT probes after the kernel's.
 pub fn list(pattern: &str, cli: &Cli) -> Res<i32> {
     let verbose = cli.verbose;
+    if let Some(p) = &cli.output {
+        check_output_path(p)?;
+    }
     let mut held = None;
     if let Some(cmd) = &cli.command {
         held = Some(Held::spawn(cmd).map_err(|e| format!("cannot run '{cmd}': {e}"))?);
@@ -123,24 +167,28 @@ pub fn list(pattern: &str, cli: &Cli) -> Res<i32> {
         }
         None => pattern,
     };
-    let header = || {
-        println!(
+    // The whole list is made first and written once, to standard output or -o FILE.
+    let mut o = String::new();
+    let header = |o: &mut String| {
+        let _ = writeln!(
+            o,
             "{:>6} {:>10} {:>16} {:>32} NAME",
             "ID", "PROVIDER", "MODULE", "FUNCTION"
-        )
+        );
     };
-    let user_row = |id: usize, r: &[String; 4]| {
-        println!("{id:>6} {:>10} {:>16} {:>32} {}", r[0], r[1], r[2], r[3]);
+    let user_row = |o: &mut String, id: usize, r: &[String; 4]| {
+        let _ = writeln!(o, "{id:>6} {:>10} {:>16} {:>32} {}", r[0], r[1], r[2], r[3]);
     };
     if let Some(rows) = list::user_rows(pattern) {
         let rows = rows?;
         if rows.is_empty() {
             return Err(format!("probe description {pattern} does not match any probes").into());
         }
-        header();
+        header(&mut o);
         for (i, r) in rows.iter().enumerate() {
-            user_row(i + 1, r);
+            user_row(&mut o, i + 1, r);
         }
+        write_output(cli, &o)?;
         return Ok(0);
     }
     let (functions, _) = fbt::functions()?;
@@ -169,27 +217,32 @@ pub fn list(pattern: &str, cli: &Cli) -> Res<i32> {
                 .all(|(p, v)| m(p, v)),
         }
     };
-    header();
+    header(&mut o);
     let mut id = 0;
     // A function that is unsafe to probe is listed with `unsafe:<reason>` after its name.
     let mut row = |prov: &str, module: &str, func: &str, name: &str| {
         id += 1;
         if want(prov, module, func, name) {
-            match oxtrace_core::probesafe::refusal(func).filter(|_| prov == "fbt") {
-                Some(why) => println!(
+            let _ = match oxtrace_core::probesafe::refusal(func).filter(|_| prov == "fbt") {
+                Some(why) => writeln!(
+                    o,
                     "{id:>6} {prov:>10} {module:>16} {func:>32} {name} unsafe:{}",
                     why.tag()
                 ),
-                None => println!("{id:>6} {prov:>10} {module:>16} {func:>32} {name}"),
-            }
+                None => writeln!(o, "{id:>6} {prov:>10} {module:>16} {func:>32} {name}"),
+            };
             if verbose && prov == "tracepoint" {
-                match crate::providers::tracepoints::load(module, name) {
-                    Ok(f) => println!("{}", crate::providers::argtypes::describe_fields(&f)),
-                    Err(e) => println!("\n\tArgument Types\n\t\t{e}\n"),
-                }
+                let _ = match crate::providers::tracepoints::load(module, name) {
+                    Ok(f) => writeln!(o, "{}", crate::providers::argtypes::describe_fields(&f)),
+                    Err(e) => writeln!(o, "\n\tArgument Types\n\t\t{e}\n"),
+                };
             } else if verbose {
                 let types = crate::providers::argtypes::arg_types(btf.as_ref(), prov, func, name);
-                println!("{}", crate::providers::argtypes::describe(types.as_deref()));
+                let _ = writeln!(
+                    o,
+                    "{}",
+                    crate::providers::argtypes::describe(types.as_deref())
+                );
             }
         }
     };
@@ -198,10 +251,11 @@ pub fn list(pattern: &str, cli: &Cli) -> Res<i32> {
         for r in list::usdt_rows(t) {
             id += 1;
             if want(&r[0], &r[1], &r[2], &r[3]) {
-                user_row(id, &r);
+                user_row(&mut o, id, &r);
             }
         }
     }
+    write_output(cli, &o)?;
     drop(held);
     Ok(0)
 }
@@ -270,13 +324,9 @@ pub fn trace(cli: &Cli) -> Res<i32> {
         }
         None => Default::default(),
     };
-    let fmt = match cli.output.as_str() {
-        "text" => OutFmt::Text,
-        "json" => OutFmt::Json,
-        "openmetrics" => OutFmt::OpenMetrics,
-        "folded" => OutFmt::Folded,
-        o => return Err(format!("unknown output format '{o}': text, json or openmetrics").into()),
-    };
+    if let Some(p) = &cli.output {
+        check_output_path(p)?;
+    }
     super::catch_signals();
     let mut target = Target {
         child: None,
@@ -308,6 +358,10 @@ pub fn trace(cli: &Cli) -> Res<i32> {
             None => (x.clone(), None),
         };
         opts.xopts.push((k, v));
+    }
+    // --oformat is -x oformat=, after the -x options (the last one given wins).
+    if let Some(f) = &cli.oformat {
+        opts.xopts.push(("oformat".into(), Some(f.clone())));
     }
     // The kernel's types, for typed args[], curthread and kernel structs: parsed only for
     // a program that can reach them (tens of milliseconds for a distribution kernel);
@@ -353,13 +407,23 @@ pub fn trace(cli: &Cli) -> Res<i32> {
     for w in &prog.warnings {
         eprintln!("oxtrace: warning: {w}");
     }
+    // The format as --oformat, -x oformat= or #pragma D option oformat= left it.
+    let fmt = match prog.tool_options.get("oformat").map(String::as_str) {
+        None | Some("text") => OutFmt::Text,
+        Some("json") => OutFmt::Json,
+        Some("openmetrics") => OutFmt::OpenMetrics,
+        Some("folded") => OutFmt::Folded,
+        Some(o) => return Err(format!("unknown output format '{o}'").into()),
+    };
     // The compiler has refused what LOAD would refuse; only now the device.
     let dev = Device::open(&cli.device)?;
+    let out = output(cli, false)?;
     let src = Source {
         text: &text,
         name: &name,
     };
     let mut r = Run::load(&dev, &prog, src, fmt)?;
+    r.write_to(out);
     if let Some(addr) = &cli.listen {
         use crate::runtime::exporter::{serve, Metrics};
         let scheme = if web.tls() { "https" } else { "http" };
@@ -386,5 +450,42 @@ mod tests {
         assert_eq!(s, "\nBEGIN { }\n");
         assert_eq!(strip_interpreter_line("#!x".into()), "");
         assert_eq!(strip_interpreter_line("BEGIN\n".into()), "BEGIN\n");
+    }
+
+    #[test]
+    fn a_format_name_is_not_an_output_file() {
+        for f in crate::cli::OUTPUT_FORMATS {
+            let e = check_output_path(Path::new(f)).unwrap_err().to_string();
+            assert!(e.contains(&format!("--oformat {f}")), "{e}");
+            assert!(e.contains(&format!("-o ./{f}")), "{e}");
+            assert!(check_output_path(Path::new(&format!("./{f}"))).is_ok());
+        }
+        assert!(check_output_path(Path::new("trace.json")).is_ok());
+    }
+
+    #[test]
+    fn oformat_is_a_checked_tool_option() {
+        let compile = |x: &str| {
+            let mut o = CompileOptions::with_args("-e", &[]);
+            o.xopts.push(("oformat".into(), Some(x.into())));
+            dsl::compile("BEGIN { exit(0); }", "-e", &o)
+        };
+        let p = compile("json").unwrap();
+        assert_eq!(
+            p.tool_options.get("oformat").map(String::as_str),
+            Some("json")
+        );
+        let e = compile("xml").unwrap_err();
+        assert!(e.msg.contains("one of text, json"), "{}", e.msg);
+        let p = dsl::compile(
+            "#pragma D option oformat=folded\nBEGIN { exit(0); }",
+            "-e",
+            &CompileOptions::with_args("-e", &[]),
+        )
+        .unwrap();
+        assert_eq!(
+            p.tool_options.get("oformat").map(String::as_str),
+            Some("folded")
+        );
     }
 }

@@ -21,7 +21,6 @@ use device::DeviceError;
 use std::io;
 
 /// How results are printed.
-/// How results are printed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum OutFmt {
     /// Text like dtrace(1M).

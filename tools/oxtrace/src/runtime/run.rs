@@ -149,7 +149,8 @@ pub struct Run<'a> {
     /// Whether an aggregation has a stack key (a user stack's process is read at each
     /// snapshot).
     user_stacks: bool,
-    out: io::BufWriter<io::Stdout>,
+    /// Standard output, or the file of `-o`.
+    out: io::BufWriter<Box<dyn Write + Send>>,
     /// Time of the LOAD ioctl (image check and attaching every probe), µs.
     load_us: u128,
     /// Time spent in AGGSNAP ioctls since it was last zeroed, µs.
@@ -359,11 +360,16 @@ impl<'a> Run<'a> {
                 .any(|a| a.keys.contains(&dsl::KeyKind::Stack)),
             // One buffer for the whole run, flushed when a snapshot's lines are done, not
             // per line: 100,000 aggregation lines are a few large writes.
-            out: io::BufWriter::with_capacity(1 << 16, io::stdout()),
+            out: io::BufWriter::with_capacity(1 << 16, Box::new(io::stdout())),
             load_us,
             snap_us: 0,
             merge_us: 0,
         })
+    }
+
+    /// Writes the output to `w` instead of standard output (`-o FILE`).
+    pub fn write_to(&mut self, w: Box<dyn Write + Send>) {
+        self.out = io::BufWriter::with_capacity(1 << 16, w);
     }
 
     /// Publishes the aggregations to `m` (OpenMetrics) after every snapshot.

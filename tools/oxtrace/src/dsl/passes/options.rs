@@ -77,6 +77,15 @@ pub(crate) fn set_option(
                 }
             }
         }
+        if name == "oformat" {
+            let v = value.ok_or_else(|| format!("option '{name}' requires a value"))?;
+            if !crate::cli::OUTPUT_FORMATS.contains(&v) {
+                return Err(format!(
+                    "invalid value '{v}' for option '{name}': one of {}",
+                    crate::cli::OUTPUT_FORMATS.join(", ")
+                ));
+            }
+        }
         if name == "quiet" {
             c.quiet = true;
         }
