@@ -76,6 +76,7 @@ mapfile -t rust_files < <(git ls-files -co --exclude-standard -- 'rust/*.rs' 'to
 step "rustfmt" rustfmt --check --edition 2021 --config-path "$OXT_ROOT/.rustfmt.toml" "${rust_files[@]}"
 step "clippy" cargo clippy --workspace --all-targets --locked -- -D warnings
 step "logscan" "$OXT_ROOT/scripts/test-logscan.sh"
+step "flame graph in a browser" "$OXT_ROOT/scripts/test-flamegraph.sh"
 
 phase "module build (warnings, clippy's included, are errors)"
 step "module build" env OXT_CLIPPY=1 "$OXT_ROOT/scripts/build.sh" module

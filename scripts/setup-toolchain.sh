@@ -20,7 +20,10 @@ APT_PKGS=(linux-source-6.12 clang libclang-dev lld llvm qemu-system-x86
 	# rst2man for make install's man page; make check builds the module through dkms
 	python3-docutils dkms
 	# make deb (debian/) and make check's install of the packages
-	debhelper dh-dkms lintian)
+	debhelper dh-dkms lintian
+
+	# headless Chromium: make check loads a flame graph's SVG in a real browser
+	chromium)
 RUST_PKGS=(rustc-web rust-web-src rust-web-clippy libstd-rust-web-dev libstd-rust-web-1.85)
 
 log() { echo "setup-toolchain: $*" >&2; }

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 pub const DEFAULT_DEVICE: &str = "/dev/oxtrace";
 
 /// The output formats of `--oformat` and `-x oformat=`.
-pub const OUTPUT_FORMATS: [&str; 4] = ["text", "json", "openmetrics", "folded"];
+pub const OUTPUT_FORMATS: [&str; 5] = ["text", "json", "openmetrics", "folded", "flamegraph"];
 
 #[derive(Parser)]
 #[command(
@@ -72,11 +72,12 @@ pub struct Cli {
     #[arg(long, value_name = "FILE", requires = "listen")]
     pub web_config: Option<String>,
     /// Write the output (records, aggregations, -l's list) to FILE, appending, as dtrace -o
-    /// does. Errors and notices stay on standard error.
+    /// does (a flame graph replaces FILE). Errors and notices stay on standard error.
     #[arg(short = 'o', value_name = "FILE", value_hint = ValueHint::FilePath)]
     pub output: Option<PathBuf>,
-    /// Output format: text (the default), json, openmetrics or folded (stack aggregations as
-    /// folded stacks); the same as -x oformat=FMT.
+    /// Output format: text (the default), json, openmetrics, folded (stack aggregations as
+    /// folded stacks) or flamegraph (stack aggregations as an SVG flame graph); the same as
+    /// -x oformat=FMT.
     #[arg(
         long,
         value_name = "FMT",

@@ -1,6 +1,7 @@
-//! Renderers of the merged aggregation table: DTrace's text, JSON, OpenMetrics and folded
-//! stacks.
+//! Renderers of the merged aggregation table: DTrace's text, JSON, OpenMetrics, folded
+//! stacks and flame graphs.
 
+pub mod flamegraph;
 pub mod folded;
 pub mod json;
 pub mod lines;

@@ -413,11 +413,13 @@ pub fn trace(cli: &Cli) -> Res<i32> {
         Some("json") => OutFmt::Json,
         Some("openmetrics") => OutFmt::OpenMetrics,
         Some("folded") => OutFmt::Folded,
+        Some("flamegraph") => OutFmt::FlameGraph,
         Some(o) => return Err(format!("unknown output format '{o}'").into()),
     };
     // The compiler has refused what LOAD would refuse; only now the device.
     let dev = Device::open(&cli.device)?;
-    let out = output(cli, false)?;
+    // An SVG is one document: it replaces the file; the other formats append to it.
+    let out = output(cli, fmt == OutFmt::FlameGraph)?;
     let src = Source {
         text: &text,
         name: &name,

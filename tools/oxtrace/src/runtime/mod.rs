@@ -31,6 +31,8 @@ pub enum OutFmt {
     OpenMetrics,
     /// Aggregations keyed by stacks as folded stacks at the end (flame graphs).
     Folded,
+    /// Aggregations keyed by stacks as one SVG flame graph at the end.
+    FlameGraph,
 }
 
 /// What the run watches besides the program.

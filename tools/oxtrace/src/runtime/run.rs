@@ -467,6 +467,15 @@ impl<'a> Run<'a> {
             OutFmt::Json => s = self.aggs.to_json(order),
             OutFmt::OpenMetrics => s = self.aggs.to_openmetrics("oxtrace"),
             OutFmt::Folded => s = self.aggs.to_folded(SortOrder::default()),
+            OutFmt::FlameGraph => {
+                let title = crate::output::flamegraph::title(self.src.name, self.src.text);
+                match self.aggs.to_flamegraph(&title) {
+                    Some(svg) => s = svg,
+                    None => eprintln!(
+                        "oxtrace: no aggregation keyed by a stack has entries: no flame graph"
+                    ),
+                }
+            }
         }
         self.out.write_all(s.as_bytes())?;
         self.out.flush()?;
@@ -661,7 +670,7 @@ impl<'a> Run<'a> {
                         o.push('}');
                         writeln!(self.out, "{o}")?;
                     }
-                    OutFmt::OpenMetrics | OutFmt::Folded => {}
+                    OutFmt::OpenMetrics | OutFmt::Folded | OutFmt::FlameGraph => {}
                     OutFmt::Text => self.out.write_all(&text)?,
                 }
             }
@@ -717,7 +726,7 @@ impl<'a> Run<'a> {
                         }
                         self.out.write_all(o.as_bytes())?;
                     }
-                    OutFmt::OpenMetrics | OutFmt::Folded => {}
+                    OutFmt::OpenMetrics | OutFmt::Folded | OutFmt::FlameGraph => {}
                 }
             }
             RecordKind::Clear
