@@ -4,13 +4,32 @@
 cd "$(dirname "$0")" || exit 1
 . ./tap.sh
 echo "TAP version 13"
-plan 10
+plan 12
 check "version talks to the module" sh -c 'oxtrace version | grep -qE "^ABI +1\.[0-9]+ \(tool 1\.[0-9]+\)"'
 check "version --json" sh -c 'oxtrace version --json | grep -q "\"abi\":\"1\."'
 check "status shows an idle consumer" sh -c 'oxtrace status | grep -q "^state *idle"'
 check "status --json" sh -c 'oxtrace status --json | grep -q "\"consumers_open\":1"'
-check "missing device: clear error, exit 1" sh -c \
-	'! oxtrace --device /dev/nonexistent status 2>/tmp/err && grep -q "is the oxtrace module loaded" /tmp/err'
+check "missing device node: clear error, exit 1" sh -c \
+	'! oxtrace --device /dev/nonexistent status 2>/tmp/err &&
+	grep -q "the oxtrace module is loaded but /dev/nonexistent is missing" /tmp/err'
+# Without the module: what to do and the tool's version, exit 1; the module back after.
+rmmod oxtrace
+oxtrace -e 'BEGIN { exit(0); }' >/tmp/out 2>/tmp/err
+rc=$?
+insmod /lib/modules/oxtrace.ko
+if [ $rc = 1 ] && grep -q "the oxtrace module is not loaded: load it with .modprobe oxtrace." /tmp/err &&
+	grep -q "oxtrace tool [0-9.]*, ABI 1\.[0-9]*" /tmp/err && [ -e /dev/oxtrace ]; then
+	ok "no module: modprobe oxtrace and the tool's version, exit 1"
+else
+	nok "no module: modprobe oxtrace and the tool's version, exit 1" "rc=$rc" "$(cat /tmp/err)"
+fi
+# A device that does not answer VERSION as this ABI does (another ABI's module, or not
+# oxtrace at all): refused before LOAD, with both versions.
+check "another ABI: refused with both versions, exit 1" sh -c \
+	'! oxtrace --device /dev/null -e "BEGIN { exit(0); }" 2>/tmp/err &&
+	grep -q "does not answer this tool.s VERSION request" /tmp/err &&
+	grep -q "module .*oxtrace tool [0-9.]*, ABI 1\.[0-9]*" /tmp/err &&
+	grep -q "rmmod oxtrace; modprobe oxtrace" /tmp/err || { cat /tmp/err; false; }'
 check "not permitted: clear error" sh -c \
 	'! ./dropcaps oxtrace status 2>/tmp/err && grep -q "Operation not permitted.*CAP_PERFMON or CAP_SYS_ADMIN" /tmp/err'
 # Refusals are the tool's words, never a bare errno: a limit is refused by the

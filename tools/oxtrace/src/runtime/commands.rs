@@ -65,20 +65,15 @@ pub fn version(cli: &Cli) -> Res<i32> {
         println!("CPUs           {}", v.ncpus);
         println!("features       {}", feats.join(" "));
     }
-    if v.abi_major != abi::ABI_MAJOR {
-        return Err(format!(
-            "module ABI {}.x is not the tool's {}.x: rebuild both",
-            v.abi_major,
-            abi::ABI_MAJOR
-        )
-        .into());
+    if let Some(m) = super::device::abi_mismatch(&cli.device, &v) {
+        return Err(m.into());
     }
     Ok(0)
 }
 
 /// `oxtrace status`: this consumer's state and the device's counters.
 pub fn status(cli: &Cli) -> Res<i32> {
-    let dev = Device::open(&cli.device)?;
+    let dev = Device::open_checked(&cli.device)?;
     let s = dev.status()?;
     if cli.json {
         println!(
@@ -416,8 +411,9 @@ pub fn trace(cli: &Cli) -> Res<i32> {
         Some("flamegraph") => OutFmt::FlameGraph,
         Some(o) => return Err(format!("unknown output format '{o}'").into()),
     };
-    // The compiler has refused what LOAD would refuse; only now the device.
-    let dev = Device::open(&cli.device)?;
+    // The compiler has refused what LOAD would refuse; only now the device, which must
+    // speak the tool's ABI.
+    let dev = Device::open_checked(&cli.device)?;
     // An SVG is one document: it replaces the file; the other formats append to it.
     let out = output(cli, fmt == OutFmt::FlameGraph)?;
     let src = Source {

@@ -40,8 +40,12 @@ impl fmt::Display for DeviceError {
             os_text(&self.err)
         )?;
         match self.err.raw_os_error() {
+            Some(libc::ENOENT) | Some(libc::ENXIO) | Some(libc::ENODEV) if self.what == "open" => {
+                let loaded = Path::new(MODULE_SYSFS).exists();
+                write!(f, "{}", missing_hint(&self.path, loaded))
+            }
             Some(libc::ENOENT) | Some(libc::ENXIO) | Some(libc::ENODEV) => {
-                write!(f, " (is the oxtrace module loaded? try: insmod oxtrace.ko)")
+                write!(f, " (is the oxtrace module loaded? try: modprobe oxtrace)")
             }
             Some(libc::EPERM) | Some(libc::EACCES) => {
                 write!(
@@ -49,7 +53,10 @@ impl fmt::Display for DeviceError {
                     " (tracing needs CAP_PERFMON or CAP_SYS_ADMIN: run as root)"
                 )
             }
-            Some(libc::ENOTTY) => write!(f, " (module and tool ABI differ: rebuild both)"),
+            Some(libc::ENOTTY) => write!(
+                f,
+                " (module and tool ABI differ: `oxtrace version` shows both; install a tool and a module of one version)"
+            ),
             Some(libc::EBUSY) if self.what == "open" => write!(
                 f,
                 " (as many consumers are open as the module allows: module parameter max_consumers)"
@@ -60,6 +67,57 @@ impl fmt::Display for DeviceError {
 }
 
 impl std::error::Error for DeviceError {}
+
+/// Where the kernel shows a loaded oxtrace module.
+pub const MODULE_SYSFS: &str = "/sys/module/oxtrace";
+
+/// The tool's version and ABI, as the messages about the module name them.
+pub fn tool_version() -> String {
+    format!(
+        "oxtrace tool {}, ABI {}.{}",
+        env!("CARGO_PKG_VERSION"),
+        abi::ABI_MAJOR,
+        abi::ABI_MINOR
+    )
+}
+
+/// What to do when the device node `path` is missing: load the module, or (`loaded`)
+/// make the node the module registered.
+pub fn missing_hint(path: &Path, loaded: bool) -> String {
+    if loaded {
+        format!(
+            ": the oxtrace module is loaded but {} is missing: is it another path (--device)? \
+             The node's numbers are in /sys/class/misc/oxtrace/dev; `make install` installs \
+             the udev rule that makes it",
+            path.display()
+        )
+    } else {
+        format!(
+            ": the oxtrace module is not loaded: load it with `modprobe oxtrace` (or \
+             `insmod oxtrace.ko` from a build tree) and run oxtrace again ({})",
+            tool_version()
+        )
+    }
+}
+
+/// The refusal of a module whose ABI major version `module` is not the tool's, naming
+/// both versions; `None` when they agree (a newer minor version only adds).
+pub fn abi_mismatch(path: &Path, v: &abi::Version) -> Option<String> {
+    (v.abi_major != abi::ABI_MAJOR).then(|| {
+        format!(
+            "{}: the oxtrace module {} speaks ABI {}.{}, this tool ABI {}.{} ({}): install \
+             a tool and a module of one version (rebuild both, `make install`, or the \
+             DKMS package), then `rmmod oxtrace; modprobe oxtrace`",
+            path.display(),
+            abi::cstr_field(&v.release),
+            v.abi_major,
+            v.abi_minor,
+            abi::ABI_MAJOR,
+            abi::ABI_MINOR,
+            tool_version()
+        )
+    })
+}
 
 /// The words of a system error without Rust's " (os error N)" suffix: what the user reads
 /// is the reason, not the number.
@@ -99,6 +157,34 @@ impl Device {
             file,
             path: path.to_owned(),
         })
+    }
+
+    /// Opens `path` as a new consumer of a module that speaks the tool's ABI: one whose
+    /// VERSION answer has the tool's major version. Anything else is refused with both
+    /// versions and what to do.
+    pub fn open_checked(path: &Path) -> Result<Self, String> {
+        let dev = Self::open(path).map_err(|e| e.to_string())?;
+        let v = match dev.version() {
+            Ok(v) => v,
+            Err(e) if matches!(e.err.raw_os_error(), Some(libc::ENOTTY | libc::EINVAL)) => {
+                let module = std::fs::read_to_string(format!("{MODULE_SYSFS}/version"))
+                    .map(|s| s.trim().to_string())
+                    .unwrap_or_else(|_| "of unknown version".into());
+                return Err(format!(
+                    "{}: the device does not answer this tool's VERSION request ({}): it is \
+                     not an oxtrace module of this tool's ABI (module {module}; {}): install \
+                     a tool and a module of one version, then `rmmod oxtrace; modprobe oxtrace`",
+                    path.display(),
+                    os_text(&e.err),
+                    tool_version()
+                ));
+            }
+            Err(e) => return Err(e.to_string()),
+        };
+        match abi_mismatch(path, &v) {
+            Some(m) => Err(m),
+            None => Ok(dev),
+        }
     }
 
     fn err(&self, what: &'static str) -> DeviceError {
@@ -369,5 +455,53 @@ impl Device {
         slices.truncate(l.nslices as usize);
         tables.truncate(l.ntables as usize);
         Ok((slices, tables, l.slice_order))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_node_says_what_to_do() {
+        let p = Path::new(DEFAULT_PATH);
+        let m = missing_hint(p, false);
+        assert!(m.contains("`modprobe oxtrace`"), "{m}");
+        assert!(
+            m.contains(&format!("ABI {}.{}", abi::ABI_MAJOR, abi::ABI_MINOR)),
+            "{m}"
+        );
+        let m = missing_hint(p, true);
+        assert!(m.contains("loaded but /dev/oxtrace is missing"), "{m}");
+        let e = DeviceError::new(p, "LOAD", io::Error::from_raw_os_error(libc::ENOENT));
+        assert!(e.to_string().contains("modprobe oxtrace"), "{e}");
+    }
+
+    #[test]
+    fn another_major_abi_is_refused_with_both_versions() {
+        let mut v = abi::Version {
+            abi_major: abi::ABI_MAJOR,
+            abi_minor: abi::ABI_MINOR + 1,
+            ..Default::default()
+        };
+        v.release[..5].copy_from_slice(b"9.9.9");
+        let p = Path::new(DEFAULT_PATH);
+        // A newer minor version only adds: accepted.
+        assert_eq!(abi_mismatch(p, &v), None);
+        v.abi_major = abi::ABI_MAJOR + 1;
+        let m = abi_mismatch(p, &v).unwrap();
+        assert!(
+            m.contains(&format!("module 9.9.9 speaks ABI {}.", abi::ABI_MAJOR + 1)),
+            "{m}"
+        );
+        assert!(
+            m.contains(&format!(
+                "this tool ABI {}.{}",
+                abi::ABI_MAJOR,
+                abi::ABI_MINOR
+            )),
+            "{m}"
+        );
+        assert!(m.contains("rmmod oxtrace; modprobe oxtrace"), "{m}");
     }
 }
