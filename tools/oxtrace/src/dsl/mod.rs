@@ -15,6 +15,7 @@ pub mod types;
 mod user_tests;
 
 pub use error::{CompileError, Span};
+pub use passes::probe_spec::PROVIDERS;
 pub use syntax::parser::Macros;
 
 use oxtrace_core::action::{Insn, Op, Scope};

@@ -142,8 +142,9 @@ fn unknown(prov: &str) -> String {
     )
 }
 
-/// The providers a description may name.
-const PROVIDERS: [&str; 13] = [
+/// The providers a description may name (the man page lists each:
+/// tools/oxtrace/tests/manpage.rs).
+pub const PROVIDERS: [&str; 13] = [
     "tracepoint",
     "sdt",
     "fbt",
