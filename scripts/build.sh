@@ -83,6 +83,17 @@ build_selftests() {
 	[ -e "$k/source" ] && ksrc=$(readlink -f "$k/source")
 	say "building selftests"
 	make -s -C "$OXT_ROOT/selftests/oxtrace" KSRC="$ksrc" OUTPUT="$BUILD/selftests"
+	# A tiny C module whose functions the fbt selftests probe by module; built in a
+	# copy under build/ (kbuild writes its objects beside the sources).
+	local flags=("${KMAKE_FLAGS[@]}")
+	[ -z "${OXT_KMAKE_FLAGS:-}" ] || read -r -a flags <<<"$OXT_KMAKE_FLAGS"
+	rm -rf "$BUILD/testmod"
+	cp -r "$OXT_ROOT/selftests/oxtrace/testmod" "$BUILD/testmod"
+	if ! make -C "$k" M="$BUILD/testmod" "${flags[@]}" modules >"$BUILD/testmod.log" 2>&1; then
+		cat "$BUILD/testmod.log" >&2
+		die "test module build failed"
+	fi
+	cp "$BUILD/testmod/oxtmod.ko" "$BUILD/selftests/"
 }
 
 case $what in

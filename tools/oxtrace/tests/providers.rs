@@ -265,3 +265,28 @@ fn tracepoint_field_errors_name_the_fields() {
         "{e}"
     );
 }
+
+#[test]
+fn fbt_and_kprobe_take_a_module() {
+    let p = c(
+        "fbt:ext4:ext4_file_read_iter:entry, fbt:nf_*::return, kprobe:ext4:ext4_sync_fs,
+         kretprobe:xfs:xfs_iread, fbt::vfs_read:entry { }",
+    );
+    let got: Vec<_> = p
+        .probes
+        .iter()
+        .map(|s| (s.kind, s.module.as_str(), s.func.as_str()))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (ProbeKind::FbtEntry, "ext4", "ext4_file_read_iter"),
+            (ProbeKind::FbtReturn, "nf_*", "*"),
+            (ProbeKind::FbtEntry, "ext4", "ext4_sync_fs"),
+            (ProbeKind::FbtReturn, "xfs", "xfs_iread"),
+            (ProbeKind::FbtEntry, "", "vfs_read"),
+        ]
+    );
+    let e = err("fbt:ext.4:f:entry { }");
+    assert!(e.contains("invalid module name 'ext.4'"), "{e}");
+}

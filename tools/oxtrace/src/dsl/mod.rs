@@ -62,6 +62,9 @@ pub struct ProbeSpec {
     pub uprobes: Vec<crate::providers::process::UserProbe>,
     /// Functions its globs matched that were left out: no size to decode them by.
     pub uskipped: u32,
+    /// The module field of an fbt description (a glob; empty, `*`: any; `vmlinux`,
+    /// `kernel`: the kernel's own functions), which the attach table applies.
+    pub module: String,
 }
 
 /// An aggregation of the program (the user-level dictionary entry).

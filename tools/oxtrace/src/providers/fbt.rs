@@ -6,9 +6,10 @@
 //! `/proc/kallsyms`. The kernel then registers each function and reports what it refused.
 
 use super::tracefs::tracefs;
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::fs;
 use std::io;
+use std::sync::OnceLock;
 
 const BLACKLIST: &str = "/sys/kernel/debug/kprobes/blacklist";
 
@@ -34,6 +35,56 @@ pub fn functions() -> io::Result<(Vec<String>, Source)> {
     }
     let s = fs::read_to_string("/proc/kallsyms")?;
     Ok((parse_kallsyms(&s, &blacklist), Source::Kallsyms))
+}
+
+/// The loadable module of every probeable function that is in one, from ftrace's
+/// `name [module]` lines or kallsyms' `addr t name\t[module]` lines: a function of vmlinux
+/// has none. Read once per run.
+pub fn modules() -> &'static HashMap<String, String> {
+    static MODULES: OnceLock<HashMap<String, String>> = OnceLock::new();
+    MODULES.get_or_init(|| {
+        tracefs()
+            .and_then(|t| fs::read_to_string(format!("{t}/available_filter_functions")).ok())
+            .filter(|s| !s.is_empty())
+            .or_else(|| fs::read_to_string("/proc/kallsyms").ok())
+            .map(|s| parse_modules(&s))
+            .unwrap_or_default()
+    })
+}
+
+/// The module column of function `func` as `-l` shows it: its module, or `kernel`.
+pub fn module_of(func: &str) -> &'static str {
+    modules().get(func).map_or("kernel", String::as_str)
+}
+
+/// Whether a function of module `module` (`None`: the kernel's own) is one that the module
+/// field `pat` of a description names: empty or `*`, any; `vmlinux` or `kernel`, the
+/// kernel's own; else a glob of module names.
+pub fn module_matches(pat: &str, module: Option<&str>) -> bool {
+    match (pat, module) {
+        ("" | "*", _) => true,
+        ("vmlinux" | "kernel", m) => m.is_none(),
+        (p, Some(m)) => glob_match(p, m),
+        (_, None) => false,
+    }
+}
+
+/// The function-to-module map of ftrace's or kallsyms' text (a line whose last word is
+/// `[module]`).
+pub fn parse_modules(text: &str) -> HashMap<String, String> {
+    let mut m = HashMap::new();
+    for l in text.lines() {
+        let mut w = l.split_whitespace().rev();
+        let Some(last) = w.next() else { continue };
+        let Some(module) = last.strip_prefix('[').and_then(|x| x.strip_suffix(']')) else {
+            continue;
+        };
+        // ftrace: `name [mod]`; kallsyms: `addr type name [mod]`.
+        if let Some(name) = w.next() {
+            m.insert(name.to_string(), module.to_string());
+        }
+    }
+    m
 }
 
 /// Names of `available_filter_functions` (`name` or `name [module]` per line).
@@ -147,5 +198,20 @@ mod tests {
         assert_eq!(expand("a*", &fns), ["a1", "a2"]);
         assert_eq!(expand("b1", &fns), ["b1"]);
         assert!(expand("c", &fns).is_empty());
+    }
+
+    #[test]
+    fn modules_of_functions() {
+        let m = parse_modules(
+            "vfs_read\next4_read [ext4]\n\
+             ffffffffa0000000 t oxtmod_hit\t[oxtmod]\nffffffff81000000 T _text\n",
+        );
+        assert_eq!(m.len(), 2);
+        assert_eq!(m["ext4_read"], "ext4");
+        assert_eq!(m["oxtmod_hit"], "oxtmod");
+        assert!(module_matches("", Some("ext4")) && module_matches("*", None));
+        assert!(module_matches("kernel", None) && module_matches("vmlinux", None));
+        assert!(!module_matches("vmlinux", Some("ext4")));
+        assert!(module_matches("ext*", Some("ext4")) && !module_matches("ext4", None));
     }
 }

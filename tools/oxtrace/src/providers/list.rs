@@ -16,9 +16,11 @@ pub fn for_each_listed(functions: &[String], mut f: impl FnMut(&str, &str, &str,
     for (s, e) in super::tracepoints::events() {
         f("tracepoint", &s, "", &e);
     }
+    let modules = super::fbt::modules();
     for func in functions {
-        f("fbt", "kernel", func, "entry");
-        f("fbt", "kernel", func, "return");
+        let module = modules.get(func).map_or("kernel", String::as_str);
+        f("fbt", module, func, "entry");
+        f("fbt", module, func, "return");
     }
     // After the others, so that their IDs stay as they were.
     for p in super::stable::PROBES {

@@ -43,8 +43,24 @@ pub fn attach_table(prog: &Compiled, functions: &[String]) -> Result<AttachTable
             continue;
         }
         let glob = fbt::is_glob(&spec.func);
+        // The module field: read the functions' modules only when it names some.
+        let any_module = matches!(spec.module.as_str(), "" | "*");
+        let in_module = |n: &str| {
+            any_module
+                || fbt::module_matches(&spec.module, fbt::modules().get(n).map(String::as_str))
+        };
+        if !glob && !in_module(&spec.func) {
+            return Err(RunError(format!(
+                "probe description {}: function {} is not in module {} (its module: {})",
+                spec.text,
+                spec.func,
+                spec.module,
+                fbt::module_of(&spec.func)
+            )));
+        }
         let names: Vec<&str> = if glob {
             let mut names = fbt::expand(&spec.func, functions);
+            names.retain(|n| in_module(n));
             names.retain(|n| match probesafe::refusal(n) {
                 Some(why) => {
                     t.unsafe_skipped.push((d as u32, n.to_string(), why));

@@ -250,8 +250,10 @@ impl<'a> Run<'a> {
                     };
                 }
                 let (prov, module, name) = match spec.map(|s| s.kind) {
-                    Some(ProbeKind::FbtEntry) => ("fbt", "kernel", "entry".to_string()),
-                    Some(ProbeKind::FbtReturn) => ("fbt", "kernel", "return".to_string()),
+                    Some(ProbeKind::FbtEntry) => ("fbt", fbt::module_of(func), "entry".to_string()),
+                    Some(ProbeKind::FbtReturn) => {
+                        ("fbt", fbt::module_of(func), "return".to_string())
+                    }
                     Some(ProbeKind::Begin) => ("dtrace", "", "BEGIN".to_string()),
                     Some(ProbeKind::End) => ("dtrace", "", "END".to_string()),
                     Some(ProbeKind::Error) => ("dtrace", "", "ERROR".to_string()),

@@ -39,6 +39,7 @@ pub(crate) fn probe_spec(text: &str) -> Result<Vec<ProbeSpec>, String> {
             text: text.to_string(),
             uprobes: Vec::new(),
             uskipped: 0,
+            module: String::new(),
         })
     };
     let other = |kind, period_ns| ProbeSpec {
@@ -48,6 +49,7 @@ pub(crate) fn probe_spec(text: &str) -> Result<Vec<ProbeSpec>, String> {
         text: text.to_string(),
         uprobes: Vec::new(),
         uskipped: 0,
+        module: String::new(),
     };
     // A `tick-N` or `profile-N` period; `what` and `eg` word the errors.
     let periodic = |kind, n: &str, what: [&str; 2], eg: &str| match parse_interval(n) {
@@ -99,21 +101,22 @@ pub(crate) fn probe_spec(text: &str) -> Result<Vec<ProbeSpec>, String> {
         [name] | ["profile", "", "", name] if tick(name).is_some() => {
             tick(name).expect("checked").map(|p| vec![p])
         }
-        ["kprobe", func] | ["kprobe", "", func] => Ok(vec![fbt(ProbeKind::FbtEntry, func)?]),
-        ["kretprobe", func] | ["kretprobe", "", func] => Ok(vec![fbt(ProbeKind::FbtReturn, func)?]),
+        ["kprobe", func] => Ok(vec![fbt(ProbeKind::FbtEntry, func)?]),
+        ["kretprobe", func] => Ok(vec![fbt(ProbeKind::FbtReturn, func)?]),
+        // bpftrace's kprobe:MODULE:FUNC.
+        ["kprobe", module, func] => in_module(module, vec![fbt(ProbeKind::FbtEntry, func)?]),
+        ["kretprobe", module, func] => in_module(module, vec![fbt(ProbeKind::FbtReturn, func)?]),
         ["fbt", module, func, name] => {
-            if !matches!(*module, "" | "*" | "vmlinux" | "kernel") {
-                return Err(format!("module-specific probes are not supported (module '{module}')"));
-            }
-            match *name {
-                "entry" => Ok(vec![fbt(ProbeKind::FbtEntry, func)?]),
-                "return" => Ok(vec![fbt(ProbeKind::FbtReturn, func)?]),
-                "" | "*" => Ok(vec![
+            let specs = match *name {
+                "entry" => vec![fbt(ProbeKind::FbtEntry, func)?],
+                "return" => vec![fbt(ProbeKind::FbtReturn, func)?],
+                "" | "*" => vec![
                     fbt(ProbeKind::FbtEntry, func)?,
                     fbt(ProbeKind::FbtReturn, func)?,
-                ]),
-                _ => Err(format!("fbt probes are named 'entry' or 'return', not '{name}'")),
-            }
+                ],
+                _ => return Err(format!("fbt probes are named 'entry' or 'return', not '{name}'")),
+            };
+            in_module(module, specs)
         }
         [prov, _, _, _] if crate::providers::stable::is_provider(prov) => {
             let groups = super::stable::expand(text, probe_spec)?;
@@ -140,6 +143,23 @@ fn unknown(prov: &str) -> String {
         crate::providers::syscalls::did_you_mean(&near),
         super::user_spec::unknown_hint()
     )
+}
+
+/// `specs` restricted to the functions of module `module` (a glob, as DTrace's module field:
+/// empty or `*` for any, `vmlinux` or `kernel` for the kernel's own); the attach table
+/// applies it.
+fn in_module(module: &str, mut specs: Vec<ProbeSpec>) -> Result<Vec<ProbeSpec>, String> {
+    if module.len() > limits::MAX_FUNC_LEN
+        || !module
+            .bytes()
+            .all(|c| c.is_ascii_alphanumeric() || b"_-*?".contains(&c))
+    {
+        return Err(format!("invalid module name '{module}'"));
+    }
+    for s in &mut specs {
+        s.module = module.to_string();
+    }
+    Ok(specs)
 }
 
 /// The providers a description may name (the man page lists each:
@@ -211,6 +231,7 @@ fn syscall(text: &str, module: &str, func: &str, name: &str) -> Result<Vec<Probe
                 text: text.to_string(),
                 uprobes: Vec::new(),
                 uskipped: 0,
+                module: String::new(),
             });
         }
     }
@@ -299,6 +320,7 @@ fn spec(text: &str, f: &Format) -> ProbeSpec {
         text: text.to_string(),
         uprobes: Vec::new(),
         uskipped: 0,
+        module: String::new(),
     }
 }
 

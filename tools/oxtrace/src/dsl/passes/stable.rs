@@ -293,6 +293,7 @@ mod tests {
             text: text.to_string(),
             uprobes: Vec::new(),
             uskipped: 0,
+            module: String::new(),
         }])
     }
 

@@ -81,6 +81,7 @@ fn resolve(
         text: text.to_string(),
         uprobes,
         uskipped,
+        module: String::new(),
     };
     let mut v = Vec::new();
     if pname == "pid" {
