@@ -186,6 +186,8 @@ pub fn list(pattern: &str, cli: &Cli) -> Res<i32> {
         write_output(cli, &o)?;
         return Ok(0);
     }
+    // On a terminal, a line that keeps time while a long list is made.
+    let ticker = super::progress::Ticker::start("listing probes");
     let (functions, _) = fbt::functions()?;
     let btf = match verbose.then(crate::btf::Btf::kernel).flatten() {
         Some(Ok(b)) => Some(b),
@@ -250,6 +252,7 @@ pub fn list(pattern: &str, cli: &Cli) -> Res<i32> {
             }
         }
     }
+    drop(ticker);
     write_output(cli, &o)?;
     drop(held);
     Ok(0)

@@ -8,6 +8,7 @@ pub mod commands;
 pub mod device;
 pub mod dynstat;
 pub mod exporter;
+pub mod progress;
 mod refusals;
 mod run;
 pub mod sim;

@@ -190,6 +190,11 @@ impl<'a> Run<'a> {
             );
         }
         let t_load = Instant::now();
+        // On a terminal, a line that keeps time while LOAD attaches them.
+        let n = table.entries.len() + table.uattach.len();
+        let ticker = (n > ATTACH_PROGRESS)
+            .then(|| super::progress::Ticker::start(&format!("attaching {n} probes")))
+            .flatten();
         let loaded = dev
             .load(
                 &prog.image,
@@ -198,6 +203,7 @@ impl<'a> Run<'a> {
                 (&table.uattach, &table.usdt_args),
             )
             .map_err(|b| RunError(load_error(prog, &src, &table, &b.0, &b.1)))?;
+        drop(ticker);
         let load_us = t_load.elapsed().as_micros();
         if progress {
             eprintln!(
