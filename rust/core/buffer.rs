@@ -15,6 +15,12 @@ pub const HDR_LEN: usize = 24;
 /// Record kind of a runtime error (the action kinds are small numbers, see `action`).
 pub const KIND_ERROR: u32 = 0x100;
 
+/// Record kind of a stack's definition (`stack::write_def`): `id` is `stack::DEF_KERNEL` or
+/// `stack::DEF_USER`, the payload the stack's id, process and frames. Written once per
+/// stack and CPU before the first record or aggregation key that names the stack; not
+/// printed, the consumer keeps it to resolve references.
+pub const KIND_STACK: u32 = 0x101;
+
 /// The bits of [`Header::kind`] that hold the record kind; the bits above them hold the
 /// clause that wrote the record (ABI 1.7), so the consumer can end dtrace's output line of
 /// each clause (each "enabled probe") where the next one starts.

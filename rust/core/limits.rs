@@ -38,12 +38,13 @@ pub const MAX_STRSIZE: u32 = 4096;
 /// Longest string element of an aggregation key, in bytes (execname, probefunc, a stack,
 /// ...).
 pub const KEY_STR_MAX: usize = 128;
-/// Most frames of `stack(n)` (and option `stackframes`): as many as fit a string key at the
-/// 5 bytes a frame that `stack::FRAME_BYTES` encodes (`stack` asserts it).
-pub const MAX_STACKFRAMES: u32 = (KEY_STR_MAX / 5) as u32;
+/// Most frames of `stack(n)` (and option `stackframes`): perf's default
+/// `kernel.perf_event_max_stack`. A stack is a reference in its key, its frames are
+/// written once in a definition record (`stack`), so the key's size does not bound it.
+pub const MAX_STACKFRAMES: u32 = 127;
 /// Most frames of `ustack(n)` (and option `ustackframes`), the bound of every user stack
-/// walk (`ustackdepth` too): a frame takes at least one byte of a string key.
-pub const MAX_USTACKFRAMES: u32 = KEY_STR_MAX as u32;
+/// walk (`ustackdepth` too): as `stack()`'s.
+pub const MAX_USTACKFRAMES: u32 = MAX_STACKFRAMES;
 /// Most clause-local (`this->`) variables of a program.
 pub const MAX_LOCALS: u32 = 256;
 /// Most instructions of one predicate or action program.

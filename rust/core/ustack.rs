@@ -1,24 +1,22 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! User stacks (`ustack()`) and symbol values (`usym()`, `sym()`, ...) as key components:
-//! the frame-pointer walk run in probe context, the encoding the interpreter writes into a
-//! scratch string, and its decoding in the tool.
+//! User stacks (`ustack()`), stack references and symbol values (`usym()`, `sym()`, ...)
+//! as key components: the frame-pointer walk run in probe context, the encoding the
+//! interpreter writes into a scratch string, and its decoding in the tool.
 //!
-//! Like a kernel stack ([`crate::stack`]) the value travels as a string without NUL bytes,
-//! so it is a key, a tuple member and a record item with no new kind anywhere. It starts
-//! with a [`Style`] byte (below 0x80, so never the first byte of a kernel stack, whose
-//! bytes all have the high bit set), then, for the user styles, the process id the tool
-//! needs to find the mappings, then the values: the first one whole, each later one as the
-//! zigzag difference from the one before (frames of one object lie close together, so a
-//! frame takes 3 or 4 bytes where a whole address takes 7). A number is written in groups
-//! of 7 bits with the high bit set, low group first, and ends in one group of 6 bits with
-//! bit 6 set and the high bit clear ([`put`]): no byte is NUL.
+//! The value travels as a string without NUL bytes, so it is a key, a tuple member and a
+//! record item with no new kind anywhere. It starts with a [`Style`] byte, then, for the
+//! user styles, the process id the tool needs to find the mappings, then one number: the
+//! address of a symbol value, or the id of a stack (`stack()`, `ustack()`), whose frames
+//! travel once in a definition record ([`crate::stack`]). A number is written in groups of
+//! 7 bits with the high bit set, low group first, and ends in one group of 6 bits with bit 6
+//! set and the high bit clear ([`put`]): no byte is NUL.
 
 /// What an encoded value is, and so how the tool prints it; the first byte of the string.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
 pub enum Style {
-    /// `ustack()`: a user stack, one frame a line.
+    /// `ustack()`: a reference to a user stack, printed one frame a line.
     Ustack = 1,
     /// `usym()`: the user symbol of an address, without offset.
     Usym = 2,
@@ -34,6 +32,8 @@ pub enum Style {
     Kfunc = 7,
     /// `mod()`: the kernel module of an address (`vmlinux` for the kernel image).
     Kmod = 8,
+    /// `stack()`: a reference to a kernel stack, printed one frame a line.
+    Kstack = 9,
 }
 
 impl Style {
@@ -49,6 +49,7 @@ impl Style {
             6 => Ksym,
             7 => Kfunc,
             8 => Kmod,
+            9 => Kstack,
             _ => return None,
         })
     }
@@ -57,6 +58,11 @@ impl Style {
     pub fn user(self) -> bool {
         (self as u8) <= Style::Uaddr as u8
     }
+
+    /// Whether the value is a stack reference rather than one symbol.
+    pub fn stack(self) -> bool {
+        matches!(self, Style::Ustack | Style::Kstack)
+    }
 }
 
 /// DTrace's default depth of `ustack()` (option `ustackframes`).
@@ -64,6 +70,9 @@ pub const DEFAULT_FRAMES: u32 = 20;
 
 /// Most frames of a `ustack(n)`, the bound of every user stack walk.
 pub use crate::limits::MAX_USTACKFRAMES as MAX_FRAMES;
+
+// A user stack's frames fit a stack definition.
+const _: () = assert!(MAX_FRAMES <= crate::stack::MAX_FRAMES);
 
 /// Bytes [`put`] may write for one number: ceil(64 / 7) + 1 (the last group holds 6 bits).
 pub const MAX_NUM_BYTES: usize = 10;
@@ -101,14 +110,6 @@ pub fn get(b: &[u8]) -> Option<(u64, usize)> {
     None
 }
 
-fn zigzag(d: i64) -> u64 {
-    ((d << 1) ^ (d >> 63)) as u64
-}
-
-fn unzigzag(z: u64) -> i64 {
-    ((z >> 1) as i64) ^ -((z & 1) as i64)
-}
-
 /// Writes the header of a value of `style` (`pid` for the user styles); returns its end.
 fn header(out: &mut [u8], style: Style, pid: u64) -> Option<usize> {
     *out.first_mut()? = style as u8;
@@ -119,8 +120,8 @@ fn header(out: &mut [u8], style: Style, pid: u64) -> Option<usize> {
     }
 }
 
-/// Encodes one address of `style` (not [`Style::Ustack`]) into `out`; returns the bytes
-/// written, 0 when `out` is too small.
+/// Encodes one address (or, for [`Style::Ustack`] and [`Style::Kstack`], one stack id) of
+/// `style` into `out`; returns the bytes written, 0 when `out` is too small.
 pub fn encode_sym(style: Style, pid: u64, addr: u64, out: &mut [u8]) -> usize {
     header(out, style, pid)
         .and_then(|at| put(out, at, addr))
@@ -179,42 +180,6 @@ where
     n
 }
 
-/// Encodes the user stack from `regs` of process `pid`, at most `max` frames, into `out`
-/// (as many whole frames as fit); returns the bytes written, 0 when not even the header and
-/// one frame fit or there is no frame.
-pub fn encode<R: FrameReader + ?Sized>(
-    pid: u64,
-    regs: UserRegs,
-    max: u32,
-    r: &mut R,
-    out: &mut [u8],
-) -> usize {
-    let Some(mut at) = header(out, Style::Ustack, pid) else {
-        return 0;
-    };
-    let start = at;
-    let mut prev: Option<u64> = None;
-    walk(regs, max, r, |pc| {
-        let v = match prev {
-            None => pc,
-            Some(p) => zigzag(pc.wrapping_sub(p) as i64),
-        };
-        match put(out, at, v) {
-            Some(end) => {
-                at = end;
-                prev = Some(pc);
-                true
-            }
-            None => false,
-        }
-    });
-    if at == start {
-        0
-    } else {
-        at
-    }
-}
-
 /// A decoded value: its style, its process id (0 for the kernel styles) and its addresses.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Decoded<'a> {
@@ -238,19 +203,14 @@ impl<'a> Decoded<'a> {
         Some(Self { style, pid, rest })
     }
 
-    /// The addresses, the innermost frame first; stops at a malformed number.
+    /// The addresses (for a stack reference, its one id), the innermost frame first;
+    /// stops at a malformed number.
     pub fn addrs(&self) -> impl Iterator<Item = u64> + 'a {
         let mut rest = self.rest;
-        let mut prev: Option<u64> = None;
         core::iter::from_fn(move || {
             let (v, n) = get(rest)?;
             rest = &rest[n..];
-            let pc = match prev {
-                None => v,
-                Some(p) => p.wrapping_add(unzigzag(v) as u64),
-            };
-            prev = Some(pc);
-            Some(pc)
+            Some(v)
         })
     }
 }
@@ -284,12 +244,6 @@ mod tests {
         (0x7ffc_0000_1100, 0, 0x5555_5555_0100),
     ];
 
-    fn pcs(b: &[u8]) -> (u64, Vec<u64>) {
-        let d = Decoded::new(b).unwrap();
-        assert_eq!(d.style, Style::Ustack);
-        (d.pid, d.addrs().collect())
-    }
-
     #[test]
     fn numbers_round_trip_without_nul() {
         for v in [
@@ -309,43 +263,36 @@ mod tests {
             assert_eq!(get(&b[..n]), Some((v, n)));
         }
         assert_eq!(put(&mut [0u8; 2], 0, 0x7fff_ffff_ffff), None);
-        for d in [0i64, 1, -1, 1 << 40, -(1 << 40), i64::MIN, i64::MAX] {
-            assert_eq!(unzigzag(zigzag(d)), d);
-        }
     }
 
     #[test]
-    fn walks_and_encodes_the_chain() {
-        let mut b = [0u8; 128];
-        let n = encode(4242, REGS, 20, &mut Mem(CHAIN), &mut b);
-        assert!(n > 0 && b[..n].iter().all(|c| *c != 0));
-        assert!(b[0] < 0x80);
+    fn walks_the_chain() {
+        let mut pcs = Vec::new();
+        let n = walk(REGS, 20, &mut Mem(CHAIN), |pc| {
+            pcs.push(pc);
+            true
+        });
+        assert_eq!(n, 4);
         assert_eq!(
-            pcs(&b[..n]),
-            (
-                4242,
-                vec![
-                    0x5555_5555_1234,
-                    0x5555_5555_2000,
-                    0x7f12_3456_7890,
-                    0x5555_5555_0100
-                ]
-            )
+            pcs,
+            vec![
+                0x5555_5555_1234,
+                0x5555_5555_2000,
+                0x7f12_3456_7890,
+                0x5555_5555_0100
+            ]
         );
-        // Nearby frames take few bytes: style 1, pid 2, then 7 + 2 + 7 + 7.
-        assert_eq!(n, 26);
     }
 
     #[test]
-    fn depth_and_space_bound_the_walk() {
-        let mut b = [0u8; 128];
-        let n = encode(1, REGS, 2, &mut Mem(CHAIN), &mut b);
-        assert_eq!(pcs(&b[..n]).1, vec![0x5555_5555_1234, 0x5555_5555_2000]);
-        // Room for the header, the first frame and not the second: whole frames only.
-        let mut small = [0u8; 10];
-        let n = encode(1, REGS, 20, &mut Mem(CHAIN), &mut small);
-        assert_eq!(pcs(&small[..n]).1, vec![0x5555_5555_1234]);
-        assert_eq!(encode(1, REGS, 20, &mut Mem(CHAIN), &mut [0u8; 4]), 0);
+    fn depth_and_the_callback_bound_the_walk() {
+        let mut pcs = Vec::new();
+        walk(REGS, 2, &mut Mem(CHAIN), |pc| {
+            pcs.push(pc);
+            true
+        });
+        assert_eq!(pcs, vec![0x5555_5555_1234, 0x5555_5555_2000]);
+        assert_eq!(walk(REGS, 20, &mut Mem(CHAIN), |_| false), 0);
         assert_eq!(walk(REGS, 0, &mut Mem(CHAIN), |_| true), 0);
         assert_eq!(walk(REGS, 1000, &mut Mem(CHAIN), |_| true), 4);
     }
@@ -377,14 +324,21 @@ mod tests {
         assert_eq!((d.style, d.pid), (Style::Kmod, 0));
         assert_eq!(d.addrs().collect::<Vec<_>>(), vec![0xffff_ffff_8123_4567]);
         assert!(b[..n].iter().all(|c| *c != 0));
-        // A kernel stack is not one of these.
-        let mut k = [0u8; 5];
-        crate::stack::encode(&[0xffff_ffff_8123_4567], &mut k);
-        assert_eq!(Decoded::new(&k), None);
-        for s in 1..=8 {
+        // Stack references: a user one carries its process, a kernel one does not.
+        let n = encode_sym(Style::Ustack, 77, u64::MAX, &mut b);
+        let d = Decoded::new(&b[..n]).unwrap();
+        assert_eq!((d.style, d.pid), (Style::Ustack, 77));
+        assert_eq!(d.addrs().collect::<Vec<_>>(), vec![u64::MAX]);
+        let n = encode_sym(Style::Kstack, 77, 5, &mut b);
+        let d = Decoded::new(&b[..n]).unwrap();
+        assert_eq!((d.style, d.pid), (Style::Kstack, 0));
+        assert!(d.style.stack() && !Style::Kmod.stack());
+        assert_eq!(d.addrs().collect::<Vec<_>>(), vec![5]);
+        assert_eq!(Decoded::new(&[0x80, 0x81]), None);
+        for s in 1..=9 {
             assert_eq!(Style::from_u8(s).map(|s| s as u8), Some(s));
         }
         assert_eq!(Style::from_u8(0), None);
-        assert_eq!(Style::from_u8(9), None);
+        assert_eq!(Style::from_u8(10), None);
     }
 }

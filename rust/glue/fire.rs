@@ -35,11 +35,12 @@ use crate::agg::{self, AggWriter, IntKey};
 use crate::buffer;
 use crate::diag;
 use crate::glue::pt::PtCpu;
-use crate::glue::session::{add, EnvCpu, ProbeSlot, Session};
+use crate::glue::session::{add, EnvCpu, ProbeSlot, Session, STACKS_SENT};
 use crate::glue::spec::{Lost, Origin, Refused};
 use crate::limits;
 use crate::probe::{self, ArgSource, ClauseEnv};
 use crate::program::ProbeKind;
+use crate::stack;
 use crate::sys::cpu;
 use crate::sys::kprobe::{Handler, Regs, StackFrom};
 use crate::sys::percpu::ActionCtx;
@@ -47,8 +48,17 @@ use crate::sys::provider::SyscallHandler;
 use crate::sys::task;
 use crate::sys::xcall;
 use crate::uprobe::{self, UsdtFault};
-use crate::ustack::UserRegs;
+use crate::ustack::{self, UserRegs};
 use core::sync::atomic::{AtomicU64, Ordering};
+
+/// The current task's user memory as a frame reader (nofault reads).
+struct TaskFrames;
+
+impl ustack::FrameReader for TaskFrames {
+    fn read(&mut self, addr: u64, out: &mut [u8; 16]) -> bool {
+        task::read_user(addr, out)
+    }
+}
 
 /// Where `stack()` walks from for a probe of `kind`: the registers of fbt and profile probes
 /// are the probed context's own. (User-space probes have no kernel stack: `kernel_stack`.)
@@ -598,6 +608,82 @@ impl Env for KernelEnv<'_> {
             return 0;
         }
         self.regs.kernel_stack(out, stack_from(self.slot.kind))
+    }
+
+    // Takes the frames into the CPU's room (not the stack, which has none to spare) and
+    // writes the definition straight into the principal buffer, never a speculation's: a
+    // discarded speculation must not take with it a definition later records name.
+    fn stack_id(&mut self, user: bool, max: u32) -> u64 {
+        let max = max.min(stack::MAX_FRAMES) as usize;
+        let (pid, n) = if user {
+            let Some(regs) = self.user_regs() else {
+                return 0;
+            };
+            let pid = self.builtin(Builtin::Pid);
+            let pcs = &mut self.room.stk.pcs;
+            let mut n = 0;
+            ustack::walk(regs, max as u32, &mut TaskFrames, |pc| {
+                match pcs.get_mut(n) {
+                    Some(d) => {
+                        *d = pc;
+                        n += 1;
+                        true
+                    }
+                    None => false,
+                }
+            });
+            (pid, n)
+        } else {
+            if probe::is_user(self.slot.kind) {
+                return 0;
+            }
+            let from = stack_from(self.slot.kind);
+            // PANIC: `max <= MAX_FRAMES`, the room's length.
+            let pcs = &mut self.room.stk.pcs[..max];
+            let n = self.regs.kernel_stack(pcs, from).min(max);
+            // PANIC: `n <= max`.
+            (0, stack::keep_kernel_pcs(&mut pcs[..n]))
+        };
+        if n == 0 {
+            return 0;
+        }
+        let stk = &mut *self.room.stk;
+        // PANIC: `n <= max <= MAX_FRAMES`, the room's length.
+        let id = stack::id(user, pid, &stk.pcs[..n]);
+        let sent = id as usize % STACKS_SENT;
+        // PANIC: `sent < STACKS_SENT`, the array's length.
+        if stk.sent[sent] == id {
+            return id;
+        }
+        let ts = self.ts();
+        let kind = buffer::with_clause(buffer::KIND_STACK, self.clause);
+        let def = if user {
+            stack::DEF_USER
+        } else {
+            stack::DEF_KERNEL
+        };
+        let r = &mut *self.room;
+        let stk = &mut *r.stk;
+        // PANIC: as above; `len <= DEF_MAX_BYTES`, the length of `def`.
+        let len = stack::write_def(id, pid, &stk.pcs[..n], &mut stk.def);
+        let ok = buffer::write(
+            r.pbuf.active(),
+            &mut r.pbuf_off,
+            kind,
+            self.slot.id,
+            def,
+            ts,
+            &stk.def[..len],
+        );
+        if let Some(c) = self.s.cpu_counters.get(self.cpu as usize) {
+            bump(if ok { &c.records } else { &c.drops });
+        }
+        if !ok {
+            r.pbuf_drops += 1;
+            return 0;
+        }
+        stk.sent[sent] = id;
+        id
     }
 
     fn kernel_stack_depth(&mut self) -> usize {

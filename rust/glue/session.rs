@@ -21,6 +21,7 @@ use crate::limits::LoadMemory;
 use crate::probe;
 use crate::probesafe;
 use crate::program::ProbeKind;
+use crate::stack;
 use crate::sys::cpu;
 use crate::sys::gfp_load;
 use crate::sys::kprobe::ProbeSet;
@@ -147,10 +148,37 @@ pub(super) struct EnvCpu {
     /// from boot), then the same for the rest of the slot's clauses (`fire_many` reads it
     /// afresh for each slot).
     pub(super) ts: u64,
+    /// Room for the stacks `stack()` and `ustack()` take, off the probe's stack.
+    pub(super) stk: KBox<StackRoom>,
 }
 
+/// Slots of [`StackRoom::sent`].
+pub(super) const STACKS_SENT: usize = 64;
+
+/// A CPU's room for taking a stack (`KernelEnv::stack_id`): its frames, the definition
+/// record made of them, and the ids of the stacks whose definitions this CPU wrote.
+pub(super) struct StackRoom {
+    /// The frames of the stack being taken.
+    pub(super) pcs: [u64; stack::MAX_FRAMES as usize],
+    /// Its definition's payload.
+    pub(super) def: [u8; stack::DEF_MAX_BYTES],
+    /// Ids whose definitions went into the principal buffer, one slot per `id %
+    /// STACKS_SENT`: a hit skips the definition. A record written is never lost (the
+    /// switch policy), so the consumer has each one; an id pushed out of its slot by
+    /// another is written again, which the consumer takes as the same stack.
+    pub(super) sent: [u64; STACKS_SENT],
+}
+
+// SAFETY: every field is an array of integers, for which all zero bytes are a valid value.
+unsafe impl kernel::init::Zeroable for StackRoom {}
+
 impl EnvCpu {
-    pub(super) fn new(pbuf: Halves<u8>, agg: Option<Halves<u64>>, spec: Option<SpecCpu>) -> Self {
+    pub(super) fn new(
+        pbuf: Halves<u8>,
+        agg: Option<Halves<u64>>,
+        spec: Option<SpecCpu>,
+        stk: KBox<StackRoom>,
+    ) -> Self {
         Self {
             pbuf,
             pbuf_off: 0,
@@ -160,6 +188,7 @@ impl EnvCpu {
             dynv: DynRoom::new(),
             err_args: [0; 6],
             ts: 0,
+            stk,
         }
     }
 }
@@ -416,6 +445,8 @@ impl Session {
                         pbuf_mem.halves(c).ok_or(EINVAL)?,
                         agg_mem.as_ref().and_then(|m| m.halves(c)),
                         specs.as_ref().map(Specs::new_cpu).transpose()?,
+                        // Zeroed in place: 2.5 KiB need not pass through LOAD's stack.
+                        KBox::init(kernel::init::zeroed(), GFP_KERNEL)?,
                     ),
                     GFP_KERNEL,
                 )?,

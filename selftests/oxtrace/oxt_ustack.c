@@ -10,6 +10,9 @@
  *   oxt_ustack spin    main -> oxt_spin_mid -> oxt_spin_leaf in user mode and
  *                      main -> oxt_zero_mid -> oxt_zero_read in the kernel,
  *                      in turn, until killed
+ *   oxt_ustack deep N  main -> oxt_deep N times (a recursion N frames deep) ->
+ *                      oxt_zero_mid -> oxt_zero_read: one read, then wait until
+ *                      killed
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -57,6 +60,16 @@ __attribute__((noinline)) void oxt_spin_mid(unsigned long i)
 	__asm__ volatile("" ::: "memory");
 }
 
+/* N frames of its own: the barrier after the call keeps it from being a tail call. */
+__attribute__((noinline)) void oxt_deep(long n)
+{
+	if (n > 1)
+		oxt_deep(n - 1);
+	else
+		oxt_zero_mid(1);
+	__asm__ volatile("" ::: "memory");
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2)
@@ -67,6 +80,11 @@ int main(int argc, char **argv)
 	if (!strcmp(argv[1], "read") && argc == 3) {
 		for (long n = atol(argv[2]); n > 0; n--)
 			oxt_zero_mid(1);
+		for (;;)
+			pause();
+	}
+	if (!strcmp(argv[1], "deep") && argc == 3) {
+		oxt_deep(atol(argv[2]));
 		for (;;)
 			pause();
 	}

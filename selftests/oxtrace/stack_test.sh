@@ -7,7 +7,7 @@ cd "$(dirname "$0")" || exit 1
 W="./oxt_workload read 4 2000"
 
 echo "TAP version 13"
-plan 7
+plan 8
 
 # The frames without their offsets (they change with the build), one line: "a b c N".
 frames() {
@@ -51,8 +51,17 @@ run 'fbt::ksys_read:entry /pid == $target && !done/ { done = 1; trace(stack(2));
 expect "trace(stack(2))" "vmlinux\`do_syscall_64 vmlinux\`entry_SYSCALL_64_after_hwframe" \
 	"$(echo "$out" | frames)"
 
+# The whole stack at the deepest count, as a key beside the user stack of the same firing
+# (the recursion of oxt_ustack deep): all frames, one firing.
+run 'fbt::vfs_read:entry /pid == $target/ { @[stack(127), ustack(127)] = count(); exit(0); }' \
+	-c "./oxt_ustack deep 40"
+k=$(echo "$out" | frames | sed 's/ oxt_ustack.*//')
+u=$(echo "$out" | grep -c '^ *oxt_ustack`oxt_deep+0x[0-9a-f]*$')
+expect "stack(127) and ustack(127) in one key" \
+	"vmlinux\`ksys_read vmlinux\`do_syscall_64 vmlinux\`entry_SYSCALL_64_after_hwframe 40" "$k $u"
+
 run 'BEGIN { @[stack(0)] = count(); }'
-if [ $rc != 0 ] && echo "$err" | grep -q "frame count must be a constant from 1 to 25"; then
+if [ $rc != 0 ] && echo "$err" | grep -q "frame count must be a constant from 1 to 127"; then
 	ok "stack(0) is a compile error"
 else
 	nok "stack(0) is a compile error" "rc=$rc" "$err"

@@ -6,7 +6,7 @@ cd "$(dirname "$0")" || exit 1
 . ./tap.sh
 
 echo "TAP version 13"
-plan 10
+plan 13
 
 # The frames without their offsets (they change with the build) and the counts, one line.
 frames() {
@@ -87,9 +87,36 @@ else
 	nok "profile kernel stacks: do_syscall_64, ksys_read, vfs_read, root first" "$out"
 fi
 
+# A recursion 60 frames deep: its one read's user stack, whole, past the 25 frames a
+# stack had when it was a key string; and ustack()'s default depth of 20 (DTrace's).
+D="./oxt_ustack deep 60"
+count_deep() {
+	grep -c '^ *oxt_ustack`oxt_deep+0x[0-9a-f]*$'
+}
+run "fbt::ksys_read:entry /pid == \$target/ { @[ustack(100)] = count(); exit(0); }" -c "$D"
+nd=$(echo "$out" | count_deep)
+if [ "$nd" = 60 ] && [ "$(echo "$out" | frames | sed 's/ .*//')" = "oxt_ustack\`oxt_zero_read" ] &&
+	echo "$out" | frames | grep -q "oxt_ustack\`oxt_deep oxt_ustack\`main .*1$"; then
+	ok "ustack(100) of a 60-deep recursion: all 60 frames, leaf to main"
+else
+	nok "ustack(100) of a 60-deep recursion: all 60 frames, leaf to main" "nd=$nd" "$out" "$err"
+fi
+run "fbt::ksys_read:entry /pid == \$target/ { @[ustack()] = count(); exit(0); }" \
+	-x ustackframes=127 -c "$D"
+nd=$(echo "$out" | count_deep)
+lines=$(echo "$out" | grep -c '^ *[A-Za-z0-9_.]*`\|^ *0x')
+if [ "$nd" = 60 ] && [ "$lines" -gt 62 ]; then
+	ok "-x ustackframes=127: the same 60 frames and the ones above main ($lines)"
+else
+	nok "-x ustackframes=127: the same 60 frames and the ones above main" "nd=$nd lines=$lines" "$out" "$err"
+fi
+run "fbt::ksys_read:entry /pid == \$target/ { @[ustack()] = count(); exit(0); }" -c "$D"
+lines=$(echo "$out" | grep -c '^ *[A-Za-z0-9_.]*`')
+expect "ustack() takes DTrace's default 20 frames" "20 18" "$lines $(echo "$out" | count_deep)"
+
 run 'BEGIN { @[ustack(0)] = count(); }'
-if [ $rc != 0 ] && echo "$err" | grep -q "frame count must be a constant from 1 to 128" &&
-	oxtrace -x ustackframes=0 -e 'BEGIN { exit(0); }' 2>&1 | grep -q "a frame count from 1 to 128"; then
+if [ $rc != 0 ] && echo "$err" | grep -q "frame count must be a constant from 1 to 127" &&
+	oxtrace -x ustackframes=0 -e 'BEGIN { exit(0); }' 2>&1 | grep -q "a frame count from 1 to 127"; then
 	ok "ustack(0) and ustackframes=0 are errors"
 else
 	nok "ustack(0) and ustackframes=0 are errors" "rc=$rc" "$err"

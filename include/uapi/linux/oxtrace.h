@@ -39,9 +39,23 @@
  * Minor 11: user-space probes (the pid and USDT providers, probe kinds 11-14):
  * struct oxt_load's uattach table, struct oxt_uattach and struct oxt_usdt_arg,
  * the LOAD refusal OXT_LOADERR_UATTACH, and OXT_FEAT_UPROBES.
+ * Minor 12: stack() and ustack() values are references (a style byte and an
+ * id, up to 127 frames); each CPU writes a stack's frames once, in a principal
+ * buffer record of kind OXT_RECORD_STACK, before anything that names it.
  */
 #define OXT_ABI_MAJOR 1
-#define OXT_ABI_MINOR 11
+#define OXT_ABI_MINOR 12
+
+/*
+ * Principal buffer record kinds the module writes itself (the actions' kinds
+ * are the compiler's): a runtime error, and a stack's definition (id
+ * OXT_STACK_DEF_KERNEL or OXT_STACK_DEF_USER; payload: the stack's id, its
+ * process, its frames innermost first, __u64 each).
+ */
+#define OXT_RECORD_ERROR	0x100
+#define OXT_RECORD_STACK	0x101
+#define OXT_STACK_DEF_KERNEL	1
+#define OXT_STACK_DEF_USER	2
 
 /* Feature bits of struct oxt_version.features. */
 /* The CPU has Intel PT with ToPA output (CPUID 7.0:EBX[25], 0x14.0:ECX[0]). */

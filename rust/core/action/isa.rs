@@ -211,19 +211,20 @@ pub enum Op {
     /// Spin `r1` nanoseconds in probe context (`chill()`; destructive, limited).
     Chill = 96,
     /// `rd = ` the kernel stack of the probe, at most `imm` frames (clamped to
-    /// [`crate::stack::MAX_FRAMES`]), encoded ([`crate::stack`]) into a scratch string slot.
+    /// [`crate::stack::MAX_FRAMES`]), as a reference ([`crate::stack`]) in a scratch string
+    /// slot; the empty string where there is none.
     Kstack = 97,
     /// `rd = ` the user stack of the current thread, at most `imm` frames (clamped to
-    /// [`crate::ustack::MAX_FRAMES`]), encoded ([`crate::ustack`]) into a scratch string
-    /// slot; the empty string where there is none (a kernel thread).
+    /// [`crate::ustack::MAX_FRAMES`]), as a reference ([`crate::stack`]) in a scratch
+    /// string slot; the empty string where there is none (a kernel thread).
     Ustack = 120,
     /// `rd = ` the depth of the user stack (`ustackdepth`), at most
     /// [`crate::ustack::MAX_FRAMES`].
     Ustackdepth = 121,
     /// `rd = ` the depth of the kernel stack of the probe (`stackdepth`).
     Kstackdepth = 122,
-    /// `rd = ` address `r1` as a value of style `imm` ([`crate::ustack::Style`], not
-    /// `Ustack`; a user style records the current process), in a scratch string slot
+    /// `rd = ` address `r1` as a value of style `imm` ([`crate::ustack::Style`], not a
+    /// stack; a user style records the current process), in a scratch string slot
     /// (`usym()`, `sym()`, ...).
     Symval = 123,
     /// `rd = ` the return address of the current user function (`ucaller`), 0 when unknown.

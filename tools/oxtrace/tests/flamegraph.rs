@@ -8,7 +8,7 @@ use oxtrace::output::flamegraph::{frame_color, LEGEND};
 use oxtrace::output::folded::FrameKind;
 use oxtrace::sym::ksym::Ksyms;
 use oxtrace_core::agg::{AggBuffer, AggFunc, KeyElem, SnapshotCursor};
-use oxtrace_core::ustack::{put, Style};
+use oxtrace_core::ustack::{encode_sym, Style};
 use std::collections::BTreeMap;
 
 fn table(defs: Vec<AggDef>, ups: &[(u32, Vec<KeyElem<'_>>, i64)]) -> AggTable {
@@ -39,29 +39,31 @@ fn stack_key(name: &str) -> KeyField {
     }
 }
 
-/// A kernel stack, innermost first as the kernel walks.
-fn kstack(pcs: &[u64]) -> Vec<u8> {
-    let mut b = vec![0u8; 64];
-    let n = oxtrace_core::stack::encode(pcs, &mut b);
+/// A reference to a stack defined in the run's table, as the module's definition record
+/// and key would make it: innermost first, as the kernel and the user walk go.
+fn defined(user: bool, pid: u64, pcs: &[u64]) -> Vec<u8> {
+    use oxtrace_core::stack::{id, write_def, Def, DEF_KERNEL, DEF_MAX_BYTES, DEF_USER};
+    let i = id(user, pid, pcs);
+    let mut b = vec![0u8; DEF_MAX_BYTES];
+    let n = write_def(i, pid, pcs, &mut b);
+    let kind = if user { DEF_USER } else { DEF_KERNEL };
+    assert!(oxtrace::sym::stacks::define(
+        &Def::parse(kind, &b[..n]).unwrap()
+    ));
+    let style = if user { Style::Ustack } else { Style::Kstack };
+    let n = encode_sym(style, pid, i, &mut b);
     b.truncate(n);
     b
 }
 
-/// A user stack of process `pid`, innermost first, as `ustack()` encodes it: the style, the
-/// pid, the first address, then zigzag deltas.
+/// A kernel stack.
+fn kstack(pcs: &[u64]) -> Vec<u8> {
+    defined(false, 0, pcs)
+}
+
+/// A user stack of process `pid`.
 fn ustack(pid: u64, pcs: &[u64]) -> Vec<u8> {
-    let mut b = vec![Style::Ustack as u8];
-    let mut tmp = [0u8; 16];
-    let n = put(&mut tmp, 0, pid).unwrap();
-    b.extend_from_slice(&tmp[..n]);
-    let n = put(&mut tmp, 0, pcs[0]).unwrap();
-    b.extend_from_slice(&tmp[..n]);
-    for w in pcs.windows(2) {
-        let d = w[1] as i64 - w[0] as i64;
-        let n = put(&mut tmp, 0, ((d << 1) ^ (d >> 63)) as u64).unwrap();
-        b.extend_from_slice(&tmp[..n]);
-    }
-    b
+    defined(true, pid, pcs)
 }
 
 /// The frames the SVG draws: `(title text, fill)` of every `<g>` of the frames group.

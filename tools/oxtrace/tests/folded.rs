@@ -35,6 +35,21 @@ fn def(id: u32, func: AggFunc, keys: Vec<KeyField>) -> AggDef {
     }
 }
 
+/// A reference to kernel stack `pcs`, defined in the run's table as the kernel's
+/// definition record would.
+fn kstack(pcs: &[u64]) -> Vec<u8> {
+    use oxtrace_core::stack::{id, write_def, Def, DEF_KERNEL, DEF_MAX_BYTES};
+    let i = id(false, 0, pcs);
+    let mut b = vec![0u8; DEF_MAX_BYTES];
+    let n = write_def(i, 0, pcs, &mut b);
+    assert!(oxtrace::sym::stacks::define(
+        &Def::parse(DEF_KERNEL, &b[..n]).unwrap()
+    ));
+    let n = oxtrace_core::ustack::encode_sym(oxtrace_core::ustack::Style::Kstack, 0, i, &mut b);
+    b.truncate(n);
+    b
+}
+
 fn stack_key() -> KeyField {
     KeyField {
         name: "stack()".into(),
@@ -48,12 +63,7 @@ fn stack_aggregations_fold_root_first() {
         "ffffffff81000000 T do_syscall_64\nffffffff81100000 T ksys_read\n\
          ffffffff81200000 T vfs_read\n",
     ));
-    let enc = |pcs: &[u64]| {
-        let mut b = vec![0u8; 64];
-        let n = oxtrace_core::stack::encode(pcs, &mut b);
-        b.truncate(n);
-        b
-    };
+    let enc = kstack;
     // Innermost first, as the kernel walks.
     let deep = enc(&[0xffffffff81200010, 0xffffffff81100020, 0xffffffff81000030]);
     let short = enc(&[0xffffffff81100020, 0xffffffff81000030]);
@@ -92,9 +102,7 @@ fn printa_percent_k_prints_a_stack_key_symbolized() {
         "ffffffff81000000 T do_syscall_64\nffffffff81100000 T ksys_read\n\
          ffffffff81200000 T vfs_read\n",
     ));
-    let mut b = vec![0u8; 64];
-    let n = oxtrace_core::stack::encode(&[0xffffffff81100020, 0xffffffff81000030], &mut b);
-    b.truncate(n);
+    let b = kstack(&[0xffffffff81100020, 0xffffffff81000030]);
     let mut sym = [0u8; 16];
     let m = oxtrace_core::ustack::encode_sym(
         oxtrace_core::ustack::Style::Kfunc,

@@ -1,5 +1,6 @@
-//! `stack()` in the compiler and the simulated kernel: a string key to the kernel, a stack
-//! key to the tool, its depth bounds, and the frames the encoding carries.
+//! `stack()` in the compiler and the simulated kernel: a string key to the kernel (a
+//! reference), a stack key to the tool, its depth bounds, and the frames its definition
+//! carries.
 
 mod support;
 
@@ -8,6 +9,7 @@ use oxtrace::runtime::sim::{Firing, OwnedKey, Sim};
 use oxtrace_core::action::{Dict, KeyLayout};
 use oxtrace_core::program::{Image, ProbeKind};
 use oxtrace_core::stack;
+use oxtrace_core::ustack::{Decoded, Style};
 use support::{c, err_text as err};
 
 const PCS: [u64; 4] = [
@@ -16,6 +18,17 @@ const PCS: [u64; 4] = [
     0xffff_ffff_a000_0010,
     0xffff_ffff_8200_004b,
 ];
+
+/// The frames of the kernel stack that reference `b` names, from the simulation's
+/// definitions.
+fn frames(s: &Sim, b: &[u8]) -> Vec<u64> {
+    let d = Decoded::new(b).expect("a stack reference");
+    assert_eq!((d.style, d.pid), (Style::Kstack, 0));
+    let id = d.addrs().next().unwrap();
+    let st = &s.stacks[&id];
+    assert!(!st.user);
+    st.pcs.clone()
+}
 
 fn fbt(kstack: &[u64]) -> Firing {
     Firing {
@@ -44,7 +57,7 @@ fn stack_collects_the_frames_up_to_its_depth() {
         .agg_updates
         .iter()
         .map(|(_, k, _)| match &k[..] {
-            [OwnedKey::Str(b)] => stack::decode(b).collect(),
+            [OwnedKey::Str(b)] => frames(&s, b),
             k => panic!("not a stack key: {k:?}"),
         })
         .collect();
@@ -52,33 +65,47 @@ fn stack_collects_the_frames_up_to_its_depth() {
 }
 
 #[test]
-fn a_stack_never_exceeds_a_string_key() {
-    let deep: Vec<u64> = (0..100).map(|i| 0xffff_ffff_8100_0000 + i * 16).collect();
+fn a_deep_stack_is_a_short_key() {
+    let deep: Vec<u64> = (0..200).map(|i| 0xffff_ffff_8100_0000 + i * 16).collect();
     let p = c(&format!(
-        "fbt::ksys_read:entry {{ @[stack({})] = count(); }}",
+        "fbt::ksys_read:entry {{ @[stack({})] = count(); @[stack(60)] = count(); }}",
         stack::MAX_FRAMES
     ));
     let mut s = Sim::default();
     s.fire(&p, &fbt(&deep));
+    let [(_, k, _), (_, k60, _)] = &s.agg_updates[..] else {
+        panic!("{:?}", s.agg_updates)
+    };
+    let ([OwnedKey::Str(b)], [OwnedKey::Str(b60)]) = (&k[..], &k60[..]) else {
+        panic!("{k:?}")
+    };
+    // A reference of a dozen bytes, whatever the depth; the definition has the frames.
+    assert!(b.len() <= 12 && b60.len() <= 12, "{b:?}");
+    assert_eq!(stack::MAX_FRAMES, 127);
+    assert_eq!(frames(&s, b), deep[..127].to_vec());
+    assert_eq!(frames(&s, b60), deep[..60].to_vec());
+    assert_ne!(b, b60);
+}
+
+#[test]
+fn frames_outside_kernel_text_are_left_out() {
+    let p = c("fbt::ksys_read:entry { @[stack()] = count(); }");
+    let mut s = Sim::default();
+    s.fire(
+        &p,
+        &fbt(&[0x7fff_0000_1000, PCS[0], 0xffff_ffff_0000_1000, PCS[1]]),
+    );
     let [(_, k, _)] = &s.agg_updates[..] else {
         panic!("{:?}", s.agg_updates)
     };
     let [OwnedKey::Str(b)] = &k[..] else {
         panic!("{k:?}")
     };
-    assert_eq!(b.len(), stack::MAX_FRAMES as usize * stack::FRAME_BYTES);
-    assert!(b.len() <= oxtrace_core::agg::KEY_STR_MAX);
-    assert!(stack::decode(b).eq(deep[..stack::MAX_FRAMES as usize].iter().copied()));
-}
-
-#[test]
-fn frames_outside_kernel_text_are_left_out() {
-    let mut b = [0u8; 32];
-    let n = stack::encode(&[0x7fff_0000_1000, PCS[0], 0xffff_ffff_0000_1000], &mut b);
-    assert_eq!(n, stack::FRAME_BYTES);
-    assert!(stack::decode(&b[..n]).eq([PCS[0]]));
-    // Only whole frames fit.
-    assert_eq!(stack::encode(&PCS, &mut b[..12]), 10);
+    assert_eq!(frames(&s, b), PCS[..2].to_vec());
+    // No frame at all: the empty string.
+    let mut s = Sim::default();
+    s.fire(&p, &fbt(&[]));
+    assert_eq!(s.agg_updates[0].1, vec![OwnedKey::Str(vec![])]);
 }
 
 #[test]
@@ -139,7 +166,7 @@ fn maxframes_bounds_every_stack() {
     let [OwnedKey::Str(b)] = &k[..] else {
         panic!("{k:?}")
     };
-    assert!(stack::decode(b).eq(PCS[..2].iter().copied()));
+    assert_eq!(frames(&s, b), PCS[..2].to_vec());
     // A larger count is an error that names the bound.
     let e = err("#pragma D option maxframes=2\nBEGIN { @[stack(3)] = count(); }");
     assert!(

@@ -68,13 +68,20 @@ fn expected(n: u64) -> Vec<u64> {
         .collect()
 }
 
-/// The first key of each aggregation update that is a user or symbol value, decoded.
+/// The first key of each aggregation update that is a user or symbol value, decoded (a
+/// stack reference into the frames the simulation's definition holds).
 fn keys(s: &Sim) -> Vec<(Style, u64, Vec<u64>)> {
     s.agg_updates
         .iter()
         .filter_map(|(_, k, _)| match &k[..] {
             [OwnedKey::Str(b), ..] => {
                 let d = Decoded::new(b)?;
+                if d.style.stack() {
+                    let st = &s.stacks[&d.addrs().next()?];
+                    assert_eq!(st.user, d.style == Style::Ustack);
+                    assert_eq!(st.pid, d.pid);
+                    return Some((d.style, d.pid, st.pcs.clone()));
+                }
                 Some((d.style, d.pid, d.addrs().collect()))
             }
             k => panic!("not a string key: {k:?}"),
@@ -112,13 +119,14 @@ fn ustackframes_and_stackframes_set_the_default_depths() {
     let [OwnedKey::Str(k)] = &s.agg_updates[1].1[..] else {
         panic!()
     };
-    assert_eq!(oxtrace_core::stack::decode(k).count(), 1);
+    let d = Decoded::new(k).unwrap();
+    assert_eq!(s.stacks[&d.addrs().next().unwrap()].pcs.len(), 1);
     // As a pragma too.
     let p = c("#pragma D option ustackframes=2\nprofile-1ms { @[ustack()] = count(); }");
     let (mut s, f) = world(30);
     s.fire(&p, &f);
     assert_eq!(keys(&s)[0].2, expected(2));
-    for (name, max) in [("ustackframes", MAX_FRAMES), ("stackframes", 25)] {
+    for (name, max) in [("ustackframes", MAX_FRAMES), ("stackframes", 127)] {
         for bad in ["0", &(max + 1).to_string(), "x"] {
             let e = err_with("BEGIN { exit(0); }", &opts(&[(name, bad)]));
             assert!(e.contains(&format!("a frame count from 1 to {max}")), "{e}");
@@ -127,7 +135,8 @@ fn ustackframes_and_stackframes_set_the_default_depths() {
 }
 
 #[test]
-fn a_deep_stack_keeps_the_frames_that_fit_a_key() {
+fn a_deep_stack_keeps_every_frame_in_a_short_key() {
+    assert_eq!(MAX_FRAMES, 127);
     let p = c(&format!(
         "profile-1ms {{ @[ustack({MAX_FRAMES})] = count(); }}"
     ));
@@ -137,11 +146,10 @@ fn a_deep_stack_keeps_the_frames_that_fit_a_key() {
         panic!()
     };
     let [OwnedKey::Str(b)] = &k[..] else { panic!() };
-    assert!(b.len() <= oxtrace_core::agg::KEY_STR_MAX);
+    // Style, pid and id: a dozen bytes for 127 frames.
+    assert!(b.len() <= 14, "{}", b.len());
     let (_, _, pcs) = &keys(&s)[0];
-    // 1 style byte, 2 of pid, 4 of the first PC, then 1 or 2 a frame.
-    assert!(pcs.len() > 60, "{}", pcs.len());
-    assert_eq!(pcs[..], expected(pcs.len() as u64)[..]);
+    assert_eq!(pcs[..], expected(127)[..]);
 }
 
 #[test]

@@ -98,6 +98,53 @@ pub trait Env {
     fn kernel_stack(&mut self, _out: &mut [u64]) -> usize {
         0
     }
+    /// `stack(max)` (`user` false) or `ustack(max)`: takes the probe's kernel stack or the
+    /// current thread's user stack, at most `max` frames (at most
+    /// [`crate::stack::MAX_FRAMES`]), hands its definition to [`Env::stack_def`] unless
+    /// the consumer has it already, and returns its id ([`crate::stack::id`]); 0 when there
+    /// is no frame or the definition was dropped.
+    ///
+    /// This default takes the frames into an array on the stack, for environments that
+    /// have stack to spare; the kernel's takes them into per-CPU room.
+    fn stack_id(&mut self, user: bool, max: u32) -> u64 {
+        let mut pcs = [0u64; crate::stack::MAX_FRAMES as usize];
+        let max = (max.min(crate::stack::MAX_FRAMES)) as usize;
+        let (pid, n) = if user {
+            let Some(regs) = self.user_regs() else {
+                return 0;
+            };
+            let pid = self.builtin(Builtin::Pid);
+            let mut n = 0;
+            crate::ustack::walk(regs, max as u32, &mut stacks::UserFrames(self), |pc| {
+                // PANIC: `walk` gives at most `max <= MAX_FRAMES` PCs.
+                pcs[n] = pc;
+                n += 1;
+                true
+            });
+            (pid, n)
+        } else {
+            // PANIC: `max <= MAX_FRAMES`, the array's length.
+            let n = self.kernel_stack(&mut pcs[..max]).min(max);
+            (0, crate::stack::keep_kernel_pcs(&mut pcs[..n]))
+        };
+        if n == 0 {
+            return 0;
+        }
+        // PANIC: `n <= max <= MAX_FRAMES`.
+        let pcs = &pcs[..n];
+        let id = crate::stack::id(user, pid, pcs);
+        if self.stack_def(user, id, pid, pcs) {
+            id
+        } else {
+            0
+        }
+    }
+    /// Makes the definition of stack `id` (of process `pid`, frames `pcs`) reach the
+    /// consumer before anything that names it; false when it was dropped. By default the
+    /// environment has no consumer to tell: true.
+    fn stack_def(&mut self, _user: bool, _id: u64, _pid: u64, _pcs: &[u64]) -> bool {
+        true
+    }
     /// The depth of the kernel stack of the probe (`stackdepth`), as [`Env::kernel_stack`]
     /// would fill it without a bound.
     fn kernel_stack_depth(&mut self) -> usize {

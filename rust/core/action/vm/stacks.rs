@@ -5,7 +5,7 @@
 use super::*;
 
 /// An [`Env`]'s user memory as a frame reader (the non-faulting [`Env::read_user`]).
-struct UserFrames<'e, E: Env + ?Sized>(&'e mut E);
+pub(super) struct UserFrames<'e, E: Env + ?Sized>(pub(super) &'e mut E);
 
 impl<E: Env + ?Sized> crate::ustack::FrameReader for UserFrames<'_, E> {
     fn read(&mut self, addr: u64, out: &mut [u8; 16]) -> bool {
@@ -28,19 +28,14 @@ impl<'s> Vm<'s> {
         use crate::ustack::{self, Style};
         match op {
             Op::Ustack => {
-                let max = imm.min(ustack::MAX_FRAMES);
-                let regs = env.user_regs();
+                let id = env.stack_id(true, imm.min(ustack::MAX_FRAMES));
                 let pid = env.builtin(Builtin::Pid);
                 self.new_str(dict.strtab(), |_, _, slot| {
-                    let Some(regs) = regs else {
-                        return Ok(Some(0));
-                    };
-                    // A key string holds at most `KEY_STR_MAX` bytes.
-                    let room = slot.len().min(crate::agg::KEY_STR_MAX);
-                    // PANIC: `room <= slot.len()`.
-                    let slot = &mut slot[..room];
-                    let mut r = UserFrames(env);
-                    Ok(Some(ustack::encode(pid, regs, max, &mut r, slot)))
+                    Ok(Some(if id == 0 {
+                        0
+                    } else {
+                        ustack::encode_sym(Style::Ustack, pid, id, slot)
+                    }))
                 })
             }
             Op::Ustackdepth | Op::Ucaller => {
@@ -79,7 +74,8 @@ impl<'s> Vm<'s> {
         }
     }
 
-    /// `stack(imm)`: the kernel stack, at most `imm` frames, in a new string slot.
+    /// `stack(imm)`: a reference to the kernel stack, at most `imm` frames, in a new string
+    /// slot (the frames go to the consumer once, through [`Env::stack_id`]).
     #[inline(never)]
     pub(super) fn kstack<D: Dict + ?Sized, E: Env + ?Sized>(
         &mut self,
@@ -87,13 +83,13 @@ impl<'s> Vm<'s> {
         dict: &D,
         env: &mut E,
     ) -> Result<u64, FaultKind> {
-        let want = (imm.min(crate::stack::MAX_FRAMES) as usize)
-            .min(self.st.strsize as usize / crate::stack::FRAME_BYTES);
+        let id = env.stack_id(false, imm.min(crate::stack::MAX_FRAMES));
         self.new_str(dict.strtab(), |_, _, slot| {
-            let mut pcs = [0u64; crate::stack::MAX_FRAMES as usize];
-            // PANIC: `want <= MAX_FRAMES`, the array's length; `n <= want`.
-            let n = env.kernel_stack(&mut pcs[..want]).min(want);
-            Ok(Some(crate::stack::encode(&pcs[..n], slot)))
+            Ok(Some(if id == 0 {
+                0
+            } else {
+                crate::ustack::encode_sym(crate::ustack::Style::Kstack, 0, id, slot)
+            }))
         })
     }
 }

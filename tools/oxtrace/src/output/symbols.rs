@@ -1,8 +1,10 @@
 //! Stacks and symbol values as the user sees them: the one renderer of every stack and
 //! symbol value the kernel encodes (`oxtrace_core::stack`, `oxtrace_core::ustack`), named
-//! through the tables of `crate::sym`.
+//! through the tables of `crate::sym` (a stack's frames through the definitions the run
+//! keeps in `crate::sym::stacks`).
 
 use crate::sym::ksym::Ksyms;
+use crate::sym::stacks;
 use crate::sym::usym::{self, Usyms};
 use oxtrace_core::ustack::{Decoded, Style};
 
@@ -21,18 +23,37 @@ fn kernel_sym(k: &Ksyms, addr: u64, style: Style) -> String {
 /// Whether encoded value `bytes` is one symbol (`usym()`, `sym()`, ...), printed as a
 /// string, rather than a stack printed one frame a line.
 pub fn is_symbol(bytes: &[u8]) -> bool {
-    Decoded::new(bytes).is_some_and(|d| d.style != Style::Ustack)
+    Decoded::new(bytes).is_some_and(|d| !d.style.stack())
 }
 
 /// The frames (or the one symbol) of an encoded value, innermost first, each symbolized:
 /// kernel stacks with `k`, user values with `u`.
 pub fn frames_with(k: &Ksyms, u: &mut Usyms, bytes: &[u8]) -> Vec<String> {
-    match Decoded::new(bytes) {
-        None => oxtrace_core::stack::decode(bytes)
-            .map(|pc| k.format(pc))
-            .collect(),
-        Some(d) if d.style.user() => d.addrs().map(|a| u.format(d.pid, a, d.style)).collect(),
-        Some(d) => d.addrs().map(|a| kernel_sym(k, a, d.style)).collect(),
+    let Some(d) = Decoded::new(bytes) else {
+        // Not an encoded value: the empty string of a stack that had no frame.
+        return vec![];
+    };
+    if d.style.stack() {
+        let Some(id) = d.addrs().next() else {
+            return vec![];
+        };
+        let t = stacks::system().lock().unwrap_or_else(|e| e.into_inner());
+        let Some(st) = t.get(id) else {
+            return vec![format!("<stack {id:#x} not defined>")];
+        };
+        return if st.user {
+            st.pcs
+                .iter()
+                .map(|&a| u.format(st.pid, a, Style::Ustack))
+                .collect()
+        } else {
+            st.pcs.iter().map(|&pc| k.format(pc)).collect()
+        };
+    }
+    if d.style.user() {
+        d.addrs().map(|a| u.format(d.pid, a, d.style)).collect()
+    } else {
+        d.addrs().map(|a| kernel_sym(k, a, d.style)).collect()
     }
 }
 
@@ -67,26 +88,45 @@ pub fn render_with(k: &Ksyms, u: &mut Usyms, bytes: &[u8], out: &mut String) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use oxtrace_core::ustack::{encode_sym, put};
+    use oxtrace_core::ustack::encode_sym;
 
     const KALLSYMS: &str = "\
 ffffffff81234500 T ksys_read
 ffffffffa0000000 T ext4_read\t[ext4]
 ";
 
+    /// A reference to a stack defined in the run's table.
+    fn defined(user: bool, pid: u64, pcs: &[u64]) -> Vec<u8> {
+        use oxtrace_core::stack::{id, write_def, Def, DEF_KERNEL, DEF_MAX_BYTES, DEF_USER};
+        let i = id(user, pid, pcs);
+        let mut b = [0u8; DEF_MAX_BYTES];
+        let n = write_def(i, pid, pcs, &mut b);
+        let kind = if user { DEF_USER } else { DEF_KERNEL };
+        assert!(stacks::define(&Def::parse(kind, &b[..n]).unwrap()));
+        let style = if user { Style::Ustack } else { Style::Kstack };
+        let n = encode_sym(style, pid, i, &mut b);
+        b[..n].to_vec()
+    }
+
     #[test]
-    fn renders_an_encoded_stack() {
+    fn renders_a_defined_stack() {
         let k = Ksyms::parse(KALLSYMS);
-        let mut b = [0u8; 16];
-        let n = oxtrace_core::stack::encode(&[0xffffffff81234519, 0xffffffffa0000010], &mut b);
-        assert_eq!(n, 10);
-        assert!(b[..n].iter().all(|c| *c != 0));
+        let b = defined(false, 0, &[0xffffffff81234519, 0xffffffffa0000010]);
+        assert!(b.len() <= 12 && b.iter().all(|c| *c != 0));
         let mut s = String::new();
-        render_with(&k, &mut Usyms::new(), &b[..n], &mut s);
+        render_with(&k, &mut Usyms::new(), &b, &mut s);
         assert_eq!(
             s,
             "\n              vmlinux`ksys_read+0x19\n              ext4`ext4_read+0x10\n"
         );
+        // A reference the run has no definition of says so.
+        let mut r = [0u8; 16];
+        let n = encode_sym(Style::Kstack, 0, 0x1234, &mut r);
+        assert_eq!(
+            frames_with(&k, &mut Usyms::new(), &r[..n]),
+            ["<stack 0x1234 not defined>"]
+        );
+        assert!(frames_with(&k, &mut Usyms::new(), &[]).is_empty());
     }
 
     /// A function of this test binary, which /proc/self/maps maps.
@@ -102,17 +142,7 @@ ffffffffa0000000 T ext4_read\t[ext4]
         let pid = std::process::id() as u64;
         let a = known_function();
         // A stack of two frames: this function and an address in no mapping.
-        let mut b = vec![Style::Ustack as u8];
-        let at = put(&mut [0u8; 16], 0, 0).unwrap();
-        assert_eq!(at, 1);
-        let mut tmp = [0u8; 32];
-        let n = put(&mut tmp, 0, pid).unwrap();
-        b.extend_from_slice(&tmp[..n]);
-        let n = put(&mut tmp, 0, a + 4).unwrap();
-        b.extend_from_slice(&tmp[..n]);
-        let d = 0x10i64 - (a + 4) as i64;
-        let n = put(&mut tmp, 0, ((d << 1) ^ (d >> 63)) as u64).unwrap();
-        b.extend_from_slice(&tmp[..n]);
+        let b = defined(true, pid, &[a + 4, 0x10]);
         let f = frames_with(&k, &mut u, &b);
         assert_eq!(f.len(), 2);
         assert!(
@@ -122,17 +152,12 @@ ffffffffa0000000 T ext4_read\t[ext4]
         );
         assert_eq!(f[1], "0x10");
         assert!(!is_symbol(&b));
+        let mut tmp = [0u8; 32];
         // Kernel symbol values.
         let n = encode_sym(Style::Ksym, 0, 0xffffffff81234519, &mut tmp);
         assert_eq!(frames_with(&k, &mut u, &tmp[..n]), ["vmlinux`ksys_read"]);
         assert!(is_symbol(&tmp[..n]));
         let n = encode_sym(Style::Kmod, 0, 0xffffffffa0000004, &mut tmp);
         assert_eq!(frames_with(&k, &mut u, &tmp[..n]), ["ext4"]);
-        // A kernel stack is still one.
-        let n = oxtrace_core::stack::encode(&[0xffffffff81234519], &mut tmp);
-        assert_eq!(
-            frames_with(&k, &mut u, &tmp[..n]),
-            ["vmlinux`ksys_read+0x19"]
-        );
     }
 }

@@ -520,6 +520,14 @@ impl<'a> Run<'a> {
             }
             for r in Reader::new(&self.buf[..s.len as usize]) {
                 match r {
+                    // A stack's definition: kept at once, before any record that names it
+                    // is handled and any aggregation snapshot after this one is printed.
+                    Ok(r) if r.hdr.record_kind() == buffer::KIND_STACK => {
+                        match oxtrace_core::stack::Def::parse(r.hdr.id, r.data) {
+                            Some(d) if crate::sym::stacks::define(&d) => {}
+                            _ => eprintln!("oxtrace: bad stack definition on CPU {cpu}"),
+                        }
+                    }
                     Ok(r) => recs.push((r.hdr.timestamp, cpu, r.hdr, r.data.to_vec())),
                     Err(e) => {
                         eprintln!(

@@ -6,6 +6,7 @@ use super::attach::EnabledIds;
 use crate::dsl::compile::SCRATCH_LIMIT;
 use crate::dsl::Compiled;
 use crate::providers::fbt::glob_match;
+use crate::sym::stacks::Stack;
 use oxtrace_core::action::{
     Builtin, Dict, Env, Fault, Item, Items, Key, Record, RecordKind, Vm, VmState, AGG_NARGS,
 };
@@ -158,6 +159,9 @@ pub struct Sim {
     /// The simulated CPU's scratch, kept from firing to firing as the kernel keeps each
     /// CPU's (its strtok slot lives on).
     pub scratch: Vec<u8>,
+    /// The stacks `stack()` and `ustack()` defined, by id (also kept in the run's table,
+    /// `crate::sym::stacks`, so that they render).
+    pub stacks: HashMap<u64, Stack>,
 }
 
 fn owned_items(rec: &Record<'_>) -> Vec<OwnedItem> {
@@ -404,6 +408,25 @@ impl Env for FiringEnv<'_> {
 
     fn kernel_stack_depth(&mut self) -> usize {
         self.f.kstack.len()
+    }
+
+    fn stack_def(&mut self, user: bool, id: u64, pid: u64, pcs: &[u64]) -> bool {
+        use oxtrace_core::stack::{write_def, Def, DEF_KERNEL, DEF_MAX_BYTES, DEF_USER};
+        let mut b = [0u8; DEF_MAX_BYTES];
+        let n = write_def(id, pid, pcs, &mut b);
+        let kind = if user { DEF_USER } else { DEF_KERNEL };
+        if let Some(d) = Def::parse(kind, &b[..n]) {
+            crate::sym::stacks::define(&d);
+        }
+        self.sim.stacks.insert(
+            id,
+            Stack {
+                user,
+                pid,
+                pcs: pcs.to_vec(),
+            },
+        );
+        true
     }
 
     fn user_regs(&mut self) -> Option<oxtrace_core::ustack::UserRegs> {
