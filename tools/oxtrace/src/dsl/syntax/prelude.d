@@ -251,8 +251,15 @@ inline lwpsinfo_t *__sched_next_lwpsinfo =
     xlate <lwpsinfo_t *> (((struct rq *)__sched_this_rq)->curr);
 inline psinfo_t *__sched_next_psinfo =
     xlate <psinfo_t *> (((struct rq *)__sched_this_rq)->curr);
+/*
+ * A thread switched out while still runnable (TASK_RUNNING, 0, or sched_switch's 0x100 of
+ * a preemption in the kernel) is preempted: a tick or a wakeup on its way back to user
+ * mode, preemption in the kernel, sched_yield(). Any other state blocks. The idle task is
+ * never preempted, it only gives way.
+ */
 inline int __sched_sleep_when = args->prev_state != 0 && args->prev_state != 0x100;
-inline int __sched_preempt_when = args->prev_state == 0x100;
+inline int __sched_preempt_when = (args->prev_state == 0 || args->prev_state == 0x100) &&
+    args->prev_pid != 0;
 /*
  * sched:::enqueue, dequeue: fbt::enqueue_task_CLASS/dequeue_task_CLASS:entry (rq, p,
  * flags), the scheduling classes' methods (enqueue_task() itself is inlined).
