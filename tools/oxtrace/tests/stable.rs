@@ -134,9 +134,17 @@ fn stable_probes_enable_their_hooks_named_as_themselves() {
             .collect::<Vec<_>>(),
         [
             (ProbeKind::Tracepoint, s("sched:sched_switch")),
-            (ProbeKind::FbtEntry, s("finish_task_switch*"))
+            (ProbeKind::FbtEntry, s("finish_task_switch*")),
+            (ProbeKind::FbtReturn, s("pick_next_task_fair"))
         ]
     );
+    // remain-cpu: the fair pick's return, when it picked the running thread; preempt:
+    // a switch of a runnable thread but the idle task's.
+    let p = c(
+        "sched:::remain-cpu, sched:::preempt { @[probename] = count(); }",
+        &b,
+    );
+    assert_eq!(p.probes.len(), 2);
     // wait-start and wait-done have two hooks each (io_schedule, io_schedule_timeout).
     let p = c("io::: { @[probename] = count(); }", &b);
     assert_eq!(p.probes.len(), 6);
@@ -259,8 +267,8 @@ fn the_table_is_consistent() {
         ));
     }
     let n = |prov| PROBES.iter().filter(|p| p.prov == prov).count();
-    assert_eq!((n("proc"), n("sched"), n("io")), (12, 10, 4));
-    assert_eq!(matching("sched", "", "", "*-cpu").len(), 2);
+    assert_eq!((n("proc"), n("sched"), n("io")), (12, 11, 4));
+    assert_eq!(matching("sched", "", "", "*-cpu").len(), 3);
     assert_eq!(matching("proc", "vmlinux", "*", "signal-*").len(), 3);
     assert!(matching("proc", "", "f", "create").is_empty());
     assert!(find("tracepoint:sched::sched_switch").is_none());

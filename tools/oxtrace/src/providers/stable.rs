@@ -260,6 +260,16 @@ pub static PROBES: &[Probe] = &[
     ),
     probe(
         "sched",
+        "remain-cpu",
+        &[],
+        &[hook(
+            "fbt::pick_next_task_fair:return",
+            Some("__sched_remain_when"),
+            &[],
+        )],
+    ),
+    probe(
+        "sched",
         "sleep",
         &[],
         &[hook(SWITCH, Some("__sched_sleep_when"), &[])],

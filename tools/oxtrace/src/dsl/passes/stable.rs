@@ -322,6 +322,11 @@ mod tests {
                     "fbt::finish_task_switch*:entry",
                     "sched:vmlinux::on-cpu"
                 ),
+                (
+                    "remain-cpu",
+                    "fbt::pick_next_task_fair:return",
+                    "sched:vmlinux::remain-cpu"
+                ),
             ]
         );
         assert_eq!(expand("proc:vmlinux::", under).unwrap().len(), 12);

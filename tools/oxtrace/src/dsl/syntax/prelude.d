@@ -261,6 +261,11 @@ inline int __sched_sleep_when = args->prev_state != 0 && args->prev_state != 0x1
 inline int __sched_preempt_when = (args->prev_state == 0 || args->prev_state == 0x100) &&
     args->prev_pid != 0;
 /*
+ * sched:::remain-cpu: fbt::pick_next_task_fair:return, the pick of __schedule() when the
+ * fair class has the CPU, that picked the thread that was running: it stays, no switch.
+ */
+inline int __sched_remain_when = arg1 == (uintptr_t)curthread;
+/*
  * sched:::enqueue, dequeue: fbt::enqueue_task_CLASS/dequeue_task_CLASS:entry (rq, p,
  * flags), the scheduling classes' methods (enqueue_task() itself is inlined).
  */
