@@ -14,6 +14,15 @@
  *                         byte is written only once the child has consumed the last one and
  *                         sleeps (state S in /proc/PID/stat), so it blocks N times at least
  *   oxt_stable threads N  start N threads that exit at once, joining each
+ *   oxt_stable nice N     set its own nice value to 1, 2, .., N (N <= 19), one
+ *                         setpriority(2) each
+ *   oxt_stable spin N     fork two children on CPU 0 that spin in user mode until each has
+ *                         been switched out while runnable N times (ru_nivcsw)
+ *   oxt_stable yield N    on CPU 1, sched_yield(2) until N of them kept it on the CPU (no
+ *                         involuntary switch counted across the call)
+ *   oxt_stable surrender N  on CPU 0 wake a SCHED_FIFO child on CPU 1 N times through a
+ *                         pipe (as pipe N), while another child spins there: each wakeup
+ *                         makes CPU 0 tell CPU 1 to reschedule
  *   oxt_stable nop ...    exit 0
  *
  * Nothing waits for a time: every step waits for a condition.
@@ -27,6 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -78,6 +88,52 @@ static int sleeping(pid_t pid)
 static void *nothing(void *arg)
 {
 	return arg;
+}
+
+static void pin(int cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	if (sched_setaffinity(0, sizeof(set), &set))
+		die("sched_setaffinity");
+}
+
+/* Times this thread was switched out while runnable. */
+static long nivcsw(void)
+{
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_THREAD, &ru))
+		die("getrusage");
+	return ru.ru_nivcsw;
+}
+
+/* Feeds a child blocked on pipe p N times, each byte once it sleeps again (pipe N). */
+static void feed(pid_t pid, int fd, volatile long *done, long n)
+{
+	for (long i = 0; i < n; i++) {
+		/* The last byte consumed, and the child asleep in its next read. */
+		while (__atomic_load_n(done, __ATOMIC_SEQ_CST) != i || !sleeping(pid))
+			sched_yield();
+		if (write(fd, "x", 1) != 1)
+			die("write");
+	}
+}
+
+/* A child that reads pipe p one byte at a time, n times, counting in *done; then exits. */
+static void reader(int p[2], volatile long *done, long n)
+{
+	char c;
+
+	close(p[1]);
+	for (long i = 0; i < n; i++) {
+		if (read(p[0], &c, 1) != 1)
+			_exit(1);
+		__atomic_store_n(done, i + 1, __ATOMIC_SEQ_CST);
+	}
+	_exit(0);
 }
 
 int main(int argc, char **argv)
@@ -187,26 +243,82 @@ int main(int argc, char **argv)
 		pid = fork();
 		if (pid < 0)
 			die("fork");
-		if (!pid) {
-			char c;
+		if (!pid)
+			reader(p, done, n);
+		close(p[0]);
+		feed(pid, p[1], done, n);
+		reap(pid, 0);
+		return 0;
+	}
+	if (!strcmp(mode, "nice")) {
+		for (long i = 1; i <= n; i++)
+			if (setpriority(PRIO_PROCESS, 0, i))
+				die("setpriority");
+		return 0;
+	}
+	if (!strcmp(mode, "spin")) {
+		pid_t kids[2];
 
-			close(p[1]);
-			for (long i = 0; i < n; i++) {
-				if (read(p[0], &c, 1) != 1)
-					_exit(1);
-				__atomic_store_n(done, i + 1, __ATOMIC_SEQ_CST);
+		for (int k = 0; k < 2; k++) {
+			kids[k] = fork();
+			if (kids[k] < 0)
+				die("fork");
+			if (!kids[k]) {
+				pin(0);
+				while (nivcsw() < n)
+					;
+				_exit(0);
 			}
-			_exit(0);
+		}
+		reap(kids[0], 0);
+		reap(kids[1], 0);
+		return 0;
+	}
+	if (!strcmp(mode, "yield")) {
+		pin(1);
+		for (long kept = 0; kept < n;) {
+			long before = nivcsw();
+
+			sched_yield();
+			if (nivcsw() == before)
+				kept++;
+		}
+		return 0;
+	}
+	if (!strcmp(mode, "surrender")) {
+		volatile long *done = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+					   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+		struct sched_param sp = { .sched_priority = 1 };
+		pid_t spinner;
+		int p[2];
+
+		if (done == MAP_FAILED)
+			die("mmap");
+		pin(0);
+		spinner = fork();
+		if (spinner < 0)
+			die("fork");
+		if (!spinner) {
+			pin(1);
+			for (;;)
+				;
+		}
+		if (pipe(p))
+			die("pipe");
+		pid = fork();
+		if (pid < 0)
+			die("fork");
+		if (!pid) {
+			pin(1);
+			if (sched_setscheduler(0, SCHED_FIFO, &sp))
+				die("sched_setscheduler");
+			reader(p, done, n);
 		}
 		close(p[0]);
-		for (long i = 0; i < n; i++) {
-			/* The last byte consumed, and the child asleep in its next read. */
-			while (__atomic_load_n(done, __ATOMIC_SEQ_CST) != i || !sleeping(pid))
-				sched_yield();
-			if (write(p[1], "x", 1) != 1)
-				die("write");
-		}
+		feed(pid, p[1], done, n);
 		reap(pid, 0);
+		kill(spinner, SIGKILL);
+		waitpid(spinner, NULL, 0);
 		return 0;
 	}
 	if (!strcmp(mode, "threads")) {
@@ -218,6 +330,7 @@ int main(int argc, char **argv)
 		}
 		return 0;
 	}
-	fprintf(stderr, "usage: oxt_stable fork|exec|signal|sigwait|pipe|threads N | nop\n");
+	fprintf(stderr, "usage: oxt_stable fork|exec|signal|sigwait|pipe|threads|nice|spin|yield|"
+			"surrender N | nop\n");
 	return 2;
 }

@@ -8,7 +8,7 @@ cd "$(dirname "$0")" || exit 1
 KIDS='curpsinfo->pr_ppid == $target'
 
 echo "TAP version 13"
-plan 20
+plan 26
 
 run "proc:::create /pid == \$target/ { @n = count();
        @p = sum(args[0]->pr_ppid == \$target && args[0]->pr_pid != \$target); }
@@ -130,6 +130,60 @@ if [ "$1 $2 $3 $4" = "1 -1 0 1" ] && [ "${5:-0}" -ge 10 ] && [ "$6" = "$7" ]; th
 else
 	nok "sched:::enqueue: the child enqueued at least 10 times, args[2] its CPU; tick's args[0]" \
 		"$out" "$err"
+fi
+
+# dequeue: the child leaves its run queue each time it blocks on the pipe.
+run "sched:::dequeue /args[1]->pr_ppid == \$target/ { @n = count();
+       @ok = sum(args[0]->pr_lwpid == args[1]->pr_pid && args[2]->cpu_id < 64); }
+     END { printa(\"%@d \", @n); printa(\"%@d\", @ok); }" -c "./oxt_stable pipe 10"
+set -- $out
+if [ -n "$2" ] && [ "$1" -ge 10 ] && [ "$1" = "$2" ]; then
+	ok "sched:::dequeue: the child taken off its queue at least 10 times (args[] it, its CPU)"
+else
+	nok "sched:::dequeue: the child taken off its queue at least 10 times (args[] it, its CPU)" \
+		"$out" "$err"
+fi
+
+# change-pri: nice 1 to 5, one setpriority(2) each: priorities 121..125.
+run "sched:::change-pri /pid == \$target/ { @n = count(); @p = sum(args[2]);
+       @ok = sum(args[0]->pr_lwpid == tid && args[1]->pr_pid == pid); }
+     END { printa(\"%@d \", @n); printa(\"%@d \", @p); printa(\"%@d\", @ok); }" \
+	-c "./oxt_stable nice 5"
+expect "sched:::change-pri: 5 changes of the thread's own nice value, args[2] 121..125" \
+	"5 615 5" "$out"
+
+# lwp-start: in each of 4 new threads, not in the process's first one.
+run "proc:::lwp-start /pid == \$target && tid != pid/ { @ = count(); }
+     END { printa(\"%@d\", @); }" -c "./oxt_stable threads 4"
+expect "proc:::lwp-start: once in each of 4 threads" "4" "$out"
+
+# preempt: two children spin on CPU 0 until each was switched out runnable 5 times.
+run "sched:::preempt /$KIDS/ { @ = count(); } END { printa(\"%@d\", @); }" \
+	-c "./oxt_stable spin 5"
+if [ -n "$out" ] && [ "$out" -ge 10 ]; then
+	ok "sched:::preempt: two spinners on one CPU preempted at least 5 times each ($out)"
+else
+	nok "sched:::preempt: two spinners on one CPU preempted at least 5 times each" "$out" "$err"
+fi
+
+# remain-cpu: sched_yield(2) until 10 of them left the thread on its CPU.
+run "sched:::remain-cpu /pid == \$target/ { @ = count(); } END { printa(\"%@d\", @); }" \
+	-c "./oxt_stable yield 10"
+if [ -n "$out" ] && [ "$out" -ge 10 ]; then
+	ok "sched:::remain-cpu: at least the 10 yields that kept the CPU ($out)"
+else
+	nok "sched:::remain-cpu: at least the 10 yields that kept the CPU" "$out" "$err"
+fi
+
+# surrender: CPU 0 wakes a SCHED_FIFO reader on CPU 1, where another child spins, 10 times:
+# each wakeup tells CPU 1 to reschedule, from CPU 0.
+run "sched:::surrender /pid == \$target/ { @n = count(); @s = sum(args[1]->pr_ppid == \$target); }
+     END { printa(\"%@d \", @n); printa(\"%@d\", @s); }" -c "./oxt_stable surrender 10"
+set -- $out
+if [ -n "$2" ] && [ "$1" -ge 10 ] && [ "$2" -ge 1 ]; then
+	ok "sched:::surrender: at least 10, in the waker, args[] the spinner it displaces ($out)"
+else
+	nok "sched:::surrender: at least 10, in the waker, args[] the spinner it displaces" "$out" "$err"
 fi
 
 # io: 8 direct writes of 4 KiB to a loop device over a tmpfs file.
