@@ -147,8 +147,10 @@ pub struct Run<'a> {
     /// Where `--listen` publishes the aggregations after every snapshot.
     metrics: Option<Metrics>,
     /// Whether an aggregation has a stack key (a user stack's process is read at each
-    /// snapshot).
+    /// snapshot, and the principal buffers are taken after it for the stacks' definitions).
     user_stacks: bool,
+    /// Records an aggregation snapshot took from the principal buffers, for the next drain.
+    pending: Vec<PendingRec>,
     /// Standard output, or the file of `-o`.
     out: io::BufWriter<Box<dyn Write + Send>>,
     /// Time of the LOAD ioctl (image check and attaching every probe), µs.
@@ -366,6 +368,7 @@ impl<'a> Run<'a> {
                 .aggs
                 .iter()
                 .any(|a| a.keys.contains(&dsl::KeyKind::Stack)),
+            pending: Vec::new(),
             // One buffer for the whole run, flushed when a snapshot's lines are done, not
             // per line: 100,000 aggregation lines are a few large writes.
             out: io::BufWriter::with_capacity(1 << 16, Box::new(io::stdout())),
@@ -510,9 +513,11 @@ impl<'a> Run<'a> {
         Ok(self.exit.unwrap_or(0) as i32)
     }
 
-    /// Takes every CPU's principal buffer and handles its records in time order.
-    fn drain(&mut self) -> Result<(), RunError> {
-        let mut recs: Vec<(u64, u32, buffer::Header, Vec<u8>)> = Vec::new();
+    /// Takes every CPU's principal buffer: keeps the stack definitions at once (before any
+    /// record that names one is handled, and before any aggregation is printed) and returns
+    /// the other records, (timestamp, CPU, header, payload).
+    fn take_pbufs(&mut self) -> Result<Vec<PendingRec>, RunError> {
+        let mut recs = Vec::new();
         for cpu in 0..self.ncpus {
             let s = self.dev.snapshot(cpu, &mut self.buf)?;
             if s.drops > 0 {
@@ -520,8 +525,6 @@ impl<'a> Run<'a> {
             }
             for r in Reader::new(&self.buf[..s.len as usize]) {
                 match r {
-                    // A stack's definition: kept at once, before any record that names it
-                    // is handled and any aggregation snapshot after this one is printed.
                     Ok(r) if r.hdr.record_kind() == buffer::KIND_STACK => {
                         match oxtrace_core::stack::Def::parse(r.hdr.id, r.data) {
                             Some(d) if crate::sym::stacks::define(&d) => {}
@@ -539,6 +542,14 @@ impl<'a> Run<'a> {
                 }
             }
         }
+        Ok(recs)
+    }
+
+    /// Takes every CPU's principal buffer and handles its records in time order (with those
+    /// an aggregation snapshot took since the last drain).
+    fn drain(&mut self) -> Result<(), RunError> {
+        let mut recs = std::mem::take(&mut self.pending);
+        recs.extend(self.take_pbufs()?);
         if let Some(t) = self.dyn_drops.as_mut() {
             let st = dynstat::query(self.dev, self.ncpus, self.prog.vars.len() as u32)?;
             for w in t.update(&st) {
@@ -787,6 +798,11 @@ impl<'a> Run<'a> {
             }
         }
         if self.user_stacks {
+            // A key's stack was defined in its CPU's principal buffer before the key was
+            // made, so the buffers taken now define every stack of this snapshot; their
+            // other records wait for the next drain, which sorts them with its own.
+            let recs = self.take_pbufs()?;
+            self.pending.extend(recs);
             // Name user stacks while their processes live: one may exit before the end.
             prime_user_symbols(&self.aggs);
         }
@@ -878,6 +894,10 @@ impl<'a> Run<'a> {
         Ok(())
     }
 }
+
+/// A principal-buffer record taken but not yet handled: (timestamp, CPU, header,
+/// payload).
+type PendingRec = (u64, u32, buffer::Header, Vec<u8>);
 
 /// Primes the system cache (`Usyms::prime`) for every process of a user value in the
 /// stack keys of `t`: the run calls this at each aggregation snapshot.
