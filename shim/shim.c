@@ -428,6 +428,23 @@ void oxt_hit(const struct oxt_probe_ops *ops, void *cookie, unsigned int slot,
 }
 
 /*
+ * Out of line and without a stack protector (its frame holds only the flags word,
+ * as oxt_probe_run's below): a user-space probe's handler tail-calls it, so the
+ * handler needs neither a frame nor a canary of its own.
+ */
+noinline __no_stack_protector int oxt_hit_irqsave(const struct oxt_probe_ops *ops,
+						  void *cookie, unsigned int slot,
+						  struct pt_regs *regs)
+{
+	unsigned long flags;
+
+	local_irq_save(flags);
+	oxt_hit_here(ops, cookie, slot, regs, false);
+	local_irq_restore(flags);
+	return 0;
+}
+
+/*
  * No stack protector here, in oxt_probe_run_many and in oxt_kretprobe_entry: their
  * frames hold no array, only the flags word local_irq_save's pushf writes through
  * memory, which alone made the compiler put a canary (five instructions on every hit)

@@ -194,6 +194,14 @@ void oxt_hit(const struct oxt_probe_ops *ops, void *cookie, unsigned int slot,
 	     struct pt_regs *regs, bool is_return);
 
 /*
+ * oxt_hit() of an entry hit from a context with interrupts on (a user-space
+ * probe's handler, uprobe.c): turns them off around it; returns 0, so that the
+ * handler's last call is a tail call.
+ */
+int oxt_hit_irqsave(const struct oxt_probe_ops *ops, void *cookie, unsigned int slot,
+		    struct pt_regs *regs);
+
+/*
  * Providers beyond kprobes (provider.c).
  *
  * Syscall hooks: a probe on the raw sys_enter or sys_exit tracepoint.  A hit

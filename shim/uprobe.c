@@ -59,20 +59,20 @@ static bool oxt_uprobe_filter(struct uprobe_consumer *uc, struct mm_struct *mm)
 	return mm == u->mm;
 }
 
+/*
+ * Without a local of its own, the handler has no frame and no stack protector:
+ * the hit is a tail call.
+ */
 static int oxt_uprobe_handler(struct uprobe_consumer *uc, struct pt_regs *regs)
 {
 	struct oxt_uprobe *u = container_of(uc, struct oxt_uprobe, uc);
-	unsigned long flags;
 
 	/* a forked child's inherited breakpoint: the filter confirms the removal */
 	if (current->mm != u->mm)
 		return UPROBE_HANDLER_REMOVE;
 	if (!READ_ONCE(u->enabled))
 		return 0;
-	local_irq_save(flags);
-	oxt_hit(u->ops, u->cookie, u->slot, regs, false);
-	local_irq_restore(flags);
-	return 0;
+	return oxt_hit_irqsave(u->ops, u->cookie, u->slot, regs);
 }
 
 /*
