@@ -2,7 +2,8 @@
 """gdb script of scripts/steptrace.sh: single-steps one read() of the guest.
 
 Run as `gdb -batch -nx -x steptrace.py vmlinux` against QEMU's gdbstub (port 1234) with
-OUT (output prefix), SKIP (ksys_read(fd, buf, 1) hits let go first), MAP (System.map)
+OUT (output prefix), SKIP (ksys_read(fd, buf, 1) hits let go first), MAP (System.map),
+BREAK (another function to step, with an optional gdb condition after it)
 and KSYMS (the guest's kallsyms lines for the module and BPF programs) in the
 environment. Writes OUT.txt (instructions per function), OUT.runs (the functions in
 the order they ran: instructions, function) and OUT.seq (address and function of every
@@ -46,8 +47,15 @@ def main():
     gdb.execute("set pagination off")
     gdb.execute("target remote :1234")
     # Hardware breakpoint: the kernel text is read-only. The read loop's reads are of
-    # one byte; the condition keeps the others out.
-    gdb.execute("hbreak ksys_read if $rdx == 1")
+    # one byte; the condition keeps the others out. BREAK (steptrace.sh's BREAK_OX,
+    # BREAK_BT) steps another function, a module's too: gdb knows vmlinux only, so a
+    # name found in the symbols becomes its address.
+    where = os.environ.get("BREAK") or "ksys_read if $rdx == 1"
+    func, _, cond = where.partition(" ")
+    by_name = {n: a for a, n in syms}
+    if func in by_name:
+        func = f"*{by_name[func]:#x}"
+    gdb.execute(f"hbreak {func} {cond}".rstrip())
     gdb.execute(f"ignore 1 {skip}")
     gdb.execute("continue")
     inf = gdb.selected_inferior()

@@ -6,6 +6,10 @@
 # OXPROG / BTPROG: the D and bpftrace programs (default: the bench's latency pair);
 # SKIP: the ksys_read(fd, buf, 1) hits let go before the traced one (default 3000);
 # N: the reads in each loop (default 400000; more if gdb attaches after a loop ended).
+# WORKLOAD: oxt_bench's arguments instead of "read 1 $N 1" ('$N' stands for N), e.g.
+# 'ucall 1 $N' for the upid pair; BREAK_OX / BREAK_BT: the function stepped under each
+# tool instead of ksys_read (a module's too), e.g. oxt_uprobe_handler and
+# uprobe_dispatcher: one uprobe hit's handler under each.
 #
 # Boots the bench kernel without KASLR and with QEMU's gdbstub, runs the bench's read
 # loop under each tool in turn (scripts/guest/steptrace-run.sh), and for each: gdb on
@@ -45,6 +49,7 @@ ${CC:-gcc} -O2 -Wall -Wextra -Werror -static -pthread -D_GNU_SOURCE \
 cp "$OXT_ROOT/scripts/guest/steptrace-run.sh" "$OXT_ROOT/scripts/guest/hostroot.sh" "$out/files/"
 [ -z "${OXPROG:-}" ] || printf '%s\n' "$OXPROG" >"$out/files/oxprog"
 [ -z "${BTPROG:-}" ] || printf '%s\n' "$BTPROG" >"$out/files/btprog"
+[ -z "${WORKLOAD:-}" ] || printf '%s\n' "$WORKLOAD" >"$out/files/workload"
 
 log=$OXT_ROOT/build/vm/out.log
 rm -f "$log"
@@ -76,7 +81,8 @@ for t in "${tools[@]}"; do
 	# The module's symbols, and the BPF programs' once bpftrace has made them.
 	tr -d '\r' <"$log" | sed -n 's/^KSYM //p; s/^BPFSYM //p' >"$out/ksyms"
 	say "steptrace: stepping one read() under $t"
-	OUT=$out/$t SKIP=${SKIP:-3000} MAP=$KDIR/System.map KSYMS=$out/ksyms \
+	case $t in ox) brk=${BREAK_OX:-} ;; bt) brk=${BREAK_BT:-} ;; *) brk= ;; esac
+	BREAK=$brk OUT=$out/$t SKIP=${SKIP:-3000} MAP=$KDIR/System.map KSYMS=$out/ksyms \
 		gdb -batch -nx -x "$OXT_ROOT/scripts/steptrace.py" "$KDIR/vmlinux" >"$out/gdb-$t.log" 2>&1 &
 	gdb=$!
 	# gdb holds the guest from the breakpoint until it has written the trace: a loop that

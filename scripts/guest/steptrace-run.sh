@@ -13,6 +13,9 @@ BT='kprobe:ksys_read { @start[tid] = nsecs; }
 kretprobe:ksys_read /@start[tid]/ { @ = hist(nsecs - @start[tid]); delete(@start[tid]); }'
 [ ! -f /extra/oxprog ] || OX=$(cat /extra/oxprog)
 [ ! -f /extra/btprog ] || BT=$(cat /extra/btprog)
+# The workload's arguments, '$N' standing for N (default: the 1-byte read loop).
+WL='read 1 $N 1'
+[ ! -f /extra/workload ] || WL=$(cat /extra/workload)
 
 # mount_host and H: bpftrace runs from the host's root filesystem in a chroot.
 . /extra/hostroot.sh
@@ -27,11 +30,12 @@ for t in "$@"; do
 		;;
 	ox)
 		echo "READY ox"
-		oxtrace -q -e "$OX" -c "$B read 1 $N 1" >/dev/null 2>&1
+		oxtrace -q -e "$OX" -c "$B $(echo "$WL" | sed "s/\\\$N/$N/")" >/dev/null 2>/tmp/ox.err ||
+			sed 's/^/steptrace: oxtrace: /' /tmp/ox.err | head -n 5
 		;;
 	none)
 		echo "READY none"
-		$B read 1 $N 1 >/dev/null
+		$B $(echo "$WL" | sed "s/\\\$N/$N/") >/dev/null
 		;;
 	bt)
 		mount_host || {
@@ -63,7 +67,7 @@ for t in "$@"; do
 		# BPF programs' symbols, now that they exist.
 		grep '\[bpf\]' /proc/kallsyms | sed 's/^/BPFSYM /'
 		echo "READY bt"
-		$B read 1 $N 1 >/dev/null
+		$B $(echo "$WL" | sed "s/\\\$N/$N/") >/dev/null
 		kill -INT $bt
 		wait $bt
 		;;
