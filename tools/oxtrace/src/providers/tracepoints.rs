@@ -129,9 +129,12 @@ fn parse_field(line: &str) -> Result<Field, String> {
     let owned = decl.replace("[]", "");
     let decl = owned.as_str();
     let head = decl.split('[').next().unwrap_or(decl).trim_end();
+    // After the last character that is not part of an identifier (any width: a file
+    // may hold any bytes, and a multi-byte character must not be split).
     let start = head
-        .rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-        .map_or(0, |i| i + 1);
+        .char_indices()
+        .rfind(|&(_, c)| !(c.is_ascii_alphanumeric() || c == '_'))
+        .map_or(0, |(i, c)| i + c.len_utf8());
     let name = &head[start..];
     if name.is_empty() || name.starts_with(|c: char| c.is_ascii_digit()) {
         return Err(format!("no field name in '{decl}'"));
@@ -228,6 +231,23 @@ format:
 
 print fmt: \"comm=%s pid=%d\", REC->parent_comm, REC->parent_pid
 ";
+
+    /// Found by the fuzzer (tests/fuzz.rs): a multi-byte character before the field's
+    /// name split the name at a byte inside it, a panic.
+    #[test]
+    fn a_wide_character_before_the_name() {
+        let text =
+            "ID: 1\n\tfield:char c\u{fffd}parent_comm[16];\toffset:8;\tsize:16;\tsigned:0;\n";
+        let f = parse_format("fuzz:event", text).unwrap();
+        assert_eq!(f.fields[0].name, "parent_comm");
+        assert_eq!(f.fields[0].ctype, "char c\u{fffd}[16]");
+        let e = parse_format(
+            "fuzz:event",
+            "ID: 1\n\tfield:int \u{e9};\toffset:0;\tsize:4;\n",
+        )
+        .unwrap_err();
+        assert!(e.starts_with("line 2: no field name"), "{e}");
+    }
 
     #[test]
     fn formats_parse() {
