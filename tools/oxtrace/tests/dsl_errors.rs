@@ -460,3 +460,22 @@ fn unsafe_function_refused_at_its_probe() {
         "^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^",
     );
 }
+
+/// Found by the compiler fuzzer (tests/fuzz.rs): a character literal of a multi-byte
+/// character ended its error's span inside that character, and building the error
+/// panicked. The caret now covers whole characters.
+#[test]
+fn character_literal_of_a_wide_character() {
+    check(
+        "BEGIN { x = 'é'; }",
+        "1:13",
+        "unterminated character literal",
+        "            ^^",
+    );
+    check(
+        "BEGIN { x = '\u{1F600}",
+        "1:13",
+        "unterminated character literal",
+        "            ^^",
+    );
+}

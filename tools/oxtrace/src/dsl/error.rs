@@ -48,12 +48,15 @@ pub struct CompileError {
 impl CompileError {
     /// Build an error for `span` of `src`.
     pub fn at(src: &str, input: &str, span: Span, msg: impl Into<String>) -> CompileError {
-        let start = span.start.min(src.len());
+        // A span's ends may fall inside a multi-byte character (a byte-wise scan that
+        // stopped there): widen it to whole characters.
+        let start = src.floor_char_boundary(span.start.min(src.len()));
         let line_start = src[..start].rfind('\n').map_or(0, |p| p + 1);
         let line_end = src[start..].find('\n').map_or(src.len(), |p| start + p);
         let line = src[..start].matches('\n').count() + 1;
         let col = src[line_start..start].chars().count() + 1;
-        let end = (span.start + span.len).min(line_end).max(start);
+        let end =
+            src.ceil_char_boundary(span.start.saturating_add(span.len).min(line_end).max(start));
         let width = src[start..end].chars().count().max(1);
         CompileError {
             input: input.to_string(),
