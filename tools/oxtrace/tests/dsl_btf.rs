@@ -571,25 +571,33 @@ fn without_btf_args_are_untyped_and_kernel_types_unknown() {
 
 #[test]
 fn hostile_type_cycles_end() {
-    // A typedef and a pointer that name themselves, a struct holding itself by value and
-    // an anonymous member that is its own struct: each import ends.
+    // A typedef and a pointer that name themselves are refused when the blob is parsed,
+    // as the kernel's own BTF check refuses them (following one overflowed the stack).
+    for self_ref in [true, false] {
+        let mut b = Builder::new();
+        let int = b.int("int", 4, true);
+        let t = if self_ref {
+            b.typedef("loop_t", int + 1)
+        } else {
+            b.ptr(int + 1)
+        };
+        assert_eq!(t, int + 1);
+        let e = Btf::parse(&b.finish()).unwrap_err();
+        assert!(
+            e.starts_with("BTF type 2 starts a chain of more than 32"),
+            "{e}"
+        );
+    }
+    // A struct holding itself by value and an anonymous member that is its own struct:
+    // each import ends.
     let mut b = Builder::new();
     let int = b.int("int", 4, true);
-    let loop_td = b.typedef("loop_t", int + 1);
-    let ptr = b.ptr(int + 2);
-    assert_eq!((loop_td, ptr), (int + 1, int + 2));
-    let me = int + 3;
+    let me = int + 1;
     b.sou(
         false,
         "me",
         16,
-        &[
-            ("x", int, 0, 0),
-            ("self", me, 32, 0),
-            ("", me, 64, 0),
-            ("p", ptr, 96, 0),
-            ("l", loop_td, 0, 0),
-        ],
+        &[("x", int, 0, 0), ("self", me, 32, 0), ("", me, 64, 0)],
     );
     // The pointer to `me` comes after the prototype and the function.
     b.func("f", int, &[("m", me + 3)]);
@@ -601,7 +609,6 @@ fn hostile_type_cycles_end() {
     };
     let src = "fbt::f:entry { trace(args[0]->x); trace(args[0]->self.self.x); trace(sizeof(struct me)); }";
     compile(src, "t.d", &o).unwrap_or_else(|e| panic!("{e}"));
-    compile("BEGIN { trace((loop_t)1); }", "t.d", &o).unwrap_err();
 }
 
 /// The running kernel's own BTF, when it has some: the guest test's programs compile

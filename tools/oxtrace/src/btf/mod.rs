@@ -17,6 +17,10 @@ use std::collections::HashMap;
 /// Where the running kernel exports its BTF.
 pub const KERNEL_PATH: &str = "/sys/kernel/btf/vmlinux";
 
+/// The longest chain of pointers, arrays, typedefs, qualifiers, variables and functions a
+/// blob may hold (the kernel's BTF check allows 32 modifiers in a row).
+pub const MAX_CHAIN: u8 = 32;
+
 /// The namespace a name is looked up in, as in C.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum NameKind {
@@ -91,7 +95,8 @@ impl Btf {
             .then(|| Btf::load(KERNEL_PATH))
     }
 
-    /// Every id and name offset points inside the blob, so lookups need no checks.
+    /// Every id and name offset points inside the blob, so lookups need no checks; no
+    /// chain of references loops or runs deeper than [`MAX_CHAIN`].
     fn check(&self) -> Result<(), String> {
         let n = self.types.len() as u32;
         let id_ok = |id: u32| id < n;
@@ -115,6 +120,58 @@ impl Btf {
             };
             if !ok {
                 return bad("reference");
+            }
+        }
+        self.check_chains()
+    }
+
+    /// No chain of pointers, arrays, typedefs, qualifiers, variables and functions is
+    /// longer than [`MAX_CHAIN`] links (a loop is an endless one): what follows such a
+    /// chain ([`Btf::type_name`], the compiler's types) may recurse along it. The kernel's
+    /// own BTF check refuses these chains too.
+    fn check_chains(&self) -> Result<(), String> {
+        let next = |id: u32| match self.types[id as usize].kind {
+            Kind::Ptr(x) | Kind::Typedef(x) | Kind::Qual(x) | Kind::Func(x) | Kind::Var(x) => {
+                Some(x)
+            }
+            Kind::Array { elem, .. } => Some(elem),
+            _ => None,
+        };
+        let mut depth: Vec<Option<u8>> = vec![None; self.types.len()];
+        let mut path = Vec::new();
+        for id in 0..self.types.len() as u32 {
+            let deep = || {
+                Err(format!(
+                    "BTF type {id} starts a chain of more than {MAX_CHAIN} pointers, arrays, \
+                     typedefs or qualifiers (or a loop)"
+                ))
+            };
+            path.clear();
+            let mut cur = id;
+            let mut d = loop {
+                if let Some(d) = depth[cur as usize] {
+                    break d;
+                }
+                match next(cur) {
+                    None => {
+                        depth[cur as usize] = Some(0);
+                        break 0;
+                    }
+                    Some(x) => {
+                        path.push(cur);
+                        if path.len() > MAX_CHAIN as usize {
+                            return deep();
+                        }
+                        cur = x;
+                    }
+                }
+            };
+            for &p in path.iter().rev() {
+                d += 1;
+                if d > MAX_CHAIN {
+                    return deep();
+                }
+                depth[p as usize] = Some(d);
             }
         }
         Ok(())

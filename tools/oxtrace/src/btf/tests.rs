@@ -174,3 +174,35 @@ fn parses_the_running_kernel() {
     assert_eq!(params.len(), 4);
     assert_eq!(btf.type_name(params[0].ty), "struct file *");
 }
+
+/// Found by the BTF fuzzer (tests/fuzz.rs): a pointer to itself made `type_name` recurse
+/// until the stack overflowed, which aborts the tool. A loop, and a chain deeper than the
+/// kernel's own limit, are refused when the blob is parsed.
+#[test]
+fn refuses_reference_loops_and_deep_chains() {
+    let mut b = Builder::new();
+    b.int("int", 4, true);
+    let p = b.ptr(3); // type 2 -> type 3
+    b.typedef("t", p); // type 3 -> type 2: a loop
+    let e = Btf::parse(&b.finish()).unwrap_err();
+    assert_eq!(
+        e,
+        "BTF type 2 starts a chain of more than 32 pointers, arrays, typedefs or qualifiers (or a loop)"
+    );
+    let chain = |n: u32| {
+        let mut b = Builder::new();
+        let mut t = b.int("int", 4, true);
+        for _ in 0..n {
+            t = b.ptr(t);
+        }
+        (b.finish(), t)
+    };
+    let (ok, top) = chain(u32::from(MAX_CHAIN));
+    let btf = Btf::parse(&ok).unwrap();
+    assert_eq!(btf.type_name(top), format!("int{}", " *".repeat(32)));
+    let e = Btf::parse(&chain(u32::from(MAX_CHAIN) + 1).0).unwrap_err();
+    assert!(
+        e.starts_with("BTF type 34 starts a chain of more than 32"),
+        "{e}"
+    );
+}
