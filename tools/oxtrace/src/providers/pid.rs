@@ -134,15 +134,30 @@ pub fn decode(code: &[u8], vaddr: u64) -> Vec<Insn> {
 
 /// Resolves `pidPID:module:func:name` (the provider already split into `pid`).
 pub fn resolve(pid: u32, module: &str, func: &str, name: &str) -> Result<PidProbes, String> {
-    let want = parse_name(name)?;
+    parse_name(name)?;
     let objs = process::matching_objects(pid, module)?;
+    resolve_in(pid, &objs, &process::elf, module, func, name)
+}
+
+/// [`resolve`] against load objects `objs` of process `pid` whose files `elf` reads: the
+/// part that reads the (untrusted) ELF files, which the fuzzers drive with files of their
+/// own.
+pub fn resolve_in(
+    pid: u32,
+    objs: &[LoadObject],
+    elf: &dyn Fn(&str) -> Option<std::rc::Rc<process::Elf>>,
+    module: &str,
+    func: &str,
+    name: &str,
+) -> Result<PidProbes, String> {
+    let want = parse_name(name)?;
     let fglob = func.is_empty() || is_glob(func);
     let fpat = if func.is_empty() { "*" } else { func };
     let prov = format!("pid{pid}");
     let mut out = PidProbes::default();
     let mut found = false;
-    for obj in &objs {
-        let Some(elf) = process::elf(&obj.path) else {
+    for obj in objs {
+        let Some(elf) = elf(&obj.path) else {
             if module.is_empty() || is_glob(module) {
                 continue;
             }
@@ -232,8 +247,8 @@ pub fn resolve(pid: u32, module: &str, func: &str, name: &str) -> Result<PidProb
     }
     if !found && !fglob {
         let mut names = Vec::new();
-        for o in &objs {
-            if let Some(e) = process::elf(&o.path) {
+        for o in objs {
+            if let Some(e) = elf(&o.path) {
                 names.extend(e.syms.functions().iter().map(|f| f.2.clone()));
             }
         }

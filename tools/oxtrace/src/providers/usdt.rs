@@ -290,6 +290,20 @@ pub fn resolve(
     name: &str,
 ) -> Result<Option<Vec<UserProbe>>, String> {
     let objs = process::load_objects(pid)?;
+    resolve_in(prov, pid, &objs, &process::elf, module, func, name)
+}
+
+/// [`resolve`] against load objects `objs` of process `pid` whose files `elf` reads: the
+/// part that reads the (untrusted) ELF files and notes, which the fuzzers drive.
+pub fn resolve_in(
+    prov: &str,
+    pid: u32,
+    objs: &[process::LoadObject],
+    elf: &dyn Fn(&str) -> Option<std::rc::Rc<Elf>>,
+    module: &str,
+    func: &str,
+    name: &str,
+) -> Result<Option<Vec<UserProbe>>, String> {
     let mut any_provider = false;
     let mut v = Vec::new();
     let glob = super::fbt::is_glob(module)
@@ -297,8 +311,8 @@ pub fn resolve(
         || super::fbt::is_glob(name)
         || func.is_empty()
         || name.is_empty();
-    for obj in &objs {
-        let Some(e) = process::elf(&obj.path) else {
+    for obj in objs {
+        let Some(e) = elf(&obj.path) else {
             continue;
         };
         let all = sites(&e.data).map_err(|m| format!("{}: {m}", obj.path))?;
