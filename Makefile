@@ -6,7 +6,7 @@
 #   make vm CMD='...' [VM_FILES=dir]   run CMD as root in a fresh guest
 #   make bench   oxtrace vs bpftrace in the bench guest: build/bench/results.{md,json}
 #   make steptrace [TOOLS='ox bt']   one read() single-stepped under each: build/steptrace/
-#   make stress  the adversarial selftests at length, with their operation counts
+#   make stress  the host fuzzers and the adversarial selftests at length, with their counts
 #   make module | tool | selftests | kernel | clean
 #   make install [DESTDIR=] [PREFIX=/usr/local] [MODULE=0] | uninstall | man
 #   make dkms-install [KVER=$(uname -r)] | dkms-uninstall   the module through DKMS
@@ -38,8 +38,10 @@ run:
 check:
 	@scripts/check.sh
 
-# Hours under TCG at worst; the timeout is a hang guard.
+# The host fuzzers (100,000 inputs each), then the guest's adversarial selftests: hours
+# under TCG at worst; the timeout is a hang guard.
 stress:
+	@scripts/fuzz.sh
 	@scripts/vm.sh --timeout 14400 -- /selftests/stress.sh
 
 # BENCH_ARGS: NAME=VALUE settings of scripts/guest/bench-run.sh (ROUNDS=5 ...).
