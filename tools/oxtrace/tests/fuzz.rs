@@ -856,3 +856,33 @@ fn fuzz_aggregation_snapshots() {
         Ok(())
     });
 }
+
+// ---------------------------------------------------------------------------------------
+// Regressions: ELF files that lie (the fuzzers' seeds, patched)
+
+/// The file offset and size of section `name` of ELF `b`.
+fn section_of(b: &[u8], name: &str) -> (usize, usize) {
+    use object::{Object, ObjectSection};
+    let f = object::File::parse(b).unwrap();
+    let s = f.section_by_name(name).unwrap();
+    let (off, size) = s.file_range().unwrap();
+    (off as usize, size as usize)
+}
+
+/// A USDT note whose description runs past the section is refused, saying which note and
+/// what it claims (it was "a truncated note", without a place).
+#[test]
+fn usdt_note_that_lies_about_its_size() {
+    let mut b = elf_seeds()[0].clone();
+    assert!(!usdt::sites(&b).unwrap().is_empty());
+    let (off, size) = section_of(&b, ".note.stapsdt");
+    b[off + 4..off + 8].copy_from_slice(&0xffff_fff0u32.to_le_bytes());
+    let e = usdt::sites(&b).unwrap_err();
+    assert_eq!(
+        e,
+        format!(
+            ".note.stapsdt: the note at offset 0 says its name is 8 bytes and its description \
+             4294967280: past the end of the section ({size} bytes)"
+        )
+    );
+}

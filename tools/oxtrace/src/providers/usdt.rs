@@ -39,27 +39,43 @@ pub fn sites(data: &[u8]) -> Result<Vec<Site>, String> {
     let quad = |b: &[u8], i: usize| -> Option<u64> {
         Some(u64::from_le_bytes(b.get(i..i + 8)?.try_into().ok()?))
     };
-    let bad = || ".note.stapsdt: a truncated note".to_string();
+    // Where each refusal is: the note's offset in the section, and what it claims.
+    let total = notes.len();
+    let mut at = 0usize;
     while rest.len() >= 12 {
         let (namesz, descsz, ty) = (
-            word(rest, 0).ok_or_else(bad)? as usize,
-            word(rest, 4).ok_or_else(bad)? as usize,
-            word(rest, 8).ok_or_else(bad)?,
+            word(rest, 0).unwrap_or_default() as usize,
+            word(rest, 4).unwrap_or_default() as usize,
+            word(rest, 8).unwrap_or_default(),
         );
+        let bad = || {
+            format!(
+                ".note.stapsdt: the note at offset {at} says its name is {namesz} bytes and its \
+                 description {descsz}: past the end of the section ({total} bytes)"
+            )
+        };
         let desc_at = 12 + namesz.div_ceil(4) * 4;
         let next = desc_at + descsz.div_ceil(4) * 4;
         let owner = rest.get(12..12 + namesz).ok_or_else(bad)?;
         let desc = rest.get(desc_at..desc_at + descsz).ok_or_else(bad)?;
         rest = rest.get(next..).unwrap_or_default();
+        let this = at;
+        at += next;
         if ty != 3 || owner != b"stapsdt\0" {
             continue;
         }
+        let short = || {
+            format!(
+                ".note.stapsdt: the USDT note at offset {this} has a {descsz}-byte description: \
+                 too short for its three addresses"
+            )
+        };
         let (pc, base, sem) = (
-            quad(desc, 0).ok_or_else(bad)?,
-            quad(desc, 8).ok_or_else(bad)?,
-            quad(desc, 16).ok_or_else(bad)?,
+            quad(desc, 0).ok_or_else(short)?,
+            quad(desc, 8).ok_or_else(short)?,
+            quad(desc, 16).ok_or_else(short)?,
         );
-        let mut strs = desc.get(24..).ok_or_else(bad)?.split(|&c| c == 0);
+        let mut strs = desc.get(24..).ok_or_else(short)?.split(|&c| c == 0);
         let mut s = || String::from_utf8_lossy(strs.next().unwrap_or_default()).into_owned();
         let (provider, name, args) = (s(), s(), s());
         // A prelinked file moved its sections: the note's base says by how much.
