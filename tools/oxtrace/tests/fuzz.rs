@@ -886,3 +886,38 @@ fn usdt_note_that_lies_about_its_size() {
         )
     );
 }
+
+/// A function whose symbol's size runs past the end of the file is refused as such for
+/// return probes (it was "has no size in its symbol table", which was not true).
+#[test]
+fn symbol_size_past_the_end_of_the_file() {
+    use object::{Object, ObjectSection, ObjectSymbol};
+    let mut b = elf_seeds()[0].clone();
+    let (st_off, main_at) = {
+        let f = object::File::parse(&b[..]).unwrap();
+        let symtab = f.section_by_name(".symtab").unwrap();
+        let (off, _) = symtab.file_range().unwrap();
+        let main = f.symbols().find(|s| s.name() == Ok("main")).unwrap();
+        (off as usize, main.index().0)
+    };
+    // Elf64_Sym: st_size is the last 8 of its 24 bytes.
+    let at = st_off + main_at * 24 + 16;
+    b[at..at + 8].copy_from_slice(&0x7fff_fff0u64.to_le_bytes());
+    let syms = ElfSyms::parse(&b).unwrap();
+    let elf = Rc::new(Elf { data: b, syms });
+    let get = |_: &str| Some(elf.clone());
+    let e = pid::resolve_in(1, &[obj()], &get, "", "main", "return").unwrap_err();
+    assert!(
+        e.starts_with("function main of obj: its symbol's size (0x7ffffff0 bytes from file offset")
+            && e.contains("runs past the end of the file"),
+        "{e}"
+    );
+    // Entry needs no size.
+    assert_eq!(
+        pid::resolve_in(1, &[obj()], &get, "", "main", "entry")
+            .unwrap()
+            .entry
+            .len(),
+        1
+    );
+}

@@ -214,6 +214,14 @@ pub fn resolve_in(
                 .and_then(|(o, n)| elf.data.get(o..o.checked_add(n)?));
             let code = match code {
                 Some(c) if *size > 0 => c,
+                // A symbol that lies: its size runs past the file's end.
+                None if *size > 0 && !fglob => {
+                    return Err(format!(
+                        "function {fname} of {}: its symbol's size (0x{size:x} bytes from file offset 0x{foff:x}) runs past the end of the file (0x{:x} bytes)",
+                        obj.name,
+                        elf.data.len()
+                    ))
+                }
                 _ if fglob => {
                     out.unsized_skipped += 1;
                     continue;
