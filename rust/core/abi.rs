@@ -12,7 +12,7 @@ pub const DEVICE_NAME: &str = "oxtrace";
 /// ABI major version: a new major breaks old tools.
 pub const ABI_MAJOR: u32 = 1;
 /// ABI minor version: a new minor only adds.
-pub const ABI_MINOR: u32 = 12;
+pub const ABI_MINOR: u32 = 13;
 
 /// The CPU has Intel PT with ToPA output.
 pub const FEAT_INTEL_PT: u64 = 1 << 0;
@@ -197,8 +197,10 @@ pub struct Status {
     pub exit_status: i64,
     /// Out: hits the kernel could not hand to us.
     pub missed: u64,
+    /// Out: uprobes the module has registered, every consumer's (minor 13).
+    pub live_uprobes: u64,
     /// In: zero.
-    pub reserved: [u64; 6],
+    pub reserved: [u64; 5],
 }
 
 /// `struct oxt_attach`: where an fbt probe description attaches.

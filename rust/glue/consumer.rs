@@ -167,6 +167,7 @@ impl Consumer {
         st.ioctls = self.ioctls.load(Ordering::Relaxed);
         let prog = inner.state.prog();
         st.missed = prog.map_or(0, |p| p.probes.missed());
+        st.live_uprobes = crate::sys::uprobe::live();
         let mut n = 0;
         if let Some(s) = prog.map(Program::session) {
             if let Some(code) = s.exit_status() {

@@ -16,6 +16,7 @@ use crate::sys::gfp_load;
 use crate::sys::kprobe::{Handler, Vtable};
 use crate::sys::shim;
 use core::ptr::NonNull;
+use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::error::from_err_ptr;
 use kernel::prelude::*;
 use kernel::str::CStr;
@@ -24,6 +25,14 @@ use kernel::str::CStr;
 pub(crate) fn available() -> bool {
     // SAFETY: a plain function returning a constant.
     unsafe { shim::oxt_uprobes_available() }
+}
+
+/// Uprobes registered by every set, for `OXT_IOC_STATUS`'s `live_uprobes`.
+static LIVE: AtomicU64 = AtomicU64::new(0);
+
+/// The uprobes the module has registered now, every consumer's.
+pub(crate) fn live() -> u64 {
+    LIVE.load(Ordering::Relaxed)
 }
 
 /// Where a user-space probe goes.
@@ -93,6 +102,7 @@ impl<H: Handler> Uprobes<H> {
             )
         })?;
         let p = NonNull::new(raw).ok_or(ENOMEM)?;
+        LIVE.fetch_add(1, Ordering::Relaxed);
         if self.enabled {
             // SAFETY: `p` was just registered.
             unsafe { shim::oxt_uprobe_enable(p.as_ptr(), true) };
@@ -136,5 +146,6 @@ impl<H: Handler> Drop for Uprobes<H> {
         // `NonNull<Uprobe>` has the layout of `*mut Uprobe`. The call unregisters and frees
         // them all and returns when no handler can still run.
         unsafe { shim::oxt_uprobes_free(self.probes.as_mut_ptr().cast(), n) };
+        LIVE.fetch_sub(u64::from(n), Ordering::Relaxed);
     }
 }

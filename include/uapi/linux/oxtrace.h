@@ -42,9 +42,10 @@
  * Minor 12: stack() and ustack() values are references (a style byte and an
  * id, up to 127 frames); each CPU writes a stack's frames once, in a principal
  * buffer record of kind OXT_RECORD_STACK, before anything that names it.
+ * Minor 13: struct oxt_status.live_uprobes.
  */
 #define OXT_ABI_MAJOR 1
-#define OXT_ABI_MINOR 12
+#define OXT_ABI_MINOR 13
 
 /*
  * Principal buffer record kinds the module writes itself (the actions' kinds
@@ -112,7 +113,8 @@ struct oxt_status {
 	__u32 exited;		/* out: 1 once an exit() action ran */
 	__s64 exit_status;	/* out: the argument of the first exit() */
 	__u64 missed;		/* out: hits the kernel could not hand to us (kprobe nmissed) */
-	__u64 reserved[6];	/* in: zero */
+	__u64 live_uprobes;	/* out: uprobes the module has registered, every consumer's (minor 13) */
+	__u64 reserved[5];	/* in: zero */
 };
 
 /* struct oxt_load.attach[] entries: where the program's fbt probes attach. */

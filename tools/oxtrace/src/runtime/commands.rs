@@ -77,12 +77,13 @@ pub fn status(cli: &Cli) -> Res<i32> {
     let s = dev.status()?;
     if cli.json {
         println!(
-            "{{\"consumer\":{},\"state\":\"{}\",\"consumers_open\":{},\"consumers_live\":{},\"ioctls\":{}}}",
+            "{{\"consumer\":{},\"state\":\"{}\",\"consumers_open\":{},\"consumers_live\":{},\"ioctls\":{},\"uprobes_live\":{}}}",
             s.consumer_id,
             state_name(s.state),
             s.nconsumers,
             s.live_consumers,
-            s.ioctls
+            s.ioctls,
+            s.live_uprobes
         );
     } else {
         println!("consumer       {}", s.consumer_id);
@@ -90,6 +91,7 @@ pub fn status(cli: &Cli) -> Res<i32> {
         println!("consumers open {}", s.nconsumers);
         println!("consumers live {}", s.live_consumers);
         println!("ioctls         {}", s.ioctls);
+        println!("uprobes live   {}", s.live_uprobes);
     }
     Ok(0)
 }
