@@ -1,5 +1,6 @@
 //! Fuzzers of the compiler and of the tool's readers of untrusted input: the D compiler
-//! (lexer, parser, type checker, code generation), BTF, ELF symbol tables and the pid
+//! (lexer, parser, type checker, code generation; mutated programs and programs from a
+//! grammar, run in the simulator when they compile), BTF, ELF symbol tables and the pid
 //! provider's decoding of them, USDT notes, /proc/kallsyms, tracefs format files, and the
 //! kernel's records (principal-buffer records, aggregation snapshots). Each target mutates
 //! real seeds (`fuzz_support` says how, and what fails an input): no panic, no hang, no
@@ -23,6 +24,7 @@ use oxtrace_core::agg::{AggBuffer, KeyElem, SnapshotCursor};
 use oxtrace_core::buffer::{self, Reader};
 use oxtrace_core::load;
 use oxtrace_core::program::Image;
+use proptest::prelude::*;
 use std::process::Command;
 use std::rc::Rc;
 use std::sync::{Arc, OnceLock};
@@ -44,10 +46,13 @@ fn d_seeds() -> Vec<Vec<u8>> {
         .collect();
     files.sort();
     for f in files {
-        let text = std::fs::read_to_string(&f).unwrap();
+        // The shell's '\'' (a quote inside a quoted word) is part of the word.
+        let text = std::fs::read_to_string(&f)
+            .unwrap()
+            .replace("'\\''", "\u{1}");
         for (i, w) in text.split('\'').enumerate() {
             if i % 2 == 1 && (w.contains('{') || w.contains(":::")) && w.len() < 4000 {
-                v.push(w.as_bytes().to_vec());
+                v.push(w.replace('\u{1}', "'").into_bytes());
             }
         }
     }
@@ -251,15 +256,15 @@ fn check_error(src: &str, e: &CompileError) -> Result<(), String> {
 }
 
 /// Compiles `src`: a refusal with a position, or an image the kernel's own LOAD check
-/// accepts (code generation never hands the kernel what it refuses).
-fn compile_one(src: &str, opts: &CompileOptions) -> Result<(), String> {
+/// accepts (code generation never hands the kernel what it refuses). `Ok(true)`: accepted.
+fn compile_one(src: &str, opts: &CompileOptions) -> Result<bool, String> {
     match compile(src, "-e", opts) {
-        Err(e) => check_error(src, &e),
+        Err(e) => check_error(src, &e).map(|_| false),
         Ok(c) => {
             let img = Image::parse(&c.image).map_err(|e| format!("image refused: {e:?}"))?;
             load::check_load(&img, |_| Ok::<(), oxtrace_core::diag::Refusal>(()))
                 .map_err(|e| format!("the kernel would refuse the image: {e:?}"))?;
-            Ok(())
+            Ok(true)
         }
     }
 }
@@ -269,9 +274,246 @@ fn fuzz_dsl_compiler() {
     let opts = compile_opts();
     let seeds = d_seeds();
     assert!(seeds.len() > 100, "only {} D programs found", seeds.len());
+    // `$target`: a process of our own, for the pid and USDT descriptions to resolve in.
+    struct Target(std::process::Child);
+    impl Drop for Target {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let target = Target(Command::new("sleep").arg("3600").spawn().expect("sleep"));
+    let mut opts = opts;
+    opts.macros
+        .insert("target".into(), target.0.id().to_string());
+    if std::env::var_os("OXT_FUZZ_SHOW_REFUSALS").is_some() {
+        for sd in &seeds {
+            if let Err(e) = compile(&String::from_utf8_lossy(sd), "-e", &opts) {
+                eprintln!("seed refused: {}", e.msg);
+            }
+        }
+    }
+    let accepted = std::sync::atomic::AtomicUsize::new(0);
     run("dsl", &seeds, &dict(D_TOKENS), |b| {
-        compile_one(&String::from_utf8_lossy(b), &opts)
+        let r = compile_one(&String::from_utf8_lossy(b), &opts);
+        if r == Ok(true) {
+            accepted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        r.map(|_| ())
     });
+    eprintln!(
+        "fuzz dsl: {} inputs compiled to an image the LOAD check accepts",
+        accepted.into_inner()
+    );
+}
+
+/// Integer expressions of D, from a grammar: most are well-typed, so they reach the type
+/// checker's deeper rules and code generation, not only the parser.
+fn int_expr() -> impl Strategy<Value = String> {
+    let leaf = prop_oneof![
+        prop::sample::select(vec![
+            "0",
+            "1",
+            "-1",
+            "7",
+            "0x7fffffff",
+            "0xffffffffffffffff",
+            "9223372036854775807",
+            "'a'",
+            "arg0",
+            "arg1",
+            "arg5",
+            "pid",
+            "tid",
+            "cpu",
+            "timestamp",
+            "walltimestamp",
+            "uid",
+            "errno",
+            "x",
+            "self->y",
+            "this->z",
+            "a[1]",
+            "a[x]",
+            "b[\"k\", 2]",
+            "curthread->pid",
+            "sizeof(int)",
+            "sizeof(x)",
+            "rand()",
+            "strlen(execname)",
+            "strlen(probefunc)",
+            "(int)arg0",
+            "(uint8_t)arg1",
+            "(int16_t)-5",
+            "stackdepth",
+        ])
+        .prop_map(str::to_string),
+        any::<i64>().prop_map(|v| v.to_string()),
+    ];
+    leaf.prop_recursive(5, 48, 3, |inner| {
+        let op = prop::sample::select(vec![
+            "+", "-", "*", "/", "%", "&", "|", "^", "<<", ">>", "==", "!=", "<", ">", "<=", ">=",
+            "&&", "||", "^^",
+        ]);
+        prop_oneof![
+            (inner.clone(), op, inner.clone()).prop_map(|(a, o, b)| format!("({a} {o} {b})")),
+            (
+                prop::sample::select(vec![
+                    "-",
+                    "!",
+                    "~",
+                    "(int)",
+                    "(uint32_t)",
+                    "(char)",
+                    "(long)"
+                ]),
+                inner.clone()
+            )
+                .prop_map(|(o, a)| format!("{o}({a})")),
+            (inner.clone(), inner.clone(), inner.clone())
+                .prop_map(|(c, a, b)| format!("({c} ? {a} : {b})")),
+            (str_expr_leaf(), inner.clone(), inner.clone())
+                .prop_map(|(s, a, b)| format!("strlen(substr({s}, {a}, {b}))")),
+            inner.clone().prop_map(|a| format!("strlen(lltostr({a}))")),
+        ]
+    })
+}
+
+fn str_expr_leaf() -> impl Strategy<Value = String> {
+    prop::sample::select(vec![
+        "execname",
+        "probefunc",
+        "probename",
+        "probeprov",
+        "probemod",
+        "\"\"",
+        "\"abc\"",
+        "\"a\\tb\\n\"",
+        "s",
+        "self->s",
+        "strjoin(execname, \"x\")",
+        "lltostr(arg0)",
+        "stringof(arg1)",
+        "basename(\"/a/b\")",
+        "dirname(\"/a/b\")",
+        "toupper(execname)",
+        "curthread->comm",
+    ])
+    .prop_map(str::to_string)
+}
+
+/// A statement of a clause.
+fn statement() -> impl Strategy<Value = String> {
+    let e = int_expr;
+    prop_oneof![
+        e().prop_map(|v| format!("x = {v};")),
+        e().prop_map(|v| format!("self->y = {v};")),
+        e().prop_map(|v| format!("this->z = {v};")),
+        (e(), e()).prop_map(|(k, v)| format!("a[{k}] = {v};")),
+        (e(), e()).prop_map(|(k, v)| format!("b[\"k\", {k}] = {v};")),
+        str_expr_leaf().prop_map(|v| format!("s = {v};")),
+        str_expr_leaf().prop_map(|v| format!("self->s = {v};")),
+        e().prop_map(|v| format!("trace({v});")),
+        str_expr_leaf().prop_map(|v| format!("trace({v});")),
+        (e(), str_expr_leaf())
+            .prop_map(|(v, t)| format!("printf(\"%d %s %x\\n\", {v}, {t}, {v});")),
+        e().prop_map(|v| format!("@c[{v}] = count();")),
+        (str_expr_leaf(), e()).prop_map(|(k, v)| format!("@s[{k}] = sum({v});")),
+        e().prop_map(|v| format!("@q = quantize({v});")),
+        e().prop_map(|v| format!("@l = lquantize({v}, -10, 100, 10);")),
+        e().prop_map(|v| format!("@ll = llquantize({v}, 10, 0, 6, 20);")),
+        e().prop_map(|v| format!("@m = max({v}); @n = min({v}); @a = avg({v}); @d = stddev({v});")),
+        Just("@st[stack()] = count();".to_string()),
+        e().prop_map(|v| format!("this->p = (int *)alloca(16); *this->p = {v}; trace(*this->p);")),
+        e().prop_map(|v| format!("trunc(@c, {v} & 7); printa(@c);")),
+        e().prop_map(|v| format!("exit({v});")),
+    ]
+}
+
+/// A program of one to three clauses over probes the simulated world can fire.
+fn program() -> impl Strategy<Value = String> {
+    let clause = (
+        prop::sample::select(vec![
+            "BEGIN",
+            "END",
+            "tick-1s",
+            "profile-997",
+            "fbt::vfs_read:entry",
+            "fbt::vfs_read:return",
+            "syscall::read:entry",
+            "syscall::read:return",
+        ]),
+        prop::option::of(int_expr()),
+        prop::collection::vec(statement(), 1..5),
+    )
+        .prop_map(|(p, pred, body)| {
+            let pred = pred.map_or(String::new(), |e| format!(" /{e}/"));
+            format!(
+                "{p}{pred}\n{{\n\tthis->z = 0;\n\t{}\n}}\n",
+                body.join("\n\t")
+            )
+        });
+    // Every variable and @c assigned first, so that most programs type-check.
+    let decls = "BEGIN\n{\n\tx = 0; self->y = 0; a[0] = 0; b[\"k\", 0] = 0; s = \"\";\n\t\
+                 self->s = \"\"; @c[0] = count();\n}\n";
+    prop::collection::vec(clause, 1..4).prop_map(move |c| format!("{decls}{}", c.concat()))
+}
+
+/// Programs from the grammar: compiled, the image checked as LOAD checks it, and the
+/// BEGIN clauses run in the simulator (the kernel's interpreter, on the host).
+#[test]
+fn fuzz_dsl_grammar() {
+    use oxtrace::runtime::sim::{Firing, Sim};
+    use proptest::test_runner::{Config, TestCaseError, TestRunner};
+    let opts = compile_opts();
+    // Each program costs more than a mutated input: the short run makes fewer.
+    let cases = match std::env::var_os("OXT_FUZZ_CASES") {
+        Some(_) => fuzz_support::cases(),
+        None => 50,
+    };
+    let mut runner = TestRunner::new(Config {
+        cases,
+        failure_persistence: None,
+        ..Config::default()
+    });
+    let accepted = std::sync::atomic::AtomicUsize::new(0);
+    let t0 = std::time::Instant::now();
+    let r = runner.run(&(program(), any::<[u64; 6]>()), |(src, args)| {
+        let t = std::time::Instant::now();
+        if std::env::var_os("OXT_FUZZ_SHOW_REFUSALS").is_some() {
+            if let Err(e) = compile(&src, "-e", &opts) {
+                eprintln!("refused: {}", e.msg);
+            }
+        }
+        let ok =
+            compile_one(&src, &opts).map_err(|e| TestCaseError::fail(format!("{e}\n{src}")))?;
+        if ok {
+            accepted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let c = compile(&src, "-e", &opts).unwrap();
+            let mut sim = Sim::default();
+            sim.fire(
+                &c,
+                &Firing {
+                    args,
+                    ..Firing::default()
+                },
+            );
+        }
+        prop_assert!(
+            t.elapsed() < std::time::Duration::from_secs(2),
+            "slow: {src}"
+        );
+        Ok(())
+    });
+    if let Err(e) = r {
+        panic!("fuzz dsl-grammar: {e}");
+    }
+    eprintln!(
+        "fuzz dsl-grammar: {} programs in {:.1} s, {} compiled and ran in the simulator",
+        cases,
+        t0.elapsed().as_secs_f64(),
+        accepted.into_inner()
+    );
 }
 
 // ---------------------------------------------------------------------------------------
@@ -700,7 +942,7 @@ fn fuzz_tracepoint_formats() {
         };
         let prog = format_program(&f);
         tracepoints::remember(f);
-        compile_one(&prog, &opts)
+        compile_one(&prog, &opts).map(|_| ())
     });
 }
 
