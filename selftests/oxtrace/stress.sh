@@ -5,7 +5,7 @@
 cd "$(dirname "$0")" || exit 1
 export OXT_STRESS=1
 rc=0
-for t in ./ioctl_fuzz ./lifecycle_test ./attach_test.sh; do
+for t in ./ioctl_fuzz ./lifecycle_test ./attach_test.sh ./uattack_test.sh; do
 	echo "# stress: $t"
 	"$t" || rc=1
 done
