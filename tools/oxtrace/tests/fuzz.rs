@@ -590,7 +590,7 @@ fn btf_seeds() -> Vec<Vec<u8>> {
     b.enumeration("e", &[("A", 1), ("B", -1)]);
     b.func("vfs_read", int, &[("t", c), ("n", int)]);
     let var = b.var("jiffies", int);
-    b.datasec(".data..percpu", 8, &[(var, 0, 4)]);
+    b.datasec(".data", 8, &[(var, 0, 4)]);
     b.float("double", 8);
     v.push(b.finish());
     if let Ok(k) = std::fs::read("/sys/kernel/btf/vmlinux") {
@@ -601,9 +601,26 @@ fn btf_seeds() -> Vec<Vec<u8>> {
     v
 }
 
+/// Programs compiled against each BTF blob that parses.
+const BTF_PROGRAMS: &[&str] = &[
+    "fbt::vfs_read:entry { trace(args[0]->pid); trace(*args[0]->p); trace(args[1]); }",
+    "BEGIN { trace(sizeof(struct task)); trace(offsetof(struct task, comm));
+     trace(((struct task *)arg0)->comm); this->t = (task_t)arg1; trace(this->t->pid); }",
+    "BEGIN { trace(`jiffies); trace(sizeof(task_t)); trace((enum e)1); }",
+];
+
 #[test]
 fn fuzz_btf() {
     let seeds = btf_seeds();
+    // The synthetic blob has every type the programs name: each compiles against it.
+    let o = CompileOptions {
+        btf: Some(Arc::new(Btf::parse(&seeds[0]).unwrap())),
+        ksyms: Some(Arc::new(Ksyms::parse(KSYMS))),
+        ..CompileOptions::default()
+    };
+    for src in BTF_PROGRAMS {
+        compile(src, "-e", &o).unwrap_or_else(|e| panic!("{e}"));
+    }
     run("btf", &seeds, &[], |b| match Btf::parse(b) {
         Err(e) if e.trim().is_empty() => Err("an empty refusal".into()),
         Err(_) => Ok(()),
@@ -626,6 +643,16 @@ fn fuzz_btf() {
             }
             let _ = btf.func("vfs_read");
             let _ = btf.var("jiffies");
+            // The compiler's import of these types: typed arguments, casts, members,
+            // sizes, an external variable.
+            let o = CompileOptions {
+                btf: Some(Arc::new(btf)),
+                ksyms: Some(Arc::new(Ksyms::parse(KSYMS))),
+                ..CompileOptions::default()
+            };
+            for src in BTF_PROGRAMS {
+                compile_one(src, &o)?;
+            }
             Ok(())
         }
     });
