@@ -7,6 +7,8 @@ set -euo pipefail
 cd "$OXT_ROOT"
 
 export OXT_FUZZ_CASES=${OXT_FUZZ_CASES:-100000}
+# A release build: 10 s bounds a runaway input even on a saturated host.
+export OXT_FUZZ_INPUT_MS=${OXT_FUZZ_INPUT_MS:-10000}
 say "host fuzzers: $OXT_FUZZ_CASES inputs each"
 t0=$(date +%s)
 cargo test --release --locked -p oxtrace --test fuzz -- --nocapture fuzz_ 2>&1 |

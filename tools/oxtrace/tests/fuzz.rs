@@ -499,10 +499,8 @@ fn fuzz_dsl_grammar() {
                 },
             );
         }
-        prop_assert!(
-            t.elapsed() < std::time::Duration::from_secs(2),
-            "slow: {src}"
-        );
+        let limit = fuzz_support::input_limit();
+        prop_assert!(t.elapsed() < limit, "slower than {limit:?}: {src}");
         Ok(())
     });
     if let Err(e) = r {
