@@ -3,7 +3,7 @@
 
 use super::super::error::Span;
 use super::super::syntax::ast::*;
-use super::super::types::{arith, builtin, resolve_type, Ty, I32, I64, U32, U64};
+use super::super::types::{arith, builtin, int_const_type, resolve_type, Ty, I32, U64};
 use super::loc::Loc;
 use super::{ustack, GResult, Gen, STACK_USE};
 use oxtrace_core::action::{Builtin, Op};
@@ -12,20 +12,8 @@ impl Gen<'_> {
     /// Compile `e` into a new register.
     pub(super) fn expr(&mut self, e: &Expr) -> GResult<(u8, Ty)> {
         match &e.kind {
-            ExprKind::Int(v, unsigned) => {
-                let ty = if *unsigned {
-                    if *v <= u32::MAX as u64 {
-                        U32
-                    } else {
-                        U64
-                    }
-                } else if *v <= i32::MAX as u64 {
-                    I32
-                } else if *v <= i64::MAX as u64 {
-                    I64
-                } else {
-                    U64
-                };
+            ExprKind::Int(v, form) => {
+                let ty = int_const_type(*v, *form);
                 let r = self.reg(e.span)?;
                 self.load_const(r, *v);
                 Ok((r, ty))

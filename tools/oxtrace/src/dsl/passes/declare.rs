@@ -409,11 +409,11 @@ fn const_eval_env(t: &Tables, e: &Expr) -> Option<i64> {
             kind: ExprKind::Binary(
                 *op,
                 Box::new(Expr {
-                    kind: ExprKind::Int(a as u64, false),
+                    kind: ExprKind::Int(a as u64, IntForm::default()),
                     span: e.span,
                 }),
                 Box::new(Expr {
-                    kind: ExprKind::Int(b as u64, false),
+                    kind: ExprKind::Int(b as u64, IntForm::default()),
                     span: e.span,
                 }),
             ),
@@ -457,7 +457,7 @@ fn declare_inline(t: &mut Tables, tn: &TypeName, name: &str, e: &Expr, span: Spa
     // An inline of a constant is a constant (enum-like); others are expanded at each use.
     let e = match const_eval_env(t, e) {
         Some(v) if ty.is_int() => Expr {
-            kind: ExprKind::Int(v as u64, false),
+            kind: ExprKind::Int(v as u64, IntForm::default()),
             span: e.span,
         },
         _ => e.clone(),

@@ -99,11 +99,23 @@ pub struct Expr {
     pub span: Span,
 }
 
+/// How an integer constant was written: its suffix and base pick its C type (see
+/// `types::int_const_type`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct IntForm {
+    /// A `u` suffix.
+    pub unsigned: bool,
+    /// An `l` or `ll` suffix.
+    pub long: bool,
+    /// Hexadecimal or octal, which may be unsigned without a suffix.
+    pub radix: bool,
+}
+
 /// Expression kinds.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ExprKind {
-    /// An integer literal (already parsed) and whether it is unsigned.
-    Int(u64, bool),
+    /// An integer literal (already parsed) and how it was written.
+    Int(u64, IntForm),
     /// A string literal.
     Str(Vec<u8>),
     /// A global variable or built-in.

@@ -35,7 +35,7 @@ pub struct Parser<'a> {
 type PResult<T> = Result<T, CompileError>;
 
 /// Parse an integer literal with C prefixes and `u`/`l` suffixes; returns (value, unsigned).
-pub fn parse_int(text: &str) -> Option<(u64, bool)> {
+pub fn parse_int(text: &str) -> Option<(u64, IntForm)> {
     let t = text.to_ascii_lowercase();
     let body = t.trim_end_matches(['u', 'l']);
     let suffix = &t[body.len()..];
@@ -49,7 +49,12 @@ pub fn parse_int(text: &str) -> Option<(u64, bool)> {
     } else {
         body.parse::<u64>().ok()?
     };
-    Some((v, suffix.contains('u')))
+    let form = IntForm {
+        unsigned: suffix.contains('u'),
+        long: suffix.contains('l'),
+        radix: body.len() > 1 && body.starts_with('0'),
+    };
+    Some((v, form))
 }
 
 const TYPE_WORDS: &[&str] = &[
@@ -1178,10 +1183,10 @@ impl<'a> Parser<'a> {
                     "[D_SYNTAX] floating-point constants are not permitted",
                 )
             }
-            Tok::Char(c) => ExprKind::Int(c as i8 as i64 as u64, false),
+            Tok::Char(c) => ExprKind::Int(c as i8 as i64 as u64, IntForm::default()),
             // D's built-in alias for address 0 (the Guide's `x = (int *)NULL;`), the integer
             // constant 0 as C's `#define NULL 0`, so it compares with any pointer or integer.
-            Tok::Ident(name) if name == "NULL" => ExprKind::Int(0, false),
+            Tok::Ident(name) if name == "NULL" => ExprKind::Int(0, IntForm::default()),
             Tok::Str(mut s) => {
                 // Adjacent string literals concatenate, as in C.
                 while let Tok::Str(more) = self.peek().tok.clone() {

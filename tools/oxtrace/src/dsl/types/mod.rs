@@ -1,7 +1,7 @@
 //! Value types of the D subset, C's arithmetic conversions, and the names of the built-in
 //! variables, actions and aggregating functions.
 
-use super::syntax::ast::TypeName;
+use super::syntax::ast::{IntForm, TypeName};
 use super::KeyKind;
 
 pub(super) mod btf_types;
@@ -236,6 +236,24 @@ pub(super) fn arith(a: &Ty, b: &Ty) -> Ty {
         }
         _ => U64,
     }
+}
+
+/// The C type of integer constant `v` written as `f`: the first of `int`, `unsigned int`,
+/// `long`, `unsigned long` that holds it, skipping the 32-bit ones for an `l` suffix, the
+/// signed ones for a `u` suffix and, as C does, the unsigned ones for a decimal constant
+/// without one. A decimal constant too large for `long` is `unsigned long` (C leaves it
+/// without a type; DTrace, like GCC, takes it as unsigned).
+pub(super) fn int_const_type(v: u64, f: IntForm) -> Ty {
+    [I32, U32, I64, U64]
+        .into_iter()
+        .filter(|t| !f.long || t.int_type().size() == 8)
+        .filter(|t| !(f.unsigned && t.signed()))
+        .filter(|t| f.unsigned || f.radix || t.signed())
+        .find(|t| {
+            let bits = 8 * t.int_type().size() as u32 - u32::from(t.signed());
+            bits == 64 || v < 1u64 << bits
+        })
+        .unwrap_or(U64)
 }
 
 pub(super) fn builtin(name: &str) -> Option<(Builtin, Ty)> {
