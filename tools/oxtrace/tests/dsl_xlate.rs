@@ -184,6 +184,24 @@ fn user_translator_forms() {
     );
 }
 
+/// A translated member beside 0 in `?:` (the io provider's `b_flags & B_WRITE ? b_bcount :
+/// 0`): 0 is NULL only beside a string, and finding the member's type reads no storage.
+#[test]
+fn translated_member_beside_zero_in_a_conditional() {
+    let src = format!(
+        "{OUT}translator struct out < int x > {{ sum = x * 2; name = \"n\"; }};
+        BEGIN {{
+            trace(1 ? xlate <struct out *> (21)->sum : 0);
+            trace(0 ? xlate <struct out *> (21)->sum : 0);
+            trace(1 ? 0 : xlate <struct out *> (3)->sum);
+        }}"
+    );
+    let p = c_with(&src, None);
+    let got = run(&p);
+    assert_eq!(got.len(), 3, "{got:?}");
+    assert_eq!(got[0], int(42, 4, true));
+}
+
 #[test]
 fn whole_struct_copies() {
     let src = format!(

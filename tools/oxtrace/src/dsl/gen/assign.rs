@@ -4,6 +4,7 @@
 use super::super::error::Span;
 use super::super::syntax::ast::*;
 use super::super::types::{builtin, Ty, TypeEnv, I64};
+use super::expr::empty_string;
 use super::loc::Loc;
 use super::{is_str_storage, ustack, GResult, Gen, STACK_USE};
 use oxtrace_core::action::Op;
@@ -82,7 +83,10 @@ impl Gen<'_> {
         }
         // Keys are evaluated once, before the value.
         let (p, cur_ty) = self.place(l.clone_shallow(), op.is_some())?;
+        let lit0 = matches!(rhs.kind, ExprKind::Int(0, _));
         let (rv, tv) = match op {
+            // A string takes NULL (the constant 0) as DTrace does: the empty string.
+            None if lit0 && cur_ty == Ty::Str => self.expr(&empty_string(rhs.span))?,
             None => self.expr(rhs)?,
             Some(bop) => {
                 let rc = self.load_place(&p, &cur_ty, lhs.span)?;
@@ -95,7 +99,6 @@ impl Gen<'_> {
         if tv == Ty::Stack {
             return self.err(rhs.span, STACK_USE);
         }
-        let lit0 = matches!(rhs.kind, ExprKind::Int(0, _));
         // Memory holds a string as its bytes only, and no string reference; a float only
         // the bytes of a float of its type.
         let float_mismatch = (cur_ty.is_float() || tv.is_float()) && cur_ty != tv;

@@ -200,6 +200,13 @@ impl Gen<'_> {
             ExprKind::Unary(op, a) => self.unary(*op, a, e.span),
             ExprKind::Binary(op, a, b) => self.binary(*op, a, b, e.span),
             ExprKind::Ternary(c, a, b) => {
+                // NULL on one side of a string: the empty string.
+                let e0 = empty_string(e.span);
+                let null_for = |g: &mut Self, x: &Expr, y: &Expr| -> GResult<bool> {
+                    Ok(is_null(x) && !is_null(y) && g.type_of(y)? == Ty::Str)
+                };
+                let a: &Expr = if null_for(self, a, b)? { &e0 } else { a };
+                let b: &Expr = if null_for(self, b, a)? { &e0 } else { b };
                 let (rc, tc) = self.expr(c)?;
                 self.need_scalar(&tc, c.span, "the condition of ?:")?;
                 let rd = self.reg(e.span)?;
@@ -394,6 +401,7 @@ impl Gen<'_> {
         if matches!(op, BinOp::Div | BinOp::Mod) && const_eval(b) == Some(0) {
             return self.err(b.span, "[D_DIV_ZERO] expression contains division by zero");
         }
+        let (mark, free) = (self.code.len(), self.free.clone());
         let (ra, ta) = self.expr(a)?;
         let (rb, tb) = self.expr(b)?;
         if ta == Ty::Stack || tb == Ty::Stack {
@@ -407,6 +415,14 @@ impl Gen<'_> {
             BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge
         );
         if ta == Ty::Str || tb == Ty::Str {
+            if cmp && (is_null(a) || is_null(b)) {
+                // A string compared with NULL (the constant 0): with the empty string.
+                self.code.truncate(mark);
+                self.free = free;
+                let e = empty_string(span);
+                let (a, b) = if is_null(a) { (&e, b) } else { (a, &e) };
+                return self.binary(op, a, b, span);
+            }
             if !(cmp && ta == tb) {
                 return self.err(
                     span,
@@ -513,7 +529,8 @@ impl Gen<'_> {
     pub(super) fn type_of(&mut self, e: &Expr) -> GResult<Ty> {
         let mark = self.code.len();
         let free = self.free.clone();
-        let ty = if self.is_storage(e) {
+        // A translated member is a value its translator computes, not storage.
+        let ty = if self.is_storage(e) && !self.is_xlate_member(e) {
             self.loc(e)?.ty().clone()
         } else {
             self.expr(e)?.1
@@ -589,6 +606,19 @@ impl Gen<'_> {
                 ),
             )
         }
+    }
+}
+
+/// Whether `e` is NULL, the constant 0, which a string takes as the empty string.
+pub(super) fn is_null(e: &Expr) -> bool {
+    matches!(e.kind, ExprKind::Int(0, _))
+}
+
+/// The empty string literal, which stands for NULL where a string is expected.
+pub(super) fn empty_string(span: Span) -> Expr {
+    Expr {
+        kind: ExprKind::Str(Vec::new()),
+        span,
     }
 }
 
