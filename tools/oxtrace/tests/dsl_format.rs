@@ -57,10 +57,16 @@ fn golden() {
             vec![Item::Int(u64::MAX, IntType::new(2, true))],
             "4294967295",
         ),
+        // DTrace's `%d` prints an unsigned value unsigned (its tst.cast-imp).
         (
             "%d",
             vec![Item::Int(1 << 63, IntType::U64)],
-            "-9223372036854775808",
+            "9223372036854775808",
+        ),
+        (
+            "%i",
+            vec![Item::Int(u32::MAX as u64 - 1, IntType::U32)],
+            "4294967294",
         ),
         ("%s", vec![i64v(3)], "3"),
         ("%d %d", vec![i64v(1)], "1 "),

@@ -244,12 +244,12 @@ pub fn format_conv(out: &mut Vec<u8>, c: &Conv, item: &Item<'_>) {
         (_, Item::Str(s)) => pad(out, s, c.width, f.minus),
         (conv, Item::Int(v, ty)) => {
             let signed_conv = matches!(conv, 'd' | 'i');
-            let (val, ty) = if conv == 'p' {
-                (*v as i128, IntType::U64)
+            // As DTrace's printf: `%d` of an unsigned value prints it unsigned.
+            let val = if conv == 'p' {
+                *v as i128
             } else {
-                (int_value(*v, *ty, signed_conv), *ty)
+                int_value(*v, *ty, signed_conv && ty.signed())
             };
-            let _ = ty;
             let neg = val < 0;
             let mag = val.unsigned_abs();
             let mut digits = match conv {
