@@ -198,6 +198,7 @@ pub fn compile_items(
             func: a.func,
             keys: a.keys.clone().unwrap_or_default(),
             key_names: a.key_names.clone(),
+            key_u64: a.key_u64.clone(),
             params: a.params,
         })
         .collect();

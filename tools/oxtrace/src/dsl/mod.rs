@@ -78,6 +78,8 @@ pub struct AggInfo {
     pub keys: Vec<KeyKind>,
     /// The D text of each key expression (`execname`, `arg0 & 0xff`), for output.
     pub key_names: Vec<String>,
+    /// Which keys are 64-bit unsigned integers (`uint64_t`), printed unsigned.
+    pub key_u64: Vec<bool>,
     /// Parameters (lquantize, llquantize).
     pub params: [i64; 4],
 }

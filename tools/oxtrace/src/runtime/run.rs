@@ -48,6 +48,13 @@ pub fn dictionary(prog: &Compiled) -> Result<Dictionary, RunError> {
                     .cloned()
                     .unwrap_or_else(|| format!("key{i}"));
                 match k {
+                    dsl::KeyKind::Int if a.key_u64.get(i) == Some(&true) => KeyField {
+                        name,
+                        kind: KeyKind::Int {
+                            size: 8,
+                            signed: false,
+                        },
+                    },
                     dsl::KeyKind::Int => KeyField::int(&name),
                     dsl::KeyKind::Str => KeyField::string(&name),
                     dsl::KeyKind::Stack => KeyField {

@@ -126,6 +126,10 @@ impl Gen<'_> {
         match &self.t.aggs[id as usize].keys {
             None => {
                 self.t.aggs[id as usize].keys = Some(kinds);
+                self.t.aggs[id as usize].key_u64 = kr
+                    .iter()
+                    .map(|(_, t)| *t == super::super::types::U64)
+                    .collect();
                 self.t.aggs[id as usize].key_names = keys
                     .iter()
                     .map(|k| {

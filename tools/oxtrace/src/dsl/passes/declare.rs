@@ -496,6 +496,7 @@ fn declare_stmt(t: &mut Tables, s: &Stmt) {
                     params: [0; 4],
                     keys: None,
                     key_names: Vec::new(),
+                    key_u64: Vec::new(),
                     first: *name_span,
                     defined: false,
                 });

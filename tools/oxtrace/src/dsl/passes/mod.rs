@@ -38,6 +38,8 @@ pub(crate) struct Agg {
     pub(crate) keys: Option<Vec<KeyKind>>,
     /// The D text of each key expression at its first use (`execname`), for output.
     pub(crate) key_names: Vec<String>,
+    /// Which keys are `uint64_t` at their first use, printed unsigned.
+    pub(crate) key_u64: Vec<bool>,
     pub(crate) first: Span,
     /// Whether an update was compiled (else only declared by the pre-pass).
     pub(crate) defined: bool,
