@@ -338,8 +338,14 @@ fn incompatible_operand_types() {
     check(
         "BEGIN { trace(execname + 1); }",
         "1:15",
-        "operands have incompatible types: string + int",
+        "[D_OP_ARITH] operator + requires operands of arithmetic type",
         "              ^^^^^^^^^^^^",
+    );
+    check(
+        "BEGIN { trace(execname == 1); }",
+        "1:15",
+        "[D_OP_INCOMPAT] operands have incompatible types: \"string\" == \"int\"",
+        "              ^^^^^^^^^^^^^",
     );
 }
 

@@ -208,7 +208,12 @@ impl Gen<'_> {
                 let a: &Expr = if null_for(self, a, b)? { &e0 } else { a };
                 let b: &Expr = if null_for(self, b, a)? { &e0 } else { b };
                 let (rc, tc) = self.expr(c)?;
-                self.need_scalar(&tc, c.span, "the condition of ?:")?;
+                if !tc.is_scalar() {
+                    return self.err(
+                        c.span,
+                        "[D_OP_SCALAR] operator ?: expression must be of scalar type",
+                    );
+                }
                 let rd = self.reg(e.span)?;
                 let j_else = self.emit(Op::Bz, 0, rc, 0, 0);
                 self.release(rc);
@@ -308,7 +313,7 @@ impl Gen<'_> {
 
     pub(super) fn unary(&mut self, op: UnOp, a: &Expr, span: Span) -> GResult<(u8, Ty)> {
         let (r, ty) = self.expr(a)?;
-        if ty.is_float() {
+        if ty.is_float() || !ty.is_scalar() {
             let m = match op {
                 UnOp::Neg => "[D_OP_ARITH] operator - requires an operand of arithmetic type",
                 UnOp::Plus => "[D_OP_ARITH] operator + requires an operand of arithmetic type",
@@ -351,10 +356,9 @@ impl Gen<'_> {
         match op {
             BinOp::LAnd | BinOp::LOr => {
                 let (ra, ta) = self.expr(a)?;
-                if ta.is_float() {
+                if ta.is_float() || !ta.is_scalar() {
                     return self.err(span, float_binop_error(op, &ta, &ta));
                 }
-                self.need_scalar(&ta, a.span, "a logical operator")?;
                 let j = self.emit(
                     if op == BinOp::LAnd { Op::Bz } else { Op::Bnz },
                     0,
@@ -363,10 +367,9 @@ impl Gen<'_> {
                     0,
                 );
                 let (rb, tb) = self.expr(b)?;
-                if tb.is_float() {
+                if tb.is_float() || !tb.is_scalar() {
                     return self.err(span, float_binop_error(op, &tb, &tb));
                 }
-                self.need_scalar(&tb, b.span, "a logical operator")?;
                 self.emit(Op::Ne, ra, rb, 0, 0);
                 self.release(rb);
                 let j_end = if op == BinOp::LOr {
@@ -385,11 +388,9 @@ impl Gen<'_> {
             BinOp::LXor => {
                 let (ra, ta) = self.expr(a)?;
                 let (rb, tb) = self.expr(b)?;
-                if ta.is_float() || tb.is_float() {
+                if !(ta.is_scalar() && tb.is_scalar()) {
                     return self.err(span, float_binop_error(op, &ta, &tb));
                 }
-                self.need_scalar(&ta, a.span, "^^")?;
-                self.need_scalar(&tb, b.span, "^^")?;
                 self.emit(Op::Ne, ra, ra, 0, 0);
                 self.emit(Op::Ne, rb, rb, 0, 0);
                 self.emit(Op::Xor, ra, ra, rb, 0);
@@ -424,15 +425,8 @@ impl Gen<'_> {
                 return self.binary(op, a, b, span);
             }
             if !(cmp && ta == tb) {
-                return self.err(
-                    span,
-                    format!(
-                        "operands have incompatible types: {} {} {}",
-                        ta.name(),
-                        binop_text(op),
-                        tb.name()
-                    ),
-                );
+                // In DTrace's words: those of its operator, or of incompatible types.
+                return self.err(span, float_binop_error(op, &ta, &tb));
             }
             self.emit(Op::Scmp, ra, ra, rb, 0);
             self.release(rb);
@@ -478,7 +472,15 @@ impl Gen<'_> {
             return self.err(span, STACK_USE);
         }
         if *ta == Ty::Str || *tb == Ty::Str {
-            return self.err(span, "arithmetic on strings is not supported");
+            return self.err(
+                span,
+                format!(
+                    "[D_OP_INCOMPAT] operands have incompatible types: \"{}\" {}= \"{}\"",
+                    ta.name(),
+                    binop_text(op),
+                    tb.name()
+                ),
+            );
         }
         if ta.is_float() || tb.is_float() {
             return self.err(span, float_binop_error(op, ta, tb));
@@ -622,8 +624,9 @@ pub(super) fn empty_string(span: Span) -> Expr {
     }
 }
 
-/// The error for binary operator `op` with a floating-point operand (`ta op tb`), in
-/// DTrace's words: D has no floating-point arithmetic or comparison.
+/// The error for binary operator `op` with a floating-point or string operand (`ta op
+/// tb`), in DTrace's words: D has no floating-point arithmetic or comparison, and a string
+/// only compares with a string.
 pub(super) fn float_binop_error(op: BinOp, ta: &Ty, tb: &Ty) -> String {
     let o = binop_text(op);
     match op {
