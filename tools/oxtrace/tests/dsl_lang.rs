@@ -282,7 +282,7 @@ fn declaration_errors() {
     bad(
         "enum e { A = 1, B = 0x100000000 };\nBEGIN { }",
         "1:17",
-        "[D_DECL_ENOFLOW] enumerator 'B' overflows INT_MAX (2147483647)",
+        "[D_DECL_ENOFLOW] enumerator 'B' value overflows INT_MAX (2147483647)",
     );
     bad(
         "BEGIN { x = offsetof(int, a); }",

@@ -363,11 +363,19 @@ fn declare_sou(
 }
 
 fn declare_enum(t: &mut Tables, name: &str, items: &[(String, Option<Expr>, Span)]) -> DResult {
-    if !name.is_empty() {
-        t.env.enum_tags.insert(name.to_string());
+    if !name.is_empty() && !t.env.enum_tags.insert(name.to_string()) {
+        let at = items.first().map_or(Span::new(0, 0), |i| i.2);
+        return Err((at, format!("[D_DECL_TYPERED] type redeclared: enum {name}")));
     }
     let mut next: i64 = 0;
-    for (n, e, span) in items {
+    for (i, (n, e, span)) in items.iter().enumerate() {
+        // DTrace's type library refuses a name twice in one enum, in its own words.
+        if items[..i].iter().any(|x| &x.0 == n) {
+            return Err((
+                *span,
+                format!("[D_UNKNOWN] failed to define enumerator '{n}': Duplicate member or variable name"),
+            ));
+        }
         let v = match e {
             Some(e) => match const_eval_env(t, e) {
                 Some(v) => v,
@@ -384,7 +392,7 @@ fn declare_enum(t: &mut Tables, name: &str, items: &[(String, Option<Expr>, Span
             return Err((
                 *span,
                 format!(
-                    "[D_DECL_ENOFLOW] enumerator '{n}' overflows INT_MAX ({})",
+                    "[D_DECL_ENOFLOW] enumerator '{n}' value overflows INT_MAX ({})",
                     i32::MAX
                 ),
             ));

@@ -344,7 +344,8 @@ pub(super) fn resolve_type(env: &TypeEnv, tn: &TypeName) -> Result<Ty, String> {
             }
         },
         TypeName::Enum(n) => {
-            if !env.enum_tags.contains(n) {
+            // An anonymous enum (`typedef enum { A, B } ab_t;`) is written with its body.
+            if !n.is_empty() && !env.enum_tags.contains(n) {
                 return Err(format!("[D_TYPE_ERR] enum {n} is not defined"));
             }
             I32
