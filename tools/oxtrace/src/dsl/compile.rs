@@ -59,14 +59,6 @@ pub fn compile_items(
             _ => None,
         })
         .collect();
-    if clauses.is_empty() {
-        return Err(CompileError::at(
-            src,
-            input,
-            Span::new(src.len(), src.len()),
-            "the program has no probe clause",
-        ));
-    }
     // Declarations take effect in text order, before any code: a clause may use a type
     // or variable declared after it, as in DTrace. The prelude's come first.
     let prelude = prelude::prelude_items(t.env.btf.btf.is_some())?;
@@ -80,9 +72,20 @@ pub fn compile_items(
     {
         let r = declare::item(&mut t, it, pre);
         r.map_err(|(span, m)| CompileError::at(src, input, span, m))?;
-        if let Item::Translator(_) = it {
-            Gen::new(&mut t, src, input).check_last_xlator()?;
+        match it {
+            Item::Translator(_) => Gen::new(&mut t, src, input).check_last_xlator()?,
+            Item::Inline(_, name, ..) if !pre => Gen::new(&mut t, src, input).check_inline(name)?,
+            _ => {}
         }
+    }
+    // A wrong declaration is reported before a missing clause, as DTrace does.
+    if clauses.is_empty() {
+        return Err(CompileError::at(
+            src,
+            input,
+            Span::new(src.len(), src.len()),
+            "the program has no probe clause",
+        ));
     }
     declare::assigned(&mut t, &clauses);
     // Variable types: learned by rounds of code generation until they are stable.

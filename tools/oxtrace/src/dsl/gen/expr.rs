@@ -571,6 +571,40 @@ impl Gen<'_> {
         r
     }
 
+    /// Check inline `name` where it is declared, as DTrace does: its expression may not
+    /// name the inline itself (`D_IDENT_UNDEF`) and its type must suit the declared one
+    /// (`D_OP_INCOMPAT`). Other errors (a probe's argument, outside any clause) wait for a
+    /// use of the inline, which compiles it in its clause.
+    pub(in super::super) fn check_inline(&mut self, name: &str) -> GResult<()> {
+        let Some((ty, e)) = self.t.inlines.remove(name) else {
+            return Ok(());
+        };
+        let r = self.expr(&e);
+        self.t
+            .inlines
+            .insert(name.to_string(), (ty.clone(), e.clone()));
+        match r {
+            Ok((_, from)) => {
+                if self
+                    .check_compat(&ty, &from, e.span, Some(is_null(&e)))
+                    .is_err()
+                {
+                    return self.err(
+                        e.span,
+                        format!(
+                            "[D_OP_INCOMPAT] inline {name} definition uses incompatible types: \"{}\" = \"{}\"",
+                            ty.name(),
+                            from.name()
+                        ),
+                    );
+                }
+                Ok(())
+            }
+            Err(err) if err.msg.contains(&format!("failed to resolve {name}:")) => Err(err),
+            Err(_) => Ok(()),
+        }
+    }
+
     /// Convert register `r` of type `from` to `to` (an inline's declared type).
     pub(super) fn convert(&mut self, r: u8, from: &Ty, to: &Ty, span: Span) -> GResult<(u8, Ty)> {
         self.check_compat(to, from, span, None)?;

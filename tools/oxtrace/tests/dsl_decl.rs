@@ -1,0 +1,156 @@
+//! Top-level declarations as DTrace takes them: enums with explicit and implicit values,
+//! typedefs of them, variables of each class, arrays with bounds and inlines, and the
+//! errors of wrong ones (tag, line and column); run through the real interpreter with the
+//! simulated environment.
+
+mod support;
+
+use oxtrace::runtime::sim::{Firing, Sim};
+use support::{c, err};
+
+/// Run BEGIN once and return what printf printed.
+fn run(src: &str) -> String {
+    let p = c(src);
+    let mut s = Sim::default();
+    s.fire(&p, &Firing::default());
+    assert!(s.faults.is_empty(), "faults: {:?}", s.faults);
+    s.printf_output(&p)
+}
+
+/// Check an error's position and message.
+fn bad(src: &str, pos: &str, msg: &str) {
+    let e = err(src);
+    assert_eq!((e.position().as_str(), e.msg.as_str()), (pos, msg), "{e}");
+}
+
+#[test]
+fn enums_count_on_from_the_last_value() {
+    let src = r#"enum colors { RED, ORANGE = 5 + 5, YELLOW = 2, GREEN, BLUE = GREEN + ORANGE,
+        PINK = 5 / 4, INDIGO = -2, VIOLET };
+        BEGIN { printf("%d %d %d %d %d %d %d %d\n", RED, ORANGE, YELLOW, GREEN, BLUE, PINK,
+            INDIGO, VIOLET); }"#;
+    assert_eq!(run(src), "0 10 2 3 13 1 -2 -1\n");
+}
+
+#[test]
+fn enum_values_in_expressions_variables_and_typedefs() {
+    let src = r#"enum color { RED, GREEN = 5, BLUE };
+        typedef enum color color_t;
+        typedef enum { LOW = 1, HIGH = 10 } level_t;
+        color_t c; level_t l; enum color k;
+        BEGIN {
+            c = BLUE; l = HIGH; k = GREEN;
+            printf("%d %d %d %d %d\n", c, l, k, sizeof(c), sizeof(level_t));
+            printf("%s %s\n", c == BLUE ? "blue" : "other", k == RED ? "red" : k == GREEN ? "green" : "other");
+            printf("%d %d %d\n", BLUE + 1, (enum color)6 == BLUE, l > c);
+        }"#;
+    assert_eq!(run(src), "6 10 5 4 4\nblue green\n7 1 1\n");
+}
+
+#[test]
+fn every_top_level_declaration_form() {
+    let src = r#"int x; self int y; this int z; int a[5]; uint64_t big[2]; string s;
+        inline int N = 3;
+        inline int M = N * 2 + 1;
+        inline string NAME = "oxtrace";
+        inline uint64_t ALL = (uint64_t)-1;
+        BEGIN {
+            x = N; self->y = M; this->z = x + self->y; a[4] = this->z; big[1] = ALL;
+            s = NAME;
+            printf("%d %d %d %d %u %s %d\n", x, self->y, this->z, a[4], big[1], s, a[0]);
+            printf("%d %d %d\n", sizeof(a), sizeof(big), sizeof(M));
+        }"#;
+    assert_eq!(
+        run(src),
+        "3 7 10 10 18446744073709551615 oxtrace 0\n20 16 4\n"
+    );
+}
+
+#[test]
+fn wrong_enums() {
+    bad(
+        "enum colors { RED, GREEN, GREEN = 2 };\nBEGIN { }",
+        "1:27",
+        "[D_UNKNOWN] failed to define enumerator 'GREEN': Duplicate member or variable name",
+    );
+    bad(
+        "enum colors { RED };\nenum shades { RED };\nBEGIN { }",
+        "2:15",
+        "[D_DECL_IDRED] identifier redeclared: RED",
+    );
+    bad(
+        "enum e { A };\nenum e { B };\nBEGIN { }",
+        "2:10",
+        "[D_DECL_TYPERED] type redeclared: enum e",
+    );
+    bad(
+        "enum e {\n\ttoobig = 2147483648\n};",
+        "2:2",
+        "[D_DECL_ENOFLOW] enumerator 'toobig' value overflows INT_MAX (2147483647)",
+    );
+    bad(
+        "enum e { TAG = \"not an integer\" };",
+        "1:16",
+        "[D_DECL_ENCONST] enumerator 'TAG' must be assigned an integral constant expression",
+    );
+    bad(
+        "BEGIN { x = (enum nosuch)1; }",
+        "1:13",
+        "[D_TYPE_ERR] enum nosuch is not defined",
+    );
+}
+
+#[test]
+fn wrong_declarations_are_reported_before_a_missing_clause() {
+    // A file of declarations only reports its wrong declaration, as DTrace does.
+    bad(
+        "inline int i = \"i am a string\";",
+        "1:16",
+        "[D_OP_INCOMPAT] inline i definition uses incompatible types: \"int\" = \"string\"",
+    );
+    bad(
+        "inline int foo = foo + 3;",
+        "1:18",
+        "[D_IDENT_UNDEF] failed to resolve foo: it is never assigned or declared",
+    );
+    bad("int x;", "1:7", "the program has no probe clause");
+}
+
+#[test]
+fn wrong_variable_declarations() {
+    bad(
+        "int x; char x;\nBEGIN { }",
+        "1:13",
+        "[D_DECL_IDRED] identifier redeclared: x (was int, now char)",
+    );
+    bad(
+        "void v;\nBEGIN { }",
+        "1:6",
+        "[D_DECL_VOIDOBJ] cannot have void object: v",
+    );
+    bad(
+        "int a[0];\nBEGIN { }",
+        "1:6",
+        "[D_DECL_ARRBIG] array dimension must be positive",
+    );
+    bad(
+        "int a[5];\nBEGIN { a[5] = 1; }",
+        "2:11",
+        "[D_ARR_BOUNDS] index 5 is out of bounds of an array of 5 elements",
+    );
+    bad(
+        "inline int N = 3;\nBEGIN { N = 4; }",
+        "2:9",
+        "[D_OP_WRITE] inline N cannot be assigned",
+    );
+    bad(
+        "inline int N = 3;\ninline int N = 4;\nBEGIN { }",
+        "2:12",
+        "[D_DECL_IDRED] identifier redeclared: N",
+    );
+    bad(
+        "int x;\nBEGIN { x = \"s\"; }",
+        "2:13",
+        "[D_OP_INCOMPAT] operands have incompatible types: \"int\" = \"string\"",
+    );
+}
