@@ -154,3 +154,35 @@ fn wrong_variable_declarations() {
         "[D_OP_INCOMPAT] operands have incompatible types: \"int\" = \"string\"",
     );
 }
+
+#[test]
+fn anonymous_structs_and_unions() {
+    // In declarations, typedefs, nested as members and arrays of them; sizeof and
+    // offsetof; a pointer to one over scratch memory.
+    let src = r#"struct { int a; long b; } g;
+        typedef struct { char c; int i; } ci_t;
+        struct outer { int k; struct { short s; char t; } in; union { int i; char c[8]; } u;
+            struct { int z; } arr[3]; };
+        ci_t x; struct outer o;
+        BEGIN {
+            g.a = 1; g.b = 2; x.c = 'a'; x.i = 7; o.in.s = 3; o.u.i = 5; o.arr[2].z = 9;
+            printf("%d %d %d %c %d %d %d\n", g.a, g.b, sizeof(g), x.c, x.i, sizeof(ci_t),
+                offsetof(ci_t, i));
+            printf("%d %d %d %d %d %d %d\n", o.in.s, o.u.i, o.arr[2].z, sizeof(struct outer),
+                offsetof(struct outer, u), offsetof(struct outer, arr), sizeof(o.in));
+            this->p = (ci_t *)alloca(sizeof(ci_t)); this->p->i = 42;
+            printf("%d\n", this->p->i);
+        }"#;
+    assert_eq!(run(src), "1 2 16 a 7 8 4\n3 5 9 28 8 16 4\n42\n");
+    // Each is a type of its own, named as DTrace names it.
+    bad(
+        "struct { int a; } x; struct { int a; } y;\nBEGIN { x = y; }",
+        "2:13",
+        "[D_OP_INCOMPAT] operands have incompatible types: \"struct (anon)\" = \"struct (anon)\"",
+    );
+    bad(
+        "struct { int a; } g;\nBEGIN { g.nosuch = 1; }",
+        "2:9",
+        "[D_TYPE_MEMBER] nosuch is not a member of struct (anon)",
+    );
+}

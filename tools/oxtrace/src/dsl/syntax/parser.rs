@@ -57,6 +57,11 @@ pub fn parse_int(text: &str) -> Option<(u64, IntForm)> {
     Some((v, form))
 }
 
+/// The tag of an anonymous struct or union written at byte `at`: no D name can spell it.
+fn anon_tag(at: usize) -> String {
+    format!("(anon@{at})")
+}
+
 const TYPE_WORDS: &[&str] = &[
     "char",
     "short",
@@ -613,13 +618,17 @@ impl<'a> Parser<'a> {
             _ => return Ok((self.type_words()?, vec![])),
         };
         self.bump();
-        let (name, nspan) = match self.peek().tok.clone() {
+        let (mut name, nspan) = match self.peek().tok.clone() {
             Tok::Ident(n) => {
                 let sp = self.bump().span;
                 (n, sp)
             }
             _ => (String::new(), t.span),
         };
+        // An anonymous struct or union is named by where it is written: one type each.
+        if name.is_empty() && kw != "enum" && self.is("{") {
+            name = anon_tag(t.span.start);
+        }
         let mut defs = Vec::new();
         if self.is("{") {
             let open = self.bump().span;
@@ -652,12 +661,6 @@ impl<'a> Parser<'a> {
                     items,
                 });
             } else {
-                if name.is_empty() {
-                    return self.err(
-                        nspan,
-                        format!("[D_SYNTAX] syntax error: a {kw} needs a tag"),
-                    );
-                }
                 let mut members = Vec::new();
                 loop {
                     if self.eat("}") {

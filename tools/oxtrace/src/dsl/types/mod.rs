@@ -159,7 +159,11 @@ impl Ty {
             Ty::Str => "string".into(),
             Ty::Ptr(t) => format!("{} *", t.name()),
             Ty::Void => "void".into(),
-            Ty::Sou(_, n) => n.clone(),
+            // An anonymous one (`struct (anon@N)`) as DTrace names it.
+            Ty::Sou(_, n) => match n.find(" (anon@") {
+                Some(i) => format!("{} (anon)", &n[..i]),
+                None => n.clone(),
+            },
             Ty::Array(t, n) => format!("{} [{n}]", t.name()),
             Ty::Stack => "stack".into(),
             Ty::Float(4) => "float".into(),
