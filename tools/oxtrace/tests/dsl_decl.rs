@@ -186,3 +186,35 @@ fn anonymous_structs_and_unions() {
         "[D_TYPE_MEMBER] nosuch is not a member of struct (anon)",
     );
 }
+
+#[test]
+fn bit_fields_and_their_errors() {
+    // Unnamed bit-fields: a 0-wide one ends its storage unit; neither aligns the struct
+    // (GCC's x86-64 layout: sizes 5 and 3).
+    let src = r#"struct s { char a : 3; int : 0; char b : 2; unsigned : 4; char c : 1; };
+        struct t { char a; int : 4; char b; };
+        self struct { int a : 3; unsigned b : 5; } bf;
+        BEGIN { self->bf.a = 3; self->bf.b = 31; self->bf.b++;
+            printf("%d %d %d %d\n", sizeof(struct s), sizeof(struct t), self->bf.a, self->bf.b); }"#;
+    assert_eq!(run(src), "5 3 3 0\n");
+    bad(
+        "struct s { int a : 1; int b : 0; };",
+        "1:31",
+        "[D_DECL_BFCONST] positive integral constant expression expected as bit-field size",
+    );
+    bad(
+        "struct s { int a : -3; };",
+        "1:20",
+        "[D_DECL_BFCONST] positive integral constant expression expected as bit-field size",
+    );
+    bad(
+        "struct s { short a : 17; };",
+        "1:22",
+        "[D_DECL_BFSIZE] bit-field too big for type: a",
+    );
+    bad(
+        "struct s { float : 1; };",
+        "1:18",
+        "[D_DECL_BFTYPE] invalid type for bit-field: (anon)",
+    );
+}

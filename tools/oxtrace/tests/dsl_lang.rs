@@ -572,12 +572,12 @@ fn bit_fields() {
     bad(
         "struct f { int a : 33; };\nBEGIN { }",
         "1:20",
-        "[D_DECL_BFSIZE] bit-field a is wider than its type",
+        "[D_DECL_BFSIZE] bit-field too big for type: a",
     );
     bad(
         "struct f { string s : 3; };\nBEGIN { }",
         "1:19",
-        "[D_DECL_BFTYPE] bit-field s must be of an integer type",
+        "[D_DECL_BFTYPE] invalid type for bit-field: s",
     );
     bad(
         "struct f { int a : 3; };\nBEGIN { x = offsetof(struct f, a); }",

@@ -244,36 +244,31 @@ fn declare_sou(
         t.env.btf_prepare(&m.ty);
         let ty = resolve_type(&t.env, &m.ty).map_err(|e| (m.span, e))?;
         if let Some(w) = &m.bits {
+            // DTrace's words; an unnamed bit-field is `(anon)` in them.
+            let shown = if m.name.is_empty() { "(anon)" } else { &m.name };
             let unit = match ty {
                 Ty::Int { size, .. } => size as u64 * 8,
                 _ => {
                     return Err((
                         m.span,
-                        format!(
-                            "[D_DECL_BFTYPE] bit-field {} must be of an integer type",
-                            m.name
-                        ),
+                        format!("[D_DECL_BFTYPE] invalid type for bit-field: {shown}"),
                     ))
                 }
             };
+            // Only an unnamed bit-field may be 0 wide (it ends the storage unit).
             let width = match const_eval_env(t, w) {
-                Some(v) if v >= 0 && (v as u64) <= unit => v as u64,
-                Some(_) => {
+                Some(v) if v > 0 && (v as u64) <= unit => v as u64,
+                Some(0) if m.name.is_empty() => 0,
+                Some(v) if v > 0 => {
                     return Err((
                         w.span,
-                        format!(
-                            "[D_DECL_BFSIZE] bit-field {} is wider than its type",
-                            m.name
-                        ),
+                        format!("[D_DECL_BFSIZE] bit-field too big for type: {shown}"),
                     ))
                 }
-                None => {
+                _ => {
                     return Err((
                         w.span,
-                        format!(
-                            "[D_DECL_BFCONST] bit-field {} needs a constant width",
-                            m.name
-                        ),
+                        "[D_DECL_BFCONST] positive integral constant expression expected as bit-field size".to_string(),
                     ))
                 }
             };
@@ -295,7 +290,10 @@ fn declare_sou(
             bitpos += width;
             let end = bitpos.div_ceil(8);
             size = if union { size.max(end) } else { end };
-            align = align.max(unit / 8);
+            // As GCC on x86-64: an unnamed bit-field's type does not align the struct.
+            if !m.name.is_empty() {
+                align = align.max(unit / 8);
+            }
             continue;
         }
         if !union {

@@ -669,7 +669,12 @@ impl<'a> Parser<'a> {
                     let (mbase, mdefs) = self.nested(|p| p.type_spec(true))?;
                     defs.extend(mdefs);
                     loop {
-                        let (ty, mname, span) = self.declarator_parts(&mbase)?;
+                        // An unnamed bit-field (`int : 0;` ends its storage unit).
+                        let (ty, mname, span) = if self.is(":") {
+                            (mbase.clone(), String::new(), self.peek().span)
+                        } else {
+                            self.declarator_parts(&mbase)?
+                        };
                         let bits = if self.eat(":") {
                             Some(self.ternary()?)
                         } else {
