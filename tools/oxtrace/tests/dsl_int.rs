@@ -69,8 +69,9 @@ fn uint64_max_prints_in_full() {
 
 #[test]
 fn usual_arithmetic_conversions_and_promotions() {
-    // Narrow operands promote to int; int with unsigned int is unsigned; a wider signed
-    // type holds every unsigned int, so long with unsigned int is long.
+    // The operand type of greater rank (width, then unsigned), as DTrace types it: int with
+    // unsigned int is unsigned; long with unsigned int is long. No promotion to int: char
+    // + char is a char, a shift or ~ has its operand's type.
     let src = r#"BEGIN {
         printf("%d %d %d %d\n", (uint8_t)1 - 2, (short)1 - 2, 1U - 2, 1L - 2U);
         printf("%d %d %d %d\n", sizeof((char)1 + (char)1), sizeof(1U + 1L), sizeof(1 ? 1 : 2L),
@@ -80,7 +81,7 @@ fn usual_arithmetic_conversions_and_promotions() {
         printf("%d %d %d\n", ~0U, ~0, ~(uint8_t)0); }"#;
     assert_eq!(
         run(src),
-        "-1 -1 4294967295 -1\n4 8 8 4\n-1 2147483647 1 -1\n-3 -1 3 2147483644\n4294967295 -1 -1\n"
+        "-1 -1 4294967295 -1\n1 8 8 1\n-1 2147483647 1 -1\n-3 -1 3 2147483644\n4294967295 -1 255\n"
     );
 }
 
@@ -97,11 +98,21 @@ fn casts_truncate_and_sign_extend() {
 }
 
 #[test]
+fn narrow_operands_keep_their_width() {
+    // DTrace's tst.cast-add: (uint8_t)254 + 3 is an unsigned char, 1; short + char a short.
+    let src = r#"unsigned char C; signed char c; short s;
+        BEGIN { C = -2; c = 3; s = -2;
+            printf("%d %d %d %d\n", C + c, c + C, s + c, C - 5); }"#;
+    assert_eq!(run(src), "1 1 1 249\n");
+}
+
+#[test]
 fn signed_and_unsigned_comparisons() {
     let src = r#"BEGIN {
         printf("%d %d %d %d\n", (uint64_t)-1 > 0, -1 < (unsigned)1, -1 < 1, -1L < 1U);
         printf("%d %d %d\n", (uint8_t)255 > (char)-1, (unsigned short)1 > -1, 0U >= -1); }"#;
-    assert_eq!(run(src), "1 0 1 1\n1 1 0\n");
+    // (uint8_t)255 > (char)-1 compares as unsigned char, the greater rank: -1 is all ones.
+    assert_eq!(run(src), "1 0 1 1\n0 1 0\n");
 }
 
 #[test]

@@ -3,7 +3,7 @@
 
 use super::super::error::Span;
 use super::super::syntax::ast::*;
-use super::super::types::{arith, builtin, int_const_type, resolve_type, Ty, I32, U64};
+use super::super::types::{arith, builtin, int_const_type, resolve_type, unary_type, Ty, I32, U64};
 use super::loc::Loc;
 use super::{ustack, GResult, Gen, STACK_USE};
 use oxtrace_core::action::{Builtin, Op};
@@ -329,7 +329,7 @@ impl Gen<'_> {
             }
             UnOp::Neg | UnOp::BitNot => {
                 self.need_scalar(&ty, a.span, "this operator")?;
-                let rt = arith(&ty, &I32);
+                let rt = unary_type(&ty);
                 let o = if op == UnOp::Neg { Op::Neg } else { Op::Not };
                 self.emit(o, r, r, 0, 0);
                 self.normalize(r, &rt);
@@ -446,7 +446,7 @@ impl Gen<'_> {
             return Ok(res);
         }
         let rt = match op {
-            BinOp::Shl | BinOp::Shr => arith(&ta, &I32),
+            BinOp::Shl | BinOp::Shr => unary_type(&ta),
             _ => arith(&ta, &tb),
         };
         let Some(o) = arith_op(op, rt.signed()) else {
@@ -489,7 +489,7 @@ impl Gen<'_> {
             return Ok(res);
         }
         let rt = match op {
-            BinOp::Shl | BinOp::Shr => arith(ta, &I32),
+            BinOp::Shl | BinOp::Shr => unary_type(ta),
             _ => arith(ta, tb),
         };
         let rt = if let Ty::Ptr(_) = ta { ta.clone() } else { rt };

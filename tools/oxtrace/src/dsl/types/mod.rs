@@ -208,36 +208,28 @@ impl Ty {
     }
 }
 
-/// C's usual arithmetic conversions on promoted operands.
+/// The type of an arithmetic, bitwise or `?:` result of integer operands of types `a` and
+/// `b`, as DTrace types it: the operand type of greater rank, the rank being its width in
+/// bits, one more when unsigned. This is C's usual arithmetic conversion without C's
+/// promotion of narrower types to `int`: `(uint8_t)254 + (char)3` is an `unsigned char`
+/// (1), as DTrace's own tests print it. A non-integer operand makes a `uint64_t`.
 pub(super) fn arith(a: &Ty, b: &Ty) -> Ty {
-    let prom = |t: &Ty| match t {
-        Ty::Int { size, .. } if *size < 4 => I32,
-        Ty::Int { .. } => t.clone(),
-        _ => U64,
+    let rank = |t: &Ty| match t {
+        Ty::Int { size, signed } => Some(8 * *size as u32 + u32::from(!signed)),
+        _ => None,
     };
-    let (a, b) = (prom(a), prom(b));
-    match (&a, &b) {
-        (
-            Ty::Int {
-                size: sa,
-                signed: ga,
-            },
-            Ty::Int {
-                size: sb,
-                signed: gb,
-            },
-        ) => {
-            if sa > sb {
-                a
-            } else if sb > sa {
-                b
-            } else {
-                Ty::Int {
-                    size: *sa,
-                    signed: *ga && *gb,
-                }
-            }
-        }
+    match (rank(a), rank(b)) {
+        (Some(x), Some(y)) if x >= y => a.clone(),
+        (Some(_), Some(_)) => b.clone(),
+        _ => U64,
+    }
+}
+
+/// The type of a unary operator's or a shift's result on an operand of type `t`: its own,
+/// as DTrace types it (no promotion to `int`); a non-integer makes a `uint64_t`.
+pub(super) fn unary_type(t: &Ty) -> Ty {
+    match t {
+        Ty::Int { .. } => t.clone(),
         _ => U64,
     }
 }
