@@ -30,11 +30,12 @@ expect "uint64_t -1 in full: trace(), printf %u %d %x; %d of an unsigned value" 
 run 'BEGIN {
        printf("%d %d %d %d %d %d %d %d\n", sizeof(1), sizeof(2147483648), sizeof(1L),
          sizeof(1U), sizeof(0xffffffff), sizeof(1U + 1L), sizeof((char)1 + (char)1), 1LL << 32);
-       printf("%d %d %d %d %d %d\n", (uint8_t)1 - 2, 1U - 2, 1L - 2U, -1 >> 1, -1U >> 1, -7 / 2);
+       printf("%d %d %d %d %d %d %d\n", (uint8_t)1 - 2, 1U - 2, 1L - 2U, -1 >> 1, -1U >> 1,
+         -7 / 2, (uint8_t)254 + (char)3);
        exit(0); }'
-expect "constants typed by suffix and base; the usual arithmetic conversions" \
-	"4 8 8 4 4 8 4 4294967296
--1 4294967295 -1 -1 2147483647 -3 rc=0" "$out rc=$rc"
+expect "constants typed by suffix and base; conversions by rank, no promotion to int" \
+	"4 8 8 4 4 8 1 4294967296
+-1 4294967295 -1 -1 2147483647 -3 1 rc=0" "$out rc=$rc"
 
 run 'BEGIN {
        printf("%d %d %d %d %d %d\n", (char)200, (uint8_t)-1, (short)70000, (int)0x1ffffffff,
