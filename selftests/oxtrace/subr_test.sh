@@ -5,7 +5,7 @@ cd "$(dirname "$0")" || exit 1
 . ./tap.sh
 
 echo "TAP version 13"
-plan 22
+plan 23
 
 run 'BEGIN {
 	this->p = "/usr/lib/../share//doc/";
@@ -27,6 +27,14 @@ cabc|.b.c|.c
 2 8 8 2 -1
 -42 0xff 010 101
 1234 31 -17 rc=0" "$out rc=$rc"
+
+run 'BEGIN {
+	printf("[%*d][%-*d][%*d][%0*d]\n", 5, 3, 5, 3, -5, 3, 5, -3);
+	printf("[%.*s][%*.*s][%.*s]\n", 3, "hello", -6, 2, "hello", -1, "hey");
+	exit(0);
+}'
+expect "printf * width and .* precision" "[    3][3    ][3    ][-0003]
+[hel][he    ][hey]" "$out"
 
 run 'BEGIN {
 	this->s = strjoin("a,b", ",,c");

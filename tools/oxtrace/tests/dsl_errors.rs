@@ -21,7 +21,7 @@ fn full_rendering_is_rustc_like() {
     let e = err("BEGIN\n{\n\tprintf(\"%d\\n\", execname);\n}\n");
     assert_eq!(
         e.to_string(),
-        "error: printf(): %d requires an integer, argument 2 is string\n \
+        "error: [D_PRINTF_ARG_TYPE] printf( ) argument #2 is incompatible with conversion #1 prototype: conversion: %d, prototype: char, short, int, long, or long long, argument: string\n \
          --> t.d:3:17\n  |\n3 | \tprintf(\"%d\\n\", execname);\n  | \t               ^^^^^^^^"
     );
 }
@@ -220,7 +220,7 @@ fn printf_argument_type() {
     check(
         "BEGIN { printf(\"%s\", pid); }",
         "1:22",
-        "printf(): %s requires a string, argument 2 is int",
+        "[D_PRINTF_ARG_TYPE] printf( ) argument #2 is incompatible with conversion #1 prototype: conversion: %s, prototype: char [] or string (or use stringof), argument: int",
         "                     ^^^",
     );
 }
@@ -230,13 +230,13 @@ fn printf_argument_count() {
     check(
         "BEGIN { printf(\"%d %d\\n\", 1); }",
         "1:16",
-        "printf(): format has 2 conversion(s) but 1 argument(s) are given",
+        "[D_PRINTF_ARG_PROTO] printf( ) prototype mismatch: conversion #2 (%d) is missing a corresponding value argument",
         "               ^^^^^^^^^",
     );
     check(
         "BEGIN { printf(\"%d\\n\", 1, 2); }",
         "1:27",
-        "printf(): format has 1 conversion(s) but 2 argument(s) are given",
+        "[D_PRINTF_ARG_EXTRA] printf( ) prototype mismatch: only 1 arguments required by this format string",
         "                          ^",
     );
 }

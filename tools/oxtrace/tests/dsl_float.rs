@@ -248,17 +248,17 @@ fn printf_conversions_check_float_arguments() {
     check(
         "BEGIN { printf(\"%f\\n\", 1); }",
         "1:24",
-        "[D_PRINTF_ARG_PROTO] printf( ) argument #2 is incompatible with conversion #1 prototype: conversion: %f, prototype: float, double, or long double, argument: int",
+        "[D_PRINTF_ARG_TYPE] printf( ) argument #2 is incompatible with conversion #1 prototype: conversion: %f, prototype: float, double, or long double, argument: int",
     );
     check(
         "double d;\nBEGIN { printf(\"%s %d\\n\", \"a\", d); }",
         "2:32",
-        "[D_PRINTF_ARG_PROTO] printf( ) argument #3 is incompatible with conversion #2 prototype: conversion: %d, prototype: char, short, int, long, or long long, argument: double",
+        "[D_PRINTF_ARG_TYPE] printf( ) argument #3 is incompatible with conversion #2 prototype: conversion: %d, prototype: char, short, int, long, or long long, argument: double",
     );
     check(
         "float f;\nBEGIN { printf(\"%*f\\n\", f, f); }",
         "2:25",
-        "[D_PRINTF_ARG_PROTO] printf( ) argument #2 is incompatible with conversion #1 prototype: conversion: the * of %*f, prototype: int, argument: float",
+        "[D_PRINTF_DYN_TYPE] printf( ) argument #2 is incompatible with conversion #1 prototype: conversion: %*f, prototype: int, argument: float",
     );
 }
 

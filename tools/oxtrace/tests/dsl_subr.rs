@@ -272,7 +272,7 @@ fn printf_star_width_date_escapes_and_many_arguments() {
         (p.as_str(), m.as_str()),
         (
             "1:25",
-            "printf(): the * of %*d requires an integer, argument 2 is string"
+            "[D_PRINTF_DYN_TYPE] printf( ) argument #2 is incompatible with conversion #1 prototype: conversion: %*d, prototype: int, argument: string"
         )
     );
     let (p, m) = err_at("BEGIN { printf(\"%*d\\n\", 1); }");
@@ -280,7 +280,7 @@ fn printf_star_width_date_escapes_and_many_arguments() {
         (p.as_str(), m.as_str()),
         (
             "1:16",
-            "printf(): format takes 2 argument(s) but 1 argument(s) are given"
+            "[D_PRINTF_ARG_PROTO] printf( ) prototype mismatch: conversion #1 (%*d) is missing a corresponding value argument"
         )
     );
 }
@@ -365,7 +365,7 @@ fn destructive_actions_run() {
     let e = compile("BEGIN { system(\"%d\", \"x\"); }", "t.d", &opts).unwrap_err();
     assert_eq!(
         e.msg,
-        "system(): %d requires an integer, argument 2 is string"
+        "[D_PRINTF_ARG_TYPE] system( ) argument #2 is incompatible with conversion #1 prototype: conversion: %d, prototype: char, short, int, long, or long long, argument: string"
     );
 }
 
@@ -378,4 +378,64 @@ fn error_arg1_is_the_epid() {
     s.fire(&p, &Firing::default());
     assert_eq!(s.faults.len(), 1);
     assert_eq!(s.printf_output(&p), "1 2\n");
+}
+
+/// `*` widths and `.*` precisions as C's printf takes them, and DTrace's errors for them.
+#[test]
+fn printf_star_width_and_precision() {
+    let out = begin(
+        r#"BEGIN {
+            printf("[%*d][%-*d][%*d][%0*d]\n", 5, 3, 5, 3, -5, 3, 5, -3);
+            printf("[%.*s][%*.*s][%.*s][%.*d]\n", 3, "hello", -6, 2, "hello", -1, "hey", 4, 7);
+        }"#,
+    );
+    assert_eq!(
+        out,
+        "[    3][3    ][3    ][-0003]\n[hel][he    ][hey][0007]\n"
+    );
+    for (src, pos, msg) in [
+        (
+            r#"BEGIN { printf("%*.*d"); }"#,
+            "1:16",
+            r#"[D_PRINTF_DYN_PROTO] printf( ) prototype mismatch: conversion #1 (%*.*d) is missing a corresponding "*" argument"#,
+        ),
+        (
+            r#"BEGIN { printf("%s %.*d\n", "foo"); }"#,
+            "1:16",
+            r#"[D_PRINTF_DYN_PROTO] printf( ) prototype mismatch: conversion #2 (%.*d) is missing a corresponding ".*" argument"#,
+        ),
+        (
+            r#"BEGIN { printf("%*.*d", 1, 2); }"#,
+            "1:16",
+            "[D_PRINTF_ARG_PROTO] printf( ) prototype mismatch: conversion #1 (%*.*d) is missing a corresponding value argument",
+        ),
+        (
+            r#"BEGIN { printf("%*.*d", 1, "x", 3); }"#,
+            "1:28",
+            "[D_PRINTF_DYN_TYPE] printf( ) argument #3 is incompatible with conversion #1 prototype: conversion: %*.*d, prototype: int, argument: string",
+        ),
+        (
+            r#"BEGIN { printf("%*.*d", 1, 2, ""); }"#,
+            "1:31",
+            "[D_PRINTF_ARG_TYPE] printf( ) argument #4 is incompatible with conversion #1 prototype: conversion: %*.*d, prototype: char, short, int, long, or long long, argument: string",
+        ),
+        (
+            r#"BEGIN { printf("%*d\n", 1, 2, 3); }"#,
+            "1:31",
+            "[D_PRINTF_ARG_EXTRA] printf( ) prototype mismatch: only 2 arguments required by this format string",
+        ),
+        (
+            r#"BEGIN { printf("%d %**d"); }"#,
+            "1:22",
+            "[D_SYNTAX] format conversion #2 has more than one '*' specified for the output width",
+        ),
+        (
+            r#"BEGIN { printf("%.**d"); }"#,
+            "1:20",
+            "[D_SYNTAX] format conversion #1 has more than one '*' specified for the output precision",
+        ),
+    ] {
+        let (p, m) = err_at(src);
+        assert_eq!((p.as_str(), m.as_str()), (pos, msg), "{src}");
+    }
 }

@@ -144,12 +144,14 @@ fn trace_of_a_stack_is_a_percent_k_printf() {
     );
     let e = err("BEGIN { printf(\"%k\", 1); }");
     assert!(
-        e.contains("%k requires a stack(), argument 2 is int"),
+        e.contains("[D_PRINTF_ARG_TYPE] printf( ) argument #2 is incompatible with conversion #1 prototype: conversion: %k, prototype: stack, argument: int"),
         "{e}"
     );
     let e = err("BEGIN { printf(\"%s\", stack()); }");
     assert!(
-        e.contains("%s requires a string, argument 2 is stack"),
+        e.contains(
+            "conversion: %s, prototype: char [] or string (or use stringof), argument: stack"
+        ),
         "{e}"
     );
 }

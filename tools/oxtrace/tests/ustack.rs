@@ -227,7 +227,7 @@ fn printf_percent_a_records_the_process() {
     c("profile-1ms { @[ustack(), usym(arg1)] = count(); } END { printa(\"%k %k %@d\\n\", @); }");
     let e = err("BEGIN { printf(\"%A\", \"s\"); }");
     assert!(
-        e.contains("%A requires an integer, argument 2 is string"),
+        e.contains("conversion: %A, prototype: pointer or integer, argument: string"),
         "{e}"
     );
 }

@@ -152,9 +152,17 @@ pub fn parse(fmt: &[u8], printa: bool) -> Result<Vec<Piece>, FormatError> {
             }
             Ok(Some(v))
         };
+        // DTrace's conversion number, for its errors.
+        let nconv = convs(&out).count() + 1;
+        let twice = |what: &str| {
+            format!("[D_SYNTAX] format conversion #{nconv} has more than one '*' specified for the output {what}")
+        };
         let star_width = fmt.get(i) == Some(&b'*');
         let width = if star_width {
             i += 1;
+            if fmt.get(i) == Some(&b'*') {
+                return Err((i, twice("width")));
+            }
             None
         } else {
             num(&mut i)?
@@ -166,6 +174,9 @@ pub fn parse(fmt: &[u8], printa: bool) -> Result<Vec<Piece>, FormatError> {
             if fmt.get(i) == Some(&b'*') {
                 star_prec = true;
                 i += 1;
+                if fmt.get(i) == Some(&b'*') {
+                    return Err((i, twice("precision")));
+                }
             } else {
                 prec = Some(num(&mut i)?.unwrap_or(0));
             }

@@ -305,21 +305,33 @@ impl Gen<'_> {
         let pieces = match format::parse(&text, false) {
             Ok(p) => p,
             Err((off, msg)) => {
-                return self.err(fmt_span(self.src, f.span, off), format!("{name}(): {msg}"))
+                // DTrace's tagged errors stand alone.
+                let msg = if msg.starts_with('[') {
+                    msg
+                } else {
+                    format!("{name}(): {msg}")
+                };
+                return self.err(fmt_span(self.src, f.span, off), msg);
             }
         };
         let convs: Vec<&format::Conv> = format::convs(&pieces).collect();
-        // What each argument is for: `*` widths and precisions take one each.
-        let slots: Vec<(ArgKind, &format::Conv, bool)> = convs
+        // What each argument is for, with its conversion's number: `*` widths and `.*`
+        // precisions take one each before the value.
+        let slots: Vec<(ArgKind, &format::Conv, usize, Role)> = convs
             .iter()
-            .flat_map(|c| {
-                let n = c.arg_kinds().count();
-                c.arg_kinds()
-                    .enumerate()
-                    .map(move |(i, k)| (k, *c, i + 1 < n))
+            .enumerate()
+            .flat_map(|(n, c)| {
+                let roles = [
+                    c.star_width.then_some(Role::Width),
+                    c.star_prec.then_some(Role::Prec),
+                    Some(Role::Value),
+                ];
+                roles
+                    .into_iter()
+                    .flatten()
+                    .map(move |r| (r.kind(c), *c, n + 1, r))
             })
             .collect();
-        let stars = slots.len() != convs.len();
         let given = &args[1..];
         if given.len() > act::MAX_TUPLE {
             return self.err(
@@ -327,27 +339,30 @@ impl Gen<'_> {
                 format!("{name}(): too many arguments (at most {})", act::MAX_TUPLE),
             );
         }
-        if slots.len() != given.len() {
-            let at = if given.len() > slots.len() {
-                given[slots.len()].span
-            } else {
-                f.span
-            };
-            let has = if stars {
-                format!("takes {} argument(s)", slots.len())
-            } else {
-                format!("has {} conversion(s)", convs.len())
+        if let Some(&(_, c, n, role)) = slots.get(given.len()) {
+            // DTrace's words for the first conversion whose argument is missing.
+            let conv = String::from_utf8_lossy(&text[c.start..c.end]).into_owned();
+            let (tag, what) = match role {
+                Role::Width => ("D_PRINTF_DYN_PROTO", "\"*\""),
+                Role::Prec => ("D_PRINTF_DYN_PROTO", "\".*\""),
+                Role::Value => ("D_PRINTF_ARG_PROTO", "value"),
             };
             return self.err(
-                at,
+                f.span,
+                format!("[{tag}] {name}( ) prototype mismatch: conversion #{n} ({conv}) is missing a corresponding {what} argument"),
+            );
+        }
+        if given.len() > slots.len() {
+            return self.err(
+                given[slots.len()].span,
                 format!(
-                    "{name}(): format {has} but {} argument(s) are given",
-                    given.len()
+                    "[D_PRINTF_ARG_EXTRA] {name}( ) prototype mismatch: only {} arguments required by this format string",
+                    slots.len()
                 ),
             );
         }
         let mut regs = Vec::new();
-        for (i, (a, &(kind, c, star))) in given.iter().zip(&slots).enumerate() {
+        for (i, (a, &(kind, c, n, role))) in given.iter().zip(&slots).enumerate() {
             let (r, mut ty) = self.expr(a)?;
             let ok = match kind {
                 ArgKind::Str => ty == Ty::Str,
@@ -357,32 +372,16 @@ impl Gen<'_> {
             };
             if !ok {
                 let conv = String::from_utf8_lossy(&text[c.start..c.end]).into_owned();
-                let what = if star {
-                    format!("the * of {conv}")
+                let (tag, proto) = if role == Role::Value {
+                    ("D_PRINTF_ARG_TYPE", format::prototype(c.conv))
                 } else {
-                    conv
+                    ("D_PRINTF_DYN_TYPE", "int")
                 };
-                let msg = if kind == ArgKind::Float || ty.is_float() {
-                    // DTrace's words for a float where none goes, or none where one does.
-                    let n = convs.iter().position(|x| x.start == c.start).unwrap_or(0) + 1;
-                    format!(
-                        "[D_PRINTF_ARG_PROTO] {name}( ) argument #{} is incompatible with conversion #{n} prototype: conversion: {what}, prototype: {}, argument: {}",
-                        i + 2,
-                        if star { "int" } else { format::prototype(c.conv) },
-                        ty.name()
-                    )
-                } else {
-                    format!(
-                        "{name}(): {what} requires {}, argument {} is {}",
-                        match kind {
-                            ArgKind::Str => "a string",
-                            ArgKind::Stack => "a stack()",
-                            ArgKind::Int | ArgKind::Uaddr | ArgKind::Float => "an integer",
-                        },
-                        i + 2,
-                        ty.name()
-                    )
-                };
+                let msg = format!(
+                    "[{tag}] {name}( ) argument #{} is incompatible with conversion #{n} prototype: conversion: {conv}, prototype: {proto}, argument: {}",
+                    i + 2,
+                    ty.name()
+                );
                 return self.err(a.span, msg);
             }
             if kind == ArgKind::Uaddr {
@@ -405,6 +404,27 @@ impl Gen<'_> {
         let id = self.t.fmt(&text);
         self.emit(op, 0, 0, 0, id);
         Ok(())
+    }
+}
+
+/// What a printf argument is for.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Role {
+    /// A `*` width.
+    Width,
+    /// A `.*` precision.
+    Prec,
+    /// The value converted.
+    Value,
+}
+
+impl Role {
+    /// The kind of argument the role takes in conversion `c`.
+    fn kind(self, c: &format::Conv) -> ArgKind {
+        match self {
+            Role::Width | Role::Prec => ArgKind::Int,
+            Role::Value => c.arg_kind(),
+        }
     }
 }
 
