@@ -5,7 +5,7 @@ cd "$(dirname "$0")" || exit 1
 . ./tap.sh
 
 echo "TAP version 13"
-plan 23
+plan 24
 
 run 'BEGIN {
 	this->p = "/usr/lib/../share//doc/";
@@ -21,7 +21,7 @@ run 'BEGIN {
 	exit(0);
 }'
 expect "string subroutines" "world|ell|llo|hel
-doc|/usr/lib/../share|/usr/share/doc/
+doc|/usr/lib/../share|/usr/share/doc
 OXTRACE|mixed 1
 cabc|.b.c|.c
 2 8 8 2 -1
@@ -35,6 +35,18 @@ run 'BEGIN {
 }'
 expect "printf * width and .* precision" "[    3][3    ][3    ][-0003]
 [hel][he    ][hey]" "$out"
+
+run 'BEGIN {
+	printf("%d %d %d %d|%s|\n", strchr("abc", 122) == NULL, strchr("abc", 98) != NULL,
+	    strstr("abc", "x") == NULL, strtok(NULL, ",") == NULL, strchr("abc", 0));
+	printf("%s %s %s %s|\n", cleanpath("/a/./b//../c/"), cleanpath("a/../.."),
+	    cleanpath("./"), cleanpath(""));
+	printf("%s %s %s %s\n", basename("//"), basename("a/."), dirname("a/"), dirname("/./."));
+	exit(0);
+}'
+expect "NULL strings compare as empty; cleanpath, basename, dirname edges" "1 1 1 1||
+/a/c .. . |
+/ . . /." "$out"
 
 run 'BEGIN {
 	this->s = strjoin("a,b", ",,c");

@@ -245,7 +245,8 @@ pub fn dirname(s: &[u8], out: &mut [u8]) -> usize {
 
 /// `cleanpath(s)`: `//`, `/./` and `/x/../` collapsed, as text (no symbolic link is
 /// followed); `..` above the root of an absolute path stays at the root, a trailing slash is
-/// kept.
+/// dropped and the empty string stays empty, as in Oracle's DTrace (whose results differ
+/// from illumos's where illumos left a trailing `/.` or turned `a/../b` into `/b`).
 pub fn cleanpath(s: &[u8], out: &mut [u8]) -> usize {
     let abs = s.first() == Some(&b'/');
     let mut n = 0usize;
@@ -286,13 +287,8 @@ pub fn cleanpath(s: &[u8], out: &mut [u8]) -> usize {
             }
         }
     }
-    if n == 0 {
+    if n == 0 && !s.is_empty() {
         return copy(b".", out);
-    }
-    if s.len() > 1 && s.last() == Some(&b'/') && n > root && n < out.len() {
-        // PANIC: `n < out.len()` just checked.
-        out[n] = b'/';
-        n += 1;
     }
     n
 }

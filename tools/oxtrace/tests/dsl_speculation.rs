@@ -126,7 +126,7 @@ fn misuse_is_a_compile_error() {
         (
             "BEGIN { speculate(\"x\"); }",
             "1:19",
-            "speculate() argument 1 must be an integer, not string",
+            "[D_PROTO_ARG] speculate( ) argument #1 is incompatible with prototype: prototype: int, argument: string",
         ),
         (
             "#pragma D option nspec=0\nBEGIN { }",

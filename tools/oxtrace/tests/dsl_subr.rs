@@ -40,7 +40,7 @@ fn string_subroutines_print_what_dtrace_prints() {
     assert_eq!(
         out,
         "world|ell|llo|hel\n\
-         doc|/usr/lib/../share|/usr/share/doc/\n\
+         doc|/usr/lib/../share|/usr/share/doc\n\
          MIXED 1|mixed 1\n\
          cabc|.b.c|.c\n\
          2 8 8 2 -1\n\
@@ -215,12 +215,12 @@ fn argument_errors_have_line_and_column() {
         (
             "BEGIN {\n  trace(substr(1, 2));\n}",
             "2:16",
-            "substr() argument 1 must be a string, not int",
+            "[D_PROTO_ARG] substr( ) argument #1 is incompatible with prototype: prototype: char *, argument: int",
         ),
         (
             "BEGIN { trace(index(\"a\", 2)); }",
             "1:26",
-            "index() argument 2 must be a string, not int",
+            "[D_PROTO_ARG] index( ) argument #2 is incompatible with prototype: prototype: char *, argument: int",
         ),
         (
             "BEGIN { trace(toupper(\"a\", \"b\")); }",
@@ -230,7 +230,7 @@ fn argument_errors_have_line_and_column() {
         (
             "BEGIN { trace(lltostr(\"x\")); }",
             "1:23",
-            "lltostr() argument 1 must be an integer, not string",
+            "[D_PROTO_ARG] lltostr( ) argument #1 is incompatible with prototype: prototype: int, argument: string",
         ),
         (
             "BEGIN { trace(rand(1)); }",
@@ -240,7 +240,7 @@ fn argument_errors_have_line_and_column() {
         (
             "BEGIN { trace(htons(\"x\")); }",
             "1:21",
-            "htons() argument 1 must be an integer, not string",
+            "[D_PROTO_ARG] htons( ) argument #1 is incompatible with prototype: prototype: int, argument: string",
         ),
     ];
     for (src, pos, msg) in cases {
@@ -437,5 +437,51 @@ fn printf_star_width_and_precision() {
     ] {
         let (p, m) = err_at(src);
         assert_eq!((p.as_str(), m.as_str()), (pos, msg), "{src}");
+    }
+}
+
+/// NULL and integers where a string goes, as DTrace takes them: NULL compiles (a string
+/// parameter is a `char *`) and a NULL result compares as the empty string; any other
+/// integer is refused with DTrace's tag.
+#[test]
+fn string_subroutines_take_null_as_dtrace_does() {
+    let out = begin(
+        r#"BEGIN {
+            printf("%d %d %d\n", strchr("abc", 'z') == NULL, strchr("abc", 'b') != NULL,
+                strrchr("abc", 'z') != NULL);
+            printf("%d %d|%s|\n", strstr("abc", "x") == NULL, strtok(NULL, ",") == NULL,
+                strchr("abc", 0));
+            printf("%s %s %s\n", cleanpath("/a/b/"), cleanpath("a/../.."), cleanpath("./"));
+        }"#,
+    );
+    assert_eq!(out, "1 1 0\n1 1||\n/a/b .. .\n");
+    // NULL read as a string is an invalid address at run time.
+    for src in [
+        r#"BEGIN { trace(strchr(NULL, 'a')); }"#,
+        r#"BEGIN { trace(strtok("a,b", NULL)); }"#,
+        r#"BEGIN { trace(index(NULL, "a")); }"#,
+    ] {
+        let p = c(src);
+        let mut s = Sim::default();
+        s.fire(&p, &Firing::default());
+        assert_eq!(s.faults.len(), 1, "{src}");
+        assert_eq!(s.faults[0].1.kind, FaultKind::BadString, "{src}");
+    }
+    for (src, msg) in [
+        (
+            r#"BEGIN { strtok(1234, "abc"); }"#,
+            "[D_PROTO_ARG] strtok( ) argument #1 is incompatible with prototype: prototype: char *, argument: int",
+        ),
+        (
+            r#"BEGIN { strtok("abc", 1); }"#,
+            "[D_PROTO_ARG] strtok( ) argument #2 is incompatible with prototype: prototype: char *, argument: int",
+        ),
+        (
+            r#"BEGIN { trace(strchr(1, 'a')); }"#,
+            "[D_PROTO_ARG] strchr( ) argument #1 is incompatible with prototype: prototype: char *, argument: int",
+        ),
+    ] {
+        let (_, m) = err_at(src);
+        assert_eq!(m, msg, "{src}");
     }
 }

@@ -142,8 +142,14 @@ impl<'s> Vm<'s> {
             Scmp => {
                 let ss = self.st.strsize as usize;
                 let strtab = dict.strtab();
-                let s1 = resolve_str(strtab, self.scratch, ss, a).ok_or(f(FaultKind::BadString))?;
-                let s2 = resolve_str(strtab, self.scratch, ss, b).ok_or(f(FaultKind::BadString))?;
+                // A NULL string (a subroutine's "not found") compares as the empty one,
+                // as in DTrace: `strchr(s, c) != NULL` tests for a match.
+                let get = |r: u64| match r {
+                    0 => Some(&[][..]),
+                    _ => resolve_str(strtab, self.scratch, ss, r),
+                };
+                let s1 = get(a).ok_or(f(FaultKind::BadString))?;
+                let s2 = get(b).ok_or(f(FaultKind::BadString))?;
                 out = Some(match s1.cmp(s2) {
                     core::cmp::Ordering::Less => -1i64 as u64,
                     core::cmp::Ordering::Equal => 0,

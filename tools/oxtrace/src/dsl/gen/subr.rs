@@ -53,8 +53,6 @@ pub(super) fn is_subr(name: &str) -> bool {
 enum Want {
     Str,
     Int,
-    /// A string, or NULL (an integer) for `strtok`'s first argument.
-    StrOrNull,
 }
 
 impl Gen<'_> {
@@ -162,21 +160,18 @@ impl Gen<'_> {
         let mut regs = Vec::new();
         for (a, w) in args.iter().zip(want) {
             let (r, ty) = self.expr(a)?;
+            // A string parameter is DTrace's `char *`: it takes NULL (the constant 0),
+            // which faults with "invalid address" when the subroutine reads it.
             let ok = match w {
-                Want::Str => ty == Ty::Str,
+                Want::Str => ty == Ty::Str || super::expr::is_null(a),
                 Want::Int => ty.is_scalar(),
-                Want::StrOrNull => ty == Ty::Str || ty.is_scalar(),
             };
             if !ok {
-                let need = if *w == Want::Int {
-                    "an integer"
-                } else {
-                    "a string"
-                };
+                let proto = if *w == Want::Int { "int" } else { "char *" };
                 return self.err(
                     a.span,
                     format!(
-                        "{name}() argument {} must be {need}, not {}",
+                        "[D_PROTO_ARG] {name}( ) argument #{} is incompatible with prototype: prototype: {proto}, argument: {}",
                         regs.len() + 1,
                         ty.name()
                     ),
@@ -202,13 +197,13 @@ impl Gen<'_> {
 
     /// Compiles subroutine `name` (one [`is_subr`] knows) into a new register.
     pub(super) fn subr_call(&mut self, name: &str, args: &[Expr], span: Span) -> GResult<(u8, Ty)> {
-        use Want::{Int, Str, StrOrNull};
+        use Want::{Int, Str};
         // Opcodes `rd = op(r1, r2)` giving a string.
         let str2 = |n: &str| match n {
             "strstr" => Some((Op::Strstr, [Str, Str])),
             "strchr" => Some((Op::Strchr, [Str, Int])),
             "strrchr" => Some((Op::Strrchr, [Str, Int])),
-            "strtok" => Some((Op::Strtok, [StrOrNull, Str])),
+            "strtok" => Some((Op::Strtok, [Str, Str])),
             _ => None,
         };
         let str1 = |n: &str| match n {
