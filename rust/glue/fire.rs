@@ -751,16 +751,21 @@ impl Env for KernelEnv<'_> {
     }
 
     #[inline(never)]
-    fn spec_end(&mut self, id: u64, commit: bool) {
+    fn spec_end(&mut self, id: u64, commit: bool) -> bool {
+        if id == 0 || id > self.s.nspec {
+            return false;
+        }
         let ts = self.ts();
         let r = &mut *self.room;
         let (Some(specs), Some(_)) = (self.s.specs.as_ref(), r.spec.as_ref()) else {
-            return;
+            // Without speculation() no speculation is ever active.
+            return true;
         };
         if specs.end(id, commit, ts) {
             // This CPU's share now; the others' at their next buffer switch.
             self.s.settle_specs(self.cpu, r);
         }
+        true
     }
 
     fn raise(&mut self, sig: u64) -> bool {

@@ -238,6 +238,9 @@ pub(crate) struct Session {
     pub(super) syscalls: SyscallSlots,
     /// The speculations, if the program speculates.
     pub(super) specs: Option<Specs>,
+    /// The `nspec` option: speculation ids are 1..=nspec (`commit`/`discard` of another is
+    /// an illegal operation, speculating or not).
+    pub(super) nspec: u64,
     /// Entries of LOAD's fbt attach list: the user-space probes' slots follow them.
     pub(super) nattach: u32,
     /// The user-space probes' slots, in the order of LOAD's uattach table.
@@ -571,6 +574,7 @@ impl Session {
                 pt,
                 syscalls,
                 specs,
+                nspec: opts.nspec,
                 nattach: attach.len() as u32,
                 users,
                 user_names,

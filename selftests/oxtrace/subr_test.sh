@@ -5,7 +5,7 @@ cd "$(dirname "$0")" || exit 1
 . ./tap.sh
 
 echo "TAP version 13"
-plan 24
+plan 25
 
 run 'BEGIN {
 	this->p = "/usr/lib/../share//doc/";
@@ -140,9 +140,22 @@ $(echo "$err" | grep speculation)"
 run 'BEGIN { s = speculation(); }
      tick-1ms /i < 20/ { i = i + 1; speculate(s);
          printf("%s\n", "01234567890123456789012345678901234567890123456789"); }
-     tick-1ms /i == 20/ { commit(s); exit(0); }' -x specsize=1k
+     tick-1ms /i == 20/ { commit(s); } tick-1ms /i == 20/ { exit(0); }' -x specsize=1k
 expect "specsize bounds the buffer: drops counted exactly" "12 oxtrace: 8 speculative drops" \
 	"$(echo "$out" | grep -c 0123456789) $(echo "$err" | grep speculative)"
+
+# DTrace's speculation errors: an id beyond nspec is an illegal operation at run time
+# (0 is ignored); data after commit() in its clause is refused at compile time.
+run 'BEGIN { commit(1024); } BEGIN { discard(0); } BEGIN { printf("next\n"); exit(0); }' -x nspec=8
+out2=$out err2=$err
+run 'BEGIN { commit(1); exit(0); }'
+if [ "$out2" = "next" ] && echo "$err2" | grep -q "illegal operation" &&
+	echo "$err" | grep -q "D_DREC_COMM.*data-recording actions may not follow commit"; then
+	ok "commit of an invalid id is an illegal operation; data after commit refused"
+else
+	nok "commit of an invalid id is an illegal operation; data after commit refused" \
+		"$out2 / $err2 / $err"
+fi
 
 # Busy: CPU 1 speculates, CPU 0 commits; CPU 1 settles its share only at its next buffer
 # switch (switchrate=60s: at the end), so CPU 0's next speculation() finds it busy. CPU 1

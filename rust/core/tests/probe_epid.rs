@@ -255,7 +255,9 @@ impl Env for Firing<'_> {
     fn emit_spec(&mut self, _: u64, _: &Record<'_>) -> bool {
         false
     }
-    fn spec_end(&mut self, _: u64, _: bool) {}
+    fn spec_end(&mut self, _: u64, _: bool) -> bool {
+        true
+    }
     fn raise(&mut self, _: u64) -> bool {
         false
     }

@@ -4,6 +4,7 @@
 mod support;
 
 use oxtrace::runtime::sim::{Firing, Sim};
+use oxtrace_core::action::FaultKind;
 use support::{c, err_at as err};
 
 fn entry(arg0: u64) -> Firing {
@@ -101,12 +102,12 @@ fn misuse_is_a_compile_error() {
         (
             "BEGIN { speculate(1); @a = count(); }",
             "1:23",
-            "an aggregation may not follow speculate(): a speculation records data only",
+            "[D_AGG_SPEC] aggregating actions may not follow speculate( )",
         ),
         (
             "BEGIN { speculate(1); exit(0); }",
             "1:23",
-            "exit() may not follow speculate(): a speculation records data only",
+            "[D_EXIT_SPEC] exit( ) may not follow speculate( )",
         ),
         (
             "BEGIN { speculate(1); commit(1); }",
@@ -116,12 +117,12 @@ fn misuse_is_a_compile_error() {
         (
             "BEGIN { printf(\"x\"); speculate(1); }",
             "1:22",
-            "speculate() must come before the clause's data-recording actions",
+            "[D_SPEC_DREC] speculate( ) may not follow data-recording action(s)",
         ),
         (
             "BEGIN { speculate(1); speculate(1); }",
             "1:23",
-            "speculate() may appear once in a clause",
+            "[D_SPEC_SPEC] speculate( ) may not follow speculate( )",
         ),
         (
             "BEGIN { speculate(\"x\"); }",
@@ -136,5 +137,85 @@ fn misuse_is_a_compile_error() {
     ] {
         let (p, m) = err(src);
         assert_eq!((p.as_str(), m.as_str()), (pos, msg), "{src}");
+    }
+}
+
+/// DTrace's rules for the order of a clause's actions around `commit()` and `speculate()`,
+/// with its tags; what they allow compiles.
+#[test]
+fn commit_and_speculate_order_as_dtrace_checks_it() {
+    for (src, pos, msg) in [
+        (
+            "BEGIN { commit(1); printf(\"after\\n\"); }",
+            "1:20",
+            "[D_DREC_COMM] data-recording actions may not follow commit( )",
+        ),
+        (
+            "BEGIN { commit(1); exit(0); }",
+            "1:20",
+            "[D_DREC_COMM] data-recording actions may not follow commit( )",
+        ),
+        (
+            "BEGIN { commit(1); @a = count(); }",
+            "1:20",
+            "[D_AGG_COMM] aggregating actions may not follow commit( )",
+        ),
+        (
+            "BEGIN { trace(1); commit(1); }",
+            "1:19",
+            "[D_COMM_DREC] commit( ) may not follow data-recording action(s)",
+        ),
+        (
+            "BEGIN { @a = count(); commit(1); }",
+            "1:23",
+            "[D_COMM_DREC] commit( ) may not follow data-recording action(s)",
+        ),
+        (
+            "BEGIN { commit(1); speculate(1); }",
+            "1:20",
+            "[D_SPEC_COMM] speculate( ) may not follow commit( )",
+        ),
+        (
+            "#pragma D option destructive\nBEGIN { speculate(1); chill(1); }",
+            "2:23",
+            "[D_ACT_SPEC] destructive actions may not follow speculate( )",
+        ),
+        (
+            "BEGIN { speculate(1); raise(9); }",
+            "1:23",
+            "[D_ACT_SPEC] destructive actions may not follow speculate( )",
+        ),
+    ] {
+        let (p, m) = err(src);
+        assert_eq!((p.as_str(), m.as_str()), (pos, msg), "{src}");
+    }
+    // A variable after commit, commit after commit or discard, data after discard.
+    for src in [
+        "BEGIN { commit(1); x = 1; commit(2); discard(1); }",
+        "BEGIN { discard(1); printf(\"after discard\\n\"); exit(0); }",
+        "BEGIN { x = speculation(); speculate(x); self->n++; printf(\"%d\", 1); }",
+    ] {
+        c(src);
+    }
+}
+
+/// `commit()` or `discard()` of an id that names no speculation is DTrace's illegal
+/// operation, which ends the clause; 0 is ignored, an inactive speculation left alone.
+#[test]
+fn commit_or_discard_of_an_invalid_id_is_an_illegal_operation() {
+    for (src, faults, out) in [
+        ("#pragma D option nspec=8\nBEGIN { commit(1024); n++; } BEGIN { printf(\"%d\\n\", n); }", 1, "0\n"),
+        ("#pragma D option nspec=8\nBEGIN { discard(9); } BEGIN { printf(\"next\\n\"); }", 1, "next\n"),
+        ("BEGIN { commit(-1); }", 1, ""),
+        ("#pragma D option nspec=8\nBEGIN { commit(8); discard(0); commit(0); n++; } BEGIN { printf(\"%d\\n\", n); }", 0, "1\n"),
+    ] {
+        let p = c(src);
+        let mut s = Sim::default();
+        s.fire(&p, &Firing::default());
+        assert_eq!(s.faults.len(), faults, "{src}");
+        if faults > 0 {
+            assert_eq!(s.faults[0].1.kind, FaultKind::IllegalOp, "{src}");
+        }
+        assert_eq!(s.printf_output(&p), out, "{src}");
     }
 }

@@ -85,8 +85,11 @@ pub trait Env {
     /// Appends a record to this CPU's buffer of speculation `id`; false when it was dropped
     /// (counted by the environment). Records of speculation 0 are dropped silently.
     fn emit_spec(&mut self, id: u64, rec: &Record<'_>) -> bool;
-    /// `commit(id)` (`commit` true) or `discard(id)` of an active speculation.
-    fn spec_end(&mut self, id: u64, commit: bool);
+    /// `commit(id)` (`commit` true) or `discard(id)` of an active speculation (an inactive
+    /// one is left alone); false when `id` names no speculation (it is not 1..=nspec),
+    /// which the interpreter reports as DTrace does: an illegal operation. The interpreter
+    /// never passes 0, which DTrace ignores.
+    fn spec_end(&mut self, id: u64, commit: bool) -> bool;
     /// `raise(sig)`: signal the current process when it is safe (after the probe); false when
     /// the signal number is not one or a signal is already pending from this CPU.
     fn raise(&mut self, sig: u64) -> bool;

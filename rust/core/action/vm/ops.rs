@@ -323,7 +323,11 @@ impl<'s> Vm<'s> {
                 }
             }
             Speculation => out = Some(env.speculation()),
-            Commit | Discard => env.spec_end(a, op == Commit),
+            Commit | Discard => {
+                if a != 0 && !env.spec_end(a, op == Commit) {
+                    return Err(f(FaultKind::IllegalOp));
+                }
+            }
             Substr | Strstr | Strchr | Strrchr | Index | Rindex | Strtok | Lltostr | Strtoll
             | Toupper | Tolower | Basename | Dirname | Cleanpath | InetNtop | Rand | Progenyof => {
                 // The third register of `Substr`, `Index` and `Rindex` (the verifier

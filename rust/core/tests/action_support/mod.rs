@@ -335,18 +335,19 @@ impl Env for TEnv {
         });
         true
     }
-    fn spec_end(&mut self, id: u64, commit: bool) {
+    fn spec_end(&mut self, id: u64, commit: bool) -> bool {
         let Some(slot) = (id as usize)
             .checked_sub(1)
             .and_then(|i| self.specs.get_mut(i))
         else {
-            return;
+            return false;
         };
         if let Some(recs) = slot.take() {
             if commit {
                 self.records.extend(recs);
             }
         }
+        true
     }
     fn raise(&mut self, sig: u64) -> bool {
         self.raised.push(sig);

@@ -195,7 +195,9 @@ impl Env for BenchEnv<'_> {
     fn emit_spec(&mut self, _id: u64, _rec: &Record<'_>) -> bool {
         false
     }
-    fn spec_end(&mut self, _id: u64, _commit: bool) {}
+    fn spec_end(&mut self, _id: u64, _commit: bool) -> bool {
+        true
+    }
     fn raise(&mut self, _sig: u64) -> bool {
         false
     }

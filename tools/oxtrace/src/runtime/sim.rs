@@ -386,18 +386,19 @@ impl Env for FiringEnv<'_> {
         true
     }
 
-    fn spec_end(&mut self, id: u64, commit: bool) {
+    fn spec_end(&mut self, id: u64, commit: bool) -> bool {
         let Some(slot) = (id as usize)
             .checked_sub(1)
             .and_then(|i| self.sim.specs.get_mut(i))
         else {
-            return;
+            return false;
         };
         if let Some((recs, _)) = slot.take() {
             if commit {
                 self.sim.records.extend(recs);
             }
         }
+        true
     }
 
     fn kernel_stack(&mut self, out: &mut [u64]) -> usize {

@@ -28,7 +28,7 @@ impl Gen<'_> {
                 keys,
                 call,
             } => {
-                self.not_speculated("an aggregation", *name_span)?;
+                self.clause_order("an aggregation", *name_span)?;
                 self.agg_stmt(name, *name_span, keys, call)
             }
             Stmt::If { cond, then, els } => {
@@ -56,7 +56,7 @@ impl Gen<'_> {
     }
 
     pub(super) fn action(&mut self, name: &str, args: &[Expr], span: Span) -> GResult<()> {
-        self.not_speculated(name, span)?;
+        self.clause_order(name, span)?;
         match name {
             "speculate" | "commit" | "discard" => self.spec_action(name, args, span)?,
             "system" | "raise" | "stop" | "chill" => self.destructive_action(name, args, span)?,

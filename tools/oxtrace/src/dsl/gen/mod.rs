@@ -31,6 +31,9 @@ pub(super) struct Gen<'a> {
     pub(super) xbind: Vec<(String, u8, Ty)>,
     /// Inlines being expanded.
     inline_depth: usize,
+    /// What the clause's actions so far did (`subr::CLS_*`), for DTrace's ordering rules
+    /// of `speculate`, `commit` and the actions around them.
+    pub(super) clsflags: u8,
 }
 
 impl<'a> Gen<'a> {
@@ -43,6 +46,7 @@ impl<'a> Gen<'a> {
             free: (1..act::NREGS as u8).rev().collect(),
             xbind: Vec::new(),
             inline_depth: 0,
+            clsflags: 0,
         }
     }
 

@@ -55,19 +55,98 @@ enum Want {
     Int,
 }
 
+/// `Gen::clsflags`: the clause has a `speculate()`.
+const CLS_SPEC: u8 = 1;
+/// The clause has a `commit()`.
+const CLS_COMMIT: u8 = 2;
+/// The clause has a data-recording action (any action but the speculation ones).
+const CLS_DATAREC: u8 = 4;
+/// The clause has an aggregation.
+const CLS_AGG: u8 = 8;
+
+/// The destructive actions, which may not follow `speculate()`.
+const DESTRUCTIVE: &[&str] = &[
+    "system",
+    "raise",
+    "stop",
+    "chill",
+    "panic",
+    "breakpoint",
+    "copyout",
+    "copyoutstr",
+    "freopen",
+];
+
 impl Gen<'_> {
-    /// Whether the clause so far has an instruction `op`.
-    fn has_op(&self, op: Op) -> bool {
-        self.code
-            .iter()
-            .any(|&w| oxtrace_core::action::Insn::decode(w).op == op as u8)
+    /// Applies DTrace's rules for the order of a clause's actions to action `what` (an
+    /// action's name, or "an aggregation"), then notes what it does: `speculate()` comes
+    /// once, before any data-recording or aggregating action and not after `commit()`;
+    /// `commit()` comes before them too; after `speculate()` no aggregation, destructive
+    /// action or `exit()` (nor, here, anything but `trace`/`printf`, which the kernel
+    /// speculates), after `commit()` no other action but `commit`/`discard`.
+    pub(super) fn clause_order(&mut self, what: &str, span: Span) -> GResult<()> {
+        let f = self.clsflags;
+        let tagged = |tag: &str, msg: &str| format!("[{tag}] {msg}");
+        let fail = match what {
+            "discard" => None,
+            "commit" if f & (CLS_DATAREC | CLS_AGG) != 0 => Some(tagged(
+                "D_COMM_DREC",
+                "commit( ) may not follow data-recording action(s)",
+            )),
+            "speculate" if f & CLS_SPEC != 0 => Some(tagged(
+                "D_SPEC_SPEC",
+                "speculate( ) may not follow speculate( )",
+            )),
+            "speculate" if f & CLS_COMMIT != 0 => Some(tagged(
+                "D_SPEC_COMM",
+                "speculate( ) may not follow commit( )",
+            )),
+            "speculate" if f & (CLS_DATAREC | CLS_AGG) != 0 => Some(tagged(
+                "D_SPEC_DREC",
+                "speculate( ) may not follow data-recording action(s)",
+            )),
+            "commit" | "speculate" => None,
+            "an aggregation" if f & CLS_COMMIT != 0 => Some(tagged(
+                "D_AGG_COMM",
+                "aggregating actions may not follow commit( )",
+            )),
+            "an aggregation" if f & CLS_SPEC != 0 => Some(tagged(
+                "D_AGG_SPEC",
+                "aggregating actions may not follow speculate( )",
+            )),
+            "an aggregation" => None,
+            _ if f & CLS_SPEC != 0 && DESTRUCTIVE.contains(&what) => Some(tagged(
+                "D_ACT_SPEC",
+                "destructive actions may not follow speculate( )",
+            )),
+            "exit" if f & CLS_SPEC != 0 => {
+                Some(tagged("D_EXIT_SPEC", "exit( ) may not follow speculate( )"))
+            }
+            _ if f & CLS_COMMIT != 0 => Some(tagged(
+                "D_DREC_COMM",
+                "data-recording actions may not follow commit( )",
+            )),
+            _ => None,
+        };
+        if let Some(m) = fail {
+            return self.err(span, m);
+        }
+        self.not_speculated(what, span)?;
+        self.clsflags |= match what {
+            "commit" => CLS_COMMIT,
+            "discard" => 0,
+            "speculate" => CLS_SPEC,
+            "an aggregation" => CLS_AGG,
+            _ => CLS_DATAREC,
+        };
+        Ok(())
     }
 
     /// Refuses what a speculated clause may not do after `speculate()` (anything but
-    /// `trace`/`printf` and the clause's variables), as DTrace does.
-    pub(super) fn not_speculated(&self, what: &str, span: Span) -> GResult<()> {
+    /// `trace`/`printf` and the clause's variables): the kernel speculates only those.
+    fn not_speculated(&self, what: &str, span: Span) -> GResult<()> {
         let ok = matches!(what, "trace" | "printf" | "speculate");
-        if !ok && self.has_op(Op::Speculate) {
+        if !ok && self.clsflags & CLS_SPEC != 0 {
             let what = if what.starts_with("an ") {
                 what.to_string()
             } else {
@@ -124,18 +203,7 @@ impl Gen<'_> {
     pub(super) fn spec_action(&mut self, name: &str, args: &[Expr], span: Span) -> GResult<()> {
         let r = self.subr_args(name, args, span, &[Want::Int], 1)?;
         let op = match name {
-            "speculate" => {
-                if self.has_op(Op::Speculate) {
-                    return self.err(span, "speculate() may appear once in a clause");
-                }
-                if self.has_op(Op::Trace) || self.has_op(Op::Printf) {
-                    return self.err(
-                        span,
-                        "speculate() must come before the clause's data-recording actions",
-                    );
-                }
-                Op::Speculate
-            }
+            "speculate" => Op::Speculate,
             "commit" => Op::Commit,
             _ => Op::Discard,
         };
