@@ -132,7 +132,7 @@ expect "commit keeps, discard drops, on 4 CPUs" "1000 x 3, 0 other, rc=0" \
 run 'BEGIN { a = speculation(); b = speculation(); c = speculation();
      printf("%d %d %d\n", a, b, c); exit(0); }' -x nspec=2
 expect "nspec speculations, then unavailable" "1 2 0
-oxtrace: 1 failed speculation (no speculative buffer space available)" "$out
+oxtrace: 1 failed speculation (no speculative buffer available)" "$out
 $(echo "$err" | grep speculation)"
 
 # specsize=1k holds 12 records of 80 bytes: of 20, 8 are speculative drops. The commit

@@ -882,7 +882,7 @@ impl<'a> Run<'a> {
         }
         if specunavail > 0 {
             eprintln!(
-                "oxtrace: {specunavail} failed speculation{} (no speculative buffer space available)",
+                "oxtrace: {specunavail} failed speculation{} (no speculative buffer available)",
                 plural(specunavail)
             );
         }
