@@ -451,7 +451,9 @@ impl fmt::Display for FaultMsg {
         match self.code {
             1 => write!(f, "division by zero"),
             2 => write!(f, "invalid address ({:#x})", self.addr),
-            3 => write!(f, "invalid string"),
+            // A string that names none: NULL (a subroutine's "not found"), as DTrace words
+            // a read of it.
+            3 => write!(f, "invalid address (0x0)"),
             4 => write!(f, "tuple stack overflow"),
             5 => write!(f, "key does not match the variable's layout"),
             6 => write!(f, "out of scratch space"),

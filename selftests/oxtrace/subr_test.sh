@@ -5,7 +5,7 @@ cd "$(dirname "$0")" || exit 1
 . ./tap.sh
 
 echo "TAP version 13"
-plan 25
+plan 26
 
 run 'BEGIN {
 	this->p = "/usr/lib/../share//doc/";
@@ -47,6 +47,16 @@ run 'BEGIN {
 expect "NULL strings compare as empty; cleanpath, basename, dirname edges" "1 1 1 1||
 /a/c .. . |
 / . . /." "$out"
+
+# A NULL string read by a subroutine is an invalid address, as in DTrace; only strtok's
+# NULL written as such goes on with the last string.
+run 'BEGIN { strtok(strstr("abc", "def"), ""); } BEGIN { trace(strchr(NULL, 97)); }
+     BEGIN { printf("%s|\n", strtok("x", ",")); exit(0); }'
+if [ "$out" = "x|" ] && [ "$(echo "$err" | grep -c "invalid address (0x0)")" = 2 ]; then
+	ok "NULL strings are invalid addresses"
+else
+	nok "NULL strings are invalid addresses" "$out" "$err"
+fi
 
 run 'BEGIN {
 	this->s = strjoin("a,b", ",,c");

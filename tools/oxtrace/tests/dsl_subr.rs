@@ -460,12 +460,16 @@ fn string_subroutines_take_null_as_dtrace_does() {
         r#"BEGIN { trace(strchr(NULL, 'a')); }"#,
         r#"BEGIN { trace(strtok("a,b", NULL)); }"#,
         r#"BEGIN { trace(index(NULL, "a")); }"#,
+        r#"BEGIN { strtok(strstr("abc", "def"), ""); }"#,
     ] {
         let p = c(src);
         let mut s = Sim::default();
         s.fire(&p, &Firing::default());
         assert_eq!(s.faults.len(), 1, "{src}");
         assert_eq!(s.faults[0].1.kind, FaultKind::BadString, "{src}");
+        let (code, addr) = oxtrace_core::diag::fault_code(&s.faults[0].1.kind);
+        let msg = oxtrace_core::diag::FaultMsg { code, addr }.to_string();
+        assert_eq!(msg, "invalid address (0x0)", "{src}");
     }
     for (src, msg) in [
         (

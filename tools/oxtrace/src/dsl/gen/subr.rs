@@ -284,6 +284,16 @@ impl Gen<'_> {
         };
         if let Some((op, want)) = str2(name) {
             let r = self.subr_args(name, args, span, &want, 2)?;
+            if op == Op::Strtok && !super::expr::is_null(&args[0]) {
+                // Only the NULL written as such goes on with the last string: a NULL
+                // string that comes at run time (`strtok(strstr(s, t), d)`) is an invalid
+                // address, as in DTrace. Make it 1, which names no string.
+                let t = self.reg(span)?;
+                self.load_const(t, 0);
+                self.emit(Op::Eq, t, r[0], t, 0);
+                self.emit(Op::Or, r[0], r[0], t, 0);
+                self.release(t);
+            }
             let rd = self.reg(span)?;
             self.emit(op, rd, r[0], r[1], 0);
             self.release_regs(&r);
