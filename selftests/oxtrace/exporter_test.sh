@@ -75,6 +75,6 @@ expect "--listen :PORT serves on 127.0.0.1" \
 
 printf 'basic_auth_users:\n  alice: secret\n' >/tmp/web.yml
 run 'BEGIN { exit(0); }' --listen 0 --web-config /tmp/web.yml
-expect_fail "--web-config refuses a bad file with its line" "/tmp/web.yml:2:3: basic_auth_users: not a bcrypt hash"
+expect_fail "--web-config refuses a bad file with its line" "/tmp/web.yml:2:10: not a bcrypt hash"
 
 tap_exit

@@ -58,7 +58,8 @@ impl WebConfig {
         if blank {
             return Ok(WebConfig::default());
         }
-        let file: File = serde_yaml_ng::from_str(text).map_err(|e| {
+        let file: File = serde_saphyr::from_str(text).map_err(|e| {
+            let e = e.without_snippet();
             let msg = e.to_string();
             // The position goes in front, the way compilers say it.
             let msg = match msg.rfind(" at line ") {
