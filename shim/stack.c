@@ -59,6 +59,12 @@ unsigned int oxt_kernel_stack(struct pt_regs *regs, unsigned int from, unsigned 
 	bool kregs = regs && !user_mode(regs);
 	unsigned int n, i, start = 0, j = 0;
 
+	/*
+	 * A probe that interrupted user mode (profile) has no kernel stack: the
+	 * frames below it are the interrupt's, not the sampled thread's.
+	 */
+	if (regs && !kregs && from != OXT_STACK_FROM_HERE)
+		return 0;
 	if (kregs && from != OXT_STACK_FROM_HERE) {
 		struct unwind_state state;
 		unsigned long pc;

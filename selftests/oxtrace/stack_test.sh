@@ -7,7 +7,7 @@ cd "$(dirname "$0")" || exit 1
 W="./oxt_workload read 4 2000"
 
 echo "TAP version 13"
-plan 8
+plan 9
 
 # The frames without their offsets (they change with the build), one line: "a b c N".
 frames() {
@@ -59,6 +59,16 @@ k=$(echo "$out" | frames | sed 's/ oxt_ustack.*//')
 u=$(echo "$out" | grep -c '^ *oxt_ustack`oxt_deep+0x[0-9a-f]*$')
 expect "stack(127) and ustack(127) in one key" \
 	"vmlinux\`ksys_read vmlinux\`do_syscall_64 vmlinux\`entry_SYSCALL_64_after_hwframe 40" "$k $u"
+
+# A profile sample that caught the thread in user mode (arg1, the user PC, set) has no
+# kernel stack; one in the kernel (arg0 set) has its frames. Until 50 of each are seen.
+run 'profile-997 /pid == $target && arg1/ { @u[stackdepth] = count(); u++; }
+	profile-997 /pid == $target && arg0/ { @k[stackdepth > 0] = count(); k++; }
+	profile-997 /u >= 50 && k >= 50/ { exit(0); }
+	END { printa("user %d %@d\n", @u); printa("kernel %d %@d\n", @k); }' -c "./oxt_ustack spin"
+ud=$(echo "$out" | sed -n 's/^user \([0-9]*\) [0-9]*$/\1/p' | tr '\n' ' ' | sed 's/ $//')
+kd=$(echo "$out" | sed -n 's/^kernel \([0-9]*\) [0-9]*$/\1/p' | tr '\n' ' ' | sed 's/ $//')
+expect "profile in user mode: no kernel stack; in the kernel: its frames" "0 / 1" "$ud / $kd"
 
 run 'BEGIN { @[stack(0)] = count(); }'
 if [ $rc != 0 ] && echo "$err" | grep -q "frame count must be a constant from 1 to 127"; then
