@@ -65,7 +65,12 @@ static void reap(pid_t pid, int want)
 	}
 }
 
-/* Whether thread `pid` is in an interruptible sleep (state S). */
+/*
+ * Whether thread `pid` is off its run queue in a sleep: state S, and a wchan, which
+ * the kernel shows only once the thread was dequeued (get_wchan(): not on_rq), so its
+ * switch-out is bound to happen. State S alone is set before the sleeper checks its
+ * condition once more: a wakeup then would leave it on the CPU, with no sleep at all.
+ */
 static int sleeping(pid_t pid)
 {
 	char path[64], buf[256], *p;
@@ -82,7 +87,18 @@ static int sleeping(pid_t pid)
 		die("read stat");
 	buf[n] = 0;
 	p = strrchr(buf, ')');
-	return p && p[1] == ' ' && p[2] == 'S';
+	if (!p || p[1] != ' ' || p[2] != 'S')
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%d/wchan", pid);
+	fd = open(path, O_RDONLY);
+	if (fd < 0)
+		die("open wchan");
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n < 0)
+		die("read wchan");
+	buf[n] = 0;
+	return n > 0 && strcmp(buf, "0") != 0;
 }
 
 static void *nothing(void *arg)
