@@ -8,16 +8,7 @@ mod support;
 use oxtrace::agg::SortOrder;
 use oxtrace::runtime::sim::{Firing, OwnedItem, Sim};
 use oxtrace_core::action::{IntType, RecordKind};
-use support::{begin_table, c};
-
-/// Run BEGIN once and return what printf printed.
-fn run(src: &str) -> String {
-    let p = c(src);
-    let mut s = Sim::default();
-    s.fire(&p, &Firing::default());
-    assert!(s.faults.is_empty(), "faults: {:?}", s.faults);
-    s.printf_output(&p)
-}
+use support::{begin_table, c, run_begin as run};
 
 /// The items `trace()` recorded in BEGIN.
 fn traced(src: &str) -> Vec<OwnedItem> {

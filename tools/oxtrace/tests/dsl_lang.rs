@@ -8,22 +8,7 @@ use oxtrace::dsl::{compile, CompileOptions};
 use oxtrace::runtime::sim::{Firing, Sim};
 use oxtrace_core::action::FaultKind;
 use oxtrace_core::program::ProbeKind;
-use support::{c, err};
-
-/// Run BEGIN once and return what printf printed.
-fn run(src: &str) -> String {
-    let p = c(src);
-    let mut s = Sim::default();
-    s.fire(&p, &Firing::default());
-    assert!(s.faults.is_empty(), "faults: {:?}", s.faults);
-    s.printf_output(&p)
-}
-
-/// Check an error's position and message.
-fn bad(src: &str, pos: &str, msg: &str) {
-    let e = err(src);
-    assert_eq!((e.position().as_str(), e.msg.as_str()), (pos, msg), "{e}");
-}
+use support::{bad, c, err, run_begin as run};
 
 #[test]
 fn declared_globals_start_at_zero_and_keep_their_type() {

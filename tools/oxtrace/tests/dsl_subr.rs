@@ -7,16 +7,7 @@ use oxtrace::dsl::{compile, CompileOptions, Compiled};
 use oxtrace::runtime::sim::{Firing, Sim};
 use oxtrace_core::action::FaultKind;
 use oxtrace_core::program::ProbeKind;
-use support::c;
-
-/// Runs BEGIN of `src`; returns the printf output.
-fn begin(src: &str) -> String {
-    let p = c(src);
-    let mut s = Sim::default();
-    s.fire(&p, &Firing::default());
-    assert!(s.faults.is_empty(), "{:?}", s.faults);
-    s.printf_output(&p)
-}
+use support::{c, run_begin as begin};
 
 #[test]
 fn string_subroutines_print_what_dtrace_prints() {

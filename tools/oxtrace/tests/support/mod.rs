@@ -23,6 +23,21 @@ pub fn err(src: &str) -> CompileError {
     }
 }
 
+/// BEGIN of `src` run once in the simulator; what printf printed. A fault fails the test.
+pub fn run_begin(src: &str) -> String {
+    let p = c(src);
+    let mut s = Sim::default();
+    s.fire(&p, &Firing::default());
+    assert!(s.faults.is_empty(), "faults: {:?}", s.faults);
+    s.printf_output(&p)
+}
+
+/// Checks the compile error of `src`: its position (`line:column`) and message.
+pub fn bad(src: &str, pos: &str, msg: &str) {
+    let e = err(src);
+    assert_eq!((e.position().as_str(), e.msg.as_str()), (pos, msg), "{e}");
+}
+
 /// The compile error of `src` as its position and message.
 pub fn err_at(src: &str) -> (String, String) {
     let e = err(src);
