@@ -3,34 +3,15 @@
 //! leaves `DIR/known.svg` and `DIR/known.expect` (what a browser must show) for
 //! `scripts/test-flamegraph.sh`, which loads the SVG in headless Chromium.
 
+mod support;
+
 use oxtrace::agg::*;
 use oxtrace::output::flamegraph::{frame_color, LEGEND};
 use oxtrace::output::folded::FrameKind;
 use oxtrace::sym::ksym::Ksyms;
-use oxtrace_core::agg::{AggBuffer, AggFunc, KeyElem, SnapshotCursor};
-use oxtrace_core::ustack::{encode_sym, Style};
+use oxtrace_core::agg::{AggFunc, KeyElem};
 use std::collections::BTreeMap;
-
-fn table(defs: Vec<AggDef>, ups: &[(u32, Vec<KeyElem<'_>>, i64)]) -> AggTable {
-    let mut dict = Dictionary::new();
-    for d in defs {
-        dict.insert(d).unwrap();
-    }
-    let mut m = vec![0u64; 1 << 14];
-    AggBuffer::format(&mut m).unwrap();
-    for (id, key, v) in ups {
-        let func = dict.get(*id).unwrap().func;
-        let mut b = AggBuffer::attach(&mut m).unwrap();
-        b.apply(*id, &func, key, *v, 1).unwrap();
-    }
-    let b = AggBuffer::attach(&mut m).unwrap();
-    let mut buf = vec![0u8; b.snapshot_len()];
-    let mut cur = SnapshotCursor::new();
-    let n = b.serialize(0, &mut buf, &mut cur).unwrap();
-    let mut t = AggTable::new(dict);
-    t.merge_snapshots(&buf[..n]).unwrap();
-    t
-}
+use support::{stack_ref, table_of as table};
 
 fn stack_key(name: &str) -> KeyField {
     KeyField {
@@ -39,31 +20,14 @@ fn stack_key(name: &str) -> KeyField {
     }
 }
 
-/// A reference to a stack defined in the run's table, as the module's definition record
-/// and key would make it: innermost first, as the kernel and the user walk go.
-fn defined(user: bool, pid: u64, pcs: &[u64]) -> Vec<u8> {
-    use oxtrace_core::stack::{id, write_def, Def, DEF_KERNEL, DEF_MAX_BYTES, DEF_USER};
-    let i = id(user, pid, pcs);
-    let mut b = vec![0u8; DEF_MAX_BYTES];
-    let n = write_def(i, pid, pcs, &mut b);
-    let kind = if user { DEF_USER } else { DEF_KERNEL };
-    assert!(oxtrace::sym::stacks::define(
-        &Def::parse(kind, &b[..n]).unwrap()
-    ));
-    let style = if user { Style::Ustack } else { Style::Kstack };
-    let n = encode_sym(style, pid, i, &mut b);
-    b.truncate(n);
-    b
-}
-
 /// A kernel stack.
 fn kstack(pcs: &[u64]) -> Vec<u8> {
-    defined(false, 0, pcs)
+    stack_ref(false, 0, pcs)
 }
 
 /// A user stack of process `pid`.
 fn ustack(pid: u64, pcs: &[u64]) -> Vec<u8> {
-    defined(true, pid, pcs)
+    stack_ref(true, pid, pcs)
 }
 
 /// The frames the SVG draws: `(title text, fill)` of every `<g>` of the frames group.

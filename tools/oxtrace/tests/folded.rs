@@ -1,30 +1,12 @@
 //! `--oformat folded`: stack aggregations as the folded stacks flame graph tools read; printa's
 //! `%k` of a stack key.
 
+mod support;
+
 use oxtrace::agg::*;
 use oxtrace::sym::ksym::Ksyms;
-use oxtrace_core::agg::{AggBuffer, AggFunc, KeyElem, SnapshotCursor};
-
-fn table(defs: Vec<AggDef>, ups: &[(u32, Vec<KeyElem<'_>>, i64)]) -> AggTable {
-    let mut dict = Dictionary::new();
-    for d in defs {
-        dict.insert(d).unwrap();
-    }
-    let mut m = vec![0u64; 1 << 14];
-    AggBuffer::format(&mut m).unwrap();
-    for (id, key, v) in ups {
-        let func = dict.get(*id).unwrap().func;
-        let mut b = AggBuffer::attach(&mut m).unwrap();
-        b.apply(*id, &func, key, *v, 1).unwrap();
-    }
-    let b = AggBuffer::attach(&mut m).unwrap();
-    let mut buf = vec![0u8; b.snapshot_len()];
-    let mut cur = SnapshotCursor::new();
-    let n = b.serialize(0, &mut buf, &mut cur).unwrap();
-    let mut t = AggTable::new(dict);
-    t.merge_snapshots(&buf[..n]).unwrap();
-    t
-}
+use oxtrace_core::agg::{AggFunc, KeyElem};
+use support::{stack_ref, table_of as table};
 
 fn def(id: u32, func: AggFunc, keys: Vec<KeyField>) -> AggDef {
     AggDef {
@@ -38,16 +20,7 @@ fn def(id: u32, func: AggFunc, keys: Vec<KeyField>) -> AggDef {
 /// A reference to kernel stack `pcs`, defined in the run's table as the kernel's
 /// definition record would.
 fn kstack(pcs: &[u64]) -> Vec<u8> {
-    use oxtrace_core::stack::{id, write_def, Def, DEF_KERNEL, DEF_MAX_BYTES};
-    let i = id(false, 0, pcs);
-    let mut b = vec![0u8; DEF_MAX_BYTES];
-    let n = write_def(i, 0, pcs, &mut b);
-    assert!(oxtrace::sym::stacks::define(
-        &Def::parse(DEF_KERNEL, &b[..n]).unwrap()
-    ));
-    let n = oxtrace_core::ustack::encode_sym(oxtrace_core::ustack::Style::Kstack, 0, i, &mut b);
-    b.truncate(n);
-    b
+    stack_ref(false, 0, pcs)
 }
 
 fn stack_key() -> KeyField {

@@ -76,3 +76,45 @@ pub fn begin_table(p: &Compiled) -> AggTable {
     t.merge_snapshots(&buf[..n]).unwrap();
     t
 }
+
+/// The table the tool merges from one CPU's aggregation snapshot after the updates `ups`
+/// (`(aggregation id, key, value)`) of aggregations `defs`.
+pub fn table_of(defs: Vec<oxtrace::agg::AggDef>, ups: &[(u32, Vec<KeyElem<'_>>, i64)]) -> AggTable {
+    let mut dict = oxtrace::agg::Dictionary::new();
+    for d in defs {
+        dict.insert(d).unwrap();
+    }
+    let mut m = vec![0u64; 1 << 14];
+    AggBuffer::format(&mut m).unwrap();
+    for (id, key, v) in ups {
+        let func = dict.get(*id).unwrap().func;
+        let mut b = AggBuffer::attach(&mut m).unwrap();
+        b.apply(*id, &func, key, *v, 1).unwrap();
+    }
+    let b = AggBuffer::attach(&mut m).unwrap();
+    let mut buf = vec![0u8; b.snapshot_len()];
+    let mut cur = SnapshotCursor::new();
+    let n = b.serialize(0, &mut buf, &mut cur).unwrap();
+    let mut t = AggTable::new(dict);
+    t.merge_snapshots(&buf[..n]).unwrap();
+    t
+}
+
+/// A `stack()` (`user` false) or `ustack()` value naming the stack `pcs` (innermost
+/// first) of process `pid`, defined in the run's table as the module's definition record
+/// would define it.
+pub fn stack_ref(user: bool, pid: u64, pcs: &[u64]) -> Vec<u8> {
+    use oxtrace_core::stack::{id, write_def, Def, DEF_KERNEL, DEF_MAX_BYTES, DEF_USER};
+    use oxtrace_core::ustack::{encode_sym, Style};
+    let i = id(user, pid, pcs);
+    let mut b = vec![0u8; DEF_MAX_BYTES];
+    let n = write_def(i, pid, pcs, &mut b);
+    let kind = if user { DEF_USER } else { DEF_KERNEL };
+    assert!(oxtrace::sym::stacks::define(
+        &Def::parse(kind, &b[..n]).unwrap()
+    ));
+    let style = if user { Style::Ustack } else { Style::Kstack };
+    let n = encode_sym(style, pid, i, &mut b);
+    b.truncate(n);
+    b
+}
