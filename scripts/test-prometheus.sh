@@ -59,10 +59,8 @@ oxtrace -q -v --listen 0.0.0.0:9102 --web-config /extra/web.yml -x aggrate=100ms
 	>/tmp/tls.out 2>/tmp/tls.err &
 tls=$!
 # Its probes are enabled before the workload starts, so that it sees every read.
-until grep -q 'probes enabled' /tmp/tls.err; do
-	kill -0 $tls 2>/dev/null || { cat /tmp/tls.err; exit 1; }
-	sleep 0.1
-done
+. /selftests/tap.sh
+wait_for /tmp/tls.err 'probes enabled' $tls || { cat /tmp/tls.err; exit 1; }
 oxtrace -q --oformat openmetrics --listen 0.0.0.0:9100 -x aggrate=100ms \
 	-e 'fbt::ksys_read:entry /execname == "oxt_workload"/ { @reads = count(); @size = quantize(arg2); }' \
 	-c 'sh /extra/work.sh'

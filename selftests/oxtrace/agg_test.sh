@@ -81,13 +81,7 @@ p=$!
 wait_for /tmp/err 'probes enabled' $p
 ./oxt_workload read 4 2000
 # Scrape until a snapshot has all of the workload's reads (or the hang guard).
-i=0
-while [ $i -lt $((${OXT_GUARD:-1800} * 10)) ] && kill -0 $p 2>/dev/null; do
-	wget -q -O /tmp/metrics http://127.0.0.1:9910/metrics
-	grep -q '^oxtrace_reads_total 8000$\|^oxtrace_reads 8000$' /tmp/metrics && break
-	i=$((i + 1))
-	sleep 0.1
-done
+scrape_until http://127.0.0.1:9910/metrics '^oxtrace_reads_total 8000$\|^oxtrace_reads 8000$' $p
 kill -INT $p
 wait $p
 if grep -q '^oxtrace_reads_total 8000$\|^oxtrace_reads 8000$' /tmp/metrics &&

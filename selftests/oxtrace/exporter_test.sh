@@ -38,13 +38,7 @@ for phase in flood slow long garbage; do
 done
 
 # The exporter still answers, and the scrape has every read (the guard only ends a hang).
-i=0
-while [ $i -lt $((${OXT_GUARD:-1800} * 10)) ] && kill -0 $p 2>/dev/null; do
-	wget -q -O /tmp/metrics http://127.0.0.1:$PORT/metrics
-	grep -q '^oxtrace_reads_total 8000$' /tmp/metrics && break
-	i=$((i + 1))
-	sleep 0.1
-done
+scrape_until http://127.0.0.1:$PORT/metrics '^oxtrace_reads_total 8000$' $p
 after=$(hwm $p)
 kill -INT $p
 wait $p

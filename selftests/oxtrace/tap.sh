@@ -103,6 +103,20 @@ wait_for() {
 	done
 }
 
+# scrape_until URL REGEX PID: fetch URL into /tmp/metrics until it has a line matching
+# REGEX, while PID runs (the same hang guard); fails if it never does.
+scrape_until() {
+	_w=0
+	while kill -0 "$3" 2>/dev/null; do
+		wget -q -O /tmp/metrics "$1"
+		grep -q "$2" /tmp/metrics && return 0
+		_w=$((_w + 1))
+		[ $_w -le $((${OXT_GUARD:-1800} * 10)) ] || return 1
+		sleep 0.1
+	done
+	return 1
+}
+
 # wait_exit PID: until PID has exited (the same hang guard); fails if it has not.
 wait_exit() {
 	_w=0
