@@ -173,40 +173,7 @@ fn expr(e: &mut Expr, p: &Probe, h: &Hook) -> Result<(), (Span, String)> {
         *e = n;
         return Ok(());
     }
-    match &mut e.kind {
-        ExprKind::Index(_, v) | ExprKind::Call(_, v) => {
-            v.iter_mut().try_for_each(|x| expr(x, p, h))?
-        }
-        ExprKind::Subscript(a, v) => {
-            expr(a, p, h)?;
-            v.iter_mut().try_for_each(|x| expr(x, p, h))?
-        }
-        ExprKind::Unary(_, a)
-        | ExprKind::Cast(_, a)
-        | ExprKind::Member(a, _)
-        | ExprKind::Arrow(a, _)
-        | ExprKind::SizeofExpr(a)
-        | ExprKind::Xlate(_, a)
-        | ExprKind::IncDec { target: a, .. } => expr(a, p, h)?,
-        ExprKind::Binary(_, a, b) | ExprKind::Assign(_, a, b) | ExprKind::Comma(a, b) => {
-            expr(a, p, h)?;
-            expr(b, p, h)?
-        }
-        ExprKind::Ternary(a, b, c) => {
-            expr(a, p, h)?;
-            expr(b, p, h)?;
-            expr(c, p, h)?
-        }
-        ExprKind::Int(..)
-        | ExprKind::Str(_)
-        | ExprKind::Ident(_)
-        | ExprKind::This(_)
-        | ExprKind::SelfVar(_)
-        | ExprKind::AggRef(_)
-        | ExprKind::SizeofType(_)
-        | ExprKind::Offsetof(..) => {}
-    }
-    Ok(())
+    e.try_for_each_child_mut(|x| expr(x, p, h))
 }
 
 /// `args[0]: psinfo_t *, ...` or `no arguments`.
@@ -252,30 +219,10 @@ fn parse(text: &str, span: Span) -> Result<Expr, (Span, String)> {
 
 fn respan(e: &mut Expr, span: Span) {
     e.span = span;
-    match &mut e.kind {
-        ExprKind::Index(_, v) | ExprKind::Call(_, v) => v.iter_mut().for_each(|x| respan(x, span)),
-        ExprKind::Subscript(a, v) => {
-            respan(a, span);
-            v.iter_mut().for_each(|x| respan(x, span))
-        }
-        ExprKind::Unary(_, a)
-        | ExprKind::Cast(_, a)
-        | ExprKind::Member(a, _)
-        | ExprKind::Arrow(a, _)
-        | ExprKind::SizeofExpr(a)
-        | ExprKind::Xlate(_, a)
-        | ExprKind::IncDec { target: a, .. } => respan(a, span),
-        ExprKind::Binary(_, a, b) | ExprKind::Assign(_, a, b) | ExprKind::Comma(a, b) => {
-            respan(a, span);
-            respan(b, span)
-        }
-        ExprKind::Ternary(a, b, c) => {
-            respan(a, span);
-            respan(b, span);
-            respan(c, span)
-        }
-        _ => {}
-    }
+    let Ok(()) = e.try_for_each_child_mut(|x| {
+        respan(x, span);
+        Ok::<(), std::convert::Infallible>(())
+    });
 }
 
 #[cfg(test)]

@@ -320,6 +320,45 @@ pub struct Translator {
 }
 
 impl Expr {
+    /// Calls `f` on each direct sub-expression, in source order, until it fails: the one
+    /// walk of the tree's shape, for passes that rewrite expressions in place.
+    pub fn try_for_each_child_mut<E>(
+        &mut self,
+        mut f: impl FnMut(&mut Expr) -> Result<(), E>,
+    ) -> Result<(), E> {
+        match &mut self.kind {
+            ExprKind::Index(_, v) | ExprKind::Call(_, v) => v.iter_mut().try_for_each(f),
+            ExprKind::Subscript(a, v) => {
+                f(a)?;
+                v.iter_mut().try_for_each(f)
+            }
+            ExprKind::Unary(_, a)
+            | ExprKind::Cast(_, a)
+            | ExprKind::Member(a, _)
+            | ExprKind::Arrow(a, _)
+            | ExprKind::SizeofExpr(a)
+            | ExprKind::Xlate(_, a)
+            | ExprKind::IncDec { target: a, .. } => f(a),
+            ExprKind::Binary(_, a, b) | ExprKind::Assign(_, a, b) | ExprKind::Comma(a, b) => {
+                f(a)?;
+                f(b)
+            }
+            ExprKind::Ternary(a, b, c) => {
+                f(a)?;
+                f(b)?;
+                f(c)
+            }
+            ExprKind::Int(..)
+            | ExprKind::Str(_)
+            | ExprKind::Ident(_)
+            | ExprKind::This(_)
+            | ExprKind::SelfVar(_)
+            | ExprKind::AggRef(_)
+            | ExprKind::SizeofType(_)
+            | ExprKind::Offsetof(..) => Ok(()),
+        }
+    }
+
     /// Whether the expression names storage (a variable, member, element or dereference):
     /// what may be assigned to, incremented, or have its address taken.
     pub fn is_place(&self) -> bool {
