@@ -73,14 +73,16 @@ WLS = [("1t", "read loop, 1 thread"), ("4t", "read loop, 4 threads"),
 PAIRS = ["empty", "count", "hist", "sum", "trace", "ten", "sysread", "profile", "upid",
          "usdt"]
 DESC = {
-    "empty": ("fbt::ksys_read:entry /0/ { }", "kprobe:ksys_read { }"),
-    "count": ("@[pid] = count()", "@[pid] = count()"),
-    "hist": ("self->ts + quantize", "@start[tid] + hist"),
-    "sum": ("@s = sum(arg0)", "@s = sum(arg0)"),
-    "trace": ("trace(pid)", "printf(\"%d\\n\", pid)"),
-    "ten": ("10 clauses @cN = count() on one probe", "10 blocks @cN = count()"),
+    "empty": ("fbt::ksys_read:entry /0/ { }", "kprobe:ksys_read { }", "kfunc:ksys_read { }"),
+    "count": ("@[pid] = count()", "@[pid] = count()", "@[pid] = count()"),
+    "hist": ("self->ts + quantize", "@start[tid] + hist", "kretfunc: @start[tid] + hist"),
+    "sum": ("@s = sum(arg0)", "@s = sum(arg0)", "@s = sum(args->fd)"),
+    "trace": ("trace(pid)", "printf(\"%d\\n\", pid)", "printf(\"%d\\n\", pid)"),
+    "ten": ("10 clauses @cN = count() on one probe", "10 blocks @cN = count()",
+            "10 kfunc: blocks @cN = count()"),
     "sysread": ("syscall::read:entry @[pid] = count()",
-                "tracepoint:syscalls:sys_enter_read @[pid] = count()"),
+                "tracepoint:syscalls:sys_enter_read @[pid] = count()",
+                "kfunc:__x64_sys_read @[pid] = count()"),
     "profile": ("profile-997 @[cpu] = count()", "profile:hz:997 @[cpu] = count()"),
     "upid": ("pid$target:a.out:oxt_ucall:entry @ = count()",
              "uprobe:BIN:oxt_ucall @ = count()"),
@@ -99,8 +101,8 @@ def fmt(x, p=0):
 
 
 data = {"workloads": {}, "targets": [], "notes": notes}
-TOOLS = ["oxtrace", "oxtrace-o2", "bpftrace"]
-SHORT = {"oxtrace": "ox", "oxtrace-o2": "o2", "bpftrace": "bt"}
+TOOLS = ["oxtrace", "oxtrace-o2", "bpftrace", "bpftrace-kfunc"]
+SHORT = {"oxtrace": "ox", "oxtrace-o2": "o2", "bpftrace": "bt", "bpftrace-kfunc": "bk"}
 # scripts/bench.sh names the module of the o2 column when BENCH_VARIANT_KO gave it.
 variant = os.environ.get("OXT_BENCH_VARIANT", "")
 o2_desc = (f"o2 = the module BENCH_VARIANT_KO gave ({variant}), in the same boot"
@@ -117,9 +119,14 @@ md = ["# oxtrace vs bpftrace (make bench)" if not icount else
       "# oxtrace vs bpftrace in instructions (make bench, second boot under -icount)", "",
       f"{unit}. ox = oxtrace.ko as "
       f"shipped (Kbuild builds its Rust at -Copt-level=2), {o2_desc}, "
-      "bt = bpftrace. added = median - no-probe median; x/bt = added / "
-      "bpftrace's added; act/probe = (pair - empty) / (empty - none) of the same tool.", "",
-      f"Pairs: {', '.join(f'{p}: `{a}` vs `{b}`' for p, (a, b) in DESC.items())}.", ""]
+      "bt = bpftrace on kprobe:/kretprobe: (tracepoint: for sysread, uprobe:/usdt: for the "
+      "user-space pairs), bk = bpftrace on kfunc:/kretfunc: (BPF trampolines; the same "
+      "program, kfunc:__x64_sys_read for sysread). added = median - no-probe median; "
+      "x/bt, x/bk = added / bpftrace's added; act/probe = (pair - empty) / (empty - none) "
+      "of the same tool.", "",
+      "Pairs: " + ", ".join(f"{p}: `{d[0]}` vs `{d[1]}`" + (f" and `{d[2]}`" if len(d) > 2 else
+                                                        " (no kfunc variant)")
+                          for p, d in DESC.items()) + ".", ""]
 
 
 def spread(v):
@@ -172,9 +179,10 @@ for wl, wdesc in WLS:
     w = {"none_ns": base, "none_runs": nb, "pairs": {}}
     u = "ins" if icount else "ns"
     md += [f"## {wdesc} (no probe: {base:.0f} {u}, {nb} runs)", "",
-           f"| pair | ox {u} | o2 {u} | bt {u} | ox added | o2 added | bt added | ox/bt | o2/bt "
-           "| ox act/probe | o2 act/probe | bt act/probe | runs ox/o2/bt |",
-           "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+           f"| pair | ox {u} | o2 {u} | bt {u} | bk {u} | ox added | o2 added | bt added "
+           "| bk added | ox/bt | o2/bt | ox/bk | o2/bk | ox act/probe | o2 act/probe "
+           "| bt act/probe | bk act/probe | runs ox/o2/bt/bk |",
+           "|---|" + "---:|" * 16 + "---|"]
     empty = {t: med("empty", t, wl)[0] for t in TOOLS}
     for p in PAIRS:
         m = {t: med(p, t, wl) for t in TOOLS}
@@ -190,14 +198,18 @@ for wl, wdesc in WLS:
                 act = (v - eb) / (eb - base)
             e[t] = {"ns": v, "added_ns": added, "action_over_probe": act, "runs": m[t][1]}
         bta = e["bpftrace"]["added_ns"]
+        bka = e["bpftrace-kfunc"]["added_ns"]
         for t in ("oxtrace", "oxtrace-o2"):
             a = e[t]["added_ns"]
             e[t]["over_bpftrace"] = a / bta if a is not None and bta else None
+            e[t]["over_bpftrace_kfunc"] = a / bka if a is not None and bka else None
         w["pairs"][p] = e
         md.append(f"| {p} | " + " | ".join(fmt(e[t]["ns"]) for t in TOOLS) + " | "
                   + " | ".join(fmt(e[t]["added_ns"]) for t in TOOLS) + " | "
                   + f"{fmt(e['oxtrace']['over_bpftrace'], 2)} | "
                   + f"{fmt(e['oxtrace-o2']['over_bpftrace'], 2)} | "
+                  + f"{fmt(e['oxtrace']['over_bpftrace_kfunc'], 2)} | "
+                  + f"{fmt(e['oxtrace-o2']['over_bpftrace_kfunc'], 2)} | "
                   + " | ".join(fmt(e[t]["action_over_probe"], 2) for t in TOOLS) + " | "
                   + "/".join(str(e[t]["runs"]) for t in TOOLS) + " |")
     md.append("")
@@ -245,7 +257,7 @@ def target(name, wl, pair, key, limit):
     rows = []
     for t in ("oxtrace", "oxtrace-o2"):
         v = data["workloads"].get(wl, {}).get("pairs", {}).get(pair, {}).get(t, {}).get(key)
-        if v is None and t == "oxtrace-o2":
+        if v is None:
             continue
         data["targets"].append({"target": name, "module": t, "workload": wl, "value": v,
                                 "limit": limit, "met": None if v is None else v <= limit})
@@ -254,25 +266,31 @@ def target(name, wl, pair, key, limit):
     return "\n".join(rows)
 
 
+def addt(*a):
+    row = target(*a)
+    if row:
+        md.append(row)
+
+
 md += ["## Targets (printed, not enforced)", "",
        "| target | module | workload | measured | limit | |", "|---|---|---|---:|---:|---|"]
-for wl in ("1t", "4t"):
-    md.append(target("count: oxtrace added / bpftrace added", wl, "count", "over_bpftrace", 0.8))
-for wl in ("1t", "4t", "lat"):
-    md.append(target("latency histogram: oxtrace / bpftrace", wl, "hist", "over_bpftrace", 1.0))
-for wl in ("1t", "4t"):
-    md.append(target("trace() / bpftrace's printf", wl, "trace", "over_bpftrace", 1.0))
-for wl in ("1t", "4t", "lat"):
-    md.append(target("empty clause / bpftrace's empty probe", wl, "empty", "over_bpftrace", 1.0))
-for wl in ("1t", "4t"):
-    md.append(target("count action / bare kprobe", wl, "count", "action_over_probe", 0.25))
+# Every pair against bpftrace's kprobe/tracepoint/uprobe program (0.8) and its kfunc
+# program (1.0), on 1 and 4 threads and the 16 KiB read.
+for p in ("empty", "count", "sum", "hist", "trace", "ten", "sysread"):
+    for wl in ("1t", "4t", "lat"):
+        addt(f"{p}: / bpftrace kprobe{'/tracepoint' if p == 'sysread' else ''}",
+             wl, p, "over_bpftrace", 0.8)
+    for wl in ("1t", "4t", "lat"):
+        addt(f"{p}: / bpftrace kfunc", wl, p, "over_bpftrace_kfunc", 1.0)
 for wl in ("u1t", "u4t"):
-    md.append(target("uprobe count: oxtrace added / bpftrace added", wl, "upid",
-                     "over_bpftrace", 0.8))
+    addt("upid: / bpftrace uprobe", wl, "upid", "over_bpftrace", 0.8)
 for wl in ("s1t", "s4t"):
-    md.append(target("USDT count: oxtrace added / bpftrace added", wl, "usdt",
-                     "over_bpftrace", 0.8))
+    addt("usdt: / bpftrace usdt", wl, "usdt", "over_bpftrace", 0.8)
+for p in ("count", "sum", "trace"):
+    for wl in ("1t", "4t"):
+        addt(f"{p} action / bare hook (act/probe)", wl, p, "action_over_probe", 0.25)
 md.append("")
+
 
 # The providers' pairs: the hook every system call passes, and sampling every CPU.
 prov = []

@@ -150,6 +150,23 @@ kretprobe:ksys_read /@start[tid]/ { @ = hist(nsecs - @start[tid]); delete(@start
 	esac
 }
 
+# btk_prog PAIR: the pair's bpftrace program on kfunc:/kretfunc: (BPF trampolines, its
+# cheapest kernel attach; it needs the kernel's BTF), where one applies: empty if none.
+btk_prog() {
+	case $1 in
+	empty) echo 'kfunc:ksys_read { }' ;;
+	count) echo 'kfunc:ksys_read { @[pid] = count(); }' ;;
+	# arg0 of a kprobe is ksys_read's first parameter, fd.
+	sum) echo 'kfunc:ksys_read { @s = sum(args->fd); }' ;;
+	trace) echo 'kfunc:ksys_read { printf("%d\n", pid); }' ;;
+	hist) echo 'kfunc:ksys_read { @start[tid] = nsecs; }
+kretfunc:ksys_read /@start[tid]/ { @ = hist(nsecs - @start[tid]); delete(@start[tid]); }' ;;
+	ten) for i in 0 1 2 3 4 5 6 7 8 9; do echo "kfunc:ksys_read { @c$i = count(); }"; done ;;
+	# The read system call's own function: the entry of read(2) alone, as the tracepoint.
+	sysread) echo 'kfunc:__x64_sys_read { @[pid] = count(); }' ;;
+	esac
+}
+
 # run_none ROUND W...
 run_none() {
 	round=$1
@@ -206,8 +223,9 @@ stop() {
 	wait $1
 }
 
-# bt_start ROUND PAIR: bpftrace on PAIR's program in the background (pid in bt), returned
-# from once its BEGIN probe ran (LLVM codegen under TCG takes ~20 s). Fails if it did not
+# bt_start ROUND PAIR [GEN]: bpftrace on PAIR's program (GEN PAIR, default bt_prog) in the
+# background (pid in bt), returned from once its BEGIN probe ran (LLVM codegen under TCG
+# takes ~20 s), which bpftrace runs after attaching every other probe. Fails if it did not
 # start.
 bt_start() {
 	rm -f $H/tmp/bt.out
@@ -217,7 +235,7 @@ bt_start() {
 	rb=64
 	[ "$2" != trace ] || rb=4096
 	BPFTRACE_PERF_RB_PAGES=$rb chroot $H /usr/bin/bpftrace \
-		-e "BEGIN { printf(\"OXB-READY\\n\"); } $(bt_prog "$2")" >$H/tmp/bt.out 2>&1 &
+		-e "BEGIN { printf(\"OXB-READY\\n\"); } $(${3:-bt_prog} "$2")" >$H/tmp/bt.out 2>&1 &
 	bt=$!
 	t=0
 	while ! grep -q OXB-READY $H/tmp/bt.out 2>/dev/null; do
@@ -233,24 +251,25 @@ bt_start() {
 	echo "NOTE bpftrace $2 round $1 ready after ${t}s"
 }
 
-# bt_session ROUND PAIR W,...: the workloads under bpftrace, then stopped with SIGINT.
+# bt_session ROUND PAIR W,... [GEN]: the workloads under bpftrace, then stopped with SIGINT.
 bt_session() {
-	bt_start "$1" "$2" || return 1
+	bt_start "$1" "$2" "$4" || return 1
 	sh /tmp/wl.sh "$3"
 	stop $bt "bpftrace $2 round $1"
 	lost=$(grep -i 'lost' $H/tmp/bt.out | head -n 2 | tr '\n' ' ')
 	[ -z "$lost" ] || echo "NOTE bpftrace $2 round $1: $lost"
 }
 
-# run_bt ROUND PAIR
+# run_bt ROUND PAIR [GEN TOOL]: bpftrace's kprobe/tracepoint program, or GEN's (btk_prog,
+# reported as TOOL bpftrace-kfunc).
 run_bt() {
 	for wls in $(sessions "$2"); do
-		bt_session "$1" "$2" "$wls" || {
+		bt_session "$1" "$2" "$wls" "$3" || {
 			rm -f /tmp/wl.out
 			return
 		}
 	done
-	emit "$1" "$2" bpftrace
+	emit "$1" "$2" "${4:-bpftrace}"
 }
 
 echo "NOTE guest $(nproc) CPUs, $(free -m | awk '/Mem:/ { print $2 }') MiB, kernel $(uname -r)"
@@ -264,6 +283,15 @@ elif ! chroot $H /usr/bin/bpftrace --version >/tmp/btv 2>&1; then
 else
 	echo "NOTE $(cat /tmp/btv)"
 	echo "NOTE bpftrace's sysread program: $(bt_prog sysread)"
+	chroot $H /usr/bin/bpftrace --info >/tmp/btinfo 2>&1
+	echo "NOTE bpftrace features: $(grep -Ei '^ *(btf|kfunc|fentry|kprobe_multi|kprobe multi)[a-z_ ]*:' /tmp/btinfo | sed 's/^ *//' | tr '\n' ' ')"
+fi
+# The kfunc variant of each pair: when bpftrace finds BTF and BPF trampolines.
+have_btk=0
+if [ $have_bt = 1 ] && grep -Eqi '^ *(kfunc|fentry): yes' /tmp/btinfo; then
+	have_btk=1
+elif [ $have_bt = 1 ]; then
+	echo "NOTE bpftrace has no kfunc: on this kernel: the kfunc variants do not run"
 fi
 
 r=1
@@ -272,6 +300,7 @@ while want pairs && [ $r -le "$ROUNDS" ]; do
 	for p in $PAIRS; do
 		run_ox $r "$p"
 		[ $have_bt = 0 ] || run_bt $r "$p"
+		[ $have_btk = 0 ] || [ -z "$(btk_prog "$p")" ] || run_bt $r "$p" btk_prog bpftrace-kfunc
 		case " $VARIANT " in *" $p "*) run_ox2 $r "$p" ;; esac
 		run_none $r $(wl_arg "$p")
 	done
