@@ -21,7 +21,7 @@ import sys
 
 raw, splats, md_out, json_out = sys.argv[1:5]
 kv = re.compile(r"(\w+)=(\S+)")
-res, notes, keys, dyn, clean, attach = [], [], [], [], [], []
+res, notes, keys, dyn, clean, attach, scaleatt = [], [], [], [], [], [], []
 aggbench = []
 prof, cur = [], None
 for line in open(raw, errors="replace"):
@@ -48,9 +48,10 @@ for line in open(raw, errors="replace"):
         aggbench.append(line[9:])
     elif line.startswith("NOTE "):
         notes.append(line[5:])
-    elif line.startswith(("KEYS ", "DYN ", "CLEAN ", "ATTACH ")):
+    elif line.startswith(("KEYS ", "DYN ", "CLEAN ", "ATTACH ", "SCALEATT ")):
         d = dict(kv.findall(line))
-        {"KEYS": keys, "DYN": dyn, "CLEAN": clean, "ATTACH": attach}[line.split()[0]].append(d)
+        {"KEYS": keys, "DYN": dyn, "CLEAN": clean, "ATTACH": attach,
+         "SCALEATT": scaleatt}[line.split()[0]].append(d)
 
 # Under -icount the guest's clock counts its instructions: nothing to calibrate.
 icount = os.environ.get("OXT_BENCH_ICOUNT", "") not in ("", "0")
@@ -264,6 +265,39 @@ def target(name, wl, pair, key, limit):
         state = "n/a" if v is None else ("met" if v <= limit else "NOT met")
         rows.append(f"| {name} | {SHORT[t]} | {wl} | {fmt(v, 2)} | ≤ {limit} | {state} |")
     return "\n".join(rows)
+# The scale section: one firing of the count pair with N functions attached (pair scaleN,
+# 1-thread loop), and attaching and detaching N functions.
+scale_ns = sorted({int(r["pair"][5:]) for r in res
+                   if r.get("pair", "").startswith("scale") and r["pair"][5:].isdigit()})
+scale = {}
+for n in scale_ns:
+    base = data["workloads"].get("1t", {}).get("none_ns")
+    for t in ("oxtrace", "bpftrace"):
+        v, k = med(f"scale{n}", t, "1t")
+        scale.setdefault(t, {})[n] = {"ns": v, "runs": k,
+                                      "added_ns": None if v is None or base is None
+                                      else v - base}
+for t, by in scale.items():
+    one = by.get(min(by)) if by else None
+    for n, e in by.items():
+        e["over_one"] = (e["added_ns"] / one["added_ns"]
+                         if one and e["added_ns"] is not None and one["added_ns"] else None)
+if scale:
+    data["scale"] = scale
+att = {}
+for d in scaleatt:
+    try:
+        n, t = int(d["n"]), d["tool"]
+        att.setdefault(t, {}).setdefault(n, []).append(
+            (int(d["attach_us"]) / 1000, int(d["detach_ms"]), int(d.get("probes") or 0)))
+    except (KeyError, ValueError):
+        continue
+att_med = {t: {n: (statistics.median(a for a, _, _ in v), statistics.median(b for _, b, _ in v),
+                   max(p for _, _, p in v), len(v)) for n, v in by.items()}
+           for t, by in att.items()}
+if att_med:
+    data["scale_attach"] = {t: {n: {"attach_ms": a, "detach_ms": b, "probes": p, "runs": k}
+                                for n, (a, b, p, k) in by.items()} for t, by in att_med.items()}
 
 
 def addt(*a):
@@ -289,7 +323,66 @@ for wl in ("s1t", "s4t"):
 for p in ("count", "sum", "trace"):
     for wl in ("1t", "4t"):
         addt(f"{p} action / bare hook (act/probe)", wl, p, "action_over_probe", 0.25)
+
+
+def plain(name, value, limit, met, prec=2):
+    data["targets"].append({"target": name, "value": value, "limit": limit, "met": met})
+    state = "n/a" if met is None else ("met" if met else "NOT met")
+    return f"| {name} | ox | - | {fmt(value, prec)} | {limit} | {state} |"
+
+
+ox_scale = scale.get("oxtrace", {})
+if ox_scale and max(ox_scale) > min(ox_scale):
+    e = ox_scale[max(ox_scale)]
+    v = e["over_one"]
+    md.append(plain(f"firing with {max(ox_scale)} attached / with {min(ox_scale)}", v,
+                    "≤ 1.1", None if v is None else v <= 1.1))
+for n, (a, b, _, _) in sorted(att_med.get("oxtrace", {}).items()):
+    bt = att_med.get("bpftrace", {}).get(n)
+    for what, v, w in (("attach", a, bt[0] if bt else None), ("detach", b, bt[1] if bt else None)):
+        met = v <= 1000 and (w is None or v <= w)
+        md.append(plain(f"{what} {n} functions, ms (≤ 1000 and ≤ bpftrace's"
+                        f" {fmt(w, 0)})", v, "≤ 1000", met, 0))
 md.append("")
+
+if scale:
+    base = data["workloads"].get("1t", {}).get("none_ns")
+    u = "ins" if icount else "ns"
+    md += ["## Scale: one firing with N functions attached", "",
+           "The count pair on ksys_read (1-thread read loop) with N - 1 cold functions attached "
+           "beside it by one clause (`@cold = count()`): whole groups of traceable functions "
+           "sharing a name prefix, none of which ran under the function tracer during the "
+           "loop, one wildcard per group (oxtrace `fbt::PREFIX*:entry`, bpftrace "
+           "`kprobe:PREFIX*`, one kprobe_multi link each). x1 = added cost over the same "
+           f"tool's with one function. No probe: {fmt(base)} {u}.", "",
+           f"| N | ox {u} | ox added | ox x1 | bt {u} | bt added | bt x1 | ox/bt | runs ox/bt |",
+           "|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+    for n in scale_ns:
+        o, b = scale.get("oxtrace", {}).get(n, {}), scale.get("bpftrace", {}).get(n, {})
+        r = (o["added_ns"] / b["added_ns"] if o.get("added_ns") is not None
+             and b.get("added_ns") else None)
+        md.append(f"| {n} | {fmt(o.get('ns'))} | {fmt(o.get('added_ns'))} | "
+                  f"{fmt(o.get('over_one'), 2)} | {fmt(b.get('ns'))} | {fmt(b.get('added_ns'))} "
+                  f"| {fmt(b.get('over_one'), 2)} | {fmt(r, 2)} | {o.get('runs', 0)}/"
+                  f"{b.get('runs', 0)} |")
+    md.append("")
+if att_med:
+    md += ["## Scale: attaching and detaching N functions", "",
+           "The cold groups alone, a clause without action. Attach: oxtrace's LOAD ioctl (every "
+           "probe registered), as the tool times it; bpftrace's `Attaching N probes` line to "
+           "its BEGIN probe's output (run once every probe is attached), lines polled every "
+           "20 ms. Detach: SIGINT to the tool's exit. Medians, ms (under -icount, millions "
+           "of instructions). probes: what each tool reports (bpftrace counts a kprobe_multi "
+           "link as one probe).", "",
+           "| N | ox attach | ox detach | ox probes | bt attach | bt detach | bt probes | runs |",
+           "|---:|---:|---:|---:|---:|---:|---:|---|"]
+    for n in sorted({n for by in att_med.values() for n in by}):
+        o = att_med.get("oxtrace", {}).get(n, (None, None, None, 0))
+        b = att_med.get("bpftrace", {}).get(n, (None, None, None, 0))
+        md.append(f"| {n} | {fmt(o[0], 1)} | {fmt(o[1])} | {o[2] if o[2] is not None else '-'} "
+                  f"| {fmt(b[0], 1)} | {fmt(b[1])} | {b[2] if b[2] is not None else '-'} "
+                  f"| {o[3]}/{b[3]} |")
+    md.append("")
 
 
 # The providers' pairs: the hook every system call passes, and sampling every CPU.

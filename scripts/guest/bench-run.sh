@@ -11,10 +11,12 @@
 # NS (blocks of the CPU-bound workload per thread), KEYS (distinct keys), ATTACH
 # (probes of the attach timing; 0: none), PAIRS (which pairs), PROFILE (pairs to profile with the
 # host's perf: cpu-clock samples on the workload's CPU, where the time goes), ONLY
-# (the sections to run, of "pairs bulk keys attach dyn clean profile"; empty: all), WLS
+# (the sections to run, of "pairs bulk keys attach scale dyn clean profile"; empty:
+# all), SCALE_N (functions attached in the scale section), SCALE_ROUNDS (its rounds), WLS
 # (which read loops the pairs run, of "1t 4t lat"), NU (calls per thread of the user-space
 # pairs' loops).
 ROUNDS=5 N1=200000 N4=100000 NL=20000 LSIZE=16384 NS=300 KEYS=100000 ATTACH=1000 NU=200000
+SCALE_N="1 1000 10000" SCALE_ROUNDS=2
 WLS="1t 4t lat"
 PAIRS="empty count hist sum trace ten sysread profile upid usdt"
 PROFILE="empty count hist"
@@ -385,6 +387,172 @@ if want attach && [ "$ATTACH" -gt 0 ]; then
 		oxtrace -q -v -s /tmp/attach.d -c true >/dev/null 2>/tmp/ox.err
 		echo "ATTACH round=$r $(sed -n 's/^oxtrace: load attached \([0-9]*\) probes in \([0-9]*\) us/probes=\1 us=\2/p' /tmp/ox.err)"
 		grep -q 'load attached' /tmp/ox.err || echo "NOTE attach: $(head -c 300 /tmp/ox.err)"
+	done
+fi
+
+# The kernel's tracefs and debugfs in the initramfs root (as the host root has them).
+mount_tracefs() {
+	# tracefs and debugfs files have size 0: test for a first line, not with -s
+	has() { [ -n "$(head -n 1 "$1" 2>/dev/null)" ]; }
+	has /sys/kernel/tracing/available_filter_functions ||
+		mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null
+	has /sys/kernel/debug/kprobes/blacklist ||
+		mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
+}
+# up_ms: /proc/uptime in milliseconds (10 ms steps).
+up_ms() {
+	read -r u _ </proc/uptime
+	echo "$u" | awk '{ printf "%d", $1 * 1000 }'
+}
+# wait_for FILE PATTERN PID: until FILE has a line matching PATTERN (grep -E), polled every
+# 20 ms; fails if PID exits first or after 600 s.
+wait_for() {
+	t=0
+	while ! grep -qE "$2" "$1" 2>/dev/null; do
+		kill -0 "$3" 2>/dev/null && [ $t -lt 30000 ] || return 1
+		sleep 0.02
+		t=$((t + 1))
+	done
+}
+
+# Scale: one firing of a count probe on ksys_read with 0, SCALE_N-1 cold functions
+# attached beside it, and the time to attach and detach them, for both tools. The cold
+# functions are whole groups of the kernel's traceable functions sharing a name prefix
+# (one wildcard each, so that bpftrace attaches a group with one kprobe_multi link), none
+# of whose functions ran while the function tracer watched the 1-thread read loop and the
+# idle CPUs: cold, so that a firing of the hot probe is all the loop pays for.
+if want scale && [ -n "$SCALE_N" ]; then
+	mount_tracefs
+	T=/sys/kernel/tracing
+	grep -v -e '\[' $T/available_filter_functions | awk '{ print $1 }' | sort -u >/tmp/aff
+	oxtrace -l 'fbt:::entry' | awk 'NR > 1 && NF == 5 { print $4 }' | sort -u >/tmp/oxf
+	# Hot: what the function tracer saw run on any CPU during a short read loop.
+	echo 0 >$T/tracing_on
+	echo function >$T/current_tracer
+	echo >$T/trace
+	echo 1 >$T/tracing_on
+	$B read 1 3000 1 >/dev/null
+	echo 0 >$T/tracing_on
+	awk '{ for (i = 2; i <= NF; i++) if ($i ~ /^<-/) { print $(i - 1); print substr($i, 3) } }' \
+		$T/trace | sed 's/[.+].*//' | sort -u >/tmp/hot
+	echo nop >$T/current_tracer
+	echo >$T/trace
+	echo "NOTE scale: $(wc -l </tmp/hot) functions ran under the tracer, of $(wc -l </tmp/aff) traceable; oxtrace lists $(wc -l </tmp/oxf)"
+	# cold_groups N: maximal name prefixes (1-6 characters) of the traceable functions with
+	# no hot function among them, the largest first, taken while their oxtrace-probeable
+	# functions stay within N + 5 %, until N: lines "PREFIX NOX NALL".
+	cold_groups() {
+		awk -v n="$1" '
+		FILENAME == "/tmp/hot" { hot[$1] = 1; next }
+		FILENAME == "/tmp/oxf" { ox[$1] = 1; next }
+		{
+			f = $1; h = (f in hot) || (substr(f, 1, index(f ".", ".") - 1) in hot)
+			for (l = 1; l <= 6 && l <= length(f); l++) {
+				p = substr(f, 1, l); all[p]++; if (f in ox) nox[p]++; if (h) hp[p] = 1
+			}
+		}
+		END {
+			for (p in all) {
+				if ((p in hp) || !nox[p]) continue
+				q = substr(p, 1, length(p) - 1)
+				if (length(p) > 1 && !(q in hp)) continue
+				print nox[p], all[p], p
+			}
+		}' /tmp/hot /tmp/oxf /tmp/aff | sort -k1,1nr -k3,3 |
+			awk -v n="$1" '{ if (t < n && t + $1 <= n * 1.05) { print $3, $1, $2; t += $1 } }'
+	}
+	for n in $SCALE_N; do
+		[ "$n" -gt 1 ] || continue
+		cold_groups $((n - 1)) >/tmp/cold.$n
+		nox=$(awk '{ t += $2 } END { print t + 0 }' /tmp/cold.$n)
+		nall=$(awk '{ t += $3 } END { print t + 0 }' /tmp/cold.$n)
+		echo "NOTE scale n=$n: $(wc -l </tmp/cold.$n) prefixes, $nox functions oxtrace probes, $nall traceable ($(head -n 3 /tmp/cold.$n | awk '{ printf "%s* %s, ", $1, $3 }')...)"
+		awk '{ printf "%sfbt::%s*:entry", (NR > 1 ? ",\n" : ""), $1 }' /tmp/cold.$n >/tmp/coldox.$n
+		awk '{ printf "%skprobe:%s*", (NR > 1 ? ",\n" : ""), $1 }' /tmp/cold.$n >/tmp/coldbt.$n
+	done
+	# One firing with n functions attached: the count pair plus a clause on the cold ones
+	# (@cold counts any of them that fired after all).
+	scale_prog_ox() {
+		echo "$(ox_prog count)"
+		[ ! -f /tmp/coldox.$1 ] || echo "$(cat /tmp/coldox.$1) { @cold = count(); }
+END { printa(\"OXCOLD %@d\\n\", @cold); }"
+	}
+	scale_prog_bt() {
+		echo "$(bt_prog count)"
+		[ ! -f /tmp/coldbt.$1 ] || echo "$(cat /tmp/coldbt.$1) { @cold = count(); }"
+	}
+	r=1
+	while [ $r -le "$SCALE_ROUNDS" ]; do
+		run_none "s$r" 1t
+		for n in $SCALE_N; do
+			scale_prog_ox $n >/tmp/scale.d
+			oxtrace -q -v -s /tmp/scale.d -c "sh /tmp/wl.sh 1t" >/tmp/ox.out 2>/tmp/ox.err ||
+				echo "NOTE scale oxtrace n=$n round $r: $(head -c 300 /tmp/ox.err)"
+			c=$(sed -n 's/^OXCOLD \([0-9]*\)/\1/p' /tmp/ox.out)
+			echo "NOTE scale oxtrace n=$n round $r: $(sed -n 's/^oxtrace: \([0-9]*\) probes enabled$/\1 probes enabled/p' /tmp/ox.err), cold firings ${c:-0}"
+			emit "s$r" "scale$n" oxtrace
+			if [ $have_bt = 1 ]; then
+				scale_prog_bt $n >$H/tmp/scale.bt
+				: >$H/tmp/bt.out # what wait_for reads must be this run's
+				chroot $H /usr/bin/bpftrace -e "BEGIN { printf(\"OXB-READY\\n\"); } $(cat $H/tmp/scale.bt)" \
+					>$H/tmp/bt.out 2>&1 &
+				bt=$!
+				if wait_for $H/tmp/bt.out OXB-READY $bt; then
+					sh /tmp/wl.sh 1t
+					stop $bt "bpftrace scale n=$n"
+					c=$(sed -n 's/^@cold: //p' $H/tmp/bt.out)
+					echo "NOTE scale bpftrace n=$n round $r: $(grep -m1 Attaching $H/tmp/bt.out) cold firings ${c:-0}"
+					emit "s$r" "scale$n" bpftrace
+				else
+					echo "NOTE bpftrace scale n=$n did not start: $(head -c 400 $H/tmp/bt.out)"
+					kill -KILL $bt 2>/dev/null
+					wait $bt 2>/dev/null
+					rm -f /tmp/wl.out
+				fi
+			fi
+		done
+		r=$((r + 1))
+	done
+	# Attach and detach of the cold sets alone, a clause without action: oxtrace's LOAD
+	# ioctl (every probe registered) as the tool times it, and SIGINT to the tool's exit
+	# (every probe gone); bpftrace's "Attaching N probes" line to its BEGIN probe's output
+	# (bpftrace runs BEGIN once all are attached), and SIGINT to its exit. Lines polled
+	# every 20 ms, /proc/uptime's 10 ms steps.
+	r=1
+	while [ $r -le "$SCALE_ROUNDS" ]; do
+		for n in $SCALE_N; do
+			[ -f /tmp/coldox.$n ] || continue
+			echo "$(cat /tmp/coldox.$n) /0/ { }" >/tmp/att.d
+			: >/tmp/ox.err
+			oxtrace -q -v -s /tmp/att.d >/dev/null 2>/tmp/ox.err &
+			ox=$!
+			if wait_for /tmp/ox.err 'probes enabled' $ox; then
+				t0=$(up_ms)
+				stop $ox "oxtrace attach n=$n"
+				t1=$(up_ms)
+				echo "SCALEATT round=$r n=$n tool=oxtrace $(sed -n 's/^oxtrace: load attached \([0-9]*\) probes in \([0-9]*\) us/probes=\1 attach_us=\2/p' /tmp/ox.err) detach_ms=$((t1 - t0))"
+			else
+				echo "NOTE scale attach oxtrace n=$n: $(head -c 300 /tmp/ox.err)"
+				wait $ox
+			fi
+			[ $have_bt = 1 ] || continue
+			: >$H/tmp/bt.out
+			chroot $H /usr/bin/bpftrace -e "BEGIN { printf(\"OXB-READY\\n\"); } $(cat /tmp/coldbt.$n) { }" \
+				>$H/tmp/bt.out 2>&1 &
+			bt=$!
+			if wait_for $H/tmp/bt.out Attaching $bt && ta=$(up_ms) &&
+				wait_for $H/tmp/bt.out OXB-READY $bt; then
+				tb=$(up_ms)
+				stop $bt "bpftrace attach n=$n"
+				t1=$(up_ms)
+				echo "SCALEATT round=$r n=$n tool=bpftrace probes=$(sed -n 's/^Attaching \([0-9]*\) probe.*/\1/p' $H/tmp/bt.out) attach_us=$(((tb - ta) * 1000)) detach_ms=$((t1 - tb))"
+			else
+				echo "NOTE scale attach bpftrace n=$n did not start: $(head -c 400 $H/tmp/bt.out)"
+				kill -KILL $bt 2>/dev/null
+				wait $bt 2>/dev/null
+			fi
+		done
+		r=$((r + 1))
 	done
 fi
 
