@@ -21,7 +21,7 @@ import sys
 
 raw, splats, md_out, json_out = sys.argv[1:5]
 kv = re.compile(r"(\w+)=(\S+)")
-res, notes, keys, dyn, clean, attach, scaleatt = [], [], [], [], [], [], []
+res, notes, keys, dyn, clean, attach, mem, scaleatt = [], [], [], [], [], [], [], []
 aggbench = []
 prof, cur = [], None
 for line in open(raw, errors="replace"):
@@ -48,9 +48,9 @@ for line in open(raw, errors="replace"):
         aggbench.append(line[9:])
     elif line.startswith("NOTE "):
         notes.append(line[5:])
-    elif line.startswith(("KEYS ", "DYN ", "CLEAN ", "ATTACH ", "SCALEATT ")):
+    elif line.startswith(("KEYS ", "DYN ", "CLEAN ", "ATTACH ", "MEM ", "SCALEATT ")):
         d = dict(kv.findall(line))
-        {"KEYS": keys, "DYN": dyn, "CLEAN": clean, "ATTACH": attach,
+        {"KEYS": keys, "DYN": dyn, "CLEAN": clean, "ATTACH": attach, "MEM": mem,
          "SCALEATT": scaleatt}[line.split()[0]].append(d)
 
 # Under -icount the guest's clock counts its instructions: nothing to calibrate.
@@ -298,6 +298,14 @@ att_med = {t: {n: (statistics.median(a for a, _, _ in v), statistics.median(b fo
 if att_med:
     data["scale_attach"] = {t: {n: {"attach_ms": a, "detach_ms": b, "probes": p, "runs": k}
                                 for n, (a, b, p, k) in by.items()} for t, by in att_med.items()}
+memkb = {}
+for d in mem:
+    try:
+        memkb.setdefault(d["tool"], []).append(int(d["kb"]))
+    except (KeyError, ValueError):
+        continue
+if memkb:
+    data["memory_kb"] = memkb
 
 
 def addt(*a):
@@ -343,6 +351,11 @@ for n, (a, b, _, _) in sorted(att_med.get("oxtrace", {}).items()):
         met = v <= 1000 and (w is None or v <= w)
         md.append(plain(f"{what} {n} functions, ms (≤ 1000 and ≤ bpftrace's"
                         f" {fmt(w, 0)})", v, "≤ 1000", met, 0))
+if memkb.get("oxtrace"):
+    o = statistics.median(memkb["oxtrace"])
+    b = statistics.median(memkb["bpftrace"]) if memkb.get("bpftrace") else None
+    md.append(plain(f"kernel memory of the count pair, KiB (≤ bpftrace's {fmt(b, 0)})", o,
+                    "≤ bt", None if b is None else o <= b, 0))
 md.append("")
 
 if scale:
@@ -382,6 +395,20 @@ if att_med:
         md.append(f"| {n} | {fmt(o[0], 1)} | {fmt(o[1])} | {o[2] if o[2] is not None else '-'} "
                   f"| {fmt(b[0], 1)} | {fmt(b[1])} | {b[2] if b[2] is not None else '-'} "
                   f"| {o[3]}/{b[3]} |")
+    md.append("")
+if memkb:
+    md += ["## Kernel memory of the count pair", "",
+           "At default options, the tool ready and the 1-thread loop run once: /proc/meminfo's "
+           "used memory less page cache, user pages, page tables, kernel stacks and "
+           "reclaimable slab (what the tools' processes and the files they read hold), "
+           "after `vm/stat_refresh`, against the same just before the tool started. oxtrace: "
+           "its session's buffers and tables; bpftrace: its maps, perf buffers, programs "
+           "and BTF.", "",
+           "| tool | median KiB | runs KiB |", "|---|---:|---|"]
+    for t in ("oxtrace", "bpftrace"):
+        if memkb.get(t):
+            md.append(f"| {t} | {statistics.median(memkb[t]):.0f} | "
+                      f"{', '.join(str(k) for k in memkb[t])} |")
     md.append("")
 
 

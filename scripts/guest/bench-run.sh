@@ -11,7 +11,7 @@
 # NS (blocks of the CPU-bound workload per thread), KEYS (distinct keys), ATTACH
 # (probes of the attach timing; 0: none), PAIRS (which pairs), PROFILE (pairs to profile with the
 # host's perf: cpu-clock samples on the workload's CPU, where the time goes), ONLY
-# (the sections to run, of "pairs bulk keys attach scale dyn clean profile"; empty:
+# (the sections to run, of "pairs bulk keys attach scale mem dyn clean profile"; empty:
 # all), SCALE_N (functions attached in the scale section), SCALE_ROUNDS (its rounds), WLS
 # (which read loops the pairs run, of "1t 4t lat"), NU (calls per thread of the user-space
 # pairs' loops).
@@ -555,6 +555,40 @@ END { printa(\"OXCOLD %@d\\n\", @cold); }"
 		r=$((r + 1))
 	done
 fi
+
+# Memory: the kernel memory each tool's session holds for the count pair at default
+# options, the loop run once so that its map has its keys: /proc/meminfo's used memory
+# less the page cache, user pages, page tables, kernel stacks and reclaimable slab (the
+# tools' processes and the files they read), after folding the per-CPU counters
+# (vm/stat_refresh), with the tool ready and before it starts.
+kmem_kb() {
+	echo 1 >/proc/sys/vm/stat_refresh 2>/dev/null
+	awk '{ v[$1] = $2 } END { print v["MemTotal:"] - v["MemFree:"] - v["Buffers:"] - v["Cached:"] -
+		v["SwapCached:"] - v["AnonPages:"] - v["PageTables:"] - v["KernelStack:"] -
+		v["SReclaimable:"] }' /proc/meminfo
+}
+want mem && for r in 1 2 3; do
+	m0=$(kmem_kb)
+	: >/tmp/ox.err
+	oxtrace -q -v -e "$(ox_prog count)" >/tmp/ox.out 2>/tmp/ox.err &
+	ox=$!
+	if wait_for /tmp/ox.err 'probes enabled' $ox; then
+		$B read 1 2000 1 >/dev/null
+		m1=$(kmem_kb)
+		stop $ox "oxtrace mem"
+		echo "MEM round=$r tool=oxtrace kb=$((m1 - m0))"
+	else
+		echo "NOTE mem oxtrace: $(head -c 300 /tmp/ox.err)"
+		wait $ox
+	fi
+	[ $have_bt = 1 ] || continue
+	m0=$(kmem_kb)
+	bt_start mem count || continue
+	$B read 1 2000 1 >/dev/null
+	m1=$(kmem_kb)
+	stop $bt "bpftrace mem"
+	echo "MEM round=$r tool=bpftrace kb=$((m1 - m0))"
+done
 
 # Dynamic variables: alloc/free throughput on 4 CPUs, and drops against cleanrate
 # with a small dynamic memory; the program is the hist pair's (self->ts + quantize).
