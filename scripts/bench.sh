@@ -20,18 +20,31 @@ export KFLAVOR KDIR
 out=$OXT_ROOT/build/bench
 rm -rf "$out"
 mkdir -p "$out/files"
+# The guest's sections (ONLY) and o2 pairs (VARIANT), for the builds only they need.
+only=
+variant=unset
+for a in "$@"; do
+	case $a in
+	ONLY=*) only=${a#ONLY=} ;;
+	VARIANT=*) variant=${a#VARIANT=} ;;
+	esac
+done
+wants() { [ -z "$only" ] || [[ " $only " == *" $1 "* ]]; }
 # The module as shipped (Kbuild: -Copt-level=2), the tool and the selftests against
 # the bench kernel; and a second build with KRUSTFLAGS=-Copt-level=2, the same code
 # since the module ships at -O2, kept as a measure of run-to-run noise.
 # BENCH_VARIANT_KO=path takes that module for the variant instead (a before/after pair in
 # one guest boot, e.g. main's module built with KFLAVOR=bench).
-if [ -z "${BENCH_VARIANT_KO:-}" ]; then
+# Neither when no pair runs it (VARIANT='' or ONLY without pairs).
+if [ -z "${BENCH_VARIANT_KO:-}" ] && [ -n "$variant" ] && wants pairs; then
 	KRUSTFLAGS="-Copt-level=2" "$OXT_ROOT/scripts/build.sh" module
 	cp "$OXT_ROOT/build/oxtrace.ko" "$out/files/oxtrace-o2.ko"
 fi
 # The profile's build: interrupts left on in the probe handler (shim/shim.c).
-KCFLAGS="-DOXT_PROFILE_IRQS_ON" "$OXT_ROOT/scripts/build.sh" module
-cp "$OXT_ROOT/build/oxtrace.ko" "$out/files/oxtrace-prof.ko"
+if wants profile; then
+	KCFLAGS="-DOXT_PROFILE_IRQS_ON" "$OXT_ROOT/scripts/build.sh" module
+	cp "$OXT_ROOT/build/oxtrace.ko" "$out/files/oxtrace-prof.ko"
+fi
 "$OXT_ROOT/scripts/build.sh" all
 # After the builds: the first module build of a clone runs kbuild's clean, which deletes
 # every .ko under the tree, a variant copied into build/bench/files before it included.
@@ -66,10 +79,6 @@ OXT_BENCH_VARIANT=$(basename "${BENCH_VARIANT_KO:-}") \
 # The snapshot + merge's timed figure prices every page it touches first at the emulator's
 # cost, which moves with the host (80-200 ms on a quiet one); its instructions do not.
 # ICOUNT=0 skips it.
-only=
-for a in "$@"; do
-	case $a in ONLY=*) only=${a#ONLY=} ;; esac
-done
 isect=
 for sec in pairs keys; do
 	if [ -z "$only" ] || [[ " $only " == *" $sec "* ]]; then
