@@ -470,6 +470,9 @@ if want scale && [ -n "$SCALE_N" ]; then
 		awk '{ printf "%sfbt::%s*:entry", (NR > 1 ? ",\n" : ""), $1 }' /tmp/cold.$n >/tmp/coldox.$n
 		awk '{ printf "%skprobe:%s*", (NR > 1 ? ",\n" : ""), $1 }' /tmp/cold.$n >/tmp/coldbt.$n
 	done
+	# Without kprobe_multi bpftrace attaches a kprobe per function, and refuses more than
+	# BPFTRACE_MAX_PROBES (512) of them unless told.
+	BTMAX=$((${SCALE_N##* } + 100))
 	# One firing with n functions attached: the count pair plus a clause on the cold ones
 	# (@cold counts any of them that fired after all).
 	scale_prog_ox() {
@@ -494,7 +497,8 @@ END { printa(\"OXCOLD %@d\\n\", @cold); }"
 			if [ $have_bt = 1 ]; then
 				scale_prog_bt $n >$H/tmp/scale.bt
 				: >$H/tmp/bt.out # what wait_for reads must be this run's
-				chroot $H /usr/bin/bpftrace -e "BEGIN { printf(\"OXB-READY\\n\"); } $(cat $H/tmp/scale.bt)" \
+				BPFTRACE_MAX_PROBES=$BTMAX chroot $H /usr/bin/bpftrace \
+					-e "BEGIN { printf(\"OXB-READY\\n\"); } $(cat $H/tmp/scale.bt)" \
 					>$H/tmp/bt.out 2>&1 &
 				bt=$!
 				if wait_for $H/tmp/bt.out OXB-READY $bt; then
@@ -537,7 +541,8 @@ END { printa(\"OXCOLD %@d\\n\", @cold); }"
 			fi
 			[ $have_bt = 1 ] || continue
 			: >$H/tmp/bt.out
-			chroot $H /usr/bin/bpftrace -e "BEGIN { printf(\"OXB-READY\\n\"); } $(cat /tmp/coldbt.$n) { }" \
+			BPFTRACE_MAX_PROBES=$BTMAX chroot $H /usr/bin/bpftrace \
+				-e "BEGIN { printf(\"OXB-READY\\n\"); } $(cat /tmp/coldbt.$n) { }" \
 				>$H/tmp/bt.out 2>&1 &
 			bt=$!
 			if wait_for $H/tmp/bt.out Attaching $bt && ta=$(up_ms) &&
