@@ -71,16 +71,16 @@ fi
 OXT_BENCH_VARIANT=$(basename "${BENCH_VARIANT_KO:-}") \
 	python3 "$OXT_ROOT/scripts/bench-report.py" "$out/raw.log" "$out/splats.txt" \
 	"$out/results.md" "$out/results.json"
-# The pairs and the snapshot + merge again in a second boot under -icount, where the
-# guest's clock counts its instructions: figures that do not move with the host's load
-# (two rounds, which agree to a fraction of a percent). The one-thread loops only: four
+# The pairs, the snapshot + merge and the scale section again in a second boot under
+# -icount, where the guest's clock counts its instructions: figures that do not move with
+# the host's load (two rounds, which agree to a fraction of a percent). The one-thread loops only: four
 # vCPUs take turns on one host thread, and a thread's clock would count the others'
 # instructions. All pairs but profile (a CPU-bound loop on four CPUs), unless PAIRS says.
 # The snapshot + merge's timed figure prices every page it touches first at the emulator's
 # cost, which moves with the host (80-200 ms on a quiet one); its instructions do not.
 # ICOUNT=0 skips it.
 isect=
-for sec in pairs keys; do
+for sec in pairs keys scale; do
 	if [ -z "$only" ] || [[ " $only " == *" $sec "* ]]; then
 		isect+="${isect:+ }$sec"
 	fi
@@ -88,7 +88,7 @@ done
 if [ "${ICOUNT:-1}" != 0 ] && [ -n "$isect" ]; then
 	say "counting the guest's instructions: $isect again under -icount"
 	set +e
-	iargs=(PAIRS="empty count hist sum trace ten sysread" "$@" ONLY="$isect" ROUNDS=2
+	iargs=(PAIRS="empty count hist sum trace ten sysread" "$@" ONLY="$isect" ROUNDS=2 SCALE_ROUNDS=1
 		WLS="1t lat")
 	OXT_ICOUNT=0 "$OXT_ROOT/scripts/vm.sh" --no-build --files "$out/files" --mem 2G --hostroot \
 		--timeout "${BENCH_TIMEOUT:-5400}" -- sh /extra/bench-run.sh ${iargs[*]@Q} |
