@@ -572,14 +572,30 @@ kmem_kb() {
 		v["SwapCached:"] - v["AnonPages:"] - v["PageTables:"] - v["KernelStack:"] -
 		v["SReclaimable:"] }' /proc/meminfo
 }
+# kmem_settled: kmem_kb once two readings 200 ms apart differ by less than 512 KiB (at most
+# 20 s): a session that just ended may still be freeing its memory (RCU, deferred frees),
+# which the next tool's figure must not count as its own.
+kmem_settled() {
+	a=$(kmem_kb)
+	i=0
+	while [ $i -lt 100 ]; do
+		sleep 0.2
+		b=$(kmem_kb)
+		d=$((b - a))
+		[ ${d#-} -lt 512 ] && break
+		a=$b
+		i=$((i + 1))
+	done
+	echo "$b"
+}
 want mem && for r in 1 2 3; do
-	m0=$(kmem_kb)
+	m0=$(kmem_settled)
 	: >/tmp/ox.err
 	oxtrace -q -v -e "$(ox_prog count)" >/tmp/ox.out 2>/tmp/ox.err &
 	ox=$!
 	if wait_for /tmp/ox.err 'probes enabled' $ox; then
 		$B read 1 2000 1 >/dev/null
-		m1=$(kmem_kb)
+		m1=$(kmem_settled)
 		stop $ox "oxtrace mem"
 		echo "MEM round=$r tool=oxtrace kb=$((m1 - m0))"
 	else
@@ -587,10 +603,10 @@ want mem && for r in 1 2 3; do
 		wait $ox
 	fi
 	[ $have_bt = 1 ] || continue
-	m0=$(kmem_kb)
+	m0=$(kmem_settled)
 	bt_start mem count || continue
 	$B read 1 2000 1 >/dev/null
-	m1=$(kmem_kb)
+	m1=$(kmem_settled)
 	stop $bt "bpftrace mem"
 	echo "MEM round=$r tool=bpftrace kb=$((m1 - m0))"
 done
