@@ -9,6 +9,7 @@
 #include <linux/cpumask.h>
 #include <linux/cred.h>
 #include <linux/fs.h>
+#include <linux/fprobe.h>
 #include <linux/ftrace.h>
 #include <linux/hrtimer.h>
 #include <linux/irq_work.h>
@@ -355,6 +356,7 @@ struct oxt_probe {
 	struct kretprobe krp;	/* krp.kp is the probe of an entry probe too */
 	bool is_return;
 	bool in_fset;		/* enabled through an oxt_fset, not by itself */
+	bool in_rset;		/* enabled through an oxt_rset, not by itself */
 	unsigned int slot;
 	const struct oxt_probe_ops *ops;
 	void *cookie;
@@ -563,12 +565,12 @@ int oxt_probe_register(struct oxt_probe *p)
 
 int oxt_probe_enable(struct oxt_probe *p)
 {
-	return p->in_fset ? 0 : enable_kprobe(&p->krp.kp);
+	return p->in_fset || p->in_rset ? 0 : enable_kprobe(&p->krp.kp);
 }
 
 int oxt_probe_disable(struct oxt_probe *p)
 {
-	return p->in_fset ? 0 : disable_kprobe(&p->krp.kp);
+	return p->in_fset || p->in_rset ? 0 : disable_kprobe(&p->krp.kp);
 }
 
 /*
@@ -606,6 +608,23 @@ static int oxt_fent_cmp(const void *a, const void *b)
 	if (x->ip != y->ip)
 		return x->ip < y->ip ? -1 : 1;
 	return x->order < y->order ? -1 : x->order > y->order;
+}
+
+/* The first of ent[0..hi) whose ip is not below ip (binary search; hi if none). */
+static __always_inline unsigned int oxt_fent_lower(const struct oxt_fent *ent,
+						   unsigned int hi, unsigned long ip)
+{
+	unsigned int lo = 0;
+
+	while (lo < hi) {
+		unsigned int mid = lo + (hi - lo) / 2;
+
+		if (ent[mid].ip < ip)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
 }
 
 /*
@@ -652,21 +671,12 @@ static void oxt_fset_handler(unsigned long ip, unsigned long parent_ip,
 {
 	struct oxt_fset *s = container_of(ops, struct oxt_fset, ops);
 	struct pt_regs *regs = oxt_fset_regs(fregs);
-	unsigned int lo = 0, hi;
-
 	/*
-	 * Binary search for the first probe on ip; a set of one probe, the
-	 * commonest, has only place 0, whose ip is checked below.
+	 * The first probe on ip; a set of one probe, the commonest, has only
+	 * place 0, whose ip is checked below.
 	 */
-	hi = s->n > 1 ? s->n : 0;
-	while (lo < hi) {
-		unsigned int mid = lo + (hi - lo) / 2;
+	unsigned int lo = oxt_fent_lower(s->ent, s->n > 1 ? s->n : 0, ip);
 
-		if (s->ent[mid].ip < ip)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	if (lo >= s->n || s->ent[lo].ip != ip)
 		return;
 	if (s->ent[lo].run == 1)
@@ -685,7 +695,13 @@ static int oxt_ulong_cmp(const void *a, const void *b)
 /* A return probe whose kprobe puts kprobes' ftrace_ops on its function. */
 static bool oxt_ftrace_return(struct oxt_probe *p)
 {
-	return p->is_return && kprobe_ftrace(&p->krp.kp);
+	return p->is_return && !p->in_rset && kprobe_ftrace(&p->krp.kp);
+}
+
+/* An entry probe the fset takes: on an ftrace location, not run by an rset. */
+static bool oxt_fset_takes(struct oxt_probe *p)
+{
+	return !p->is_return && !p->in_rset && kprobe_ftrace(&p->krp.kp);
 }
 
 /*
@@ -740,7 +756,7 @@ struct oxt_fset *oxt_fset_alloc(struct oxt_probe **probes, unsigned int n)
 		if (!probes[i]->ops->fire_many || probes[i]->ops != probes[0]->ops ||
 		    probes[i]->cookie != probes[0]->cookie)
 			return NULL;
-		m += !probes[i]->is_return && kprobe_ftrace(&probes[i]->krp.kp);
+		m += oxt_fset_takes(probes[i]);
 	}
 	if (!m)
 		return NULL;
@@ -752,7 +768,7 @@ struct oxt_fset *oxt_fset_alloc(struct oxt_probe **probes, unsigned int n)
 	for (i = 0; i < n; i++) {
 		struct oxt_probe *p = probes[i];
 
-		if (p->is_return || !kprobe_ftrace(&p->krp.kp))
+		if (!oxt_fset_takes(p))
 			continue;
 		s->ent[s->n++] = (struct oxt_fent){
 			.ip = (unsigned long)p->krp.kp.addr, .order = i, .p = p };
@@ -812,6 +828,247 @@ void oxt_fset_free(struct oxt_fset *s)
 	ftrace_free_filter(&s->ops);
 	kvfree(s);
 }
+
+/*
+ * Return probes on ftrace locations, and the entry probes on their functions,
+ * through one fprobe (CONFIG_FPROBE): one ftrace_ops whose filter holds every
+ * function, registered at GO and unregistered at STOP in one ftrace update
+ * each, where a kretprobe per function costs one update each (and its own
+ * pool of return instances).  The fprobe's entry handler runs the function's
+ * entry probes and lets fprobe hook its return (rethook, as a kretprobe's);
+ * its exit handler runs the return probes.  Both find the function's probes by
+ * binary search in ent[], sorted by ip, then entry before return, then program
+ * order.  fprobe's handlers take ftrace's recursion lock; the hits go through
+ * oxt_probe_run and oxt_probe_run_many (interrupts off, the action guard, the
+ * stack check) as every other probe's.  The kretprobes stay registered,
+ * disabled, as the fset's kprobes do; without CONFIG_FPROBE, or when the
+ * fprobe can't be registered at the first GO, the set is not made and the
+ * kretprobes are enabled one by one as before.
+ */
+#ifdef CONFIG_FPROBE
+struct oxt_rset {
+	struct fprobe fp;
+	unsigned int n;		/* entries of ent */
+	unsigned int nips;	/* functions: ips[0..nips) */
+	bool enabled;
+	unsigned long *ips;	/* the fprobe's filter, sorted */
+	unsigned int *slot;	/* slot[i] is ent[i].p->slot */
+	struct oxt_fent ent[];	/* sorted by ip, entry before return, program order */
+};
+
+static int oxt_rent_cmp(const void *a, const void *b)
+{
+	const struct oxt_fent *x = a, *y = b;
+
+	if (x->ip != y->ip)
+		return x->ip < y->ip ? -1 : 1;
+	if (x->p->is_return != y->p->is_return)
+		return x->p->is_return ? 1 : -1;
+	return x->order < y->order ? -1 : x->order > y->order;
+}
+
+/* The first return probe of the run of probes on ip that starts at i. */
+static __always_inline unsigned int oxt_rset_returns(const struct oxt_rset *s,
+						     unsigned int i)
+{
+	return s->ent[i].p->is_return ? i : i + s->ent[i].run;
+}
+
+static noinline void oxt_rset_recursion(const struct oxt_rset *s, unsigned int i,
+					unsigned long ip)
+{
+	unsigned long flags;
+
+	local_irq_save(flags);
+	for (; i < s->n && s->ent[i].ip == ip; i++)
+		s->ent[i].p->ops->recursion(s->ent[i].p->cookie, s->ent[i].p->slot);
+	local_irq_restore(flags);
+}
+
+static int oxt_rset_entry(struct fprobe *fp, unsigned long ip, unsigned long ret_ip,
+			  struct pt_regs *regs, void *data)
+{
+	struct oxt_rset *s = container_of(fp, struct oxt_rset, fp);
+	unsigned int i = oxt_fent_lower(s->ent, s->n, ip);
+
+	if (i >= s->n || s->ent[i].ip != ip)
+		return 1;	/* not ours: don't hook the return */
+	if (!s->ent[i].p->is_return) {
+		if (s->ent[i].run == 1)
+			oxt_probe_run(s->ent[i].p, regs);
+		else
+			oxt_probe_run_many(s->ent[i].p, s->slot + i, s->ent[i].run, regs);
+	}
+	/* As oxt_kretprobe_entry: no return hooked that deep in the stack. */
+	if (oxt_stack_left() < OXT_STACK_MIN) {
+		oxt_rset_recursion(s, oxt_rset_returns(s, i), ip);
+		return 1;
+	}
+	return 0;
+}
+
+static void oxt_rset_exit(struct fprobe *fp, unsigned long ip, unsigned long ret_ip,
+			  struct pt_regs *regs, void *data)
+{
+	struct oxt_rset *s = container_of(fp, struct oxt_rset, fp);
+	unsigned int i = oxt_fent_lower(s->ent, s->n, ip);
+
+	if (i >= s->n || s->ent[i].ip != ip)
+		return;
+	for (i = oxt_rset_returns(s, i); i < s->n && s->ent[i].ip == ip; i++)
+		oxt_probe_run(s->ent[i].p, regs);
+}
+
+/* A return probe the rset takes, and whether an entry probe is on one of its functions. */
+static bool oxt_rset_return(struct oxt_probe *p)
+{
+	return p->is_return && kprobe_ftrace(&p->krp.kp);
+}
+
+static bool oxt_rset_entry_on(struct oxt_probe *p, const unsigned long *ips, unsigned int u)
+{
+	unsigned long ip = (unsigned long)p->krp.kp.addr;
+
+	return !p->is_return && kprobe_ftrace(&p->krp.kp) &&
+	       bsearch(&ip, ips, u, sizeof(*ips), oxt_ulong_cmp);
+}
+
+struct oxt_rset *oxt_rset_alloc(struct oxt_probe **probes, unsigned int n)
+{
+	struct oxt_rset *s = NULL;
+	unsigned long *ips;
+	unsigned int i, r = 0, u = 0, m = 0;
+
+	for (i = 0; i < n; i++) {
+		/* Runs go through their first probe's ops and cookie, as an fset's. */
+		if (!probes[i]->ops->fire_many || probes[i]->ops != probes[0]->ops ||
+		    probes[i]->cookie != probes[0]->cookie)
+			return NULL;
+		r += oxt_rset_return(probes[i]);
+	}
+	if (!r)
+		return NULL;
+	ips = kvmalloc_array(r, sizeof(*ips), OXT_GFP_LOAD);
+	if (!ips)
+		return NULL;
+	for (i = 0; i < n; i++)
+		if (oxt_rset_return(probes[i]))
+			ips[u++] = (unsigned long)probes[i]->krp.kp.addr;
+	sort(ips, u, sizeof(*ips), oxt_ulong_cmp, NULL);
+	for (i = 1, r = u, u = 1; i < r; i++)
+		if (ips[i] != ips[u - 1])
+			ips[u++] = ips[i];
+	for (i = 0; i < n; i++)
+		m += oxt_rset_return(probes[i]) || oxt_rset_entry_on(probes[i], ips, u);
+	s = kvzalloc(size_add(struct_size(s, ent, m), array_size(m, sizeof(*s->slot))),
+		     OXT_GFP_LOAD);
+	if (!s)
+		goto fail;
+	for (i = 0; i < n; i++) {
+		struct oxt_probe *p = probes[i];
+
+		if (!oxt_rset_return(p) && !oxt_rset_entry_on(p, ips, u))
+			continue;
+		s->ent[s->n++] = (struct oxt_fent){
+			.ip = (unsigned long)p->krp.kp.addr, .order = i, .p = p };
+	}
+	sort(s->ent, s->n, sizeof(s->ent[0]), oxt_rent_cmp, NULL);
+	s->slot = (unsigned int *)&s->ent[m];
+	for (i = s->n; i-- > 0;) {
+		bool same = i + 1 < s->n && s->ent[i + 1].ip == s->ent[i].ip &&
+			    s->ent[i + 1].p->is_return == s->ent[i].p->is_return;
+
+		s->slot[i] = s->ent[i].p->slot;
+		s->ent[i].run = same ? s->ent[i + 1].run + 1 : 1;
+	}
+	s->ips = ips;
+	s->nips = u;
+	s->fp.entry_handler = oxt_rset_entry;
+	s->fp.exit_handler = oxt_rset_exit;
+	/*
+	 * Return instances: a kretprobe's max(16, 4 x CPUs) per function, for the
+	 * first 256 functions; a task holds one per probed call it is inside of, so
+	 * thousands of functions do not need thousands of times as many.  An entry
+	 * that finds none left is counted in the fprobe's nmissed.
+	 */
+	s->fp.nr_maxactive = max_t(int, 16, 4 * num_possible_cpus()) * min(u, 256U);
+	for (i = 0; i < s->n; i++)
+		s->ent[i].p->in_rset = true;
+	return s;
+fail:
+	kvfree(ips);
+	kvfree(s);
+	return NULL;
+}
+
+int oxt_rset_enable(struct oxt_rset *s)
+{
+	int ret = 0;
+
+	/* register_fprobe_ips() sets the filter and allocates the instances anew each time. */
+	if (!s->enabled)
+		ret = register_fprobe_ips(&s->fp, s->ips, s->nips);
+	s->enabled = !ret;
+	return ret;
+}
+
+void oxt_rset_disable(struct oxt_rset *s)
+{
+	if (!s->enabled)
+		return;
+	/*
+	 * Stops the return hooks, unregisters the ops (waiting for its callbacks)
+	 * and frees the instances after a grace period; a return still pending
+	 * finds no handler.  The exit handler runs with preemption disabled:
+	 * after the grace period below none can still be running.
+	 */
+	unregister_fprobe(&s->fp);
+	synchronize_rcu();
+	s->enabled = false;
+}
+
+/* Gives the set's probes back to their kretprobes and kprobes (a failed first GO). */
+void oxt_rset_free(struct oxt_rset *s)
+{
+	unsigned int i;
+
+	if (!s)
+		return;
+	oxt_rset_disable(s);
+	for (i = 0; i < s->n; i++)
+		s->ent[i].p->in_rset = false;
+	kvfree(s->ips);
+	kvfree(s);
+}
+
+unsigned long oxt_rset_missed(const struct oxt_rset *s)
+{
+	return s->fp.nmissed;
+}
+#else
+struct oxt_rset *oxt_rset_alloc(struct oxt_probe **probes, unsigned int n)
+{
+	return NULL;
+}
+
+int oxt_rset_enable(struct oxt_rset *s)
+{
+	return -EOPNOTSUPP;
+}
+
+void oxt_rset_disable(struct oxt_rset *s)
+{
+}
+
+void oxt_rset_free(struct oxt_rset *s)
+{
+}
+
+unsigned long oxt_rset_missed(const struct oxt_rset *s)
+{
+	return 0;
+}
+#endif
 
 void oxt_probes_unregister(struct oxt_probe **probes, unsigned int n)
 {

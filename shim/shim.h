@@ -113,6 +113,23 @@ struct oxt_fset *oxt_fset_alloc(struct oxt_probe **probes, unsigned int n);
 int oxt_fset_enable(struct oxt_fset *s);
 void oxt_fset_disable(struct oxt_fset *s);
 void oxt_fset_free(struct oxt_fset *s);
+/*
+ * The return probes among probes[0..n) that sit on ftrace locations, with the
+ * entry probes on their functions, through one fprobe (CONFIG_FPROBE):
+ * registered at oxt_rset_enable, unregistered (waiting for its handlers) at
+ * oxt_rset_disable; oxt_probe_enable/disable leave its probes alone.  Made
+ * before the fset, which then leaves those entry probes out.  NULL without
+ * CONFIG_FPROBE, without such probes, on short memory, or when the probes do
+ * not share ops and cookie.  oxt_rset_free disables the set and gives its
+ * probes back to their kprobes (the fallback when the first enable fails).
+ */
+struct oxt_rset;
+struct oxt_rset *oxt_rset_alloc(struct oxt_probe **probes, unsigned int n);
+int oxt_rset_enable(struct oxt_rset *s);
+void oxt_rset_disable(struct oxt_rset *s);
+void oxt_rset_free(struct oxt_rset *s);
+/* Returns not hooked because the set's return instances were all in use. */
+unsigned long oxt_rset_missed(const struct oxt_rset *s);
 void oxt_probe_free(struct oxt_probe *p);
 unsigned long oxt_probe_missed(const struct oxt_probe *p);
 unsigned long oxt_regs_arg(struct pt_regs *regs, unsigned int n);

@@ -5,7 +5,9 @@
 //! Every probe is registered disabled at LOAD, enabled at GO, disabled at STOP, and
 //! unregistered when its [`ProbeSet`] is dropped, which waits until no handler can still run.
 //! Entry probes on ftrace locations are switched together through one ftrace_ops (the shim's
-//! `oxt_fset`): one ftrace update per GO or STOP instead of one per probe.
+//! `oxt_fset`): one ftrace update per GO or STOP instead of one per probe. Return probes on
+//! ftrace locations, with the entry probes on their functions, likewise go through one fprobe
+//! (`oxt_rset`) where the kernel has CONFIG_FPROBE, and stay kretprobes where it has not.
 //! A hit calls the set's [`Handler`] inside the shim's action guard with interrupts off; the
 //! set owns the handler, so it can't go away while a probe still points to it.
 //!
@@ -208,7 +210,8 @@ impl<H: Handler> Vtable<H> {
 /// # Invariants
 ///
 /// Every pointer is a live shim object this set owns; kprobes are registered, ticks
-/// initialised; `fset`, once made, covers entry probes of `probes` and is freed before them. Their cookie is `handler`'s heap address: the box is never moved out of, and
+/// initialised; `fset` and `rset`, once made, cover probes of `probes` and are freed before
+/// them; `rset` is registered exactly when `enabled` is true. Their cookie is `handler`'s heap address: the box is never moved out of, and
 /// only shared references to it are handed out, so it stays valid until the set is dropped,
 /// which unregisters every probe (waiting for running handlers) before the box is freed.
 pub(crate) struct ProbeSet<H: Handler> {
@@ -217,6 +220,12 @@ pub(crate) struct ProbeSet<H: Handler> {
     /// The entry probes on ftrace locations, switched in one ftrace update (made at the
     /// first `enable`; `None` before, or if there are none or memory was short).
     fset: Option<NonNull<shim::Fset>>,
+    /// The return probes on ftrace locations and the entry probes on their functions, through
+    /// one fprobe (made and registered at the first `enable`; `None` before, without
+    /// CONFIG_FPROBE, without such probes, or if its first registration failed).
+    rset: Option<NonNull<shim::Rset>>,
+    /// Whether the first `enable` has made (or tried to make) `rset` and `fset`.
+    sets_made: bool,
     enabled: bool,
     // Declared last: dropped after `Drop::drop` has unregistered the probes.
     handler: KBox<H>,
@@ -237,6 +246,8 @@ impl<H: Handler> ProbeSet<H> {
             probes: KVec::new(),
             ticks: KVec::new(),
             fset: None,
+            rset: None,
+            sets_made: false,
             enabled: false,
             handler,
         }
@@ -299,24 +310,66 @@ impl<H: Handler> ProbeSet<H> {
         self.probes.len()
     }
 
-    /// Enables every probe and starts every tick. The entry probes on ftrace locations go
-    /// together, in one ftrace update; the others one by one.
+    /// Enables every probe and starts every tick. The probes the shim's sets take go
+    /// together, one ftrace update per set; the others one by one.
     pub(crate) fn enable(&mut self) -> Result {
         if self.enabled {
             return Ok(());
         }
-        if self.fset.is_none() && !self.probes.is_empty() {
-            // SAFETY: every pointer is a registered probe (type invariant); `NonNull<Probe>`
-            // has the layout of `*mut Probe`; the shim only reads the array.
-            let raw = unsafe {
-                shim::oxt_fset_alloc(
-                    self.probes.as_mut_ptr() as *mut *mut shim::Probe,
-                    self.probes.len() as u32,
-                )
-            };
-            // INVARIANT: made of this set's registered entry probes.
-            self.fset = NonNull::new(raw);
+        if !self.sets_made {
+            self.sets_made = true;
+            self.make_sets();
+        } else if let Some(r) = self.rset {
+            // SAFETY: `r` is live and unregistered (type invariant: not `enabled`).
+            to_result(unsafe { shim::oxt_rset_enable(r.as_ptr()) })?;
         }
+        if let Err(e) = self.enable_rest() {
+            if let Some(r) = self.rset {
+                // SAFETY: `r` is live and registered above or by `make_sets`.
+                unsafe { shim::oxt_rset_disable(r.as_ptr()) };
+            }
+            return Err(e);
+        }
+        for t in &self.ticks {
+            // SAFETY: `t` is initialised (type invariant) and not running.
+            unsafe { shim::oxt_tick_start(t.as_ptr()) };
+        }
+        // INVARIANT: `rset`, if any, is registered.
+        self.enabled = true;
+        Ok(())
+    }
+
+    /// Makes the sets at the first `enable`: `rset` first, registered, so that the `fset`
+    /// leaves out the entry probes it runs. An `rset` that fails to register is freed, which
+    /// gives its probes back to their kretprobes and kprobes.
+    fn make_sets(&mut self) {
+        if self.probes.is_empty() {
+            return;
+        }
+        let (probes, n) = (
+            self.probes.as_mut_ptr() as *mut *mut shim::Probe,
+            self.probes.len() as u32,
+        );
+        // SAFETY: every pointer is a registered probe (type invariant); `NonNull<Probe>` has
+        // the layout of `*mut Probe`; the shim only reads the array.
+        let raw = unsafe { shim::oxt_rset_alloc(probes, n) };
+        if let Some(r) = NonNull::new(raw) {
+            // SAFETY: `r` was just made and is not registered.
+            if to_result(unsafe { shim::oxt_rset_enable(r.as_ptr()) }).is_ok() {
+                self.rset = Some(r);
+            } else {
+                // SAFETY: `r` is not registered and nothing else refers to it.
+                unsafe { shim::oxt_rset_free(r.as_ptr()) };
+            }
+        }
+        // SAFETY: as for `oxt_rset_alloc`.
+        let raw = unsafe { shim::oxt_fset_alloc(probes, n) };
+        // INVARIANT: made of this set's registered entry probes.
+        self.fset = NonNull::new(raw);
+    }
+
+    /// Enables the `fset` and the probes no set takes; on failure, leaves them all disabled.
+    fn enable_rest(&mut self) -> Result {
         if let Some(f) = self.fset {
             // SAFETY: `f` is live (type invariant); its probes are registered.
             to_result(unsafe { shim::oxt_fset_enable(f.as_ptr()) })?;
@@ -335,11 +388,6 @@ impl<H: Handler> ProbeSet<H> {
                 return Err(e);
             }
         }
-        for t in &self.ticks {
-            // SAFETY: `t` is initialised (type invariant) and not running.
-            unsafe { shim::oxt_tick_start(t.as_ptr()) };
-        }
-        self.enabled = true;
         Ok(())
     }
 
@@ -352,6 +400,11 @@ impl<H: Handler> ProbeSet<H> {
             // SAFETY: `f` is live (type invariant).
             unsafe { shim::oxt_fset_disable(f.as_ptr()) };
         }
+        if let Some(r) = self.rset {
+            // SAFETY: `r` is live and registered (type invariant: `enabled`); this waits
+            // until no CPU can still run its handlers.
+            unsafe { shim::oxt_rset_disable(r.as_ptr()) };
+        }
         for p in &self.probes {
             // SAFETY: `p` is registered (type invariant).
             unsafe { shim::oxt_probe_disable(p.as_ptr()) };
@@ -363,13 +416,20 @@ impl<H: Handler> ProbeSet<H> {
         self.enabled = false;
     }
 
-    /// Hits the kernel could not hand to us (kprobe reentry, kretprobe instances exhausted).
+    /// Hits the kernel could not hand to us (kprobe reentry, kretprobe or fprobe return
+    /// instances exhausted).
     pub(crate) fn missed(&self) -> u64 {
+        let rset = match self.rset {
+            // SAFETY: `r` is live (type invariant); the counter is a plain read.
+            Some(r) => unsafe { shim::oxt_rset_missed(r.as_ptr()) },
+            None => 0,
+        };
         self.probes
             .iter()
             // SAFETY: `p` is live (type invariant); the counters are plain reads.
             .map(|p| unsafe { shim::oxt_probe_missed(p.as_ptr()) } as u64)
-            .sum()
+            .sum::<u64>()
+            + rset as u64
     }
 }
 
@@ -379,6 +439,11 @@ impl<H: Handler> Drop for ProbeSet<H> {
         if let Some(f) = self.fset.take() {
             // SAFETY: `f` is live and disabled above; its probes are still registered.
             unsafe { shim::oxt_fset_free(f.as_ptr()) };
+        }
+        if let Some(r) = self.rset.take() {
+            // SAFETY: `r` is live and unregistered by `disable` above; its probes are still
+            // registered.
+            unsafe { shim::oxt_rset_free(r.as_ptr()) };
         }
         if !self.probes.is_empty() {
             // SAFETY: every pointer is a registered probe; `NonNull<Probe>` has the layout of

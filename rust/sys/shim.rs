@@ -31,6 +31,13 @@ pub(crate) struct Fset {
     _opaque: [u8; 0],
 }
 
+/// `struct oxt_rset` (return probes, and the entry probes on their functions, through one
+/// fprobe), only ever handled by pointer.
+#[repr(C)]
+pub(crate) struct Rset {
+    _opaque: [u8; 0],
+}
+
 /// `struct oxt_tick` (an hrtimer of the shim), only ever handled by pointer.
 #[repr(C)]
 pub(crate) struct Tick {
@@ -129,6 +136,11 @@ extern "C" {
     pub(crate) fn oxt_fset_enable(s: *mut Fset) -> c_int;
     pub(crate) fn oxt_fset_disable(s: *mut Fset);
     pub(crate) fn oxt_fset_free(s: *mut Fset);
+    pub(crate) fn oxt_rset_alloc(probes: *mut *mut Probe, n: c_uint) -> *mut Rset;
+    pub(crate) fn oxt_rset_enable(s: *mut Rset) -> c_int;
+    pub(crate) fn oxt_rset_disable(s: *mut Rset);
+    pub(crate) fn oxt_rset_free(s: *mut Rset);
+    pub(crate) fn oxt_rset_missed(s: *const Rset) -> c_ulong;
     pub(crate) fn oxt_probe_missed(p: *const Probe) -> c_ulong;
     pub(crate) fn oxt_regs_arg(regs: *mut PtRegs, n: c_uint) -> c_ulong;
     pub(crate) fn oxt_regs_retval(regs: *mut PtRegs) -> c_ulong;
