@@ -10,7 +10,8 @@ does (the `sub $N,%rsp` of its prologue), plus its pushes and return address; di
 entry point of probe context: the shim's handlers (SHIM_ROOTS: kprobes, the ftrace set of
 entry probes (sys::kprobe's `oxt_fset`), ticks and the
 providers' syscall, profile and tracepoint handlers, and with CONFIG_UPROBES the user-space
-probes' handler, OPTIONAL_ROOTS) up to their indirect call into Rust,
+probes' handler and with CONFIG_FPROBE the return set's (sys::kprobe's `oxt_rset`) entry and
+exit handlers, OPTIONAL_ROOTS) up to their indirect call into Rust,
 plus the deepest chain below the Rust trampolines they call (RUST_ROOTS). Kernel functions outside
 the module count as 0 here: they are the kernel's budget, and the probesafe list keeps them
 out of reach of probes. Fails (exit 1) when a chain exceeds the limit (default 1024), or
@@ -25,8 +26,9 @@ import sys
 
 SHIM_ROOTS = ["oxt_kprobe_pre", "oxt_kretprobe_ret", "oxt_fset_handler", "oxt_tick_fn",
               "oxt_sys_enter", "oxt_sys_exit", "oxt_profile_fn", "oxt_tpev_overflow"]
-# Entry points only some kernels' configurations build (shim/uprobe.c under CONFIG_UPROBES).
-OPTIONAL_ROOTS = ["oxt_uprobe_handler"]
+# Entry points only some kernels' configurations build (shim/uprobe.c under CONFIG_UPROBES,
+# the fprobe set's handlers under CONFIG_FPROBE).
+OPTIONAL_ROOTS = ["oxt_uprobe_handler", "oxt_rset_entry", "oxt_rset_exit"]
 RUST_ROOTS = ["fire_trampoline", "fire_many_trampoline", "recursion_trampoline", "sys_fire",
               "sys_recursion"]
 
