@@ -48,12 +48,17 @@ else
 	nok "1,000 entry and return probes: every call and return counted, in pairs" "rc=$rc" \
 		"$(echo "$out" | grep '^[er] ')" "$nf functions with $((2 * reads))" "$err"
 fi
+# One ops each: with CONFIG_FPROBE the consumer's fprobe (fprobe_handler), else the
+# kretprobe's kprobe with the entry probe aggregated on it.
 n1=$(grep -c ' (1) ' /tmp/scale.ef)
-if [ "$(wc -l </tmp/scale.ef)" = 1000 ] && [ "$n1" = 1000 ]; then
+nf=1000
+grep -qw register_fprobe_ips /proc/kallsyms && nf=$(grep -c 'fprobe_handler' /tmp/scale.ef)
+if [ "$(wc -l </tmp/scale.ef)" = 1000 ] && [ "$n1" = 1000 ] && [ "$nf" = 1000 ]; then
 	ok "entry and return on 1,000 functions: one ops each"
 else
 	nok "entry and return on 1,000 functions: one ops each" \
-		"$(wc -l </tmp/scale.ef) enabled, $n1 with one ops" "$(head -3 /tmp/scale.ef)"
+		"$(wc -l </tmp/scale.ef) enabled, $n1 with one ops, $nf through fprobe" \
+		"$(head -3 /tmp/scale.ef)"
 fi
 
 # The return value through the set's exit handler: oxtmod_f000(x) returns x + 1, and the
