@@ -289,6 +289,76 @@ fn the_process_views() {
     assert_eq!(plain.image, none.image);
 }
 
+/// BEGIN run once; what its printf()s printed.
+fn printed(p: &Compiled) -> String {
+    let mut s = Sim::default();
+    task_memory(&mut s);
+    s.fire(p, &Firing::default());
+    assert!(s.faults.is_empty(), "{:?}", s.faults);
+    s.printf_output(p)
+}
+
+const SOU: &str = "struct in { int i; char c; };
+struct out { int oi; char oc; };
+";
+
+/// Translators over struct and union inputs, by value: the input's name stands for the
+/// translated object (a D struct variable, kernel memory), read in place.
+#[test]
+fn struct_inputs() {
+    let src = format!(
+        "{SOU}translator struct out < struct in I > {{ oi = I.i * 2; oc = ((struct in)I).c; }};
+        translator struct in < struct out O > {{ i = O.oi + 1; c = O.oc; }};
+        struct in a; struct out b; struct out t;
+        BEGIN {{
+            a.i = 21; a.c = 'x';
+            printf(\"%d %c\\n\", xlate <struct out> (a).oi, xlate <struct out *> (a)->oc);
+            b = xlate <struct out> (a);
+            printf(\"%d %c\\n\", b.oi, b.oc);
+            printf(\"%d\\n\", xlate <struct in> (b).i);
+            printf(\"%d\\n\", xlate <struct in> (xlate <struct out> (a)).i);
+            @k[xlate <struct out> (a).oi] = sum(xlate <struct in> (b).i);
+            t.oi = xlate <struct out> (a).oi + 1;
+            printf(\"%d %d\\n\", t.oi, t.oc);
+        }}"
+    );
+    let p = c_with(&src, None);
+    assert_eq!(printed(&p), "42 x\n42 x\n43\n43\n43 0\n");
+
+    // Over kernel memory: a struct task_struct, from *curthread.
+    let p = c_with(
+        "struct v { int pid; int tgid; };
+         translator struct v < struct task_struct T > { pid = T.pid; tgid = T.tgid; };
+         BEGIN { printf(\"%d %d\\n\", xlate <struct v> (*curthread).pid,
+                        xlate <struct v *> (*curthread)->tgid); }",
+        Some(kernel()),
+    );
+    assert_eq!(printed(&p), "1234 1200\n");
+}
+
+/// Declarations DTrace accepts: partial, duplicate members (the first is used), a
+/// translator to itself, a forward tag as the input, union input and output, one output
+/// from two inputs.
+#[test]
+fn declarations_dtrace_accepts() {
+    let src = format!(
+        "{SOU}union u {{ int i; char c; }};
+        translator struct out < struct in *P > {{ oi = P->i; oi = 7; }};
+        translator struct out < struct out S > {{ oi = S.oi; oc = S.oc; }};
+        translator struct out < struct nowhere *F > {{ oi = 3; }};
+        translator struct out < union u *U > {{ oc = U->c; }};
+        translator union u < struct in *P > {{ i = P->i; }};
+        struct out o, r;
+        BEGIN {{
+            o.oi = 5; o.oc = 'q';
+            r = xlate <struct out> (o);
+            printf(\"%d %c %d\\n\", r.oi, r.oc, xlate <struct out *> ((struct nowhere *)0)->oi);
+        }}"
+    );
+    let p = c_with(&src, None);
+    assert_eq!(printed(&p), "5 q 3\n");
+}
+
 #[test]
 fn errors() {
     let k = || Some(kernel());
@@ -299,7 +369,7 @@ fn errors() {
         (
             user("BEGIN { trace(xlate <struct out *> (\"s\")->sum); }"),
             None,
-            "3:15: [D_XLATE_NONE] cannot translate from \"string\" to \"struct out *\": no translator",
+            "3:15: [D_XLATE_NONE] cannot translate from \"string\" to \"struct out *\"",
         ),
         (
             user("BEGIN { trace(xlate <struct out *> (1)->big); }"),
@@ -344,12 +414,12 @@ fn errors() {
         (
             user("translator struct out < int y > { sum = y; };\nBEGIN { }"),
             None,
-            "3:12: [D_XLATE_REDECL] translator from \"int\" to \"struct out\" has already been declared",
+            "3:12: [D_XLATE_REDECL] translator from int to struct out has already been declared",
         ),
         (
             "translator int < int x > { };\nBEGIN { }".to_string(),
             None,
-            "1:12: [D_XLATE_SOU] translator output type must be a struct or union, not int",
+            "1:12: [D_XLATE_SOU] translator output type must be a struct or union",
         ),
         (
             format!("{OUT}translator struct out < int x > {{ sum = x; bad = 1; }};\nBEGIN {{ }}"),
@@ -397,6 +467,46 @@ fn errors() {
             "BEGIN { trace(curpsinfo->pr_nlwp); }".to_string(),
             k(),
             "1:15: [D_TYPE_MEMBER] struct task_struct has no member 'signal' (translating member pr_nlwp at <prelude>:42:12)",
+        ),
+        (
+            format!("{SOU}translator struct out < struct in I > {{ oi = I.i; }};\nstruct in *p;\nBEGIN {{ trace(xlate <struct out> (p).oi); }}"),
+            None,
+            "5:15: [D_XLATE_NONE] cannot translate from \"struct in *\" to \"struct out\"",
+        ),
+        (
+            format!("{SOU}translator struct out < struct in *P > {{ oi = P->i; }};\nstruct in v;\nBEGIN {{ trace(xlate <struct out> (v)->oi); }}"),
+            None,
+            "5:15: [D_XLATE_NONE] cannot translate from \"struct in\" to \"struct out\"",
+        ),
+        (
+            "struct out { int oi; };\ntranslator struct out < struct gone *G > { oi = G->x; };\nBEGIN { }".to_string(),
+            None,
+            "2:49: [D_OP_INCOMPLETE] operator -> cannot be applied to a forward declaration: no struct gone definition is available",
+        ),
+        (
+            "translator struct gone < int x > { };\nBEGIN { }".to_string(),
+            None,
+            "1:12: [D_XLATE_SOU] incomplete struct/union/enum struct gone",
+        ),
+        (
+            "struct out { char *s; };\ntranslator struct out < int x > { s = x; };\nBEGIN { }".to_string(),
+            None,
+            "2:39: [D_XLATE_INCOMPAT] translator member s definition uses incompatible types: \"char *\" = \"int\"",
+        ),
+        (
+            "struct out { int a; };\ntranslator struct out < char *x > { a = x; };\nBEGIN { }".to_string(),
+            None,
+            "2:41: [D_XLATE_INCOMPAT] translator member a definition uses incompatible types: \"int\" = \"char *\"",
+        ),
+        (
+            user("BEGIN { trace((uintptr_t)xlate <struct out *> (1)); }"),
+            None,
+            "3:15: [D_CAST_INVAL] invalid cast expression: \"pointer to translated data\" to \"uint64_t\"",
+        ),
+        (
+            format!("{SOU}translator struct out < struct in I > {{ oi = ((struct out)I).oi; }};\nBEGIN {{ }}"),
+            None,
+            "3:46: [D_CAST_INVAL] invalid cast expression: \"struct in\" to \"struct out\"",
         ),
     ] {
         assert_eq!(err_with(&src, btf), want, "{src}");

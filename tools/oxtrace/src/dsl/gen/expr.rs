@@ -254,6 +254,15 @@ impl Gen<'_> {
             }
             ExprKind::Cast(tn, a) => {
                 let to = self.resolve(tn, e.span)?;
+                if let Some(what) = self.xlate_data(a) {
+                    return self.err(
+                        e.span,
+                        format!(
+                            "[D_CAST_INVAL] invalid cast expression: \"{what}\" to \"{}\"",
+                            to.name()
+                        ),
+                    );
+                }
                 let (r, from) = self.expr(a)?;
                 if matches!(to, Ty::Sou(..) | Ty::Array(..)) {
                     return self.err(
@@ -529,6 +538,10 @@ impl Gen<'_> {
 
     /// The type of `e` without keeping its code.
     pub(super) fn type_of(&mut self, e: &Expr) -> GResult<Ty> {
+        // A translation's type is its output's (the input of a struct input's translator).
+        if let Some(out) = self.xlate_type(e) {
+            return out;
+        }
         let mark = self.code.len();
         let free = self.free.clone();
         // A translated member is a value its translator computes, not storage.

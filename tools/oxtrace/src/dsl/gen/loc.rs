@@ -141,6 +141,23 @@ impl Gen<'_> {
                     ),
                 }
             }
+            // `(struct s) x` of an `x` of that very type (C's cast to the same type, which
+            // translators over struct inputs write): `x` itself.
+            ExprKind::Cast(tn, a) if matches!(self.resolve(tn, e.span)?, Ty::Sou(..)) => {
+                let to = self.resolve(tn, e.span)?;
+                let from = self.type_of(a)?;
+                if from != to {
+                    return self.err(
+                        e.span,
+                        format!(
+                            "[D_CAST_INVAL] invalid cast expression: \"{}\" to \"{}\"",
+                            from.name(),
+                            to.name()
+                        ),
+                    );
+                }
+                self.loc(a)
+            }
             _ => self.err(
                 e.span,
                 "[D_OP_LVAL] operator requires a modifiable lvalue as an operand",
@@ -384,6 +401,19 @@ impl Gen<'_> {
                 None => {
                     if let Some(msg) = self.t.env.btf_no_member(&bty, m) {
                         return self.err(span, msg);
+                    }
+                    if let Ty::Sou(i, n) = &bty {
+                        if !self.t.env.sous[*i].complete {
+                            let op = if matches!(base, Loc::Var { .. }) {
+                                "."
+                            } else {
+                                "->"
+                            };
+                            return self.err(
+                                span,
+                                format!("[D_OP_INCOMPLETE] operator {op} cannot be applied to a forward declaration: no {n} definition is available"),
+                            );
+                        }
                     }
                     return self.err(
                         span,

@@ -29,6 +29,9 @@ pub(super) struct Gen<'a> {
     pub(super) free: Vec<u8>,
     /// The inputs of the translations being compiled: name, register, type (`xlate.rs`).
     pub(super) xbind: Vec<(String, u8, Ty)>,
+    /// How many translations of a struct or union input, substituted in place rather
+    /// than bound to a register, are being compiled (`xlate.rs`).
+    pub(super) xdepth: usize,
     /// Inlines being expanded.
     inline_depth: usize,
     /// What the clause's actions so far did (`subr::CLS_*`), for DTrace's ordering rules
@@ -45,6 +48,7 @@ impl<'a> Gen<'a> {
             code: Vec::new(),
             free: (1..act::NREGS as u8).rev().collect(),
             xbind: Vec::new(),
+            xdepth: 0,
             inline_depth: 0,
             clsflags: 0,
         }

@@ -70,6 +70,26 @@ impl Gen<'_> {
         }
     }
 
+    /// What `e` is if it is a translation used whole (DTrace's words for it in errors).
+    pub(super) fn xlate_data(&self, e: &Expr) -> Option<&'static str> {
+        let x = self.xlate_of(e)?;
+        Some(if x.ptr {
+            "pointer to translated data"
+        } else {
+            "translated data"
+        })
+    }
+
+    /// The type of `e` if it is a translation used whole: its output type, or a pointer to
+    /// it.
+    pub(super) fn xlate_type(&mut self, e: &Expr) -> Option<GResult<Ty>> {
+        let x = self.xlate_of(e)?;
+        Some(self.resolve(&x.out, e.span).map(|t| match x.ptr {
+            true => Ty::Ptr(Box::new(t)),
+            false => t,
+        }))
+    }
+
     /// Whether `e` is a member access (`.`, `->`) of a translation.
     pub(super) fn is_xlate_member(&self, e: &Expr) -> bool {
         match &e.kind {
@@ -103,6 +123,12 @@ impl Gen<'_> {
                 ),
             );
         }
+        // As DTrace: the translator is looked up where `xlate` is, before the operator
+        // applied to its result (the prelude's input fails, if it does, at the read).
+        if !x.prelude {
+            let ti = self.type_of(&x.input)?;
+            self.xlator_for(&x, &out, &ti, b.span)?;
+        }
         if arrow && !x.ptr {
             return self.err(
                 e.span,
@@ -125,7 +151,7 @@ impl Gen<'_> {
             None => self.err(
                 span,
                 format!(
-                    "[D_XLATE_NONE] cannot translate from \"{}\" to \"{}{}\": no translator",
+                    "[D_XLATE_NONE] cannot translate from \"{}\" to \"{}{}\"",
                     ti.name(),
                     out.name(),
                     if x.ptr { " *" } else { "" }
@@ -137,11 +163,19 @@ impl Gen<'_> {
     /// Member `m` of translation `x` to `out`: its translator's expression with the input
     /// bound to the value of `x.input`.
     fn xlate_read(&mut self, x: &XBase, out: &Ty, m: &str, span: Span) -> GResult<(u8, Ty)> {
-        if self.xbind.len() >= MAX_NEST {
+        if self.xbind.len() + self.xdepth >= MAX_NEST {
             return self.err(
                 span,
                 format!("translations nested more than {MAX_NEST} deep (a translator that translates itself?)"),
             );
+        }
+        // A struct or union is no value a register holds: its translation is the
+        // member's expression with the input's name replaced by the input expression.
+        if !x.prelude {
+            let ti = self.type_of(&x.input)?;
+            if matches!(ti, Ty::Sou(..)) {
+                return self.xlate_read_sou(x, out, &ti, m, span);
+            }
         }
         // The input, compiled where it was written; the prelude's failing on this kernel
         // is said at the use.
@@ -176,7 +210,7 @@ impl Gen<'_> {
         self.xbind.push((xl.name.clone(), ri, inp));
         let r = self.in_source(xl.prelude, |g| {
             let (r, from) = g.expr(me)?;
-            g.xlate_convert(r, &from, &mem.ty, m, me.span)
+            g.xlate_convert(r, &from, &mem.ty, m, me)
         });
         self.xbind.pop();
         self.release(ri);
@@ -193,6 +227,38 @@ impl Gen<'_> {
         }
     }
 
+    /// Member `m` of translation `x` to `out` of a struct or union input of type `ti`.
+    fn xlate_read_sou(
+        &mut self,
+        x: &XBase,
+        out: &Ty,
+        ti: &Ty,
+        m: &str,
+        span: Span,
+    ) -> GResult<(u8, Ty)> {
+        let k = self.xlator_for(x, out, ti, span)?;
+        let Some(mem) = self.t.env.member(out, m).cloned() else {
+            return self.err(
+                span,
+                format!("[D_TYPE_MEMBER] {m} is not a member of {}", out.name()),
+            );
+        };
+        let xl = self.t.xlate.list[k].clone();
+        let Some((_, me, _)) = xl.members.iter().find(|(n, _, _)| n == m) else {
+            return self.err(
+                span,
+                format!("[D_XLATE_NOCONV] translator does not define conversion for member: {m}"),
+            );
+        };
+        let me = substitute(me, &xl.name, &x.input);
+        self.xdepth += 1;
+        let r = self
+            .expr(&me)
+            .and_then(|(r, from)| self.xlate_convert(r, &from, &mem.ty, m, &me));
+        self.xdepth -= 1;
+        r
+    }
+
     /// Compiles each member of the translator declared last, if the user's, once, its input bound to a register
     /// of the input type, and throws the code away: a member that cannot compile is an
     /// error where the translator is declared, as in D, not at a first use (or never, when
@@ -205,15 +271,35 @@ impl Gen<'_> {
         let (Some(inp), false) = (xl.inp.clone(), xl.prelude) else {
             return Ok(());
         };
+        // A struct or union input: some object of its type, `*(IN *)0`.
+        let sou = matches!(inp, Ty::Sou(..)).then(|| {
+            let at = |kind| Expr {
+                kind,
+                span: xl.members.first().map_or(Span::default(), |m| m.2),
+            };
+            let zero = at(ExprKind::Int(0, Default::default()));
+            let ptr = at(ExprKind::Cast(
+                TypeName::Ptr(Box::new(xl.inp_tn.clone())),
+                Box::new(zero),
+            ));
+            at(ExprKind::Unary(UnOp::Deref, Box::new(ptr)))
+        });
         for (m, me, _) in &xl.members {
             let Some(mem) = self.t.env.member(&xl.out, m).cloned() else {
                 continue; // refused by `declare`
             };
+            if let Some(obj) = &sou {
+                let me = substitute(me, &xl.name, obj);
+                let (r, from) = self.expr(&me)?;
+                let (r, _) = self.xlate_convert(r, &from, &mem.ty, m, &me)?;
+                self.release(r);
+                continue;
+            }
             let ri = self.reg(me.span)?;
             self.xbind.push((xl.name.clone(), ri, inp.clone()));
             let r = self
                 .expr(me)
-                .and_then(|(r, from)| self.xlate_convert(r, &from, &mem.ty, m, me.span));
+                .and_then(|(r, from)| self.xlate_convert(r, &from, &mem.ty, m, me));
             self.xbind.pop();
             self.release(r?.0);
             self.release(ri);
@@ -346,17 +432,20 @@ impl Gen<'_> {
         from: &Ty,
         to: &Ty,
         m: &str,
-        span: Span,
+        me: &Expr,
     ) -> GResult<(u8, Ty)> {
+        let span = me.span;
         let to = match to {
             Ty::Array(e, _) if matches!(**e, Ty::Int { size: 1, .. }) => Ty::Str,
             t => t.clone(),
         };
         let ok = match (&to, from) {
             (Ty::Str, Ty::Str) => true,
-            (Ty::Int { .. }, Ty::Int { .. } | Ty::Ptr(_)) => true,
+            // As DTrace's assignments: a pointer takes another pointer or the constant 0,
+            // an integer only an integer (a cast says that an address is meant).
+            (Ty::Int { .. }, Ty::Int { .. }) => true,
             (Ty::Ptr(a), Ty::Ptr(b)) => a == b || **a == Ty::Void || **b == Ty::Void,
-            (Ty::Ptr(_), Ty::Int { .. }) => true,
+            (Ty::Ptr(_), Ty::Int { .. }) => super::expr::is_null(me),
             _ => false,
         };
         if !ok {
@@ -437,6 +526,24 @@ impl Gen<'_> {
     pub(super) fn xlate_whole(&self, span: Span) -> GResult<(u8, Ty)> {
         self.err(span, whole("a translation"))
     }
+}
+
+/// `e` with each identifier `name` replaced by `with`: a translator's member expression
+/// over a struct or union input, read in place.
+fn substitute(e: &Expr, name: &str, with: &Expr) -> Expr {
+    fn walk(e: &mut Expr, name: &str, with: &Expr) {
+        if matches!(&e.kind, ExprKind::Ident(n) if n == name) {
+            *e = with.clone();
+            return;
+        }
+        let _ = e.try_for_each_child_mut(|c| {
+            walk(c, name, with);
+            Ok::<(), ()>(())
+        });
+    }
+    let mut e = e.clone();
+    walk(&mut e, name, with);
+    e
 }
 
 fn whole(what: &str) -> String {

@@ -3,7 +3,7 @@
 
 use super::super::error::Span;
 use super::super::syntax::ast::{Expr, Translator, TypeName};
-use super::super::types::{resolve_type, Ty};
+use super::super::types::{resolve_type, SouDef, Ty};
 use super::Tables;
 use std::collections::HashSet;
 
@@ -46,37 +46,35 @@ pub(crate) fn declare(
     prelude: bool,
 ) -> Result<(), (Span, String)> {
     t.env.btf_prepare(&tr.out);
+    forward(t, &tr.out);
     let out = resolve_type(&t.env, &tr.out).map_err(|m| (tr.span, m))?;
     let Ty::Sou(i, _) = &out else {
         return Err((
             tr.span,
-            format!(
-                "[D_XLATE_SOU] translator output type must be a struct or union, not {}",
-                out.name()
-            ),
+            "[D_XLATE_SOU] translator output type must be a struct or union".to_string(),
         ));
     };
     if !t.env.sous[*i].complete {
         return Err((
             tr.span,
-            format!(
-                "[D_XLATE_SOU] translator output type {} is incomplete",
-                out.name()
-            ),
+            format!("[D_XLATE_SOU] incomplete struct/union/enum {}", out.name()),
         ));
     }
     let inp = if prelude {
         None
     } else {
         t.env.btf_prepare(&tr.inp);
+        forward(t, &tr.inp);
         Some(resolve_type(&t.env, &tr.inp).map_err(|m| (tr.span, m))?)
     };
     if let Some(inp) = &inp {
-        if matches!(inp, Ty::Void | Ty::Sou(..) | Ty::Array(..) | Ty::Stack) {
+        // A struct or union input is translated in place: its name stands for the
+        // translated expression (`gen/xlate.rs`), so it must have members to read.
+        if matches!(inp, Ty::Void | Ty::Array(..) | Ty::Stack) {
             return Err((
                 tr.span,
                 format!(
-                    "[D_XLATE_INCOMPAT] translator input type must be an integer, pointer or string, not {}",
+                    "[D_XLATE_INCOMPAT] translator input type must be an integer, pointer, string, struct or union, not {}",
                     inp.name()
                 ),
             ));
@@ -89,14 +87,15 @@ pub(crate) fn declare(
             return Err((
                 tr.span,
                 format!(
-                    "[D_XLATE_REDECL] translator from \"{}\" to \"{}\" has already been declared",
+                    "[D_XLATE_REDECL] translator from {} to {} has already been declared",
                     inp.name(),
                     out.name()
                 ),
             ));
         }
     }
-    for (k, (m, _, span)) in tr.members.iter().enumerate() {
+    // A member defined twice is accepted, as DTrace does: the first definition is used.
+    for (m, _, span) in &tr.members {
         if t.env.member(&out, m).is_none() {
             return Err((
                 *span,
@@ -104,12 +103,6 @@ pub(crate) fn declare(
                     "[D_XLATE_MEMB] translator member {m} is not a member of {}",
                     out.name()
                 ),
-            ));
-        }
-        if tr.members[..k].iter().any(|(n, _, _)| n == m) {
-            return Err((
-                *span,
-                format!("[D_XLATE_MEMB] translator member {m} is defined twice"),
             ));
         }
     }
@@ -122,4 +115,23 @@ pub(crate) fn declare(
         prelude,
     });
     Ok(())
+}
+
+/// Declare the struct or union `tn` names (through pointers) as a forward tag if nothing
+/// defines it, as C and D do for a tag first met in a translator's types: the translator
+/// is declared, and only a read of the missing definition's members fails.
+fn forward(t: &mut Tables, tn: &TypeName) {
+    match tn {
+        TypeName::Ptr(p) => forward(t, p),
+        TypeName::Sou(n, u) if t.env.sou(n, *u).is_none() => {
+            t.env.sous.push(SouDef {
+                name: format!("{} {n}", if *u { "union" } else { "struct" }),
+                members: vec![],
+                size: 0,
+                align: 1,
+                complete: false,
+            });
+        }
+        _ => {}
+    }
 }
