@@ -347,18 +347,52 @@ pub trait ClauseEnv: Env {
     fn leave_error(&mut self);
 }
 
-/// DTrace's fault types (`DTRACEFLT_*`), ERROR's `arg4`.
+/// DTrace's fault types (`DTRACEFLT_*`), ERROR's `arg4`; the D compiler names each of
+/// [`flt::ALL`] as a constant.
 pub mod flt {
+    /// An unknown fault.
+    pub const UNKNOWN: u64 = 0;
     /// A bad address (also an invalid string reference).
     pub const BADADDR: u64 = 1;
+    /// A misaligned access (never raised here: x86-64 loads any alignment).
+    pub const BADALIGN: u64 = 2;
     /// An illegal operation.
     pub const ILLOP: u64 = 3;
     /// Division by zero.
     pub const DIVZERO: u64 = 4;
     /// Out of scratch space.
     pub const NOSCRATCH: u64 = 5;
+    /// An illegal kernel access (never raised here).
+    pub const KPRIV: u64 = 6;
+    /// An illegal user access (never raised here).
+    pub const UPRIV: u64 = 7;
     /// Tuple stack overflow.
     pub const TUPOFLOW: u64 = 8;
+    /// A bad stack (never raised here).
+    pub const BADSTACK: u64 = 9;
+    /// A bad size (never raised here).
+    pub const BADSIZE: u64 = 10;
+    /// An index out of bounds (Oracle DTrace's; here such a subscript is `ILLOP`).
+    pub const BADINDEX: u64 = 11;
+    /// A fault in probe processing libraries (never raised here).
+    pub const LIBRARY: u64 = 1000;
+
+    /// Each fault type with its name after `DTRACEFLT_`.
+    pub const ALL: &[(&str, u64)] = &[
+        ("UNKNOWN", UNKNOWN),
+        ("BADADDR", BADADDR),
+        ("BADALIGN", BADALIGN),
+        ("ILLOP", ILLOP),
+        ("DIVZERO", DIVZERO),
+        ("NOSCRATCH", NOSCRATCH),
+        ("KPRIV", KPRIV),
+        ("UPRIV", UPRIV),
+        ("TUPOFLOW", TUPOFLOW),
+        ("BADSTACK", BADSTACK),
+        ("BADSIZE", BADSIZE),
+        ("BADINDEX", BADINDEX),
+        ("LIBRARY", LIBRARY),
+    ];
 }
 
 /// DTrace's fault type and faulting address (`arg4`, `arg5` of ERROR) of a fault.

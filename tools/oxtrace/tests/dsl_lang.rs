@@ -622,3 +622,32 @@ fn null_is_address_zero() {
     assert_eq!(s.faults.len(), 1, "{:?}", s.faults);
     assert_eq!(s.faults[0].1.kind, FaultKind::BadAddr(0));
 }
+
+/// The D library's constants: fault types as the module reports them in ERROR's `arg4`,
+/// process models and states, errno values and signals as the kernel's.
+#[test]
+fn d_library_constants() {
+    let out = run(
+        "BEGIN { printf(\"%d %d %d %d %d\\n\", DTRACEFLT_BADADDR, DTRACEFLT_DIVZERO,
+        DTRACEFLT_NOSCRATCH, DTRACEFLT_UNKNOWN, DTRACEFLT_LIBRARY);
+        printf(\"%d %d %d %d\\n\", PR_MODEL_ILP32, PR_MODEL_LP64, SSLEEP, SONPROC);
+        printf(\"%d %d %d %d %d\\n\", EPERM, ENOENT, EAGAIN, EWOULDBLOCK, ENOTSUP);
+        printf(\"%d %d %d %d\\n\", SIGHUP, SIGKILL, SIGTERM, SIGCHLD);
+        printf(\"%d %d %d %d\\n\", CLD_EXITED, O_CREAT, AF_INET6, IPPROTO_TCP); }",
+    );
+    assert_eq!(
+        out,
+        "1 4 5 0 1000\n1 2 1 6\n1 2 11 11 95\n1 9 15 17\n1 64 10 6\n"
+    );
+    // A division by zero's ERROR says DTRACEFLT_DIVZERO.
+    let p = c("int z; BEGIN { z = 1 / z; }
+        ERROR { printf(\"%d\\n\", arg4 == DTRACEFLT_DIVZERO); }");
+    let mut s = Sim::default();
+    s.fire(&p, &Firing::default());
+    assert_eq!(s.printf_output(&p), "1\n");
+    bad(
+        "BEGIN { EPERM = 2; }",
+        "1:9",
+        "[D_OP_WRITE] operator requires a writable variable: EPERM is not one",
+    );
+}

@@ -52,6 +52,8 @@ pub fn compile_items(
     for &(n, v) in super::gen::mem::UREG_NAMES {
         t.env.enums.insert(n.to_string(), v);
     }
+    // The D library's constants (`EPERM`, `SIGKILL`, `DTRACEFLT_BADADDR`, ...).
+    t.env.enums.extend(super::types::consts::dlib());
     let clauses: Vec<&Clause> = items
         .iter()
         .filter_map(|i| match i {

@@ -73,15 +73,16 @@ translator psinfo_t < struct task_struct *T > {
 	pr_argv = T->mm == 0 ? 0 : T->mm->start_stack + sizeof (long);
 	pr_envp = T->mm == 0 || T != curthread ? 0 : T->mm->start_stack +
 	    (*(long *)copyin(T->mm->start_stack, sizeof (long)) + 2) * sizeof (long);
-	pr_dmodel = T->mm == 0 ? 0 : T->thread_info.flags & (1 << 29) ? 1 : 2;
+	pr_dmodel = T->mm == 0 ? 0 :
+	    T->thread_info.flags & (1 << 29) ? PR_MODEL_ILP32 : PR_MODEL_LP64;
 };
 
 translator lwpsinfo_t < struct task_struct *T > {
 	pr_flag = (T->__state & 0xc) != 0;
 	pr_lwpid = T->pid;
 	pr_addr = (uintptr_t)T;
-	pr_state = T->exit_state & 0x30 ? 3 : T->__state & 0x800 ? 5 :
-	    T->__state & 0xc ? 4 : T->__state == 0 ? (T->on_cpu ? 6 : 2) : 1;
+	pr_state = T->exit_state & 0x30 ? SZOMB : T->__state & 0x800 ? SIDL :
+	    T->__state & 0xc ? SSTOP : T->__state == 0 ? (T->on_cpu ? SONPROC : SRUN) : SSLEEP;
 	pr_sname = T->exit_state & 0x30 ? 'Z' : T->__state & 0x800 ? 'I' :
 	    T->__state & 0xc ? 'T' : T->__state == 0 ? (T->on_cpu ? 'O' : 'R') : 'S';
 	pr_nice = T->static_prio - 120;
@@ -146,10 +147,7 @@ inline int B_READ = 0x0040;
 inline int B_WRITE = 0x0100;
 inline int B_ASYNC = 0x0400;
 
-/* pr_model's values, and the reasons of proc:::exit (CLD_* of <signal.h>). */
-inline int CLD_EXITED = 1;
-inline int CLD_KILLED = 2;
-inline int CLD_DUMPED = 3;
+/* The reasons of proc:::exit are CLD_* of <signal.h>, constants of every program. */
 
 /*
  * CPU C's struct cpuinfo_x86 is its copy of the per-CPU cpu_info: &`cpu_info is the

@@ -5,6 +5,7 @@ use super::syntax::ast::{IntForm, TypeName};
 use super::KeyKind;
 
 pub(super) mod btf_types;
+pub(crate) mod consts;
 mod kvar;
 use oxtrace_core::action::{Builtin, IntType};
 
