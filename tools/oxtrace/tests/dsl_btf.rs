@@ -450,7 +450,8 @@ fn external_variables() {
         (
             "BEGIN { trace(`no_type_known); }",
             "1:15: [D_SYM_NOTYPE] the type of `no_type_known is unknown (the kernel's BTF has no \
-             global variables (pahole before 1.27)): read it through a cast of its address, \
+             global variables: pahole encodes only the per-CPU ones unless the kernel asks for \
+             its global_var feature): read it through a cast of its address, \
              *(TYPE *)&`no_type_known",
         ),
         (

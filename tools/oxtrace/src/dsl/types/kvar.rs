@@ -1,7 +1,8 @@
 //! External kernel variables, DTrace's backquote: `` `jiffies ``, `` vmlinux`init_task ``.
 //!
 //! The address comes from /proc/kallsyms, the type from the variable's BTF `VAR` when the
-//! kernel's BTF has one (pahole 1.27 and later emit every global; older ones only the
+//! kernel's BTF has one (pahole emits every global only with its `global_var` BTF
+//! feature, which Linux 6.12's scripts/Makefile.btf does not ask for; otherwise only the
 //! per-CPU variables), else from the kernel's declaration of a few well-known variables
 //! (`KNOWN`) resolved against BTF. The value is read with the fault-free loads of any
 //! kernel memory; a variable of unknown type only gives its address (`&`name`).
@@ -29,6 +30,40 @@ const KNOWN: &[(&str, &str)] = &[
     ("totalreserve_pages", "unsigned long"),
     ("_totalram_pages", "atomic_long_t"),
     ("__num_online_cpus", "atomic_t"),
+    ("max_pfn", "unsigned long"),
+    ("max_low_pfn", "unsigned long"),
+    ("min_low_pfn", "unsigned long"),
+    ("totalcma_pages", "unsigned long"),
+    ("nr_swap_pages", "atomic_long_t"),
+    ("loops_per_jiffy", "unsigned long"),
+    ("tick_usec", "unsigned long"),
+    ("cpu_khz", "unsigned int"),
+    ("tsc_khz", "unsigned int"),
+    ("pid_max", "int"),
+    ("overflowuid", "int"),
+    ("overflowgid", "int"),
+    ("sysctl_nr_open", "unsigned int"),
+    ("kptr_restrict", "int"),
+    ("dmesg_restrict", "int"),
+    ("panic_on_oops", "int"),
+    ("oops_in_progress", "int"),
+    ("vm_swappiness", "int"),
+    ("high_memory", "void *"),
+    ("page_offset_base", "unsigned long"),
+    ("vmalloc_base", "unsigned long"),
+    ("vmemmap_base", "unsigned long"),
+    ("phys_base", "unsigned long"),
+    ("saved_command_line", "char *"),
+    ("boot_cpu_data", "struct cpuinfo_x86"),
+    ("init_cred", "struct cred"),
+    ("init_user_ns", "struct user_namespace"),
+    ("init_fs", "struct fs_struct"),
+    ("init_files", "struct files_struct"),
+    ("init_ipc_ns", "struct ipc_namespace"),
+    ("cad_pid", "struct pid *"),
+    ("system_wq", "struct workqueue_struct *"),
+    ("__cpu_online_mask", "struct cpumask"),
+    ("__cpu_possible_mask", "struct cpumask"),
 ];
 
 impl TypeEnv {
@@ -103,7 +138,8 @@ impl TypeEnv {
         let why = match &self.btf.btf {
             None => "the kernel has no BTF",
             Some(b) if b.find(NameKind::Var, sym).is_none() => {
-                "the kernel's BTF has no global variables (pahole before 1.27)"
+                "the kernel's BTF has no global variables: pahole encodes only the per-CPU \
+                 ones unless the kernel asks for its global_var feature"
             }
             Some(_) => "its BTF type cannot be read",
         };
