@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0
 # Translators and DTrace's process views through the real module (issue 11): a user
 # translator over curthread, curpsinfo and curlwpsinfo against the built-in variables
-# and oxt_workload's known arguments, and the translator errors. TAP, exact output.
+# and oxt_workload's known arguments, and the translator errors; translators over struct
+# inputs, kernel variables and the D library's constants. TAP, exact output.
 cd "$(dirname "$0")" || exit 1
 . ./tap.sh
 # 4 threads x 2000 reads of /dev/zero (the reads of a file named "zero": 8000).
@@ -10,7 +11,7 @@ W="./oxt_workload read 4 2000"
 ZERO='pid == $target && args[0]->f_path.dentry->d_name.len == 4'
 
 echo "TAP version 13"
-plan 11
+plan 19
 
 run "struct ids { int p; int t; char name[16]; };
      translator struct ids < struct task_struct *T > { p = T->tgid; t = T->pid; name = T->comm; };
@@ -93,11 +94,69 @@ expect "BEGIN runs in the tool's process" "1 1 oxtrace" "$out"
 
 run 'BEGIN { trace(xlate <psinfo_t *> (1)->pr_pid); }'
 expect_fail "no translator from int" \
-	'[D_XLATE_NONE] cannot translate from "int" to "struct psinfo *": no translator'
+	'[D_XLATE_NONE] cannot translate from "int" to "struct psinfo *"'
 
 run 'struct s { int a; int b; }; translator struct s < int x > { a = x; };
      BEGIN { trace(xlate <struct s> (1).b); }'
 expect_fail "a member the translator does not define" \
 	"[D_XLATE_NOCONV] translator does not define conversion for member: b"
+
+# Translators over struct inputs, read in place: kernel memory (*curthread), D struct
+# variables, circular translators, translations of translations, in printf arguments,
+# aggregation keys and values, and struct copies.
+run 'struct pids { int pid; int tgid; char comm[16]; };
+     translator struct pids < struct task_struct T > { pid = T.pid; tgid = T.tgid;
+       comm = T.comm; };
+     BEGIN { printf("%d %d %s\n", xlate <struct pids> (*curthread).pid == tid,
+       xlate <struct pids *> (*curthread)->tgid == pid, xlate <struct pids> (*curthread).comm);
+       exit(0); }'
+expect "a translator over struct task_struct by value" "1 1 oxtrace" "$out"
+
+run "struct pids { int pid; int tgid; };
+     translator struct pids < struct task_struct T > { pid = T.pid; tgid = T.tgid; };
+     fbt::vfs_read:entry /$ZERO/ {
+       @[xlate <struct pids> (*curthread).tgid == pid] = sum(xlate <struct pids> (*curthread).pid == tid); }
+     END { printa(\"%d %@d\n\", @); }" -c "$W"
+expect "struct-input translations as aggregation keys and values in fbt" "1 8000" "$out"
+
+run 'struct in { int i; char c; }; struct out { int oi; char oc; };
+     translator struct out < struct in I > { oi = ((struct in)I).i * 2; oc = I.c; };
+     translator struct in < struct out O > { i = O.oi + 1; c = O.oc; };
+     struct in a; struct out b;
+     BEGIN { a.i = 21; a.c = 0x78; b = xlate <struct out> (a);
+       printf("%d %c %d %d\n", b.oi, b.oc, xlate <struct in> (b).i,
+         xlate <struct in> (xlate <struct out> (a)).i); exit(0); }'
+expect "circular translators over D structs, copies and nested translations" "42 x 43 43" "$out"
+
+run 'struct out { int oi; };
+     translator struct out < struct nowhere *P > { oi = P->x; };
+     BEGIN { exit(0); }'
+expect_fail "a member of a forward-declared input: D_OP_INCOMPLETE" \
+	"[D_OP_INCOMPLETE] operator -> cannot be applied to a forward declaration: no struct nowhere definition is available"
+
+# Kernel variables with their types (BTF VARs, else the kernel's declarations), against
+# what /proc says of the same variables.
+# jiffies is jiffies_64's low half: one address, and a later read is never smaller.
+run 'BEGIN { printf("%d %s %d %d\n", (uintptr_t)&`jiffies == (uintptr_t)&`jiffies_64 &&
+       `jiffies <= `jiffies_64, stringof(`init_task.comm),
+       `pid_max, `nr_cpu_ids); exit(0); }'
+expect "\`jiffies, \`init_task.comm, \`pid_max, \`nr_cpu_ids" \
+	"1 swapper/0 $(cat /proc/sys/kernel/pid_max) $(($(cut -d- -f2 /sys/devices/system/cpu/possible) + 1))" \
+	"$out"
+
+# max_pfn pages cover at least MemTotal (kB).
+run 'BEGIN { printf("%d\n", `max_pfn * 4); exit(0); }'
+total=$(awk '/^MemTotal:/ { print $2 }' /proc/meminfo)
+if [ -n "$out" ] && [ "$out" -ge "$total" ]; then ok "\`max_pfn covers MemTotal"
+else nok "\`max_pfn covers MemTotal" "$out" "MemTotal=$total" "$err"; fi
+
+# The D library's constants: a bad address's ERROR is DTRACEFLT_BADADDR, signals and errno
+# values are the kernel's.
+run 'BEGIN { trace(*(int *)8); }
+     ERROR { printf("%d %d\n", arg4 == DTRACEFLT_BADADDR, arg5); exit(0); }'
+expect "ERROR's arg4 is DTRACEFLT_BADADDR" "1 8" "$out"
+
+run 'BEGIN { printf("%d %d %d %d\n", SIGKILL, SIGTERM, EPERM, ENOENT); exit(0); }'
+expect "signals and errno values" "9 15 1 2" "$out"
 
 tap_exit
