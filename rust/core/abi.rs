@@ -12,7 +12,7 @@ pub const DEVICE_NAME: &str = "oxtrace";
 /// ABI major version: a new major breaks old tools.
 pub const ABI_MAJOR: u32 = 1;
 /// ABI minor version: a new minor only adds.
-pub const ABI_MINOR: u32 = 13;
+pub const ABI_MINOR: u32 = 14;
 
 /// The CPU has Intel PT with ToPA output.
 pub const FEAT_INTEL_PT: u64 = 1 << 0;

@@ -587,7 +587,7 @@ impl Env for KernelEnv<'_> {
                 .next()
                 .map_or(0, |it| match it {
                     action::Item::Int(v, _) => v as i64,
-                    action::Item::Str(_) => 0,
+                    action::Item::Str(_) | action::Item::Mem(_) => 0,
                 });
             if self
                 .s

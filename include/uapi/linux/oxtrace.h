@@ -43,9 +43,11 @@
  * id, up to 127 frames); each CPU writes a stack's frames once, in a principal
  * buffer record of kind OXT_RECORD_STACK, before anything that names it.
  * Minor 13: struct oxt_status.live_uprobes.
+ * Minor 14: opcode 220, pushtm (memory read into a record: tracemem(), print())
+ * and its record item, tag 0x11, a 2-byte length and the bytes.
  */
 #define OXT_ABI_MAJOR 1
-#define OXT_ABI_MINOR 13
+#define OXT_ABI_MINOR 14
 
 /*
  * Principal buffer record kinds the module writes itself (the actions' kinds

@@ -259,6 +259,11 @@ pub enum Op {
     /// process's arguments (`curpsinfo->pr_psargs`). Read without faulting; what cannot
     /// be read ends the string (the empty string when nothing can).
     Uargs = 210,
+    /// Push `n` bytes of readable memory at `r1` onto the tuple, read (without faulting)
+    /// when the record is assembled: `n` is `r2` when it is below or equal to `imm`, else
+    /// `imm` (a negative or oversized dynamic size takes the static one, as DTrace's
+    /// `tracemem()` does). `tracemem()` and `print()`.
+    Pushtm = 220,
 }
 
 /// The opcodes of the scratch memory range ([`Op::Alloca`] ..= [`Op::Uregs`]).
@@ -398,6 +403,7 @@ impl Op {
             167 => Some(Stx),
             168 => Some(Uregs),
             210 => Some(Uargs),
+            220 => Some(Pushtm),
             _ if (b as usize) < ALL.len() => Some(ALL[b as usize]),
             _ => None,
         }
@@ -489,6 +495,7 @@ impl Op {
             Stgaa => "stgaa",
             Pushtv => "pushtv",
             Pushts => "pushts",
+            Pushtm => "pushtm",
             Flusht => "flusht",
             Scmp => "scmp",
             Strlen => "strlen",

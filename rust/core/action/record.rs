@@ -51,10 +51,15 @@ impl RecordKind {
 /// Item tag of a string in record data; integer tags are their [`IntType`] code (0..7).
 pub const ITEM_STR: u8 = 0x10;
 
+/// Item tag of raw memory in record data (`tracemem()`, `print()`): the bytes as read,
+/// NULs included (ABI minor 14).
+pub const ITEM_MEM: u8 = 0x11;
+
 /// A record for the principal buffer, as the interpreter hands it to [`Env::emit`].
 ///
 /// `data` is a sequence of items: an integer is its [`IntType`] byte then 8 bytes LE; a
-/// string is [`ITEM_STR`], a 2-byte LE length and the bytes. [`Items`] decodes it.
+/// string is [`ITEM_STR`], a 2-byte LE length and the bytes; raw memory is [`ITEM_MEM`],
+/// a 2-byte LE length and the bytes. [`Items`] decodes it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Record<'a> {
     /// What produced the record.
@@ -72,6 +77,8 @@ pub enum Item<'a> {
     Int(u64, IntType),
     /// A string.
     Str(&'a [u8]),
+    /// Raw memory (`tracemem()`, `print()`).
+    Mem(&'a [u8]),
 }
 
 /// Iterator over the items of record data; stops (and sets `bad`) at malformed data.
@@ -94,12 +101,16 @@ impl<'a> Iterator for Items<'a> {
 
     fn next(&mut self) -> Option<Item<'a>> {
         let (&tag, rest) = self.data.split_first()?;
-        if tag == ITEM_STR {
+        if tag == ITEM_STR || tag == ITEM_MEM {
             if rest.len() >= 2 {
                 let n = u16::from_le_bytes([rest[0], rest[1]]) as usize;
                 if let Some(s) = rest.get(2..2 + n) {
                     self.data = &rest[2 + n..];
-                    return Some(Item::Str(s));
+                    return Some(if tag == ITEM_STR {
+                        Item::Str(s)
+                    } else {
+                        Item::Mem(s)
+                    });
                 }
             }
         } else if tag < 8 {

@@ -251,6 +251,8 @@ fn shape(op: Op) -> Shape {
         Stgaa => sh(false, true, false, I::Var(Scope::Assoc)),
         Pushtv => sh(false, true, false, I::Type),
         Pushts => sh(false, true, false, I::Zero),
+        // imm: the static size, bounded at run time by the record buffer.
+        Pushtm => sh(false, true, true, I::Any),
         Strlen => sh(true, true, false, I::Zero),
         Agg => sh(false, true, true, I::Agg),
         Printf => sh(false, false, false, I::Fmt),

@@ -213,3 +213,70 @@ fn bcopy_of_a_string_reference_is_a_bounded_string_store() {
     );
     assert_eq!(r.unwrap_err().kind, FaultKind::BadAddr(0x1000));
 }
+
+/// `pushtm` of `(addr, dynamic size)` with static size `max`, then `trace`: the record's
+/// items, or the fault.
+fn traced_mem(addr: i32, dynsize: i32, max: u32) -> Result<Vec<OItem>, Fault> {
+    let mut env = TEnv::default();
+    run_sized(
+        &[
+            ldi(1, addr),
+            ldi(2, dynsize),
+            insn(Op::Pushtm, 0, 1, 2, max),
+            insn(Op::Trace, 0, 0, 0, 0),
+            RET0,
+        ],
+        &mut env,
+    )?;
+    Ok(env.records[0].items.clone())
+}
+
+#[test]
+fn pushtm_records_memory_bounded_by_its_static_size() {
+    assert_eq!(
+        traced_mem(0x1010, 4, 4),
+        Ok(vec![OItem::M(vec![16, 17, 18, 19])])
+    );
+    // A smaller dynamic size wins; a larger or negative one takes the static size.
+    assert_eq!(traced_mem(0x1010, 2, 4), Ok(vec![OItem::M(vec![16, 17])]));
+    assert_eq!(
+        traced_mem(0x1010, 9, 4),
+        Ok(vec![OItem::M(vec![16, 17, 18, 19])])
+    );
+    assert_eq!(
+        traced_mem(0x1010, -1, 4),
+        Ok(vec![OItem::M(vec![16, 17, 18, 19])])
+    );
+    assert_eq!(traced_mem(0x1010, 0, 4), Ok(vec![OItem::M(vec![])]));
+}
+
+#[test]
+fn pushtm_of_unreadable_or_oversized_memory_faults() {
+    let fault = |kind| Err(Fault { pc: 3, kind });
+    assert_eq!(traced_mem(0x10, 4, 4), fault(FaultKind::BadAddr(0x10)));
+    // More than the record buffer holds.
+    let big = record_buf_size(TDict::default().strsize) as u32;
+    assert_eq!(
+        traced_mem(0x1000, big as i32, big),
+        fault(FaultKind::ScratchExhausted)
+    );
+}
+
+#[test]
+fn pushtm_reads_scratch_memory_the_clause_allocated() {
+    let mut env = TEnv::default();
+    let r = run_sized(
+        &[
+            ldi(1, 8),
+            insn(Op::Alloca, 2, 1, 0, 0),
+            ldi(3, 0x0201),
+            insn(Op::Sth, 0, 2, 3, 0),
+            insn(Op::Pushtm, 0, 2, 1, 3),
+            insn(Op::Trace, 0, 0, 0, 0),
+            RET0,
+        ],
+        &mut env,
+    );
+    assert_eq!(r, Ok(0));
+    assert_eq!(env.records[0].items, vec![OItem::M(vec![1, 2, 0])]);
+}

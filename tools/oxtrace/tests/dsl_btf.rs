@@ -646,7 +646,7 @@ fn the_running_kernels_types() {
         .into_iter()
         .map(|i| match i {
             OwnedItem::Int(v, _) => v,
-            OwnedItem::Str(_) => u64::MAX,
+            OwnedItem::Str(_) | OwnedItem::Mem(_) => u64::MAX,
         })
         .collect();
     assert_eq!(got, [8, 16, 8, 8]);

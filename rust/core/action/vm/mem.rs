@@ -24,6 +24,11 @@ impl Vm<'_> {
         (end <= self.scratch.len() as u64).then_some(off as usize)
     }
 
+    /// [`Vm::in_scratch`] for the record assembly.
+    pub(super) fn in_scratch_off(&self, addr: u64, len: u64) -> Option<usize> {
+        self.in_scratch(addr, len)
+    }
+
     /// The scratch offset of `[addr, addr + len)` when the clause allocated it: the only
     /// place a store may go.
     fn in_allocated(&self, addr: u64, len: u64) -> Option<usize> {

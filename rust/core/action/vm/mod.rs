@@ -224,6 +224,8 @@ enum Stop {
 enum TupleVal {
     Int(u64, IntType),
     Str(u64),
+    /// `len` bytes of memory at an address, read when the record is assembled.
+    Mem(u64, u32),
 }
 
 /// The strtok slot's last byte when it holds a string `strtok(NULL, ...)` goes on with.

@@ -138,6 +138,12 @@ impl<'s> Vm<'s> {
                     .ok_or(f(FaultKind::BadString))?;
                 self.push(TupleVal::Str(a)).map_err(f)?;
             }
+            Pushtm => {
+                // The dynamic size `b` when it is within the static one `imm`, which a
+                // negative size (a huge unsigned one) is not.
+                let n = if b <= u64::from(imm) { b as u32 } else { imm };
+                self.push(TupleVal::Mem(a, n)).map_err(f)?;
+            }
             Flusht => self.st.tlen = 0,
             Scmp => {
                 let ss = self.st.strsize as usize;

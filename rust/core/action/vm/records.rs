@@ -15,26 +15,38 @@ impl<'s> Vm<'s> {
         kind: RecordKind,
         id: u32,
     ) -> Result<(), FaultKind> {
-        let len = self.assemble(strtab)?;
+        let len = self.assemble(strtab, env)?;
         self.st.tlen = 0;
         self.emit(env, kind, id, len);
         Ok(())
     }
 
-    /// Encode the tuple into the record buffer; returns its length.
-    fn assemble(&mut self, strtab: &[u8]) -> Result<usize, FaultKind> {
+    /// Encode the tuple into the record buffer; returns its length. Memory items are read
+    /// here, without faulting: from the scratch area when they lie in it, else through the
+    /// environment's kernel read.
+    fn assemble<E: Env + ?Sized>(
+        &mut self,
+        strtab: &[u8],
+        env: &mut E,
+    ) -> Result<usize, FaultKind> {
         let ss = self.st.strsize as usize;
         let rb_start = self.st.nlocals as usize * 8;
         let rb_len = record_buf_size(self.st.strsize);
         // PANIC: `Vm::new` checked that the scratch holds the locals and the record buffer
         // (`scratch_size(nlocals, strsize, 0)`); `tlen <= MAX_TUPLE`, the tuple's length; each
         // `d` has the length its indices assume (9, or 3 + the string's).
-        let (head, slots) = self.scratch.split_at_mut(rb_start + rb_len);
-        let rb = &mut head[rb_start..];
         let slots_base = rb_start + rb_len;
         let mut n = 0usize;
-        for t in &self.st.tuple[..self.st.tlen] {
-            match *t {
+        for i in 0..self.st.tlen {
+            // PANIC: `tlen <= MAX_TUPLE`, the tuple's length.
+            let t = self.st.tuple[i];
+            if let TupleVal::Mem(addr, len) = t {
+                n = self.assemble_mem(env, rb_start, rb_len, n, addr, len as usize)?;
+                continue;
+            }
+            let (head, slots) = self.scratch.split_at_mut(rb_start + rb_len);
+            let rb = &mut head[rb_start..];
+            match t {
                 TupleVal::Int(v, ty) => {
                     let d = rb.get_mut(n..n + 9).ok_or(FaultKind::Invalid)?;
                     d[0] = ty.0;
@@ -50,9 +62,44 @@ impl<'s> Vm<'s> {
                     d[3..].copy_from_slice(s);
                     n += 3 + s.len();
                 }
+                TupleVal::Mem(..) => {}
             }
         }
         Ok(n)
+    }
+
+    /// A memory item of `len` bytes at `addr` into the record buffer (`rb_len` bytes at
+    /// scratch offset `rb_start`) at offset `n`; returns the offset after it. Memory that
+    /// does not fit the buffer, or cannot be read, faults.
+    #[inline(never)]
+    fn assemble_mem<E: Env + ?Sized>(
+        &mut self,
+        env: &mut E,
+        rb_start: usize,
+        rb_len: usize,
+        n: usize,
+        addr: u64,
+        len: usize,
+    ) -> Result<usize, FaultKind> {
+        let end = n + 3 + len;
+        if end > rb_len || len > u16::MAX as usize {
+            return Err(FaultKind::ScratchExhausted);
+        }
+        let at = rb_start + n;
+        let src = self.in_scratch_off(addr, len as u64);
+        // PANIC: `n + 3 + len <= rb_len`, and the record buffer is in the scratch area
+        // (`Vm::new` checked it); `src + len` is within it (`in_scratch_off`).
+        self.scratch[at] = ITEM_MEM;
+        self.scratch[at + 1..at + 3].copy_from_slice(&(len as u16).to_le_bytes());
+        match src {
+            Some(off) => self.scratch.copy_within(off..off + len, at + 3),
+            None => {
+                if !env.read_kernel(addr, &mut self.scratch[at + 3..at + 3 + len]) {
+                    return Err(FaultKind::BadAddr(addr));
+                }
+            }
+        }
+        Ok(end)
     }
 
     #[inline(never)]

@@ -51,7 +51,7 @@ impl<'s> Vm<'s> {
         for t in &st.tuple[..st.tlen] {
             match *t {
                 TupleVal::Int(v, _) => st.ikey.push(v).ok_or(FaultKind::KeyMismatch)?,
-                TupleVal::Str(_) => return Err(FaultKind::KeyMismatch),
+                TupleVal::Str(_) | TupleVal::Mem(..) => return Err(FaultKind::KeyMismatch),
             }
         }
         Ok(())

@@ -28,6 +28,7 @@ pub fn own(keys: &[Key<'_>]) -> Vec<OKey> {
 pub enum OItem {
     I(u64, u8),
     S(Vec<u8>),
+    M(Vec<u8>),
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -282,6 +283,7 @@ impl Env for TEnv {
             .map(|i| match i {
                 Item::Int(v, t) => OItem::I(v, t.0),
                 Item::Str(s) => OItem::S(s.to_vec()),
+                Item::Mem(s) => OItem::M(s.to_vec()),
             })
             .collect();
         assert!(!it.bad, "malformed record data");
@@ -326,6 +328,7 @@ impl Env for TEnv {
             .map(|i| match i {
                 Item::Int(v, t) => OItem::I(v, t.0),
                 Item::Str(s) => OItem::S(s.to_vec()),
+                Item::Mem(s) => OItem::M(s.to_vec()),
             })
             .collect();
         buf.push(ORecord {

@@ -242,6 +242,7 @@ pub fn format_conv(out: &mut Vec<u8>, c: &Conv, item: &Item<'_>) {
         }
         ('c', Item::Int(v, _)) => pad(out, &[*v as u8], c.width, f.minus),
         (_, Item::Str(s)) => pad(out, s, c.width, f.minus),
+        (_, Item::Mem(s)) => out.extend_from_slice(&format_rawbytes(s, 0)),
         (conv, Item::Int(v, ty)) => {
             let signed_conv = matches!(conv, 'd' | 'i');
             // As DTrace's printf: `%d` of an unsigned value prints it unsigned.
@@ -351,6 +352,7 @@ pub fn sprintf(fmt: &[u8], items: &[Item<'_>]) -> Result<Vec<u8>, FormatError> {
 pub fn format_trace_item(item: &Item<'_>) -> Vec<u8> {
     match item {
         Item::Str(s) => s.to_vec(),
+        Item::Mem(s) => format_rawbytes(s, 0),
         Item::Int(v, ty) => int_value(*v, *ty, ty.signed()).to_string().into_bytes(),
     }
 }
@@ -414,6 +416,7 @@ pub fn format_trace(items: &[Item<'_>], quiet: bool, rawbytes: Option<usize>) ->
 /// 3 for 4, 2 and 1), a string after two spaces, left-aligned in 33 columns.
 pub fn format_trace_item_default(item: &Item<'_>) -> Vec<u8> {
     match item {
+        Item::Mem(s) => format_rawbytes(s, 0),
         Item::Str(s) => {
             let mut o = b"  ".to_vec();
             o.extend_from_slice(s);

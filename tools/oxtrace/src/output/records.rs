@@ -28,6 +28,12 @@ pub fn json_head(kind: RecordKind, cpu: u32, h: &buffer::Header, probe: &str) ->
 pub fn json_item(o: &mut String, it: &Item<'_>) {
     match it {
         Item::Str(s) => json_str(o, s),
+        Item::Mem(s) => {
+            o.push('[');
+            let bytes: Vec<String> = s.iter().map(|b| b.to_string()).collect();
+            o.push_str(&bytes.join(","));
+            o.push(']');
+        }
         Item::Int(..) => o.push_str(&String::from_utf8_lossy(&format_trace_item(it))),
     }
 }

@@ -39,6 +39,8 @@ pub enum OwnedItem {
     Int(u64, u8),
     /// A string.
     Str(Vec<u8>),
+    /// Raw memory.
+    Mem(Vec<u8>),
 }
 
 impl OwnedItem {
@@ -47,6 +49,7 @@ impl OwnedItem {
         match self {
             OwnedItem::Int(v, t) => Item::Int(*v, oxtrace_core::action::IntType(*t)),
             OwnedItem::Str(s) => Item::Str(s),
+            OwnedItem::Mem(s) => Item::Mem(s),
         }
     }
 }
@@ -169,6 +172,7 @@ fn owned_items(rec: &Record<'_>) -> Vec<OwnedItem> {
         .map(|i| match i {
             Item::Int(v, t) => OwnedItem::Int(v, t.0),
             Item::Str(s) => OwnedItem::Str(s.to_vec()),
+            Item::Mem(s) => OwnedItem::Mem(s.to_vec()),
         })
         .collect()
 }
