@@ -190,6 +190,7 @@ pub fn compile_items(
     c.probes = probes;
     c.formats = t.fmt_text.clone();
     c.printa_aggs = t.printa_groups.iter().cloned().collect();
+    c.prints = t.prints.iter().cloned().collect();
     c.setopts = t
         .setopts
         .iter()

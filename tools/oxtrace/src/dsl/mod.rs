@@ -109,6 +109,8 @@ pub struct Compiled {
     pub printa_aggs: BTreeMap<u32, Vec<u32>>,
     /// `setopt()` records: their format id, the option and its value, if given.
     pub setopts: BTreeMap<u32, (String, Option<String>)>,
+    /// `tracemem()` and `print()` records: their format id and what they show.
+    pub prints: BTreeMap<u32, types::ptype::PrintSpec>,
     /// Aggregations by id.
     pub aggs: Vec<AggInfo>,
     /// Variables by id.

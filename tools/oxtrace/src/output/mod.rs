@@ -6,6 +6,7 @@ pub mod folded;
 pub mod json;
 pub mod lines;
 pub mod openmetrics;
+pub mod print;
 pub mod printa;
 pub mod printf;
 pub mod records;

@@ -2,6 +2,7 @@
 //! `trace()` and `system()` back into text with DTrace's (C's) semantics, through the formats
 //! `crate::dsl::format` parsed.
 
+pub use super::print::format_rawbytes;
 use crate::dsl::format::{parse, ArgKind, Conv, FormatError, Piece, MAX_WIDTH};
 use crate::dsl::Compiled;
 use oxtrace_core::action::{IntType, Item};
@@ -11,6 +12,9 @@ impl Compiled {
     pub fn format_printf(&self, id: u32, items: &[Item<'_>]) -> Option<Vec<u8>> {
         if self.setopts.contains_key(&id) {
             return Some(Vec::new());
+        }
+        if let Some(spec) = self.prints.get(&id) {
+            return Some(super::print::format_print(spec, items));
         }
         let f = self.formats.get(id as usize)?;
         sprintf(f.as_bytes(), items).ok()
@@ -355,38 +359,6 @@ pub fn format_trace_item(item: &Item<'_>) -> Vec<u8> {
         Item::Mem(s) => format_rawbytes(s, 0),
         Item::Int(v, ty) => int_value(*v, *ty, ty.signed()).to_string().into_bytes(),
     }
-}
-
-/// `trace()` of a string with the `rawbytes` option, as dtrace prints a buffer it takes for
-/// binary: the `strsize` bytes recorded (the string, then NULs), 16 a row, each row its
-/// offset in hex, the bytes in hex and as characters (`.` for what is not printable), under
-/// a header of the column numbers; on lines of its own.
-pub fn format_rawbytes(s: &[u8], strsize: usize) -> Vec<u8> {
-    let mut b = s.to_vec();
-    b.resize(b.len().max(strsize), 0);
-    let mut o = String::from("\n           ");
-    for d in "0123456789abcdef".chars() {
-        o.push_str("  ");
-        o.push(d);
-    }
-    o.push_str("  0123456789abcdef\n");
-    for (i, row) in b.chunks(16).enumerate() {
-        o.push_str(&format!("{:>10x}:", i * 16));
-        for c in row {
-            o.push_str(&format!(" {c:02x}"));
-        }
-        o.push_str(&"   ".repeat(16 - row.len()));
-        o.push_str("  ");
-        o.extend(row.iter().map(|&c| {
-            if (b' '..=b'~').contains(&c) {
-                c as char
-            } else {
-                '.'
-            }
-        }));
-        o.push('\n');
-    }
-    o.into_bytes()
 }
 
 /// The text of a `trace()` record: `quiet` as with `-q`, `rawbytes` the `strsize` when

@@ -103,6 +103,8 @@ impl Gen<'_> {
                 self.release(r);
             }
             "printf" => self.printf(args, span)?,
+            "tracemem" => self.tracemem(args, span)?,
+            "print" => self.print(args, span)?,
             "setopt" => self.setopt(args, span)?,
             "printa" => {
                 let (fmt, agg_args) = match args {

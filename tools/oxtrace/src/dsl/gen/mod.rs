@@ -17,6 +17,7 @@ mod expr;
 mod loc;
 pub(super) mod mem;
 mod place;
+mod print;
 mod subr;
 mod ustack;
 pub(super) mod xlate;

@@ -6,6 +6,7 @@
 use super::error::Span;
 use super::syntax::ast::{DeclClass, Expr};
 use super::types::btf_types::BtfTypes;
+use super::types::ptype::PrintSpec;
 use super::types::{Ty, TypeEnv};
 use super::{CompileOptions, Compiled, KeyKind};
 use oxtrace_core::action::Scope;
@@ -95,6 +96,8 @@ pub(crate) struct Tables {
     pub(crate) printa_groups: Vec<(u32, Vec<u32>)>,
     /// `setopt()` actions, each a format of its own: (format id, option, value).
     pub(crate) setopts: Vec<(u32, String, Option<String>)>,
+    /// `tracemem()` and `print()` records, each a format of its own: (format id, spec).
+    pub(crate) prints: Vec<(u32, PrintSpec)>,
     /// Whether destructive actions are allowed (`-w`, `#pragma D option destructive`).
     pub(crate) destructive: bool,
     /// Translators (`passes/xlate.rs`).
@@ -128,6 +131,7 @@ impl Tables {
             checked,
             printa_groups: vec![],
             setopts: vec![],
+            prints: vec![],
             destructive: c.tool_options.contains_key("destructive"),
             env: TypeEnv {
                 btf: BtfTypes::new(opts.btf.clone(), opts.ksyms.clone()),

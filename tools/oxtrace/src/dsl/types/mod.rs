@@ -7,6 +7,7 @@ use super::KeyKind;
 pub(super) mod btf_types;
 pub(crate) mod consts;
 mod kvar;
+pub mod ptype;
 use oxtrace_core::action::{Builtin, IntType};
 
 /// A value type.
@@ -309,6 +310,8 @@ pub(super) const ACTIONS: &[&str] = &[
     "stop",
     "chill",
     "setopt",
+    "tracemem",
+    "print",
 ];
 
 /// Resolve a written type against the declared structs, unions, enums and typedefs.

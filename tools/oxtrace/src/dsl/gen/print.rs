@@ -1,0 +1,132 @@
+//! `tracemem()` and `print()`: memory recorded raw, by `pushtm`, in a printf record of a
+//! format of its own, which the tool formats by the [`PrintSpec`] kept for it.
+
+use super::super::error::Span;
+use super::super::syntax::ast::*;
+use super::super::types::ptype::PrintSpec;
+use super::super::types::{Ty, U64};
+use super::{arity_error, GResult, Gen};
+use oxtrace_core::action::{record_buf_size, Op};
+
+/// Bytes of an item's header in record data (its tag and length); an integer item's size.
+const ITEM_HEAD: u64 = 3;
+const INT_ITEM: u64 = 9;
+
+impl Gen<'_> {
+    /// The largest memory item a record holds after `before` bytes of other items.
+    fn mem_max(&self, before: u64) -> u64 {
+        (record_buf_size(self.t.strsize) as u64)
+            .saturating_sub(before + ITEM_HEAD)
+            .min(u64::from(u16::MAX))
+    }
+
+    /// `tracemem(addr, size[, dynsize])`: `size` bytes at `addr` (at most `dynsize` of them,
+    /// checked at run time), shown as a hex dump.
+    pub(super) fn tracemem(&mut self, args: &[Expr], span: Span) -> GResult<()> {
+        if let Some(m) = arity_error("tracemem", args.len(), 2, 3) {
+            return self.err(span, m);
+        }
+        let (ra, ta) = self.expr(&args[0])?;
+        if !ta.is_scalar() {
+            return self.err(
+                args[0].span,
+                format!(
+                    "[D_TRACEMEM_ADDR] tracemem( ) argument #1 is incorrect type: {}",
+                    ta.name()
+                ),
+            );
+        }
+        let size = match const_eval(&args[1]) {
+            Some(v) if v > 0 => v as u64,
+            _ => {
+                return self.err(
+                    args[1].span,
+                    "[D_TRACEMEM_SIZE] tracemem( ) argument #2 must be a non-zero positive integral constant expression",
+                )
+            }
+        };
+        let max = self.mem_max(0);
+        if size > max {
+            return self.err(
+                args[1].span,
+                format!("tracemem( ): {size} bytes do not fit a record ({max} bytes with strsize {}; raise strsize)", self.t.strsize),
+            );
+        }
+        let rd = match args.get(2) {
+            Some(d) => {
+                let (rd, td) = self.expr(d)?;
+                if !td.is_scalar() {
+                    return self.err(
+                        d.span,
+                        "[D_TRACEMEM_DSIZE] tracemem( ) dynamic size (argument #3) must be of scalar type",
+                    );
+                }
+                rd
+            }
+            None => {
+                let rd = self.reg(span)?;
+                self.load_const(rd, size);
+                rd
+            }
+        };
+        self.emit(Op::Pushtm, 0, ra, rd, size as u32);
+        self.release(rd);
+        self.release(ra);
+        let id = self.t.fmt_unique(b"tracemem()");
+        self.t.prints.push((id, PrintSpec::Tracemem));
+        self.emit(Op::Printf, 0, 0, 0, id);
+        Ok(())
+    }
+
+    /// `print(expr)`: the object a pointer points to (or a struct, union or array object
+    /// itself), with its type, shown as Oracle's DTrace shows it.
+    pub(super) fn print(&mut self, args: &[Expr], span: Span) -> GResult<()> {
+        if args.len() != 1 {
+            return self.err(
+                span,
+                format!(
+                    "[D_PROTO_LEN] print( ) prototype mismatch: {} args passed, 1 expected",
+                    args.len()
+                ),
+            );
+        }
+        let a = &args[0];
+        let (r, ty) = self.expr(a)?;
+        let (obj, ptr) = match &ty {
+            Ty::Ptr(p) if **p != Ty::Void => ((**p).clone(), true),
+            Ty::Sou(..) | Ty::Array(..) => (ty.clone(), false),
+            _ => {
+                return self.err(
+                    a.span,
+                    format!("[D_PROTO_ARG] print( ) argument #1 is incompatible with prototype:\n\tprototype: void *\n\t argument: {}", ty.name()),
+                )
+            }
+        };
+        let strsize = u64::from(self.t.strsize);
+        let size = self.t.env.size(&obj, strsize);
+        if size == 0 {
+            return self.err(
+                a.span,
+                format!("[D_PRINT_SIZE] print( ) argument #1 reference has type '{}' with size 0; cannot print( ) it.", obj.name()),
+            );
+        }
+        let max = self.mem_max(INT_ITEM);
+        if size > max {
+            return self.err(
+                a.span,
+                format!("print( ): {} is {size} bytes, more than a record holds ({max} bytes with strsize {strsize}; raise strsize)", obj.name()),
+            );
+        }
+        self.emit(Op::Pushtv, 0, r, 0, U64.int_type().0 as u32);
+        let rs = self.reg(span)?;
+        self.load_const(rs, size);
+        self.emit(Op::Pushtm, 0, r, rs, size as u32);
+        self.release(rs);
+        self.release(r);
+        let pty = self.t.env.ptype(&obj, strsize);
+        let id = self.t.fmt_unique(b"print()");
+        self.t.prints.push((id, PrintSpec::Print { ty: pty, ptr }));
+        self.emit(Op::Printf, 0, 0, 0, id);
+        Ok(())
+    }
+}
