@@ -73,12 +73,12 @@ expect "strtok, byte order, dev_t" "a b c
 
 # inet_* read the address from kernel memory: linux_banner starts "Linux version 6.".
 banner=$(grep ' linux_banner$' /proc/kallsyms | cut -d' ' -f1)
-run "BEGIN { printf(\"%s %s %s\\n\", inet_ntoa(0x$banner), inet_ntoa6(0x$banner),
-	inet_ntop(2, 0x$banner)); exit(0); }"
+run "BEGIN { printf(\"%s %s %s\\n\", inet_ntoa((void *)0x$banner),
+	inet_ntoa6((void *)0x$banner), inet_ntop(2, (void *)0x$banner)); exit(0); }"
 expect "inet_ntoa, inet_ntoa6, inet_ntop of kernel memory" \
 	"76.105.110.117 4c69:6e75:7820:7665:7273:696f:6e20:362e 76.105.110.117" "$out"
 
-run 'BEGIN { trace(inet_ntoa(8)); } BEGIN { trace(lltostr(1, 99)); } BEGIN { exit(0); }'
+run 'BEGIN { trace(inet_ntoa((void *)8)); } BEGIN { trace(lltostr(1, 99)); } BEGIN { exit(0); }'
 if echo "$err" | grep -q "invalid address (0x8)" && echo "$err" | grep -q "illegal operation"; then
 	ok "bad address and bad base are errors, not faults"
 else

@@ -44,7 +44,8 @@
  * buffer record of kind OXT_RECORD_STACK, before anything that names it.
  * Minor 13: struct oxt_status.live_uprobes.
  * Minor 14: opcode 220, pushtm (memory read into a record: tracemem(), print())
- * and its record item, tag 0x11, a 2-byte length and the bytes.
+ * and its record item, tag 0x11, a 2-byte length and the bytes; inet_ntop's
+ * link families (1 << 16 | ARPHRD_ETHER or ARPHRD_INFINIBAND), link_ntop().
  */
 #define OXT_ABI_MAJOR 1
 #define OXT_ABI_MINOR 14

@@ -187,8 +187,10 @@ pub enum Op {
     Dirname = 84,
     /// `rd = cleanpath(r1)`: a new scratch string.
     Cleanpath = 85,
-    /// `rd = inet_ntop(r1, r2)`: the address of family `r1` (`AF_INET`, `AF_INET6`) in kernel
-    /// memory at `r2`, as a new scratch string; faults on another family or a bad address.
+    /// `rd = inet_ntop(r1, r2)`: the address of family `r1` (`AF_INET`, `AF_INET6`; or
+    /// `link_ntop()`'s link type, `subr::LINK_FAMILY` | `ARPHRD_ETHER` or `ARPHRD_INFINIBAND`,
+    /// since ABI minor 14) in kernel memory at `r2`, as a new scratch string; faults on
+    /// another family or a bad address.
     InetNtop = 86,
     /// `rd = r1` in network byte order, `imm` bits (16, 32 or 64) wide: `hton*`/`ntoh*`.
     Hton = 87,

@@ -311,6 +311,29 @@ fn put_dec(v: u8, out: &mut [u8], n: usize) -> usize {
     n + copy(&d[3 - k..], out.get_mut(n..).unwrap_or(&mut []))
 }
 
+/// `inet_ntop()`'s family bit that makes it `link_ntop()`: the link type
+/// ([`ARPHRD_ETHER`], [`ARPHRD_INFINIBAND`]) in the bits below (ABI minor 14).
+pub const LINK_FAMILY: u64 = 1 << 16;
+/// Ethernet's link type (`ARPHRD_ETHER`): a 6-byte address.
+pub const ARPHRD_ETHER: u64 = 1;
+/// InfiniBand's link type (`ARPHRD_INFINIBAND`): a 20-byte address.
+pub const ARPHRD_INFINIBAND: u64 = 32;
+
+/// A link-layer address as `link_ntop()` shows it: its bytes in two lowercase hex digits
+/// each, separated by colons.
+pub fn link_ntoa(a: &[u8], out: &mut [u8]) -> usize {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut n = 0;
+    for (i, &b) in a.iter().enumerate() {
+        if i > 0 {
+            n += copy(b":", out.get_mut(n..).unwrap_or(&mut []));
+        }
+        let d = [HEX[usize::from(b >> 4)], HEX[usize::from(b & 15)]];
+        n += copy(&d, out.get_mut(n..).unwrap_or(&mut []));
+    }
+    n
+}
+
 /// An IPv4 address (network order) in dotted-quad form.
 pub fn inet_ntoa(a: &[u8; 4], out: &mut [u8]) -> usize {
     let mut n = 0;

@@ -162,6 +162,18 @@ fn case_and_paths() {
 }
 
 #[test]
+fn link_formats() {
+    assert_eq!(
+        s(|o| link_ntoa(&[0, 0x1b, 0x21, 0xaa, 0xfe, 0x09], o)),
+        "00:1b:21:aa:fe:09"
+    );
+    assert_eq!(s(|o| link_ntoa(&[], o)), "");
+    // A short output buffer truncates, never overflows.
+    let mut o = [0u8; 4];
+    assert_eq!(link_ntoa(&[0xab; 6], &mut o), 4);
+}
+
+#[test]
 fn inet_formats() {
     assert_eq!(s(|o| inet_ntoa(&[192, 168, 1, 20], o)), "192.168.1.20");
     assert_eq!(s(|o| inet_ntoa(&[0, 0, 0, 0], o)), "0.0.0.0");

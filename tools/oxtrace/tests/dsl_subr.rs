@@ -138,7 +138,8 @@ fn byte_order_and_dev_t() {
 #[test]
 fn inet_subroutines_read_kernel_memory() {
     let p = c(r#"BEGIN {
-        printf("%s %s %s\n", inet_ntoa(0x5000), inet_ntop(10, 0x5010), inet_ntoa6(0x5020));
+        printf("%s %s %s\n", inet_ntoa((void *)0x5000),
+            inet_ntop(10, (void *)0x5010), inet_ntoa6((void *)0x5020));
     }"#);
     let mut s = Sim::default();
     let mut mem = vec![127u8, 0, 0, 1];
@@ -151,7 +152,7 @@ fn inet_subroutines_read_kernel_memory() {
     assert!(s.faults.is_empty(), "{:?}", s.faults);
     assert_eq!(s.printf_output(&p), "127.0.0.1 ::1 fe80::2a\n");
     // An unreadable address is a fault, never a crash.
-    let p = c(r#"BEGIN { trace(inet_ntoa(0x9999)); }"#);
+    let p = c(r#"BEGIN { trace(inet_ntoa((void *)0x9999)); }"#);
     let mut s = Sim::default();
     s.fire(&p, &Firing::default());
     assert_eq!(s.faults[0].1.kind, FaultKind::BadAddr(0x9999));
@@ -479,4 +480,79 @@ fn string_subroutines_take_null_as_dtrace_does() {
         let (_, m) = err_at(src);
         assert_eq!(m, msg, "{src}");
     }
+}
+
+#[test]
+fn link_ntop_formats_ethernet_and_infiniband_addresses() {
+    let p = c(r#"BEGIN {
+        printf("%s\n%s\n", link_ntop(ARPHRD_ETHER, (void *)0x6000),
+            link_ntop(ARPHRD_INFINIBAND, (void *)0x6000));
+    }"#);
+    let mut s = Sim::default();
+    s.mem.push((0x6000, (0u8..20).map(|b| b * 13).collect()));
+    s.fire(&p, &Firing::default());
+    assert!(s.faults.is_empty(), "{:?}", s.faults);
+    assert_eq!(
+        s.printf_output(&p),
+        "00:0d:1a:27:34:41\n00:0d:1a:27:34:41:4e:5b:68:75:82:8f:9c:a9:b6:c3:d0:dd:ea:f7\n"
+    );
+    // Another link type is an illegal operation at run time, as in DTrace.
+    let p = c("BEGIN { trace(link_ntop(2, (void *)0x6000)); }");
+    let mut s = Sim::default();
+    s.mem.push((0x6000, vec![0; 20]));
+    s.fire(&p, &Firing::default());
+    assert_eq!(s.faults[0].1.kind, FaultKind::IllegalOp);
+}
+
+#[test]
+fn inet_and_link_subroutines_take_pointers_as_dtrace_does() {
+    for (src, pos, proto, arg) in [
+        (
+            "BEGIN { trace(inet_ntoa(arg0)); }",
+            "1:25",
+            "ipaddr_t *",
+            "int64_t",
+        ),
+        (
+            "BEGIN { trace(inet_ntoa6(1)); }",
+            "1:26",
+            "in6_addr_t *",
+            "int",
+        ),
+        (
+            "BEGIN { trace(inet_ntop(2, arg0)); }",
+            "1:28",
+            "void *",
+            "int64_t",
+        ),
+        (
+            "BEGIN { trace(link_ntop(1, \"a\")); }",
+            "1:28",
+            "void *",
+            "string",
+        ),
+    ] {
+        let e = support::err(src);
+        let n = if src.contains("inet_ntop") || src.contains("link_ntop") {
+            2
+        } else {
+            1
+        };
+        let name = &src[14..src
+            .find('(')
+            .map_or(0, |i| src[i + 1..].find('(').unwrap() + i + 1)];
+        assert_eq!(
+            (e.position().as_str(), e.msg.as_str()),
+            (
+                pos,
+                format!("[D_PROTO_ARG] {name}( ) argument #{n} is incompatible with prototype: prototype: {proto}, argument: {arg}").as_str()
+            ),
+            "{src}"
+        );
+    }
+    // NULL is a pointer: a runtime error, not a compile one.
+    let p = c("BEGIN { trace(inet_ntoa(0)); }");
+    let mut s = Sim::default();
+    s.fire(&p, &Firing::default());
+    assert_eq!(s.faults[0].1.kind, FaultKind::BadAddr(0));
 }

@@ -159,21 +159,27 @@ impl<'s> Vm<'s> {
                 })?
             }
             InetNtop => {
-                let mut addr = [0u8; 16];
-                let n = match a {
-                    subr::AF_INET => 4,
-                    subr::AF_INET6 => 16,
+                let mut addr = [0u8; 20];
+                let (n, link) = match a {
+                    subr::AF_INET => (4, false),
+                    subr::AF_INET6 => (16, false),
+                    _ if a == subr::LINK_FAMILY | subr::ARPHRD_ETHER => (6, true),
+                    _ if a == subr::LINK_FAMILY | subr::ARPHRD_INFINIBAND => (20, true),
                     _ => return Err(FaultKind::IllegalOp),
                 };
-                // PANIC: `n` is 4 or 16, within `addr`.
+                // PANIC: `n` is 4, 6, 16 or 20, within `addr`.
                 if !env.read_kernel(b, &mut addr[..n]) {
                     return Err(FaultKind::BadAddr(b));
                 }
                 self.new_str(strtab, |_, _, out| {
-                    Ok(Some(if n == 4 {
-                        subr::inet_ntoa(&[addr[0], addr[1], addr[2], addr[3]], out)
-                    } else {
-                        subr::inet_ntoa6(&addr, out)
+                    Ok(Some(match n {
+                        _ if link => subr::link_ntoa(&addr[..n], out),
+                        4 => subr::inet_ntoa(&[addr[0], addr[1], addr[2], addr[3]], out),
+                        _ => {
+                            let mut a6 = [0u8; 16];
+                            a6.copy_from_slice(&addr[..16]);
+                            subr::inet_ntoa6(&a6, out)
+                        }
                     }))
                 })?
             }

@@ -28,6 +28,7 @@ const SUBRS: &[&str] = &[
     "inet_ntoa",
     "inet_ntoa6",
     "inet_ntop",
+    "link_ntop",
     "htons",
     "htonl",
     "htonll",
@@ -53,6 +54,8 @@ pub(super) fn is_subr(name: &str) -> bool {
 enum Want {
     Str,
     Int,
+    /// A pointer (or the constant 0, NULL), of DTrace's prototype type.
+    Ptr(&'static str),
 }
 
 /// `Gen::clsflags`: the clause has a `speculate()`.
@@ -233,9 +236,14 @@ impl Gen<'_> {
             let ok = match w {
                 Want::Str => ty == Ty::Str || super::expr::is_null(a),
                 Want::Int => ty.is_scalar(),
+                Want::Ptr(_) => matches!(ty, Ty::Ptr(_)) || super::expr::is_null(a),
             };
             if !ok {
-                let proto = if *w == Want::Int { "int" } else { "char *" };
+                let proto = match w {
+                    Want::Int => "int",
+                    Want::Str => "char *",
+                    Want::Ptr(p) => p,
+                };
                 return self.err(
                     a.span,
                     format!(
@@ -355,18 +363,30 @@ impl Gen<'_> {
                 self.release_regs(&r);
                 Ok((rd, ty))
             }
-            "inet_ntoa" | "inet_ntoa6" | "inet_ntop" => {
-                let r = if name == "inet_ntop" {
-                    self.subr_args(name, args, span, &[Int, Int], 2)?
-                } else {
-                    let af = if name == "inet_ntoa" {
-                        subr::AF_INET
-                    } else {
-                        subr::AF_INET6
-                    };
-                    let mut r = self.subr_args(name, args, span, &[Int], 1)?;
-                    r.insert(0, self.subr_const(af, span)?);
-                    r
+            // DTrace's prototypes: the address is a pointer (an integer is refused, as by
+            // DTrace; cast it), the family or link type an integer checked at run time.
+            "inet_ntoa" | "inet_ntoa6" | "inet_ntop" | "link_ntop" => {
+                let r = match name {
+                    "inet_ntop" => {
+                        self.subr_args(name, args, span, &[Int, Want::Ptr("void *")], 2)?
+                    }
+                    "link_ntop" => {
+                        let r = self.subr_args(name, args, span, &[Int, Want::Ptr("void *")], 2)?;
+                        let rk = self.subr_const(subr::LINK_FAMILY, span)?;
+                        self.emit(Op::Or, r[0], r[0], rk, 0);
+                        self.release(rk);
+                        r
+                    }
+                    _ => {
+                        let (af, proto) = if name == "inet_ntoa" {
+                            (subr::AF_INET, "ipaddr_t *")
+                        } else {
+                            (subr::AF_INET6, "in6_addr_t *")
+                        };
+                        let mut r = self.subr_args(name, args, span, &[Want::Ptr(proto)], 1)?;
+                        r.insert(0, self.subr_const(af, span)?);
+                        r
+                    }
                 };
                 let rd = self.reg(span)?;
                 self.emit(Op::InetNtop, rd, r[0], r[1], 0);
