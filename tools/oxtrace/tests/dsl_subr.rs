@@ -311,6 +311,7 @@ fn destructive_actions_need_w() {
         ("BEGIN {\n  raise(9); }", "2:3", "raise"),
         ("BEGIN { stop(); }", "1:9", "stop"),
         ("BEGIN { chill(10); }", "1:9", "chill"),
+        ("BEGIN { freopen(\"/tmp/x\"); }", "1:9", "freopen"),
     ] {
         let (p, m) = err_at(src);
         assert_eq!(
@@ -555,4 +556,27 @@ fn inet_and_link_subroutines_take_pointers_as_dtrace_does() {
     let mut s = Sim::default();
     s.fire(&p, &Firing::default());
     assert_eq!(s.faults[0].1.kind, FaultKind::BadAddr(0));
+}
+
+#[test]
+fn freopen_records_the_path_it_formats() {
+    let p = c(r#"#pragma D option destructive
+        BEGIN { freopen("/tmp/out.%d", 7); printf("a\n"); freopen(""); printf("b\n"); }"#);
+    assert_eq!(p.freopens.len(), 2);
+    let mut s = Sim::default();
+    s.fire(&p, &Firing::default());
+    assert!(s.faults.is_empty(), "{:?}", s.faults);
+    let paths: Vec<String> = s
+        .records
+        .iter()
+        .filter(|r| p.freopens.contains(&r.id))
+        .map(|r| {
+            let items: Vec<_> = r.items.iter().map(|i| i.as_item()).collect();
+            String::from_utf8_lossy(&p.format_printf(r.id, &items).unwrap_or_default()).into_owned()
+        })
+        .collect();
+    assert_eq!(paths, ["/tmp/out.7", ""]);
+    // Its format is a printf format, checked as one.
+    let (_, m) = err_at("#pragma D option destructive\nBEGIN { freopen(\"%d\"); }");
+    assert!(m.contains("D_PRINTF_ARG_PROTO"), "{m}");
 }

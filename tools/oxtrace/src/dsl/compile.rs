@@ -201,6 +201,7 @@ pub fn compile_items(
     c.formats = t.fmt_text.clone();
     c.printa_aggs = t.printa_groups.iter().cloned().collect();
     c.prints = t.prints.iter().cloned().collect();
+    c.freopens = t.freopens.iter().copied().collect();
     c.setopts = t
         .setopts
         .iter()

@@ -111,6 +111,8 @@ pub struct Compiled {
     pub setopts: BTreeMap<u32, (String, Option<String>)>,
     /// `tracemem()` and `print()` records: their format id and what they show.
     pub prints: BTreeMap<u32, types::ptype::PrintSpec>,
+    /// `freopen()` records' format ids: their text is the path the output goes to.
+    pub freopens: std::collections::BTreeSet<u32>,
     /// Aggregations by id.
     pub aggs: Vec<AggInfo>,
     /// Variables by id.

@@ -158,6 +158,8 @@ pub struct Run<'a> {
     user_stacks: bool,
     /// Records an aggregation snapshot took from the principal buffers, for the next drain.
     pending: Vec<PendingRec>,
+    /// The output before the first `freopen()` of a file, which `freopen("")` restores.
+    saved_out: Option<io::BufWriter<Box<dyn Write + Send>>>,
     /// Standard output, or the file of `-o`.
     out: io::BufWriter<Box<dyn Write + Send>>,
     /// Time of the LOAD ioctl (image check and attaching every probe), µs.
@@ -376,6 +378,7 @@ impl<'a> Run<'a> {
                 .iter()
                 .any(|a| a.keys.contains(&dsl::KeyKind::Stack)),
             pending: Vec::new(),
+            saved_out: None,
             // One buffer for the whole run, flushed when a snapshot's lines are done, not
             // per line: 100,000 aggregation lines are a few large writes.
             out: io::BufWriter::with_capacity(1 << 16, Box::new(io::stdout())),
@@ -383,6 +386,33 @@ impl<'a> Run<'a> {
             snap_us: 0,
             merge_us: 0,
         })
+    }
+
+    /// `freopen(path)`: the output from now on appended to `path` (created if missing), as
+    /// dtrace reopens its output; `freopen("")` returns to the output the run began with.
+    /// A file that cannot be opened is an error message, and the output stays.
+    fn freopen(&mut self, path: &str) -> io::Result<()> {
+        self.out.flush()?;
+        if path.is_empty() {
+            if let Some(o) = self.saved_out.take() {
+                self.out = o;
+            }
+            return Ok(());
+        }
+        match std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+        {
+            Ok(f) => {
+                let w: Box<dyn Write + Send> = Box::new(f);
+                let old =
+                    std::mem::replace(&mut self.out, io::BufWriter::with_capacity(1 << 16, w));
+                self.saved_out.get_or_insert(old);
+            }
+            Err(e) => eprintln!("oxtrace: couldn't freopen() \"{path}\": {e}"),
+        }
+        Ok(())
     }
 
     /// Writes the output to `w` instead of standard output (`-o FILE`).
@@ -674,6 +704,10 @@ impl<'a> Run<'a> {
         }
         let items: Vec<Item<'_>> = Items::new(data).collect();
         match kind {
+            RecordKind::Printf if self.prog.freopens.contains(&h.id) => {
+                let path = self.prog.format_printf(h.id, &items).unwrap_or_default();
+                self.freopen(&String::from_utf8_lossy(&path))?;
+            }
             RecordKind::Printf if self.prog.setopts.contains_key(&h.id) => {
                 if let Some((n, v)) = self.prog.setopts.get(&h.id).cloned() {
                     self.setopt(&n, v.as_deref());

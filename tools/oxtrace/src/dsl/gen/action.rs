@@ -59,7 +59,9 @@ impl Gen<'_> {
         self.clause_order(name, span)?;
         match name {
             "speculate" | "commit" | "discard" => self.spec_action(name, args, span)?,
-            "system" | "raise" | "stop" | "chill" => self.destructive_action(name, args, span)?,
+            "system" | "raise" | "stop" | "chill" | "freopen" => {
+                self.destructive_action(name, args, span)?
+            }
             "trace" => {
                 if let Some(m) = arity_error(name, args.len(), 1, 1) {
                     return self.err(span, m);
@@ -286,6 +288,19 @@ impl Gen<'_> {
     /// `printf` or `system` (`op`): a format and its arguments, checked, as a record.
     pub(super) fn printf_op(&mut self, args: &[Expr], span: Span, op: Op) -> GResult<()> {
         let name = if op == Op::System { "system" } else { "printf" };
+        self.printf_as(args, span, op, name)
+    }
+
+    /// [`Gen::printf_op`] for action `name`: `freopen` formats a path, a printf record of a
+    /// format of its own (the empty one restores the output).
+    pub(super) fn printf_as(
+        &mut self,
+        args: &[Expr],
+        span: Span,
+        op: Op,
+        name: &str,
+    ) -> GResult<()> {
+        let freopen = name == "freopen";
         let Some(f) = args.first() else {
             return self.err(span, format!("{name}() requires a format string"));
         };
@@ -298,7 +313,7 @@ impl Gen<'_> {
                 )
             }
         };
-        if text.is_empty() {
+        if text.is_empty() && !freopen {
             return self.err(
                 f.span,
                 "[D_PRINTF_FMT_EMPTY] printf( ) format string is empty",
@@ -403,7 +418,13 @@ impl Gen<'_> {
         }
         self.push_keys(&regs);
         self.release_all(&regs);
-        let id = self.t.fmt(&text);
+        let id = if freopen {
+            let id = self.t.fmt_unique(&text);
+            self.t.freopens.push(id);
+            id
+        } else {
+            self.t.fmt(&text)
+        };
         self.emit(op, 0, 0, 0, id);
         Ok(())
     }

@@ -182,6 +182,7 @@ impl Gen<'_> {
         }
         match name {
             "system" => return self.printf_op(args, span, Op::System),
+            "freopen" => return self.printf_as(args, span, Op::Printf, name),
             "stop" => {
                 self.subr_args(name, args, span, &[], 0)?;
                 let r = self.subr_const(STOP_SIGNAL, span)?;

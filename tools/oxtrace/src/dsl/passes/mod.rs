@@ -98,6 +98,8 @@ pub(crate) struct Tables {
     pub(crate) setopts: Vec<(u32, String, Option<String>)>,
     /// `tracemem()` and `print()` records, each a format of its own: (format id, spec).
     pub(crate) prints: Vec<(u32, PrintSpec)>,
+    /// `freopen()` records, each a format of its own: their format ids.
+    pub(crate) freopens: Vec<u32>,
     /// Whether destructive actions are allowed (`-w`, `#pragma D option destructive`).
     pub(crate) destructive: bool,
     /// Translators (`passes/xlate.rs`).
@@ -132,6 +134,7 @@ impl Tables {
             printa_groups: vec![],
             setopts: vec![],
             prints: vec![],
+            freopens: vec![],
             destructive: c.tool_options.contains_key("destructive"),
             env: TypeEnv {
                 btf: BtfTypes::new(opts.btf.clone(), opts.ksyms.clone()),

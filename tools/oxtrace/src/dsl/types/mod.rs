@@ -312,6 +312,7 @@ pub(super) const ACTIONS: &[&str] = &[
     "setopt",
     "tracemem",
     "print",
+    "freopen",
 ];
 
 /// Resolve a written type against the declared structs, unions, enums and typedefs.
