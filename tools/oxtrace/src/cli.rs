@@ -48,6 +48,18 @@ pub struct Cli {
     /// Trace until process PID exits ($target = PID, for pid$target and USDT probes).
     #[arg(short = 'p', value_name = "PID")]
     pub pid: Option<u32>,
+    /// Run the program text through the C preprocessor (cpp) first, as dtrace -C does.
+    #[arg(short = 'C')]
+    pub cpp: bool,
+    /// With -C: define NAME (to VAL, or 1) for the preprocessor.
+    #[arg(short = 'D', value_name = "NAME[=VAL]", requires = "cpp")]
+    pub defines: Vec<String>,
+    /// With -C: undefine NAME for the preprocessor (after every -D).
+    #[arg(short = 'U', value_name = "NAME", requires = "cpp")]
+    pub undefs: Vec<String>,
+    /// With -C: search DIR for #include files.
+    #[arg(short = 'I', value_name = "DIR", requires = "cpp", value_hint = ValueHint::DirPath)]
+    pub includes: Vec<PathBuf>,
     /// Set an option (bufsize=4m, switchrate=10hz, quiet, ...), like #pragma D option.
     #[arg(short = 'x', value_name = "OPT[=VAL]")]
     pub xopts: Vec<String>,

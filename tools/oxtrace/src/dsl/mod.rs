@@ -5,6 +5,7 @@
 //! `Documentation/d-language.rst`.
 
 pub mod compile;
+pub mod cpp;
 pub mod error;
 pub mod format;
 mod gen;

@@ -314,6 +314,17 @@ pub fn trace(cli: &Cli) -> Res<i32> {
                     .into(),
             ),
         };
+    let text = if cli.cpp {
+        use crate::dsl::cpp::{preprocess, CppArg};
+        let args: Vec<CppArg> = (cli.includes.iter())
+            .map(|i| CppArg::Include(i.display().to_string()))
+            .chain(cli.defines.iter().map(|d| CppArg::Define(d.clone())))
+            .chain(cli.undefs.iter().map(|u| CppArg::Undef(u.clone())))
+            .collect();
+        preprocess(&text, &name, &args)?
+    } else {
+        text
+    };
     if let Some(pid) = cli.pid {
         check_pid(pid)?;
     }
