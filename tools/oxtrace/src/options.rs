@@ -122,6 +122,7 @@ pub const TOOL_OPTIONS: &[&str] = &[
     "rawbytes",
     "maxuprobes",
     "oformat",
+    "defaultargs",
 ];
 
 /// The default of option `maxuprobes`: most user-space probes (uprobes) a program may

@@ -202,6 +202,7 @@ pub fn compile(src: &str, input: &str, opts: &CompileOptions) -> Result<Compiled
     let toks =
         syntax::lexer::lex(src).map_err(|(span, msg)| CompileError::at(src, input, span, msg))?;
     let mut p = syntax::parser::Parser::new(toks, src, input, &opts.macros);
+    p.set_default_args(opts.xopts.iter().any(|(k, _)| k == "defaultargs"));
     if opts.btf.is_some() {
         for ty in syntax::prelude::PRELUDE_TYPES {
             p.add_typedef(ty);
@@ -223,6 +224,7 @@ pub fn compile_unchecked(
     let toks =
         syntax::lexer::lex(src).map_err(|(span, msg)| CompileError::at(src, input, span, msg))?;
     let mut p = syntax::parser::Parser::new(toks, src, input, &opts.macros);
+    p.set_default_args(opts.xopts.iter().any(|(k, _)| k == "defaultargs"));
     if opts.btf.is_some() {
         for ty in syntax::prelude::PRELUDE_TYPES {
             p.add_typedef(ty);

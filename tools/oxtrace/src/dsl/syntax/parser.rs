@@ -30,6 +30,8 @@ pub struct Parser<'a> {
     depth: usize,
     /// Names declared by `typedef` so far (a cast or declaration may start with one).
     typedefs: HashSet<String>,
+    /// Option `defaultargs`: an unset `$N` is 0, an unset `$$N` "".
+    default_args: bool,
 }
 
 type PResult<T> = Result<T, CompileError>;
@@ -138,7 +140,30 @@ impl<'a> Parser<'a> {
             in_pred: false,
             depth: 0,
             typedefs: HashSet::new(),
+            default_args: false,
         }
+    }
+
+    /// Option `defaultargs` (`-x defaultargs`): an unset positional macro argument `$N` is
+    /// 0 and `$$N` is "", as in DTrace, instead of an error. `#pragma D option defaultargs`
+    /// sets it for the text after it.
+    pub fn set_default_args(&mut self, on: bool) {
+        self.default_args = on;
+    }
+
+    /// The value of macro `$name` (`$$name` when `string`): its argument, or with
+    /// `defaultargs` an unset positional argument's default; else a `D_MACRO_UNDEF` error.
+    fn macro_value(&self, name: &str, string: bool, span: Span) -> PResult<String> {
+        if let Some(v) = self.macros.get(name) {
+            return Ok(v.clone());
+        }
+        if self.default_args && !name.is_empty() && name.bytes().all(|b| b.is_ascii_digit()) {
+            return Ok(if string { String::new() } else { "0".into() });
+        }
+        self.err(
+            span,
+            format!("[D_MACRO_UNDEF] macro argument ${name} is not defined"),
+        )
     }
 
     /// One level deeper; past `MAX_DEPTH` an error at the current token.
@@ -249,6 +274,11 @@ impl<'a> Parser<'a> {
                 Tok::Eof => break,
                 Tok::Pragma(text) => {
                     self.bump();
+                    let w: Vec<&str> = text.split_whitespace().collect();
+                    if w.len() == 4 && w[..3] == ["pragma", "D", "option"] && w[3] == "defaultargs"
+                    {
+                        self.default_args = true;
+                    }
                     items.push(Item::Pragma(text, t.span));
                 }
                 Tok::Punct(";") => {
@@ -283,12 +313,10 @@ impl<'a> Parser<'a> {
                 );
             }
             match &t.tok {
-                Tok::Macro { name, .. } => match self.macros.get(name) {
-                    Some(v) => text.push_str(v),
-                    None => {
-                        return self.err(t.span, format!("macro argument ${name} is not defined"))
-                    }
-                },
+                Tok::Macro { name, string } => {
+                    let v = self.macro_value(name, *string, t.span)?;
+                    text.push_str(&v);
+                }
                 Tok::Str(_) | Tok::Char(_) | Tok::Agg(_) => {
                     return self.err(
                         t.span,
@@ -1204,15 +1232,7 @@ impl<'a> Parser<'a> {
                 ExprKind::Str(s)
             }
             Tok::Macro { name, string } => {
-                let v = match self.macros.get(&name) {
-                    Some(v) => v.clone(),
-                    None => {
-                        return self.err(
-                            span,
-                            format!("[D_MACRO_UNDEF] macro argument ${name} is not defined"),
-                        )
-                    }
-                };
+                let v = self.macro_value(&name, string, span)?;
                 if string {
                     ExprKind::Str(v.into_bytes())
                 } else {
