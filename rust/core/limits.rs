@@ -33,6 +33,9 @@ pub const CHILL_INTERVAL_NS: u64 = 1_000_000_000;
 pub const DEFAULT_SCRATCHSIZE: u32 = 256;
 /// Largest `scratchsize`: with the string slots it stays within [`MAX_SCRATCH`].
 pub const MAX_SCRATCHSIZE: u32 = 64 << 10;
+/// Smallest `strsize`, DTrace's: a string must hold the two bytes of DTrace's null
+/// string; a smaller value is refused, not rounded up.
+pub const MIN_STRSIZE: u32 = 2;
 /// Largest `strsize`.
 pub const MAX_STRSIZE: u32 = 4096;
 /// Longest string element of an aggregation key, in bytes (execname, probefunc, a stack,

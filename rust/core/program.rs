@@ -260,10 +260,27 @@ impl OptKey {
             OptKey::Dynvarsize => (MIN_DYNVARSIZE, MAX_DYNVARSIZE),
             OptKey::Switchrate | OptKey::Aggrate => (MIN_RATE_NS, MAX_RATE_NS),
             OptKey::Cleanrate => (MIN_CLEANRATE_NS, MAX_RATE_NS),
-            OptKey::Strsize => (1, MAX_STRSIZE as u64),
+            OptKey::Strsize => (MIN_STRSIZE as u64, MAX_STRSIZE as u64),
             OptKey::Nspec => (1, MAX_NSPEC),
             OptKey::Specsize => (MIN_SPECSIZE, MAX_SPECSIZE),
             OptKey::Scratchsize => (8, MAX_SCRATCHSIZE as u64),
+        }
+    }
+
+    /// `v` as DTrace takes it before the range check: a size below its smallest block
+    /// (`bufsize`, `aggsize`, `dynvarsize`, `specsize`) is rounded up to that block instead
+    /// of refused; every other value is unchanged. Both the compiler and LOAD apply it.
+    pub const fn round_up(self, v: u64) -> u64 {
+        match self {
+            OptKey::Bufsize | OptKey::Aggsize | OptKey::Dynvarsize | OptKey::Specsize => {
+                let lo = self.range().0;
+                if v < lo {
+                    lo
+                } else {
+                    v
+                }
+            }
+            _ => v,
         }
     }
 
@@ -728,7 +745,7 @@ impl<'a> Image<'a> {
                 });
             }
             seen |= 1 << k;
-            let v = rd_u64(e, 8);
+            let v = key.round_up(rd_u64(e, 8));
             let (lo, hi) = key.range();
             if v < lo || v > hi {
                 return Err(ImageError::BadOption {

@@ -530,7 +530,7 @@ fn rejects_bad_options() {
         })
     );
     let mut o = sample();
-    o.options[1].1 = 12;
+    o.options[1].1 = oxtrace_core::limits::MAX_BUFSIZE + 1;
     let e = Image::parse(&o.bytes()).err();
     assert_eq!(
         e,
@@ -550,6 +550,36 @@ fn rejects_bad_options() {
             why: OptionFault::Key(99)
         })
     );
+}
+
+#[test]
+fn small_sizes_round_up_and_small_strsize_is_refused() {
+    use oxtrace_core::limits::{MIN_BUFSIZE, MIN_STRSIZE};
+    let mut o = sample();
+    o.options[1].1 = 12;
+    let b = o.bytes();
+    let img = Image::parse(&b).unwrap();
+    assert_eq!(img.options().get(OptKey::Bufsize), MIN_BUFSIZE);
+    let mut o = sample();
+    o.options[0].1 = u64::from(MIN_STRSIZE) - 1;
+    let e = Image::parse(&o.bytes()).err();
+    assert_eq!(
+        e,
+        Some(ImageError::BadOption {
+            index: 0,
+            why: OptionFault::Range
+        })
+    );
+    for k in [
+        OptKey::Bufsize,
+        OptKey::Aggsize,
+        OptKey::Dynvarsize,
+        OptKey::Specsize,
+    ] {
+        assert_eq!(k.round_up(0), k.range().0);
+        assert_eq!(k.round_up(k.range().0 + 1), k.range().0 + 1);
+    }
+    assert_eq!(OptKey::Strsize.round_up(1), 1);
 }
 
 #[test]
@@ -624,7 +654,7 @@ proptest! {
         ints in prop::collection::vec(any::<u64>(), 0..20),
         names in prop::collection::vec("[a-z_]{1,12}", 1..10),
         nlocals in 0u32..=MAX_LOCALS,
-        strsize in 1u64..=MAX_STRSIZE as u64,
+        strsize in oxtrace_core::limits::MIN_STRSIZE as u64..=MAX_STRSIZE as u64,
         scopes in prop::collection::vec(0u32..3, 0..10),
     ) {
         let mut strtab = vec![0u8];

@@ -430,10 +430,13 @@ fn too_many_registers() {
 #[test]
 fn x_option_error() {
     let mut o = CompileOptions::default();
-    o.xopts.push(("bufsize".into(), Some("1".into())));
+    o.xopts.push(("strsize".into(), Some("1".into())));
     let e = compile("BEGIN {}", "t.d", &o).unwrap_err();
     assert_eq!(e.input, "-x");
-    assert_eq!(e.msg, "option bufsize=1 is below the smallest buffer, 4k");
+    assert_eq!(
+        e.msg,
+        "option strsize=1 is below the smallest string size, 2"
+    );
 }
 
 #[test]

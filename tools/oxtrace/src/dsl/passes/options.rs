@@ -31,6 +31,8 @@ pub(crate) fn set_option(
             _ => parse_size(v),
         }
         .ok_or_else(|| format!("invalid value '{v}' for option '{name}'"))?;
+        // Sizes below the smallest block are rounded up, as DTrace does.
+        let parsed = key.round_up(parsed);
         let (lo, hi) = key.range();
         let parsed = if key == OptKey::Cleanrate && !(lo..=hi).contains(&parsed) {
             // DTrace clamps the cleaning rate instead of refusing it.
