@@ -53,13 +53,13 @@ impl CompileError {
         let start = src.floor_char_boundary(span.start.min(src.len()));
         let line_start = src[..start].rfind('\n').map_or(0, |p| p + 1);
         let line_end = src[start..].find('\n').map_or(src.len(), |p| start + p);
-        let line = src[..start].matches('\n').count() + 1;
+        let (file, line) = source_line(src, line_start);
         let col = src[line_start..start].chars().count() + 1;
         let end =
             src.ceil_char_boundary(span.start.saturating_add(span.len).min(line_end).max(start));
         let width = src[start..end].chars().count().max(1);
         CompileError {
-            input: input.to_string(),
+            input: file.unwrap_or_else(|| input.to_string()),
             line,
             col,
             msg: msg.into(),
@@ -90,6 +90,61 @@ impl CompileError {
             "^".repeat(self.width)
         )
     }
+}
+
+/// The line a line marker gives the line after it, and the file it names, if any: cpp's
+/// `# N "file" flags` and C's `#line N "file"`, which D honours as C does (so that an error
+/// in a program run through `-C` names its own line, or an `#include`d file's).
+pub fn line_marker(l: &str) -> Option<(usize, Option<String>)> {
+    let rest = l.trim_start().strip_prefix('#')?.trim_start();
+    let rest = match rest.strip_prefix("line") {
+        Some(r) if r.starts_with([' ', '\t']) => r.trim_start(),
+        _ => rest,
+    };
+    if !rest.starts_with(|c: char| c.is_ascii_digit()) {
+        return None;
+    }
+    let d = rest
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(rest.len());
+    let n = rest[..d].parse().ok()?;
+    let rest = rest[d..].trim_start();
+    if rest.is_empty() {
+        return Some((n, None));
+    }
+    // A C string: `\\` and `\"` are the escapes cpp writes in file names.
+    let mut chars = rest.strip_prefix('"')?.chars();
+    let mut file = String::new();
+    loop {
+        match chars.next()? {
+            '"' => break,
+            '\\' => file.push(chars.next()?),
+            c => file.push(c),
+        }
+    }
+    Some((n, Some(file)))
+}
+
+/// The file (if a line marker named one) and line number of the line starting at byte
+/// `line_start` of `src`: its count of lines, reset by each line marker before it.
+fn source_line(src: &str, line_start: usize) -> (Option<String>, usize) {
+    let mut file = None;
+    let mut line = 1;
+    if !src[..line_start].contains('#') {
+        return (None, src[..line_start].matches('\n').count() + 1);
+    }
+    for l in src[..line_start].split_inclusive('\n') {
+        match line_marker(l.trim_end_matches('\n')) {
+            Some((n, f)) => {
+                line = n;
+                if f.is_some() {
+                    file = f;
+                }
+            }
+            None => line += 1,
+        }
+    }
+    (file, line)
 }
 
 impl fmt::Display for CompileError {

@@ -1,6 +1,6 @@
 //! The D lexer: tokens with their spans.
 
-use super::super::error::Span;
+use super::super::error::{line_marker, Span};
 
 /// A token kind.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -86,6 +86,11 @@ pub fn lex(src: &str) -> Result<Vec<Token>, LexError> {
         if c == b'#' && line_start {
             while i < b.len() && b[i] != b'\n' {
                 i += 1;
+            }
+            // A line marker (`# N "file"`, `#line N`) only renumbers the lines that follow,
+            // which error positions read from the text itself.
+            if line_marker(&src[start..i]).is_some() {
+                continue;
             }
             out.push(Token {
                 tok: Tok::Pragma(src[start + 1..i].to_string()),
