@@ -51,10 +51,11 @@ pub struct Cli {
     /// Run the program text through the C preprocessor (cpp) first, as dtrace -C does.
     #[arg(short = 'C')]
     pub cpp: bool,
-    /// With -C: define NAME (to VAL, or 1) for the preprocessor.
+    /// With -C: define NAME (to VAL, or 1) for the preprocessor (-D and -U apply in
+    /// command-line order).
     #[arg(short = 'D', value_name = "NAME[=VAL]", requires = "cpp")]
     pub defines: Vec<String>,
-    /// With -C: undefine NAME for the preprocessor (after every -D).
+    /// With -C: undefine NAME for the preprocessor.
     #[arg(short = 'U', value_name = "NAME", requires = "cpp")]
     pub undefs: Vec<String>,
     /// With -C: search DIR for #include files.
@@ -63,6 +64,9 @@ pub struct Cli {
     /// Set an option (bufsize=4m, switchrate=10hz, quiet, ...), like #pragma D option.
     #[arg(short = 'x', value_name = "OPT[=VAL]")]
     pub xopts: Vec<String>,
+    /// Principal buffer size per CPU (4m, 64k, bytes), the same as -x bufsize=SIZE.
+    #[arg(short = 'b', value_name = "SIZE")]
+    pub bufsize: Option<String>,
     /// Print only what the program prints.
     #[arg(short = 'q')]
     pub quiet: bool,
@@ -100,4 +104,50 @@ pub struct Cli {
     /// and features) or `status` (a new consumer's state).
     #[arg(value_name = "ARG")]
     pub args: Vec<String>,
+    /// The preprocessor's -D, -U and -I, and -x define=, undef= and incdir=, in
+    /// command-line order, each as cpp takes it (`-DNAME=VAL`); filled by [`Cli::ordered`].
+    #[arg(skip)]
+    pub cpp_args: Vec<String>,
+}
+
+impl Cli {
+    /// Parses the command line as `Cli::parse` does, and records the order of the
+    /// preprocessor's arguments (clap keeps each flag's values apart) in `cpp_args`.
+    pub fn ordered() -> Cli {
+        Self::ordered_from(std::env::args_os())
+    }
+
+    /// [`Cli::ordered`] for the arguments `args` (the program name first).
+    pub fn ordered_from<I, T>(args: I) -> Cli
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<std::ffi::OsString> + Clone,
+    {
+        use clap::{CommandFactory, FromArgMatches};
+        let m = Self::command().get_matches_from(args);
+        let mut cli = Self::from_arg_matches(&m).unwrap_or_else(|e| e.exit());
+        let mut args: Vec<(usize, String)> = Vec::new();
+        for (id, flag) in [("defines", "-D"), ("undefs", "-U"), ("includes", "-I")] {
+            if let (Some(ix), Some(vals)) = (m.indices_of(id), m.get_raw(id)) {
+                for (i, v) in ix.zip(vals) {
+                    args.push((i, format!("{flag}{}", v.to_string_lossy())));
+                }
+            }
+        }
+        if let (Some(ix), Some(vals)) = (m.indices_of("xopts"), m.get_raw("xopts")) {
+            for (i, v) in ix.zip(vals) {
+                let v = v.to_string_lossy();
+                let flag = match v.split_once('=') {
+                    Some(("define", d)) => format!("-D{d}"),
+                    Some(("undef", u)) => format!("-U{u}"),
+                    Some(("incdir", d)) => format!("-I{d}"),
+                    _ => continue,
+                };
+                args.push((i, flag));
+            }
+        }
+        args.sort_by_key(|a| a.0);
+        cli.cpp_args = args.into_iter().map(|a| a.1).collect();
+        cli
+    }
 }

@@ -3,7 +3,6 @@
 
 #![deny(clippy::undocumented_unsafe_blocks)]
 
-use clap::Parser;
 use oxtrace::cli::Cli;
 use oxtrace::runtime::commands::{list, status, trace, version};
 use std::process::ExitCode;
@@ -20,7 +19,7 @@ fn main() -> ExitCode {
             }
         };
     }
-    let cli = Cli::parse();
+    let cli = Cli::ordered();
     let program = cli.program.is_some()
         || cli.script.is_some()
         || cli.probe.is_some()

@@ -123,7 +123,30 @@ pub const TOOL_OPTIONS: &[&str] = &[
     "maxuprobes",
     "oformat",
     "defaultargs",
+    "argref",
+    "define",
+    "undef",
+    "incdir",
+    "cpppath",
 ];
+
+/// The preprocessor's options (`-x define=NAME[=VAL]`, `undef=NAME`, `incdir=DIR`,
+/// `cpppath=PATH`): read with `-C` from the command line, never from the program.
+pub const CPP_OPTIONS: &[&str] = &["define", "undef", "incdir", "cpppath"];
+
+/// Options that are flags (`-x argref`, `-x defaultargs`): no value sets them, and so do
+/// `yes`, `on`, ...; `no`, `off`, ... unset them again.
+pub const FLAG_OPTIONS: &[&str] = &["argref", "defaultargs"];
+
+/// Whether flag option `name` is set by the last of `xopts` that names it (an invalid value
+/// counts as unset: the option check refuses it).
+pub fn flag_set(xopts: &[(String, Option<String>)], name: &str) -> bool {
+    xopts
+        .iter()
+        .rev()
+        .find(|(k, _)| k == name)
+        .is_some_and(|(_, v)| matches!(runtime_value(name, v.as_deref()), Ok(Some(_))))
+}
 
 /// The default of option `maxuprobes`: most user-space probes (uprobes) a program may
 /// place; up to `oxtrace_core::limits::MAX_UATTACH`.

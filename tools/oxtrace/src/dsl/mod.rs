@@ -199,17 +199,62 @@ impl CompileOptions {
 
 /// Compile D source `src` (named `input` in errors: a file name, or `-e`).
 pub fn compile(src: &str, input: &str, opts: &CompileOptions) -> Result<Compiled, CompileError> {
+    let items = parse(src, input, opts)?;
+    compile::compile_items(&items, src, input, &opts.xopts, true, opts)
+}
+
+/// The items of `src`, with its macro arguments checked: each one given must be referenced
+/// (`D_MACRO_UNUSED`) unless option `argref` is set, as DTrace checks.
+fn parse(
+    src: &str,
+    input: &str,
+    opts: &CompileOptions,
+) -> Result<Vec<syntax::ast::Item>, CompileError> {
+    use syntax::lexer::Tok;
     let toks =
         syntax::lexer::lex(src).map_err(|(span, msg)| CompileError::at(src, input, span, msg))?;
+    // Unused arguments are found after the program parsed (an unset one is the error then).
+    let mut argref = crate::options::flag_set(&opts.xopts, "argref");
+    let mut used = std::collections::HashSet::new();
+    for t in &toks {
+        match &t.tok {
+            Tok::Macro { name, .. } => {
+                used.insert(name.clone());
+            }
+            Tok::Pragma(text) => {
+                let w: Vec<&str> = text.split_whitespace().collect();
+                if let [_, "D", "option", o] = w[..] {
+                    let (k, v) = o.split_once('=').map_or((o, None), |(k, v)| (k, Some(v)));
+                    if k == "argref" {
+                        argref = matches!(crate::options::runtime_value(k, v), Ok(Some(_)));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
     let mut p = syntax::parser::Parser::new(toks, src, input, &opts.macros);
-    p.set_default_args(opts.xopts.iter().any(|(k, _)| k == "defaultargs"));
+    p.set_default_args(crate::options::flag_set(&opts.xopts, "defaultargs"));
     if opts.btf.is_some() {
         for ty in syntax::prelude::PRELUDE_TYPES {
             p.add_typedef(ty);
         }
     }
     let items = p.program()?;
-    compile::compile_items(&items, src, input, &opts.xopts, true, opts)
+    let mut nargs = (1..).take_while(|i: &usize| opts.macros.contains_key(&i.to_string()));
+    if let Some(n) = nargs.find(|i| !used.contains(&i.to_string())) {
+        if !argref {
+            return Err(CompileError::at(
+                src,
+                input,
+                Span::new(src.len(), src.len()),
+                format!(
+                    "[D_MACRO_UNUSED] macro argument ${n} is not referenced (-x argref allows it)"
+                ),
+            ));
+        }
+    }
+    Ok(items)
 }
 
 /// [`compile`] without the checks of the kernel's limits (option ranges, aggregation
@@ -221,16 +266,7 @@ pub fn compile_unchecked(
     input: &str,
     opts: &CompileOptions,
 ) -> Result<Compiled, CompileError> {
-    let toks =
-        syntax::lexer::lex(src).map_err(|(span, msg)| CompileError::at(src, input, span, msg))?;
-    let mut p = syntax::parser::Parser::new(toks, src, input, &opts.macros);
-    p.set_default_args(opts.xopts.iter().any(|(k, _)| k == "defaultargs"));
-    if opts.btf.is_some() {
-        for ty in syntax::prelude::PRELUDE_TYPES {
-            p.add_typedef(ty);
-        }
-    }
-    let items = p.program()?;
+    let items = parse(src, input, opts)?;
     compile::compile_items(&items, src, input, &opts.xopts, false, opts)
 }
 

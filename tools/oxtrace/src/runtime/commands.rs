@@ -315,13 +315,25 @@ pub fn trace(cli: &Cli) -> Res<i32> {
             ),
         };
     let text = if cli.cpp {
-        use crate::dsl::cpp::{preprocess, CppArg};
-        let args: Vec<CppArg> = (cli.includes.iter())
-            .map(|i| CppArg::Include(i.display().to_string()))
-            .chain(cli.defines.iter().map(|d| CppArg::Define(d.clone())))
-            .chain(cli.undefs.iter().map(|u| CppArg::Undef(u.clone())))
-            .collect();
-        preprocess(&text, &name, &args)?
+        use crate::dsl::cpp::{preprocess_with, CppArg, CPP};
+        let args: Vec<CppArg> = if cli.cpp_args.is_empty() {
+            // A `Cli` not made by `Cli::ordered`: each flag's values in turn.
+            (cli.includes.iter())
+                .map(|i| CppArg::Include(i.display().to_string()))
+                .chain(cli.defines.iter().map(|d| CppArg::Define(d.clone())))
+                .chain(cli.undefs.iter().map(|u| CppArg::Undef(u.clone())))
+                .collect()
+        } else {
+            cli.cpp_args
+                .iter()
+                .filter_map(|a| CppArg::parse(a))
+                .collect()
+        };
+        // -x cpppath=PATH: the last one given.
+        let cpp = (cli.xopts.iter().rev())
+            .find_map(|x| x.strip_prefix("cpppath="))
+            .unwrap_or(CPP);
+        preprocess_with(cpp, &text, &name, &args)?
     } else {
         text
     };
@@ -362,6 +374,9 @@ pub fn trace(cli: &Cli) -> Res<i32> {
     }
     if cli.destructive {
         opts.xopts.push(("destructive".into(), None));
+    }
+    if let Some(b) = &cli.bufsize {
+        opts.xopts.push(("bufsize".into(), Some(b.clone())));
     }
     for x in &cli.xopts {
         let (k, v) = match x.split_once('=') {

@@ -3,7 +3,10 @@
 
 use super::super::error::{CompileError, GResult, Span};
 use super::super::Compiled;
-use crate::options::{frames_bound, parse_interval, parse_size, range_error, TOOL_OPTIONS};
+use crate::options::{
+    frames_bound, parse_interval, parse_size, range_error, runtime_value, CPP_OPTIONS,
+    FLAG_OPTIONS, TOOL_OPTIONS,
+};
 use oxtrace_core::program::OptKey;
 
 /// Where a kernel option was set, for errors found once the whole image is known.
@@ -54,6 +57,18 @@ pub(crate) fn set_option(
         c.option_at.retain(|(k, _)| *k != key);
         c.option_at.push((key, at));
         return Ok(());
+    }
+    if CPP_OPTIONS.contains(&name) {
+        value.ok_or_else(|| format!("option '{name}' requires a value"))?;
+        if matches!(at, OptionAt::Pragma(_)) {
+            return Err(format!(
+                "option '{name}' cannot be set from a D program: give -x {name}= on the command line, with -C"
+            ));
+        }
+        return Ok(());
+    }
+    if FLAG_OPTIONS.contains(&name) {
+        runtime_value(name, value)?;
     }
     if TOOL_OPTIONS.contains(&name) {
         if let Some(max) = frames_bound(name) {

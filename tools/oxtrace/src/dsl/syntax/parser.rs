@@ -275,9 +275,12 @@ impl<'a> Parser<'a> {
                 Tok::Pragma(text) => {
                     self.bump();
                     let w: Vec<&str> = text.split_whitespace().collect();
-                    if w.len() == 4 && w[..3] == ["pragma", "D", "option"] && w[3] == "defaultargs"
-                    {
-                        self.default_args = true;
+                    if let ["pragma", "D", "option", o] = w[..] {
+                        let (k, v) = o.split_once('=').map_or((o, None), |(k, v)| (k, Some(v)));
+                        if k == "defaultargs" {
+                            self.default_args =
+                                matches!(crate::options::runtime_value(k, v), Ok(Some(_)));
+                        }
                     }
                     items.push(Item::Pragma(text, t.span));
                 }
