@@ -12,7 +12,14 @@ pub const DEVICE_NAME: &str = "oxtrace";
 /// ABI major version: a new major breaks old tools.
 pub const ABI_MAJOR: u32 = 1;
 /// ABI minor version: a new minor only adds.
-pub const ABI_MINOR: u32 = 14;
+pub const ABI_MINOR: u32 = 15;
+
+/// Image option `bufpolicy` (11; minor 15): two halves per CPU, swapped at each snapshot.
+pub const BUFPOLICY_SWITCH: u64 = crate::buffer::POLICY_SWITCH;
+/// Image option `bufpolicy`: stop recording on a full CPU, with room kept for END.
+pub const BUFPOLICY_FILL: u64 = crate::buffer::POLICY_FILL;
+/// Image option `bufpolicy`: keep the newest records.
+pub const BUFPOLICY_RING: u64 = crate::buffer::POLICY_RING;
 
 /// The CPU has Intel PT with ToPA output.
 pub const FEAT_INTEL_PT: u64 = 1 << 0;
@@ -199,8 +206,10 @@ pub struct Status {
     pub missed: u64,
     /// Out: uprobes the module has registered, every consumer's (minor 13).
     pub live_uprobes: u64,
+    /// Out: CPUs whose fill buffer is full (`bufpolicy` fill; minor 15).
+    pub filled: u64,
     /// In: zero.
-    pub reserved: [u64; 5],
+    pub reserved: [u64; 4],
 }
 
 /// `struct oxt_attach`: where an fbt probe description attaches.

@@ -91,6 +91,171 @@ pub fn write(
     true
 }
 
+/// Option `bufpolicy` `switch` (the default): the consumer switches a CPU's two halves at
+/// every snapshot; a record that does not fit the active half is dropped.
+pub const POLICY_SWITCH: u64 = 0;
+/// Option `bufpolicy` `fill`: one buffer per CPU, read once tracing stopped; the first record
+/// that does not fit marks it full, and nothing but END's records (in the room kept for
+/// them) is written to it after that. The consumer stops tracing once a CPU's is full.
+pub const POLICY_FILL: u64 = 1;
+/// Option `bufpolicy` `ring`: one buffer per CPU, read once tracing stopped; a record that
+/// does not fit pushes out the oldest ones, so the buffer keeps the newest.
+pub const POLICY_RING: u64 = 2;
+
+/// What [`Cursor::write`] did with a record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Written {
+    /// The record is in the buffer.
+    Ok,
+    /// The record was dropped.
+    Dropped,
+    /// The record was dropped, and that marked a fill buffer full (once per buffer).
+    Filled,
+}
+
+/// Where the next record of a principal buffer goes, under the buffer's policy, and what it
+/// dropped. Pure state over a byte buffer: probe context writes through it on its CPU, the
+/// consumer reads it when it takes the buffer.
+///
+/// # Invariants
+///
+/// `off <= buf.len()`. Unless `wrapped`, the records are `buf[..off]`. When `wrapped`
+/// (ring policy only), they are `buf[oldest..top]` followed by `buf[..off]`, with
+/// `off <= oldest <= top <= buf.len()`; each range holds whole records.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Cursor {
+    /// Where the next record is written.
+    pub off: usize,
+    /// Ring: where the records of the lap before this one end.
+    pub top: usize,
+    /// Ring: the oldest record kept of the lap before this one.
+    pub oldest: usize,
+    /// Ring: the buffer has wrapped, and `buf[oldest..top]` holds older records.
+    pub wrapped: bool,
+    /// Fill: the buffer is full; only the END probe's records are written now.
+    pub full: bool,
+    /// Records dropped since the consumer last took the buffer.
+    pub drops: u64,
+    /// [`POLICY_SWITCH`], [`POLICY_FILL`] or [`POLICY_RING`].
+    pub policy: u64,
+    /// Fill: bytes at the end of the buffer kept for the END probe's records.
+    pub reserve: usize,
+}
+
+impl Cursor {
+    /// A cursor for an empty buffer under `policy`, keeping `reserve` bytes for END (fill).
+    pub const fn new(policy: u64, reserve: usize) -> Cursor {
+        Cursor {
+            off: 0,
+            top: 0,
+            oldest: 0,
+            wrapped: false,
+            full: false,
+            drops: 0,
+            policy,
+            reserve,
+        }
+    }
+
+    /// Appends a record (`hdr` without its size, then `data`) to `buf` under the policy.
+    /// `end`: the END probe's record, which may use a fill buffer's reserve, full or not.
+    /// Bounded: a ring write pushes out at most one record per 24 bytes it needs.
+    pub fn write(&mut self, buf: &mut [u8], end: bool, hdr: &Header, data: &[u8]) -> Written {
+        let ok = match self.policy {
+            POLICY_FILL => {
+                let limit = if end {
+                    buf.len()
+                } else {
+                    buf.len().saturating_sub(self.reserve)
+                };
+                if self.full && !end {
+                    false
+                } else {
+                    match record_len(data.len()) {
+                        Some(n) if self.off.saturating_add(n) <= limit => {
+                            write_hdr(buf, &mut self.off, hdr, data)
+                        }
+                        _ => {
+                            if !end && !self.full {
+                                self.full = true;
+                                self.drops += 1;
+                                return Written::Filled;
+                            }
+                            false
+                        }
+                    }
+                }
+            }
+            POLICY_RING => {
+                self.ring_make_room(buf, data.len()) && write_hdr(buf, &mut self.off, hdr, data)
+            }
+            _ => write_hdr(buf, &mut self.off, hdr, data),
+        };
+        if ok {
+            Written::Ok
+        } else {
+            self.drops += 1;
+            Written::Dropped
+        }
+    }
+
+    /// Ring: makes `buf[off..off + record_len(data_len)]` free, wrapping to the start and
+    /// pushing out the oldest records as needed; false if the record can never fit.
+    fn ring_make_room(&mut self, buf: &[u8], data_len: usize) -> bool {
+        let Some(n) = record_len(data_len) else {
+            return false;
+        };
+        if n > buf.len() {
+            return false;
+        }
+        if self.off + n > buf.len() {
+            // A new lap: what is left of the lap before the last is the oldest, gone first.
+            self.top = self.off;
+            self.oldest = 0;
+            self.off = 0;
+            self.wrapped = true;
+        }
+        if !self.wrapped {
+            return true;
+        }
+        // INVARIANT: `oldest` moves by whole records, up to `top` at most.
+        while self.oldest < self.off + n && self.oldest < self.top {
+            let size = buf
+                .get(self.oldest..self.oldest + 4)
+                .map_or(0, |b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize);
+            match size.checked_add(7).map(|p| p & !7) {
+                Some(p) if size >= HDR_LEN => self.oldest += p,
+                // Not a record (cannot happen): forget the older lap.
+                _ => self.oldest = self.top,
+            }
+        }
+        if self.oldest >= self.top {
+            // Nothing of the older lap is left.
+            self.wrapped = false;
+        }
+        true
+    }
+
+    /// Puts the buffer's records in order at its start, oldest first, and returns their
+    /// length. For the consumer, once it took the buffer (a ring rotates in place).
+    pub fn order(&self, buf: &mut [u8]) -> usize {
+        let off = self.off.min(buf.len());
+        if !self.wrapped {
+            return off;
+        }
+        let top = self.top.min(buf.len());
+        let oldest = self.oldest.min(top);
+        // `buf[oldest..top]` then `buf[..off]`, `off <= oldest`: one rotation of `..top`.
+        buf[..top].rotate_left(oldest);
+        top - oldest + off
+    }
+}
+
+/// [`write`] of `hdr`'s fields.
+fn write_hdr(buf: &mut [u8], off: &mut usize, hdr: &Header, data: &[u8]) -> bool {
+    write(buf, off, hdr.kind, hdr.probe, hdr.id, hdr.timestamp, data)
+}
+
 impl Header {
     /// The record kind, without the clause.
     pub const fn record_kind(&self) -> u32 {
@@ -216,6 +381,78 @@ mod tests {
         assert_eq!((h.record_kind(), h.clause()), (2, 7));
         assert_eq!(with_clause(KIND_ERROR, 3) & KIND_MASK, KIND_ERROR);
         assert_eq!(with_clause(1, 1 << 20) >> 16, 0xffff);
+    }
+
+    fn hdr(id: u32) -> Header {
+        Header {
+            size: 0,
+            kind: 1,
+            probe: 0,
+            id,
+            timestamp: id as u64,
+        }
+    }
+
+    fn ids(buf: &mut [u8], c: &Cursor) -> Vec<u32> {
+        let n = c.order(buf);
+        Reader::new(&buf[..n]).map(|r| r.unwrap().hdr.id).collect()
+    }
+
+    #[test]
+    fn ring_keeps_the_newest_records_in_order() {
+        // 32-byte records (8 bytes of data) in a 100-byte ring: 3 fit.
+        for total in 1..20u32 {
+            let mut buf = [0u8; 100];
+            let mut c = Cursor::new(POLICY_RING, 0);
+            for i in 0..total {
+                assert_eq!(c.write(&mut buf, false, &hdr(i), &[7; 8]), Written::Ok);
+            }
+            let want: Vec<u32> = (total.saturating_sub(3)..total).collect();
+            assert_eq!(ids(&mut buf, &c), want, "after {total}");
+            assert_eq!(c.drops, 0);
+        }
+        // Records of mixed sizes: what is kept is the newest, whole.
+        let mut buf = [0u8; 128];
+        let mut c = Cursor::new(POLICY_RING, 0);
+        for i in 0..50u32 {
+            let len = (i as usize * 7) % 60;
+            c.write(&mut buf, false, &hdr(i), &vec![1; len]);
+            let got = ids(&mut buf.clone(), &c);
+            assert_eq!(*got.last().unwrap(), i);
+            assert!(got.windows(2).all(|w| w[1] == w[0] + 1), "{got:?}");
+        }
+        // Too large for the ring: dropped.
+        assert_eq!(
+            c.write(&mut buf, false, &hdr(99), &[0; 200]),
+            Written::Dropped
+        );
+    }
+
+    #[test]
+    fn fill_stops_at_the_first_record_that_does_not_fit_and_keeps_room_for_end() {
+        let mut buf = [0u8; 128];
+        let mut c = Cursor::new(POLICY_FILL, 32);
+        for i in 0..3 {
+            assert_eq!(c.write(&mut buf, false, &hdr(i), &[0; 8]), Written::Ok);
+        }
+        assert_eq!(c.write(&mut buf, false, &hdr(3), &[0; 8]), Written::Filled);
+        // Full: even a record that would fit is dropped, but END's goes in the reserve.
+        assert_eq!(c.write(&mut buf, false, &hdr(4), &[]), Written::Dropped);
+        assert_eq!(c.write(&mut buf, true, &hdr(5), &[0; 8]), Written::Ok);
+        assert_eq!(c.write(&mut buf, true, &hdr(6), &[0; 8]), Written::Dropped);
+        assert_eq!(ids(&mut buf, &c), [0, 1, 2, 5]);
+        assert_eq!((c.full, c.drops), (true, 3));
+    }
+
+    #[test]
+    fn switch_drops_what_does_not_fit() {
+        let mut buf = [0u8; 64];
+        let mut c = Cursor::new(POLICY_SWITCH, 0);
+        assert_eq!(c.write(&mut buf, false, &hdr(0), &[0; 8]), Written::Ok);
+        assert_eq!(c.write(&mut buf, false, &hdr(1), &[0; 8]), Written::Ok);
+        assert_eq!(c.write(&mut buf, false, &hdr(2), &[0; 8]), Written::Dropped);
+        assert_eq!(c.write(&mut buf, true, &hdr(3), &[]), Written::Dropped);
+        assert_eq!((ids(&mut buf, &c), c.drops, c.full), (vec![0, 1], 2, false));
     }
 
     #[test]

@@ -50,6 +50,8 @@ pub struct Refusal {
 const CODE_DYNVAR_CHUNK: u32 = 21;
 /// Image code of a `dynvarsize` that does not hold one chunk.
 const CODE_DYNVARSIZE: u32 = 22;
+/// Image code of [`Refusal::end_reserve`].
+const CODE_END_RESERVE: u32 = 23;
 
 impl Refusal {
     const fn new(kind: u32, errno: Errno) -> Self {
@@ -109,6 +111,16 @@ impl Refusal {
         Self {
             code: CODE_DYNVARSIZE,
             arg: (chunk + dynvar::BUCKET_BYTES).min(u32::MAX as usize) as u32,
+            ..Self::new(abi::LOADERR_IMAGE, Errno::Inval)
+        }
+    }
+
+    /// Option `bufpolicy` fill: the END probe's records may need `need` bytes, which leaves
+    /// nothing of the principal buffer for the other probes.
+    pub fn end_reserve(need: u64) -> Self {
+        Self {
+            code: CODE_END_RESERVE,
+            arg: need.min(u32::MAX as u64) as u32,
             ..Self::new(abi::LOADERR_IMAGE, Errno::Inval)
         }
     }
@@ -343,6 +355,10 @@ impl fmt::Display for ImageMsg {
             CODE_DYNVARSIZE => write!(
                 f,
                 "dynvarsize too small: one dynamic variable needs {a} bytes"
+            ),
+            CODE_END_RESERVE => write!(
+                f,
+                "END enablings exceed size of principal buffer (bufpolicy fill keeps {a} bytes of it for END: raise bufsize)"
             ),
             _ => write!(f, "image error {:#x} ({a})", self.code),
         }

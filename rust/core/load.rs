@@ -44,6 +44,13 @@ pub fn check_load<'a, E: From<Refusal>>(
             .any(|p| p.uses(Op::Speculation));
         keep(c)?;
     }
+    // A fill buffer keeps room for END's records: some must be left for the rest.
+    if opts.bufpolicy == crate::buffer::POLICY_FILL {
+        let need = image.end_reserve();
+        if need >= opts.bufsize {
+            return Err(Refusal::end_reserve(need).into());
+        }
+    }
     let nvars = image.var_count();
     let vars = (0..nvars as u32).filter_map(|id| image.var(id));
     if let Some(chunk) = dynvar::program_chunk_bytes(vars, opts.strsize as usize) {

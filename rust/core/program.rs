@@ -231,6 +231,9 @@ pub enum OptKey {
     Specsize = 9,
     /// Scratch memory a clause may allocate (`alloca()`, `copyin()`), bytes.
     Scratchsize = 10,
+    /// Principal buffer policy: `buffer::POLICY_SWITCH`, `POLICY_FILL` or `POLICY_RING`
+    /// (ABI 1.14).
+    Bufpolicy = 11,
 }
 
 impl OptKey {
@@ -248,6 +251,7 @@ impl OptKey {
             8 => Nspec,
             9 => Specsize,
             10 => Scratchsize,
+            11 => Bufpolicy,
             _ => return None,
         })
     }
@@ -264,6 +268,7 @@ impl OptKey {
             OptKey::Nspec => (1, MAX_NSPEC),
             OptKey::Specsize => (MIN_SPECSIZE, MAX_SPECSIZE),
             OptKey::Scratchsize => (8, MAX_SCRATCHSIZE as u64),
+            OptKey::Bufpolicy => (crate::buffer::POLICY_SWITCH, crate::buffer::POLICY_RING),
         }
     }
 
@@ -298,6 +303,7 @@ impl OptKey {
             Nspec => "nspec",
             Specsize => "specsize",
             Scratchsize => "scratchsize",
+            Bufpolicy => "bufpolicy",
         }
     }
 
@@ -315,6 +321,7 @@ impl OptKey {
             Nspec,
             Specsize,
             Scratchsize,
+            Bufpolicy,
         ]
         .into_iter()
         .find(|k| k.name() == s)
@@ -344,6 +351,8 @@ pub struct Options {
     pub specsize: u64,
     /// Scratch memory of a clause, bytes (default 256).
     pub scratchsize: u64,
+    /// Principal buffer policy (default `buffer::POLICY_SWITCH`).
+    pub bufpolicy: u64,
 }
 
 impl Default for Options {
@@ -359,6 +368,7 @@ impl Default for Options {
             nspec: 1,
             specsize: 32 << 10,
             scratchsize: crate::limits::DEFAULT_SCRATCHSIZE as u64,
+            bufpolicy: crate::buffer::POLICY_SWITCH,
         }
     }
 }
@@ -377,6 +387,7 @@ impl Options {
             OptKey::Nspec => self.nspec,
             OptKey::Specsize => self.specsize,
             OptKey::Scratchsize => self.scratchsize,
+            OptKey::Bufpolicy => self.bufpolicy,
         }
     }
 
@@ -393,6 +404,7 @@ impl Options {
             OptKey::Nspec => self.nspec = v,
             OptKey::Specsize => self.specsize = v,
             OptKey::Scratchsize => self.scratchsize = v,
+            OptKey::Bufpolicy => self.bufpolicy = v,
         }
     }
 }
@@ -1097,6 +1109,52 @@ impl<'a> Image<'a> {
             ));
         }
         Ok(VerifiedClause { pred, act, scratch })
+    }
+
+    /// Bytes a fill buffer keeps for the END probe's records (DTrace's reservation): for each
+    /// clause of an END probe description, a record of the largest size per instruction
+    /// that writes one to the principal buffer (a stack's definition for a stack).
+    pub fn end_reserve(&self) -> u64 {
+        let rec = |data: usize| crate::buffer::record_len(data).unwrap_or(0) as u64;
+        let big = rec(action::record_buf_size(self.strsize()));
+        let small = rec(9);
+        let def = rec(crate::stack::DEF_MAX_BYTES);
+        let code = self.sec[Section::Code as usize];
+        let mut total = 0u64;
+        for c in (0..self.clause_count()).map(|i| self.clause_raw(i)) {
+            let end = (c.probe_first..c.probe_first.saturating_add(c.probe_count)).any(|p| {
+                self.probe(p as usize)
+                    .is_some_and(|d| d.kind == ProbeKind::End)
+            });
+            if !end {
+                continue;
+            }
+            for (start, len) in [(c.pred_start, c.pred_len), (c.act_start, c.act_len)] {
+                let s = start as usize * 8;
+                let words = code
+                    .get(s..s.saturating_add(len as usize * 8))
+                    .unwrap_or(&[]);
+                for w in words.chunks_exact(8) {
+                    let mut b = [0u8; 8];
+                    b.copy_from_slice(w);
+                    let op = action::Op::from_u8(action::Insn::decode(u64::from_le_bytes(b)).op);
+                    total = total.saturating_add(match op {
+                        Some(action::Op::Trace | action::Op::Printf | action::Op::System) => big,
+                        Some(
+                            action::Op::Exit
+                            | action::Op::Printa
+                            | action::Op::Clear
+                            | action::Op::Trunc
+                            | action::Op::Normalize
+                            | action::Op::Denormalize,
+                        ) => small,
+                        Some(action::Op::Kstack | action::Op::Ustack) => def,
+                        _ => 0,
+                    });
+                }
+            }
+        }
+        total
     }
 
     /// Verify every clause; returns the largest scratch size any clause needs.

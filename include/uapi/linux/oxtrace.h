@@ -46,9 +46,24 @@
  * Minor 14: opcode 220, pushtm (memory read into a record: tracemem(), print())
  * and its record item, tag 0x11, a 2-byte length and the bytes; inet_ntop's
  * link families (1 << 16 | ARPHRD_ETHER or ARPHRD_INFINIBAND), link_ntop().
+ * Minor 15: image option 11, bufpolicy (OXT_BUFPOLICY_*: switch, fill, ring),
+ * and struct oxt_status.filled.
  */
 #define OXT_ABI_MAJOR 1
-#define OXT_ABI_MINOR 14
+#define OXT_ABI_MINOR 15
+
+/*
+ * Principal buffer policies, the values of image option 11 (bufpolicy; minor 15).
+ * SWITCH: two halves per CPU, swapped at each OXT_IOC_SNAPSHOT.  FILL and RING:
+ * one buffer per CPU, which OXT_IOC_SNAPSHOT hands over only once the consumer
+ * is stopped (before, it returns no records); FILL stops recording on a CPU at
+ * the first record that does not fit (struct oxt_status.filled counts such
+ * CPUs) but keeps room for the END probe's records; RING overwrites the oldest
+ * records and hands over the newest, oldest first.
+ */
+#define OXT_BUFPOLICY_SWITCH	0
+#define OXT_BUFPOLICY_FILL	1
+#define OXT_BUFPOLICY_RING	2
 
 /*
  * Principal buffer record kinds the module writes itself (the actions' kinds
@@ -117,7 +132,8 @@ struct oxt_status {
 	__s64 exit_status;	/* out: the argument of the first exit() */
 	__u64 missed;		/* out: hits the kernel could not hand to us (kprobe nmissed) */
 	__u64 live_uprobes;	/* out: uprobes the module has registered, every consumer's (minor 13) */
-	__u64 reserved[5];	/* in: zero */
+	__u64 filled;		/* out: CPUs whose fill buffer is full (bufpolicy fill; minor 15) */
+	__u64 reserved[4];	/* in: zero */
 };
 
 /* struct oxt_load.attach[] entries: where the program's fbt probes attach. */

@@ -46,7 +46,7 @@ fn facts() -> Vec<Fact> {
     facts!(v;
         structs {
             oxt_version => Version { size, abi_major, abi_minor, ncpus, features, release, reserved }
-            oxt_status => Status { size, state, consumer_id, nconsumers, live_consumers, opened_ns, ioctls, cpus, ncpus, exited, exit_status, missed, live_uprobes, reserved }
+            oxt_status => Status { size, state, consumer_id, nconsumers, live_consumers, opened_ns, ioctls, cpus, ncpus, exited, exit_status, missed, live_uprobes, filled, reserved }
             oxt_cpu_status => CpuStatus { fired, records, drops, errors, recursion, specdrops, specbusy, specunavail }
             oxt_attach => Attach { probe, flags, name, reserved }
             oxt_load => Load { size, flags, image, image_len, attach, names, nattach, names_len, nprobes, nskipped, err_kind, err_index, err_part, err_insn, err_code, err_arg, uattach, usdt_args, nuattach, nusdt_args, nuprobes, reserved0 }
@@ -66,6 +66,9 @@ fn facts() -> Vec<Fact> {
         consts {
             OXT_ABI_MAJOR => ABI_MAJOR,
             OXT_ABI_MINOR => ABI_MINOR,
+            OXT_BUFPOLICY_SWITCH => BUFPOLICY_SWITCH,
+            OXT_BUFPOLICY_FILL => BUFPOLICY_FILL,
+            OXT_BUFPOLICY_RING => BUFPOLICY_RING,
             OXT_FEAT_INTEL_PT => FEAT_INTEL_PT,
             OXT_FEAT_KPROBES => FEAT_KPROBES,
             OXT_RELEASE_LEN => RELEASE_LEN,

@@ -38,6 +38,7 @@ pub fn range_error(key: OptKey, name: &str, v: &str, parsed: u64) -> String {
         OptKey::Nspec => "number of speculations",
         OptKey::Specsize => "speculative buffer",
         OptKey::Scratchsize => "scratch memory",
+        OptKey::Bufpolicy => return format!("invalid value '{v}' for option '{name}'"),
     };
     match key {
         OptKey::Switchrate | OptKey::Aggrate | OptKey::Cleanrate if parsed < lo => format!(
@@ -90,6 +91,17 @@ pub fn parse_interval(s: &str) -> Option<u64> {
         return Some(1_000_000_000 / n).filter(|&v| v > 0);
     }
     n.checked_mul(time_unit_ns(unit)?)
+}
+
+/// The value of option `bufpolicy` named `s` (`switch`, `fill` or `ring`).
+pub fn parse_bufpolicy(s: &str) -> Option<u64> {
+    use oxtrace_core::buffer::{POLICY_FILL, POLICY_RING, POLICY_SWITCH};
+    match s {
+        "switch" => Some(POLICY_SWITCH),
+        "fill" => Some(POLICY_FILL),
+        "ring" => Some(POLICY_RING),
+        _ => None,
+    }
 }
 
 /// Parse a size with an optional k/m/g/t suffix.

@@ -102,6 +102,7 @@ fn every_d_option_is_in_the_man_page_with_its_default() {
         let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
         let v = defaults.get(key);
         let default = match key {
+            OptKey::Bufpolicy => "switch".to_string(),
             OptKey::Switchrate | OptKey::Aggrate | OptKey::Cleanrate => hz(v),
             OptKey::Strsize | OptKey::Nspec => v.to_string(),
             _ => size_text(v),
@@ -114,6 +115,7 @@ fn every_d_option_is_in_the_man_page_with_its_default() {
         // The range: sizes and counts as the options write them, rates as intervals.
         let (lo, hi) = key.range();
         let range = match key {
+            OptKey::Bufpolicy => "switch, fill or ring".to_string(),
             OptKey::Switchrate | OptKey::Aggrate | OptKey::Cleanrate => {
                 format!("{}..{}", interval_text(lo), interval_text(hi))
             }

@@ -1,9 +1,10 @@
-//! Options: `argref`, `defaultargs=no`, the preprocessor's options and their order, `-b`,
-//! unknown `-x` options, and line markers.
+//! Options: `bufpolicy`, `argref`, `defaultargs=no`, the preprocessor's options and their
+//! order, `-b`, unknown `-x` options, and line markers.
 
 use oxtrace::cli::Cli;
 use oxtrace::dsl::cpp::{preprocess, CppArg};
 use oxtrace::dsl::{compile, CompileOptions};
+use oxtrace_core::buffer::{POLICY_FILL, POLICY_RING, POLICY_SWITCH};
 use oxtrace_core::program::OptKey;
 
 fn with(xopts: &[(&str, Option<&str>)], args: &[&str], src: &str) -> Result<u64, String> {
@@ -13,7 +14,7 @@ fn with(xopts: &[(&str, Option<&str>)], args: &[&str], src: &str) -> Result<u64,
         o.xopts.push((k.to_string(), v.map(str::to_string)));
     }
     compile(src, "t.d", &o)
-        .map(|c| c.options.get(OptKey::Bufsize))
+        .map(|c| c.options.get(OptKey::Bufpolicy))
         .map_err(|e| e.to_string())
 }
 
@@ -22,6 +23,48 @@ fn have_cpp() -> bool {
         .arg("--version")
         .output()
         .is_ok()
+}
+
+#[test]
+fn bufpolicy_takes_switch_fill_and_ring() {
+    let b = "BEGIN { exit(0); }";
+    assert_eq!(with(&[], &[], b), Ok(POLICY_SWITCH));
+    for (v, p) in [
+        ("switch", POLICY_SWITCH),
+        ("fill", POLICY_FILL),
+        ("ring", POLICY_RING),
+    ] {
+        assert_eq!(with(&[("bufpolicy", Some(v))], &[], b), Ok(p));
+        let pragma = format!("#pragma D option bufpolicy={v}\n{b}");
+        assert_eq!(with(&[], &[], &pragma), Ok(p));
+    }
+    let e = with(&[("bufpolicy", Some("drain"))], &[], b).unwrap_err();
+    assert!(
+        e.contains("invalid value 'drain' for option 'bufpolicy'"),
+        "{e}"
+    );
+    assert!(e.contains("switch, fill, ring"), "{e}");
+    let e = with(&[("bufpolicy", None)], &[], b).unwrap_err();
+    assert!(e.contains("requires a value"), "{e}");
+}
+
+#[test]
+fn fill_keeps_room_for_end_or_refuses_the_program() {
+    // END's records must leave some of the buffer to the other probes.
+    let big_end = format!(
+        "#pragma D option bufpolicy=fill\n#pragma D option bufsize=4k\nBEGIN {{ exit(0); }}\nEND {{ {} }}",
+        "trace(execname); ".repeat(4)
+    );
+    let e = with(&[], &[], &big_end).unwrap_err();
+    assert!(
+        e.contains("END enablings exceed size of principal buffer"),
+        "{e}"
+    );
+    // The same program fits a larger buffer, and any size without fill.
+    let ok = big_end.replace("bufsize=4k", "bufsize=64k");
+    assert_eq!(with(&[], &[], &ok), Ok(POLICY_FILL));
+    let ring = big_end.replace("bufpolicy=fill", "bufpolicy=ring");
+    assert_eq!(with(&[], &[], &ring), Ok(POLICY_RING));
 }
 
 #[test]

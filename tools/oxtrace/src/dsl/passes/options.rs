@@ -31,9 +31,15 @@ pub(crate) fn set_option(
         let v = value.ok_or_else(|| format!("option '{name}' requires a value"))?;
         let parsed = match key {
             OptKey::Switchrate | OptKey::Cleanrate | OptKey::Aggrate => parse_interval(v),
+            OptKey::Bufpolicy => crate::options::parse_bufpolicy(v),
             _ => parse_size(v),
         }
-        .ok_or_else(|| format!("invalid value '{v}' for option '{name}'"))?;
+        .ok_or_else(|| match key {
+            OptKey::Bufpolicy => {
+                format!("invalid value '{v}' for option '{name}': one of switch, fill, ring")
+            }
+            _ => format!("invalid value '{v}' for option '{name}'"),
+        })?;
         // Sizes below the smallest block are rounded up, as DTrace does.
         let parsed = key.round_up(parsed);
         let (lo, hi) = key.range();
