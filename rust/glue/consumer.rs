@@ -175,6 +175,7 @@ impl Consumer {
                 st.exit_status = code;
             }
             n = s.cpu_status(cpus);
+            st.filled = s.filled();
         }
         n
     }
@@ -292,11 +293,12 @@ impl Consumer {
         buf_len: usize,
         out: impl FnOnce(&[u8]) -> Result,
     ) -> Result<(usize, u64)> {
+        let stopped = matches!(self.inner.lock().state, State::Stopped { .. });
         self.drain_cpu(cpu, (0, 0), |s, d| {
             if buf_len < s.bufsize() {
                 return Err(ENOSPC);
             }
-            s.take_pbuf(d, cpu, |data, drops| {
+            s.take_pbuf(d, cpu, stopped, |data, drops| {
                 out(data).map(|()| (data.len(), drops))
             })?
         })

@@ -142,8 +142,10 @@ impl Session {
             return;
         };
         let pbuf = room.pbuf.active();
-        let (written, dropped) =
-            specs.settle(cpu, sc, pbuf, &mut room.pbuf_off, &mut room.pbuf_drops);
+        let (written, dropped, filled) = specs.settle(cpu, sc, pbuf, &mut room.pbuf_cur);
+        if filled {
+            bump(&self.filled);
+        }
         if let Some(c) = self.cpu_counters.get(cpu as usize) {
             c.count_records(written, dropped);
         }
@@ -312,20 +314,28 @@ impl<'a> KernelEnv<'a> {
 
     fn write(&mut self, kind: u32, id: u32, data: &[u8]) -> bool {
         let ts = self.ts();
-        let r = &mut *self.room;
         let kind = buffer::with_clause(kind, self.clause);
-        let ok = buffer::write(
-            r.pbuf.active(),
-            &mut r.pbuf_off,
+        self.put(kind, id, ts, data)
+    }
+
+    /// Writes a record to this CPU's principal buffer under its policy (END's records may
+    /// use the room a fill buffer keeps for them) and counts it.
+    #[inline(never)]
+    fn put(&mut self, kind: u32, id: u32, ts: u64, data: &[u8]) -> bool {
+        let r = &mut *self.room;
+        let hdr = buffer::Header {
+            size: 0,
             kind,
-            self.slot.id,
+            probe: self.slot.id,
             id,
-            ts,
-            data,
-        );
-        if !ok {
-            r.pbuf_drops += 1;
+            timestamp: ts,
+        };
+        let end = self.slot.kind == ProbeKind::End;
+        let w = r.pbuf_cur.write(r.pbuf.active(), end, &hdr, data);
+        if w == buffer::Written::Filled {
+            bump(&self.s.filled);
         }
+        let ok = w == buffer::Written::Ok;
         if let Some(c) = self.s.cpu_counters.get(self.cpu as usize) {
             bump(if ok { &c.records } else { &c.drops });
         }
@@ -666,23 +676,32 @@ impl Env for KernelEnv<'_> {
         let stk = &mut *r.stk;
         // PANIC: as above; `len <= DEF_MAX_BYTES`, the length of `def`.
         let len = stack::write_def(id, pid, &stk.pcs[..n], &mut stk.def);
-        let ok = buffer::write(
-            r.pbuf.active(),
-            &mut r.pbuf_off,
+        let hdr = buffer::Header {
+            size: 0,
             kind,
-            self.slot.id,
-            def,
-            ts,
-            &stk.def[..len],
-        );
+            probe: self.slot.id,
+            id: def,
+            timestamp: ts,
+        };
+        let end = self.slot.kind == ProbeKind::End;
+        let w = r
+            .pbuf_cur
+            .write(r.pbuf.active(), end, &hdr, &stk.def[..len]);
+        if w == buffer::Written::Filled {
+            bump(&self.s.filled);
+        }
+        let ok = w == buffer::Written::Ok;
         if let Some(c) = self.s.cpu_counters.get(self.cpu as usize) {
             bump(if ok { &c.records } else { &c.drops });
         }
         if !ok {
-            r.pbuf_drops += 1;
             return 0;
         }
-        stk.sent[sent] = id;
+        // A ring overwrites its oldest records, definitions too: each stack is defined
+        // again before every record that names it.
+        if r.pbuf_cur.policy != buffer::POLICY_RING {
+            stk.sent[sent] = id;
+        }
         id
     }
 

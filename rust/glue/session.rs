@@ -10,6 +10,7 @@
 use crate::abi;
 use crate::action::{VmParams, VmState};
 use crate::agg::{self, AggBuffer};
+use crate::buffer;
 use crate::diag::{self, Refusal};
 use crate::glue::budget::MemCharge;
 use crate::glue::dynmem::{DynRoom, DynVars};
@@ -132,10 +133,10 @@ pub(super) struct CpuState {
 /// What a firing of a session uses per CPU besides the interpreter's state, kept off the
 /// stack (built at LOAD) and reached through one reference.
 pub(super) struct EnvCpu {
-    /// The principal buffer's halves, the write offset in the active one, and its drops.
+    /// The principal buffer's halves, and where the next record goes in the active one
+    /// (under the buffer policy) with what it dropped.
     pub(super) pbuf: Halves<u8>,
-    pub(super) pbuf_off: usize,
-    pub(super) pbuf_drops: u64,
+    pub(super) pbuf_cur: buffer::Cursor,
     /// The aggregation buffer's halves, if the program aggregates.
     pub(super) agg: Option<Halves<u64>>,
     /// Speculative buffers, if the program speculates.
@@ -175,14 +176,14 @@ unsafe impl kernel::init::Zeroable for StackRoom {}
 impl EnvCpu {
     pub(super) fn new(
         pbuf: Halves<u8>,
+        pbuf_cur: buffer::Cursor,
         agg: Option<Halves<u64>>,
         spec: Option<SpecCpu>,
         stk: KBox<StackRoom>,
     ) -> Self {
         Self {
             pbuf,
-            pbuf_off: 0,
-            pbuf_drops: 0,
+            pbuf_cur,
             agg,
             spec,
             dynv: DynRoom::new(),
@@ -230,6 +231,8 @@ pub(crate) struct Session {
     pub(super) vm: VmParams,
     pub(super) exited: AtomicBool,
     pub(super) exit_status: AtomicI64,
+    /// CPUs whose fill buffer became full (`bufpolicy` fill): the consumer stops then.
+    pub(super) filled: AtomicU64,
     /// Thread-local and associative variables, if the program has any.
     pub(super) dynvars: Option<DynVars>,
     /// The consumer's Intel PT buffers, written by `ptwrite()`.
@@ -429,6 +432,12 @@ impl Session {
                 opts.specsize as usize,
             )?)
         };
+        // A fill buffer keeps room for END's records (`check_load` saw that some is left).
+        let reserve = if opts.bufpolicy == buffer::POLICY_FILL {
+            image.end_reserve().min(opts.bufsize) as usize
+        } else {
+            0
+        };
         let (pbuf_mem, pbuf_sw) = HalvesMem::new(ncpus, opts.bufsize as usize, 0u8)?;
         let (mut agg_mem, agg_sw) = if agg_words == 0 {
             (None, None)
@@ -446,6 +455,7 @@ impl Session {
                 room: KBox::new(
                     EnvCpu::new(
                         pbuf_mem.halves(c).ok_or(EINVAL)?,
+                        buffer::Cursor::new(opts.bufpolicy, reserve),
                         agg_mem.as_ref().and_then(|m| m.halves(c)),
                         specs.as_ref().map(Specs::new_cpu).transpose()?,
                         // Zeroed in place: 2.5 KiB need not pass through LOAD's stack.
@@ -570,6 +580,7 @@ impl Session {
                 vm,
                 exited: AtomicBool::new(false),
                 exit_status: AtomicI64::new(0),
+                filled: AtomicU64::new(0),
                 dynvars,
                 pt,
                 syscalls,
@@ -820,30 +831,61 @@ impl Session {
         self.pbuf_mem.len()
     }
 
-    /// Switches `cpu`'s principal buffer; `f` gets the records and the drops.
+    /// CPUs whose fill buffer is full.
+    pub(crate) fn filled(&self) -> u64 {
+        self.filled.load(Ordering::Relaxed)
+    }
+
+    /// Switches `cpu`'s principal buffer; `f` gets the records, oldest first, and the drops.
+    /// A fill or ring buffer is taken only once the consumer is `stopped` (DTrace reads
+    /// them then): before, `f` gets nothing and the CPU goes on with its buffer.
     pub(crate) fn take_pbuf<R>(
         &self,
         d: &mut Drain,
         cpu: u32,
+        stopped: bool,
         f: impl FnOnce(&[u8], u64) -> R,
     ) -> Result<R> {
+        let policy = self.prog.image().options().bufpolicy;
+        if policy != buffer::POLICY_SWITCH && !stopped {
+            return Ok(f(&[], 0));
+        }
         let got = AtomicU64::new(0);
+        // The cursor as the switch left it: its fields, for the half it names.
         let off = AtomicU64::new(0);
+        let top = AtomicU64::new(0);
+        let oldest = AtomicU64::new(0);
+        let wrapped = AtomicBool::new(false);
         let drops = AtomicU64::new(0);
         xcall::on_cpu(cpu, &|ctx: &mut ActionCtx| {
             let st = &mut *self.cpus.local(ctx).room;
             // Commits and discards settle here on every CPU but the one that made them.
             self.settle_specs(cpu, st);
             got.store(st.pbuf.switch() as u64, Ordering::Relaxed);
-            off.store(st.pbuf_off as u64, Ordering::Relaxed);
-            drops.store(st.pbuf_drops, Ordering::Relaxed);
-            st.pbuf_off = 0;
-            st.pbuf_drops = 0;
+            let c = &mut st.pbuf_cur;
+            off.store(c.off as u64, Ordering::Relaxed);
+            top.store(c.top as u64, Ordering::Relaxed);
+            oldest.store(c.oldest as u64, Ordering::Relaxed);
+            wrapped.store(c.wrapped, Ordering::Relaxed);
+            drops.store(c.drops, Ordering::Relaxed);
+            // The other half is empty; a full fill buffer stays full (nothing more is
+            // recorded on this CPU, as in DTrace).
+            *c = buffer::Cursor {
+                full: c.full,
+                ..buffer::Cursor::new(c.policy, c.reserve)
+            };
         })?;
         let half = self
             .pbuf_mem
             .taken(&mut d.pbuf, cpu, got.load(Ordering::Relaxed) as usize)?;
-        let len = (off.load(Ordering::Relaxed) as usize).min(half.len());
+        let cur = buffer::Cursor {
+            off: off.load(Ordering::Relaxed) as usize,
+            top: top.load(Ordering::Relaxed) as usize,
+            oldest: oldest.load(Ordering::Relaxed) as usize,
+            wrapped: wrapped.load(Ordering::Relaxed),
+            ..buffer::Cursor::new(policy, 0)
+        };
+        let len = cur.order(half);
         Ok(f(&half[..len], drops.load(Ordering::Relaxed)))
     }
 

@@ -295,18 +295,18 @@ impl Specs {
 
     /// Settles every committing or discarding speculation on `cpu`, whose buffers `sc` are
     /// (borrowed from its per-CPU state, so this runs on it): a commit copies its records to
-    /// the principal buffer `pbuf` at `off` with the commit's timestamp (they appear where the
-    /// commit is); `drops` counts what did not fit. Returns the records written and dropped,
-    /// which the caller counts as the principal buffer's own writes.
+    /// the principal buffer `pbuf` through its cursor `cur` (its policy applies, and it
+    /// counts what did not fit) with the commit's timestamp (they appear where the commit
+    /// is). Returns the records written and dropped, which the caller counts as the
+    /// principal buffer's own writes, and whether that filled a fill buffer.
     pub(crate) fn settle(
         &self,
         cpu: u32,
         sc: &mut SpecCpu,
         pbuf: &mut [u8],
-        off: &mut usize,
-        drops: &mut u64,
-    ) -> (u64, u64) {
-        let (mut written, mut dropped) = (0u64, 0u64);
+        cur: &mut buffer::Cursor,
+    ) -> (u64, u64, bool) {
+        let (mut written, mut dropped, mut filled) = (0u64, 0u64, false);
         for i in 0..self.nspec {
             let Some(v) = self.claim(cpu, i) else {
                 continue;
@@ -323,11 +323,16 @@ impl Specs {
                 let used = (*o).min(self.specsize);
                 if let Some(area) = sc.buf.get(start..start + used) {
                     for r in Reader::new(area).flatten() {
-                        let h = r.hdr;
-                        if buffer::write(pbuf, off, h.kind, h.probe, h.id, ts, r.data) {
-                            written += 1;
-                        } else {
-                            dropped += 1;
+                        let h = buffer::Header {
+                            timestamp: ts,
+                            ..r.hdr
+                        };
+                        match cur.write(pbuf, false, &h, r.data) {
+                            buffer::Written::Ok => written += 1,
+                            w => {
+                                filled |= w == buffer::Written::Filled;
+                                dropped += 1;
+                            }
                         }
                     }
                 }
@@ -335,8 +340,7 @@ impl Specs {
             *o = 0;
             self.settled_one(i);
         }
-        *drops += dropped;
-        (written, dropped)
+        (written, dropped, filled)
     }
 
     /// Settles every committing or discarding speculation for an offline `cpu` without

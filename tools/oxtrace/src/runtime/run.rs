@@ -496,6 +496,10 @@ impl<'a> Run<'a> {
                 self.exit.get_or_insert(st.exit_status);
                 break;
             }
+            // bufpolicy fill: a CPU's buffer is full, and tracing ends, as in DTrace.
+            if st.filled != 0 {
+                break;
+            }
         }
         self.dev.stop()?;
         self.drain()?;
@@ -558,7 +562,9 @@ impl<'a> Run<'a> {
         for cpu in 0..self.ncpus {
             let s = self.dev.snapshot(cpu, &mut self.buf)?;
             if s.drops > 0 {
-                eprintln!("oxtrace: {} drops on CPU {cpu}", s.drops);
+                // DTrace's words.
+                let plural = if s.drops == 1 { "" } else { "s" };
+                eprintln!("oxtrace: {} drop{plural} on CPU {cpu}", s.drops);
             }
             for r in Reader::new(&self.buf[..s.len as usize]) {
                 match r {
