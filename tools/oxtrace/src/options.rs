@@ -173,6 +173,48 @@ pub const RUNTIME_OPTIONS: &[&str] = &[
     "aggsortkeypos",
 ];
 
+/// Why `setopt()` could not set an option, in dtrace's words.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SetoptError {
+    /// No such option.
+    BadName,
+    /// A value the option does not take.
+    BadValue,
+    /// The option cannot change while tracing.
+    Active,
+}
+
+impl SetoptError {
+    /// dtrace's message.
+    pub fn text(self) -> &'static str {
+        match self {
+            SetoptError::BadName => "Invalid option name",
+            SetoptError::BadValue => "Invalid value for specified option",
+            SetoptError::Active => "Operation illegal when tracing is active",
+        }
+    }
+}
+
+/// What `setopt(name, value)` meets while tracing, before the value is read: an unknown
+/// option, or one the consumer cannot change now. The rates (`switchrate`, `aggrate`) have
+/// their value checked first, as dtrace's dynamic options do.
+pub fn setopt_check(name: &str, value: Option<&str>) -> Result<(), SetoptError> {
+    if RUNTIME_OPTIONS.contains(&name) {
+        return Ok(());
+    }
+    match OptKey::from_name(name) {
+        Some(OptKey::Switchrate | OptKey::Aggrate) => {
+            value
+                .and_then(parse_interval)
+                .ok_or(SetoptError::BadValue)?;
+            Err(SetoptError::Active)
+        }
+        Some(_) => Err(SetoptError::Active),
+        None if TOOL_OPTIONS.contains(&name) => Err(SetoptError::Active),
+        None => Err(SetoptError::BadName),
+    }
+}
+
 /// The value of runtime option `name` set to `value`, as dtrace reads it: no value, `yes`,
 /// `on`, `true`, `set`, `enable(d)` set it (1); `""`, `no`, `off`, `false`, `unset`,
 /// `disable(d)` unset it (`None`); else it is a non-negative number (C's bases), which sets

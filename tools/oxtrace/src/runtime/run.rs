@@ -637,23 +637,39 @@ impl<'a> Run<'a> {
         SortOrder::from_options(&self.opts)
     }
 
-    /// A `setopt()` record: sets runtime option `name` to `value` (unset by "", "no", ...).
-    fn setopt(&mut self, name: &str, value: Option<&str>) {
-        match crate::options::runtime_value(name, value) {
-            Ok(v) => {
-                if name == "quiet" {
-                    self.lines.quiet = v.is_some();
+    /// A `setopt()` record of clause `h`: sets runtime option `name` to `value` (unset by
+    /// "", "no", ...). An unknown option, one that cannot change while tracing, or a bad
+    /// value is a runtime error of the clause, in DTrace's words.
+    fn setopt(&mut self, h: &buffer::Header, name: &str, value: Option<&str>) {
+        let why = match crate::options::setopt_check(name, value) {
+            Ok(()) => match crate::options::runtime_value(name, value) {
+                Ok(v) => {
+                    if name == "quiet" {
+                        self.lines.quiet = v.is_some();
+                    }
+                    match v {
+                        Some(v) => self.opts.insert(name.to_string(), v.to_string()),
+                        None => self.opts.remove(name),
+                    };
+                    return;
                 }
-                match v {
-                    Some(v) => self.opts.insert(name.to_string(), v.to_string()),
-                    None => self.opts.remove(name),
-                };
-            }
-            Err(e) => eprintln!(
-                "oxtrace: couldn't set option \"{name}\" to \"{}\": {e}",
-                value.unwrap_or("")
-            ),
-        }
+                Err(_) => crate::options::SetoptError::BadValue,
+            },
+            Err(e) => e,
+        };
+        let epid = self.epids.epid(h.probe, h.clause());
+        let id = self.names.get(h.probe as usize).map_or(0, |n| n.id);
+        let probe = match id {
+            0 => self.probe_name(h.probe).1.to_string(),
+            id => format!("ID {id}: {}", self.probe_name(h.probe).1),
+        };
+        let _ = self.out.flush();
+        // dtrace shows an option set without a value as set to "1".
+        eprintln!(
+            "oxtrace: error on enabled probe ID {epid} ({probe}): couldn't set option \"{name}\" to \"{}\": {}",
+            value.unwrap_or("1"),
+            why.text()
+        );
     }
 
     /// dtrace's `CPU ID FUNCTION:NAME` prefix before a record of `h` (without `-q`).
@@ -716,7 +732,7 @@ impl<'a> Run<'a> {
             }
             RecordKind::Printf if self.prog.setopts.contains_key(&h.id) => {
                 if let Some((n, v)) = self.prog.setopts.get(&h.id).cloned() {
-                    self.setopt(&n, v.as_deref());
+                    self.setopt(h, &n, v.as_deref());
                 }
             }
             RecordKind::Trace | RecordKind::Printf => {

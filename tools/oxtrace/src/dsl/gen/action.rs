@@ -6,7 +6,6 @@ use super::super::format::{self, ArgKind};
 use super::super::syntax::ast::*;
 use super::super::types::{Ty, ACTIONS, I32, I64};
 use super::{arity_error, kinds_text, GResult, Gen};
-use crate::options;
 use oxtrace_core::action::{self as act, Op};
 
 impl Gen<'_> {
@@ -239,7 +238,8 @@ impl Gen<'_> {
 
     /// `setopt("name"[, "value"])`: a printf record of a format of its own, which the tool
     /// applies instead of printing (dtrace's consumer does the same with its record). Only
-    /// the options the consumer uses can change while tracing.
+    /// the options the consumer uses can change while tracing: the consumer reports the
+    /// others, and unknown options and bad values, as runtime errors.
     pub(super) fn setopt(&mut self, args: &[Expr], span: Span) -> GResult<()> {
         if let Some(m) = arity_error("setopt", args.len(), 1, 2) {
             return self.err(span, m);
@@ -256,23 +256,10 @@ impl Gen<'_> {
                 }
             }
         }
+        // An unknown option, one that cannot change while tracing or a bad value is the
+        // consumer's error when the record comes, as in DTrace.
         let name = text[0].clone();
         let value = text.get(1).cloned();
-        if !options::RUNTIME_OPTIONS.contains(&name.as_str()) {
-            return self.err(
-                args[0].span,
-                format!(
-                    "setopt( ): option '{name}' cannot be set while tracing (runtime options: {})",
-                    options::RUNTIME_OPTIONS.join(", ")
-                ),
-            );
-        }
-        if let Err(m) = options::runtime_value(&name, value.as_deref()) {
-            return self.err(
-                args.get(1).map_or(span, |a| a.span),
-                format!("setopt( ): {m}"),
-            );
-        }
         let id = self
             .t
             .fmt_unique(format!("setopt({})", text.join(", ")).as_bytes());
