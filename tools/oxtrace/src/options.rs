@@ -136,6 +136,7 @@ pub const TOOL_OPTIONS: &[&str] = &[
     "oformat",
     "defaultargs",
     "argref",
+    "statusrate",
     "define",
     "undef",
     "incdir",

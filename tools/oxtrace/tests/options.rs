@@ -103,6 +103,17 @@ fn defaultargs_no_turns_it_off() {
 }
 
 #[test]
+fn statusrate_is_taken_as_dtrace_scripts_set_it() {
+    let p = "#pragma D option bufpolicy=fill\n#pragma D option statusrate=10ms\nBEGIN { }";
+    assert_eq!(with(&[], &[], p), Ok(POLICY_FILL));
+    let e = with(&[("statusrate", Some("soon"))], &[], "BEGIN { }").unwrap_err();
+    assert!(
+        e.contains("invalid value 'soon' for option 'statusrate'"),
+        "{e}"
+    );
+}
+
+#[test]
 fn unknown_and_misplaced_options_are_refused_by_name() {
     let b = "BEGIN { exit(0); }";
     let e = with(&[("bogus", Some("1"))], &[], b).unwrap_err();

@@ -88,6 +88,12 @@ pub(crate) fn set_option(
                 }
             }
         }
+        if name == "statusrate" {
+            let v = value.ok_or_else(|| format!("option '{name}' requires a value"))?;
+            if parse_interval(v).is_none() {
+                return Err(format!("invalid value '{v}' for option '{name}'"));
+            }
+        }
         if name == "maxuprobes" {
             let max = oxtrace_core::limits::MAX_UATTACH;
             let v = value.ok_or_else(|| format!("option '{name}' requires a value"))?;
