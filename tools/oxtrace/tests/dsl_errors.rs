@@ -296,13 +296,13 @@ fn unterminated_string_and_comment() {
     check(
         "BEGIN { trace(\"abc); }",
         "1:15",
-        "[D_STR_NL] unterminated string literal",
+        "end-of-file encountered before matching \"",
         "              ^^^^^^^^",
     );
     check(
         "BEGIN { } /* never",
         "1:11",
-        "unterminated comment",
+        "end-of-file encountered before matching */",
         "          ^^",
     );
 }
@@ -476,15 +476,15 @@ fn unsafe_function_refused_at_its_probe() {
 #[test]
 fn character_literal_of_a_wide_character() {
     check(
-        "BEGIN { x = 'é'; }",
+        "BEGIN { x = 'é\n'; }",
         "1:13",
-        "unterminated character literal",
+        "[D_CHR_NL] newline encountered in character constant",
         "            ^^",
     );
     check(
         "BEGIN { x = '\u{1F600}",
         "1:13",
-        "unterminated character literal",
+        "end-of-file encountered before matching '",
         "            ^^",
     );
 }

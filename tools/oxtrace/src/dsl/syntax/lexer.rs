@@ -72,7 +72,12 @@ pub fn lex(src: &str) -> Result<Vec<Token>, LexError> {
             let start = i;
             match src[i + 2..].find("*/") {
                 Some(p) => i = i + 2 + p + 2,
-                None => return Err((Span::new(start, start + 2), "unterminated comment".into())),
+                None => {
+                    return Err((
+                        Span::new(start, start + 2),
+                        "end-of-file encountered before matching */".into(),
+                    ))
+                }
             }
             continue;
         }
@@ -162,10 +167,16 @@ pub fn lex(src: &str) -> Result<Vec<Token>, LexError> {
             let mut s = Vec::new();
             loop {
                 match b.get(i) {
-                    None | Some(b'\n') => {
+                    None => {
                         return Err((
                             Span::new(start, i),
-                            "[D_STR_NL] unterminated string literal".into(),
+                            "end-of-file encountered before matching \"".into(),
+                        ))
+                    }
+                    Some(b'\n') => {
+                        return Err((
+                            Span::new(start, i),
+                            "[D_STR_NL] newline encountered in string literal".into(),
                         ))
                     }
                     Some(b'"') => {
@@ -190,32 +201,52 @@ pub fn lex(src: &str) -> Result<Vec<Token>, LexError> {
             continue;
         }
         if c == b'\'' {
+            // A character constant: one character is a char; up to eight are an int whose
+            // bytes they are, the first the most significant (as C's multi-character
+            // constants and DTrace's).
             i += 1;
-            let v = match b.get(i) {
-                Some(b'\\') => {
-                    let (v, n) = escape(b, i)?;
-                    i += n;
-                    v
+            let mut bytes = Vec::new();
+            loop {
+                match b.get(i) {
+                    None => {
+                        return Err((
+                            Span::new(start, i),
+                            "end-of-file encountered before matching '".into(),
+                        ))
+                    }
+                    Some(b'\n') => {
+                        return Err((
+                            Span::new(start, i),
+                            "[D_CHR_NL] newline encountered in character constant".into(),
+                        ))
+                    }
+                    Some(b'\'') => break,
+                    Some(b'\\') => {
+                        let (v, n) = escape(b, i)?;
+                        bytes.push(v);
+                        i += n;
+                    }
+                    Some(&ch) => {
+                        bytes.push(ch);
+                        i += 1;
+                    }
                 }
-                Some(&ch) if ch != b'\'' && ch != b'\n' => {
-                    i += 1;
-                    ch
-                }
-                _ => {
-                    return Err((
-                        Span::new(start, i + 1),
-                        "[D_CHR_NULL] empty character literal".into(),
-                    ))
-                }
-            };
-            if b.get(i) != Some(&b'\'') {
-                return Err((Span::new(start, i), "unterminated character literal".into()));
             }
             i += 1;
-            out.push(Token {
-                tok: Tok::Char(v),
-                span: Span::new(start, i),
-            });
+            let span = Span::new(start, i);
+            let tok = match bytes.as_slice() {
+                [] => return Err((span, "[D_CHR_NULL] empty character constant".into())),
+                [v] => Tok::Char(*v),
+                m if m.len() > 8 => {
+                    return Err((span, "[D_CHR_OFLOW] character constant is too long".into()))
+                }
+                m => Tok::Int(
+                    m.iter()
+                        .fold(0u64, |v, &c| (v << 8) | u64::from(c))
+                        .to_string(),
+                ),
+            };
+            out.push(Token { tok, span });
             continue;
         }
         if c == b'$' {

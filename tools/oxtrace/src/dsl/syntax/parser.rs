@@ -59,6 +59,34 @@ pub fn parse_int(text: &str) -> Option<(u64, IntForm)> {
     Some((v, form))
 }
 
+/// Why `text`, which [`parse_int`] refused, is no integer constant, in DTrace's words: a
+/// digit its base does not have, or a value past 64 bits.
+fn int_error(text: &str) -> String {
+    let t = text.to_ascii_lowercase();
+    let body = t.trim_end_matches(['u', 'l']);
+    let suffix = &text[body.len()..];
+    let (digits, radix) = if let Some(h) = body.strip_prefix("0x") {
+        (h, 16)
+    } else if body.len() > 1 && body.starts_with('0') {
+        (&body[1..], 8)
+    } else {
+        (body, 10)
+    };
+    if let Some(bad) = digits.chars().find(|c| !c.is_digit(radix)) {
+        return format!("[D_INT_DIGIT] constant {text} contains invalid digit {bad}");
+    }
+    if digits.is_empty() {
+        return format!("[D_INT_DIGIT] constant {text} has no digits");
+    }
+    if !matches!(
+        suffix.to_ascii_lowercase().as_str(),
+        "" | "u" | "l" | "ul" | "lu" | "ll" | "ull" | "llu"
+    ) {
+        return format!("[D_INT_DIGIT] constant {text} has an invalid suffix {suffix}");
+    }
+    format!("[D_INT_OFLOW] constant {text} results in integer overflow")
+}
+
 /// The tag of an anonymous struct or union written at byte `at`: no D name can spell it.
 fn anon_tag(at: usize) -> String {
     format!("(anon@{at})")
@@ -1211,10 +1239,7 @@ impl<'a> Parser<'a> {
         let kind = match t.tok {
             Tok::Int(s) => match parse_int(&s) {
                 Some((v, u)) => ExprKind::Int(v, u),
-                None => {
-                    let m = format!("[D_INT_OFLOW] invalid integer constant '{s}'");
-                    return self.err(span, m);
-                }
+                None => return self.err(span, int_error(&s)),
             },
             Tok::Float(_) => {
                 return self.err(

@@ -1,0 +1,97 @@
+//! DTrace's error tags (`[D_*]`) and positions for wrong programs, and the lexer and grammar
+//! forms around them, as DTrace's reference describes them: a wrong program is refused at
+//! compile time with the tag DTrace gives it, at the place it names.
+
+mod support;
+
+use support::{bad, run_begin};
+
+// ---- the lexer ---------------------------------------------------------------------------
+
+#[test]
+fn character_constants() {
+    // One character is a char; several are an integer whose bytes they are, the first the
+    // most significant ('ab' is 0x6162), up to the eight bytes of a 64-bit integer.
+    assert_eq!(run_begin("BEGIN { printf(\"%d\", 'a'); }"), "97");
+    assert_eq!(run_begin("BEGIN { printf(\"%x\", 'ab'); }"), "6162");
+    assert_eq!(
+        run_begin("BEGIN { printf(\"%x\", 'abcdefgh'); }"),
+        "6162636465666768"
+    );
+    assert_eq!(run_begin("BEGIN { printf(\"%x\", '\\n\\t'); }"), "a09");
+    bad(
+        "BEGIN { x = 'abcdefghi'; }",
+        "1:13",
+        "[D_CHR_OFLOW] character constant is too long",
+    );
+    bad(
+        "BEGIN { x = ''; }",
+        "1:13",
+        "[D_CHR_NULL] empty character constant",
+    );
+    bad(
+        "BEGIN {\n\tx = '\n';\n}",
+        "2:6",
+        "[D_CHR_NL] newline encountered in character constant",
+    );
+    bad(
+        "BEGIN { x = 'a",
+        "1:13",
+        "end-of-file encountered before matching '",
+    );
+}
+
+#[test]
+fn string_literals_end_on_their_line() {
+    bad(
+        "BEGIN {\n\tx = \"hello\n\tthere\";\n}",
+        "2:6",
+        "[D_STR_NL] newline encountered in string literal",
+    );
+    bad(
+        "BEGIN { x = \"abc",
+        "1:13",
+        "end-of-file encountered before matching \"",
+    );
+    bad(
+        "BEGIN { } /* open",
+        "1:11",
+        "end-of-file encountered before matching */",
+    );
+}
+
+#[test]
+fn integer_constants() {
+    // A leading 0 is octal, 0x hexadecimal: a digit the base lacks is D_INT_DIGIT; digits
+    // past 64 bits are D_INT_OFLOW.
+    assert_eq!(run_begin("BEGIN { printf(\"%d\", 017); }"), "15");
+    bad(
+        "BEGIN { x = 0128; }",
+        "1:13",
+        "[D_INT_DIGIT] constant 0128 contains invalid digit 8",
+    );
+    bad(
+        "BEGIN { x = 0x12g; }",
+        "1:13",
+        "[D_INT_DIGIT] constant 0x12g contains invalid digit g",
+    );
+    bad(
+        "BEGIN { x = 12ab; }",
+        "1:13",
+        "[D_INT_DIGIT] constant 12ab contains invalid digit a",
+    );
+    bad(
+        "BEGIN { x = 0x12345678123456781; }",
+        "1:13",
+        "[D_INT_OFLOW] constant 0x12345678123456781 results in integer overflow",
+    );
+    bad(
+        "BEGIN { x = 18446744073709551616; }",
+        "1:13",
+        "[D_INT_OFLOW] constant 18446744073709551616 results in integer overflow",
+    );
+    assert_eq!(
+        run_begin("BEGIN { printf(\"%u\", 18446744073709551615); }"),
+        "18446744073709551615"
+    );
+}
