@@ -410,7 +410,7 @@ fn empty_program() {
     check(
         "/* nothing */",
         "1:14",
-        "the program has no probe clause",
+        "[D_EMPTY] empty D program translation unit",
         "             ^",
     );
 }

@@ -4,7 +4,16 @@
 
 mod support;
 
-use support::{bad, run_begin};
+use support::{bad, c, err_at, run_begin};
+
+/// The tag of `src`'s compile error.
+fn tag(src: &str) -> String {
+    let (_, msg) = err_at(src);
+    match msg.strip_prefix('[').and_then(|m| m.split_once(']')) {
+        Some((t, _)) => t.to_string(),
+        None => panic!("no tag in: {msg}"),
+    }
+}
 
 // ---- the lexer ---------------------------------------------------------------------------
 
@@ -94,4 +103,43 @@ fn integer_constants() {
         run_begin("BEGIN { printf(\"%u\", 18446744073709551615); }"),
         "18446744073709551615"
     );
+}
+
+// ---- the grammar -------------------------------------------------------------------------
+
+#[test]
+fn a_storage_class_alone_declares_an_int() {
+    // `self x;` and `this x;` declare int variables, as a C declaration with no type.
+    assert_eq!(
+        run_begin("this x;\nBEGIN { this->x = 3; printf(\"%d\", this->x * 2); }"),
+        "6"
+    );
+    c("self x, y;\nBEGIN { self->x = 1; self->y = 2; }");
+    bad(
+        "this x;\nBEGIN { this->x = execname; }",
+        "2:19",
+        "[D_OP_INCOMPAT] operands have incompatible types: \"int\" = \"string\"",
+    );
+}
+
+#[test]
+fn scoped_names_are_not_declared() {
+    bad(
+        "int `xyz;\nBEGIN { }",
+        "1:5",
+        "[D_DECL_SCOPE] D scoping operator may not be used in a declaration name (`xyz)",
+    );
+    assert_eq!(tag("struct foo`bar {\n};\nBEGIN { }"), "D_SYNTAX");
+    assert_eq!(tag("enum foo`bar {\n};\nBEGIN { }"), "D_SYNTAX");
+}
+
+#[test]
+fn an_empty_program() {
+    bad(
+        "\n/* nothing */\n",
+        "3:1",
+        "[D_EMPTY] empty D program translation unit",
+    );
+    let (_, m) = err_at("int x;");
+    assert_eq!(m, "the program has no probe clause");
 }

@@ -96,7 +96,11 @@ pub fn compile_items(
             src,
             input,
             Span::new(src.len(), src.len()),
-            "the program has no probe clause",
+            if items.is_empty() {
+                "[D_EMPTY] empty D program translation unit"
+            } else {
+                "the program has no probe clause"
+            },
         ));
     }
     declare::assigned(&mut t, &clauses);

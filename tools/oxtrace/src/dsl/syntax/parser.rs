@@ -501,11 +501,23 @@ impl<'a> Parser<'a> {
     fn is_decl_start(&self) -> bool {
         match &self.peek().tok {
             Tok::Ident(w) if w == "self" || w == "this" => {
-                !matches!(self.peek_at(1).tok, Tok::Punct("->")) && self.is_type_start(1)
+                !matches!(self.peek_at(1).tok, Tok::Punct("->"))
+                    && (self.is_type_start(1) || self.is_implicit_int(1))
             }
             Tok::Ident(w) if w == "typedef" || w == "inline" => true,
             _ => self.is_type_start(0),
         }
+    }
+
+    /// Whether a declarator with no type starts at token `n`: `self x;` and `this x;`
+    /// declare an `int`, as a C declaration with a storage class and no type does.
+    fn is_implicit_int(&self, n: usize) -> bool {
+        matches!(&self.peek_at(n).tok, Tok::Ident(_))
+            && !self.is_type_start(n)
+            && matches!(
+                self.peek_at(n + 1).tok,
+                Tok::Punct(";") | Tok::Punct(",") | Tok::Punct("[")
+            )
     }
 
     fn decl_class(&mut self) -> DeclClass {
@@ -558,7 +570,17 @@ impl<'a> Parser<'a> {
             return Ok(());
         }
         let class = self.decl_class();
-        let (base, defs) = self.type_spec(true)?;
+        let (base, defs) = if class != DeclClass::Global && self.is_implicit_int(0) {
+            (
+                TypeName::Int {
+                    size: 4,
+                    signed: true,
+                },
+                vec![],
+            )
+        } else {
+            self.type_spec(true)?
+        };
         items.extend(defs);
         if self.eat(";") {
             // A struct, union or enum definition alone.
@@ -587,6 +609,12 @@ impl<'a> Parser<'a> {
         }
         self.depth = depth;
         let (name, span) = self.ident()?;
+        if name.contains('`') {
+            return self.err(
+                span,
+                format!("[D_DECL_SCOPE] D scoping operator may not be used in a declaration name ({name})"),
+            );
+        }
         let mut keys = None;
         let mut dims = Vec::new();
         while self.is("[") {
@@ -691,6 +719,13 @@ impl<'a> Parser<'a> {
         let mut defs = Vec::new();
         if self.is("{") {
             let open = self.bump().span;
+            if name.contains('`') {
+                // module`name names a kernel type: D defines only its own.
+                return self.err(
+                    nspan,
+                    format!("[D_SYNTAX] syntax error: a {kw} defined in D cannot have the scoped name {name}"),
+                );
+            }
             if !defs_ok {
                 return self.err(
                     open,
