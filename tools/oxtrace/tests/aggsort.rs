@@ -144,6 +144,6 @@ fn setopt_errors() {
     );
     assert_eq!(
         err(r#"BEGIN { setopt(); }"#).1,
-        "setopt() takes 1 or 2 argument(s), 0 given"
+        "[D_PROTO_LEN] setopt() takes 1 or 2 argument(s), 0 given"
     );
 }

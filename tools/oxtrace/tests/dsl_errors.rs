@@ -178,19 +178,19 @@ fn wrong_argument_counts() {
     check(
         "BEGIN { @a = quantize(); }",
         "1:14",
-        "quantize() takes 1 or 2 argument(s), 0 given",
+        "[D_PROTO_LEN] quantize() takes 1 or 2 argument(s), 0 given",
         "             ^^^^^^^^",
     );
     check(
         "BEGIN { @a = lquantize(1); }",
         "1:14",
-        "lquantize() takes 3 to 5 argument(s), 1 given",
+        "[D_PROTO_LEN] lquantize() takes 3 to 5 argument(s), 1 given",
         "             ^^^^^^^^^",
     );
     check(
         "BEGIN { exit(); }",
         "1:9",
-        "exit() takes 1 argument(s), 0 given",
+        "[D_PROTO_LEN] exit() takes 1 argument(s), 0 given",
         "        ^^^^^^",
     );
 }

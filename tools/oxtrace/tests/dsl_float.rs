@@ -282,7 +282,7 @@ fn long_doubles_and_float_keys_stay_out_of_variables() {
     check(
         "double d;\nBEGIN { @s = sum(d); }",
         "2:18",
-        "sum() requires an integer or pointer, not double",
+        "[D_AGG_SCALAR] sum() requires an integer or pointer, not double",
     );
 }
 

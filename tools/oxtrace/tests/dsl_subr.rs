@@ -202,7 +202,7 @@ fn argument_errors_have_line_and_column() {
         (
             "BEGIN { trace(substr(\"a\")); }",
             "1:15",
-            "substr() takes 2 or 3 argument(s), 1 given",
+            "[D_PROTO_LEN] substr() takes 2 or 3 argument(s), 1 given",
         ),
         (
             "BEGIN {\n  trace(substr(1, 2));\n}",
@@ -217,7 +217,7 @@ fn argument_errors_have_line_and_column() {
         (
             "BEGIN { trace(toupper(\"a\", \"b\")); }",
             "1:15",
-            "toupper() takes 1 argument(s), 2 given",
+            "[D_PROTO_LEN] toupper() takes 1 argument(s), 2 given",
         ),
         (
             "BEGIN { trace(lltostr(\"x\")); }",
@@ -227,7 +227,7 @@ fn argument_errors_have_line_and_column() {
         (
             "BEGIN { trace(rand(1)); }",
             "1:15",
-            "rand() takes 0 argument(s), 1 given",
+            "[D_PROTO_LEN] rand() takes 0 argument(s), 1 given",
         ),
         (
             "BEGIN { trace(htons(\"x\")); }",

@@ -143,3 +143,62 @@ fn an_empty_program() {
     let (_, m) = err_at("int x;");
     assert_eq!(m, "the program has no probe clause");
 }
+
+// ---- tags of calls -------------------------------------------------------------------------
+
+#[test]
+fn argument_counts_are_d_proto_len() {
+    for src in [
+        "BEGIN { exit(); }",
+        "BEGIN { exit(1, 2); }",
+        "BEGIN { trace(); }",
+        "BEGIN { @a = sum(); }",
+        "BEGIN { @a = count(1); }",
+        "BEGIN { @a = lquantize(1, 2); }",
+        "BEGIN { printf(); }",
+        "BEGIN { printa(); }",
+        "BEGIN { @a = count(); clear(); }",
+        "BEGIN { @a = count(); normalize(@a); }",
+        "BEGIN { x = strtok(\"a\"); }",
+        "BEGIN { x = copyinstr(); }",
+        "BEGIN { x[1, 2] = 1; y = x[1]; }",
+    ] {
+        assert_eq!(tag(src), "D_PROTO_LEN", "{src}");
+    }
+}
+
+#[test]
+fn argument_types_are_d_proto_arg_or_the_places_tag() {
+    assert_eq!(tag("BEGIN { exit(\"a\"); }"), "D_PROTO_ARG");
+    assert_eq!(tag("BEGIN { exit(exit(0)); }"), "D_PROTO_ARG");
+    assert_eq!(tag("BEGIN { x = strlen(trace(1)); }"), "D_PROTO_ARG");
+    assert_eq!(tag("BEGIN { @ = quantize(1, \"a\"); }"), "D_PROTO_ARG");
+    assert_eq!(tag("BEGIN { x[1] = 1; x[\"a\"] = 2; }"), "D_PROTO_ARG");
+    // The value aggregated must be an integer: D_AGG_SCALAR.
+    for f in ["sum", "avg", "min", "max", "stddev", "quantize"] {
+        assert_eq!(tag(&format!("BEGIN {{ @ = {f}(\"a\"); }}")), "D_AGG_SCALAR");
+    }
+    // An action has no value: the place it is used in names the error.
+    assert_eq!(
+        tag("BEGIN { printf(\"%d\", printf(\"\")); }"),
+        "D_PRINTF_ARG_TYPE"
+    );
+    assert_eq!(tag("BEGIN { trace(trace(1)); }"), "D_TRACE_VOID");
+    assert_eq!(tag("BEGIN { @[trace(1)] = count(); }"), "D_KEY_TYPE");
+    assert_eq!(tag("BEGIN { x = (int)trace(1); }"), "D_CAST_INVAL");
+    assert_eq!(tag("BEGIN { x = trace(1) + 1; }"), "D_OP_ARITH");
+    assert_eq!(tag("BEGIN { x = 1 ? trace(1) : 2; }"), "D_OP_ACT");
+    assert_eq!(tag("BEGIN { x = stringof(trace(1)); }"), "D_STRINGOF_TYPE");
+    // ... and so does an aggregation, whose value is not in the program's reach.
+    assert_eq!(tag("BEGIN { @a = count(); trace(@a); }"), "D_TRACE_DYN");
+    assert_eq!(
+        tag("BEGIN { @a = count(); trace(@a + 3); }"),
+        "D_OP_INCOMPAT"
+    );
+    assert_eq!(
+        tag("BEGIN { @a = count(); printf(\"%d\", @a); }"),
+        "D_PRINTF_ARG_TYPE"
+    );
+    let (pos, _) = err_at("BEGIN { x = 1 +\n  trace(1); }");
+    assert_eq!(pos, "2:3");
+}

@@ -65,7 +65,7 @@ impl Gen<'_> {
                 if let Some(m) = arity_error(name, args.len(), 1, 1) {
                     return self.err(span, m);
                 }
-                let (r, ty) = self.expr(&args[0])?;
+                let (r, ty) = self.value(&args[0], "D_TRACE_VOID", "D_TRACE_DYN")?;
                 // The tool prints a stack symbolized: a printf record of format `%k`.
                 let stack = ty == Ty::Stack;
                 // A float's bytes, as DTrace traces them: a float or double prints as the
@@ -89,8 +89,8 @@ impl Gen<'_> {
                 if let Some(m) = arity_error(name, args.len(), 1, 1) {
                     return self.err(span, m);
                 }
-                let (r, ty) = self.expr(&args[0])?;
-                self.need_scalar(&ty, args[0].span, "exit()")?;
+                let (r, ty) = self.value(&args[0], "D_PROTO_ARG", "D_PROTO_ARG")?;
+                self.need_scalar(&ty, args[0].span, "exit()", "D_PROTO_ARG")?;
                 self.emit(Op::Exit, 0, r, 0, 0);
                 self.release(r);
             }
@@ -99,7 +99,7 @@ impl Gen<'_> {
                     return self.err(span, m);
                 }
                 let (r, ty) = self.expr(&args[0])?;
-                self.need_scalar(&ty, args[0].span, "ptwrite()")?;
+                self.need_scalar(&ty, args[0].span, "ptwrite()", "D_PROTO_ARG")?;
                 self.emit(Op::Ptwrite, 0, r, 0, 0);
                 self.release(r);
             }
@@ -114,7 +114,7 @@ impl Gen<'_> {
                     _ => {
                         return self.err(
                             span,
-                            "printa() takes an aggregation, optionally after a format string",
+                            "[D_PROTO_LEN] printa() takes an aggregation, optionally after a format string",
                         )
                     }
                 };
@@ -191,7 +191,7 @@ impl Gen<'_> {
             }
             "clear" | "denormalize" => {
                 if args.len() != 1 {
-                    return self.err(span, format!("{name}() takes 1 argument (an aggregation)"));
+                    return self.err(span, format!("[D_PROTO_LEN] {name}() takes 1 argument (an aggregation)"));
                 }
                 let agg = self.agg_ref(&args[0])?;
                 let op = if name == "clear" {
@@ -209,7 +209,7 @@ impl Gen<'_> {
                         return self.err(
                             span,
                             format!(
-                                "{name}() takes an aggregation and {} count",
+                                "[D_PROTO_LEN] {name}() takes an aggregation and {} count",
                                 if name == "trunc" { "an optional" } else { "a" }
                             ),
                         )
@@ -218,7 +218,7 @@ impl Gen<'_> {
                 let r = match n {
                     Some(n) => {
                         let (r, ty) = self.expr(n)?;
-                        self.need_scalar(&ty, n.span, name)?;
+                        self.need_scalar(&ty, n.span, name, "D_PROTO_ARG")?;
                         r
                     }
                     None => 0,
@@ -289,7 +289,7 @@ impl Gen<'_> {
     ) -> GResult<()> {
         let freopen = name == "freopen";
         let Some(f) = args.first() else {
-            return self.err(span, format!("{name}() requires a format string"));
+            return self.err(span, format!("[D_PROTO_LEN] {name}() requires a format string"));
         };
         let text = match &f.kind {
             ExprKind::Str(s) => s.clone(),
@@ -367,7 +367,7 @@ impl Gen<'_> {
         }
         let mut regs = Vec::new();
         for (i, (a, &(kind, c, n, role))) in given.iter().zip(&slots).enumerate() {
-            let (r, mut ty) = self.expr(a)?;
+            let (r, mut ty) = self.value(a, "D_PRINTF_ARG_TYPE", "D_PRINTF_ARG_TYPE")?;
             let ok = match kind {
                 ArgKind::Str => ty == Ty::Str,
                 ArgKind::Stack => ty == Ty::Stack,

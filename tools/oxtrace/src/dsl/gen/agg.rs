@@ -116,7 +116,7 @@ impl Gen<'_> {
         }
         let mut kr = Vec::new();
         for k in keys {
-            let (r, t) = self.expr(k)?;
+            let (r, t) = self.value(k, "D_KEY_TYPE", "D_KEY_TYPE")?;
             if t.is_float() {
                 return self.err(k.span, float_key(&t));
             }
@@ -155,13 +155,18 @@ impl Gen<'_> {
             0
         } else {
             let (r, ty) = self.expr(&call.args[0])?;
-            self.need_scalar(&ty, call.args[0].span, &format!("{}()", call.func))?;
+            self.need_scalar(
+                &ty,
+                call.args[0].span,
+                &format!("{}()", call.func),
+                "D_AGG_SCALAR",
+            )?;
             r
         };
         let rw = match incr {
             Some(e) => {
                 let (r, ty) = self.expr(e)?;
-                self.need_scalar(&ty, e.span, "an increment")?;
+                self.need_scalar(&ty, e.span, "an increment", "D_PROTO_ARG")?;
                 r
             }
             None => {

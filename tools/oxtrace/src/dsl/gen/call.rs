@@ -12,11 +12,22 @@ use oxtrace_core::agg::AggKind;
 impl Gen<'_> {
     pub(super) fn call(&mut self, name: &str, args: &[Expr], span: Span) -> GResult<(u8, Ty)> {
         let nargs = |g: &Self, n: usize| match arity_error(name, args.len(), n, n) {
-            Some(m) => g.err(span, format!("[D_PROTO_LEN] {m}")),
+            Some(m) => g.err(span, m),
             None => Ok(()),
         };
         if let Some(r) = self.xlate_call(name, args, span) {
             return r;
+        }
+        // A subroutine's argument has a value: not an action's, not an aggregation.
+        if !ACTIONS.contains(&name) {
+            let tag = if name == "stringof" {
+                "D_STRINGOF_TYPE"
+            } else {
+                "D_PROTO_ARG"
+            };
+            for a in args {
+                self.need_value(a, tag, tag)?;
+            }
         }
         match name {
             "speculation" => {
@@ -97,7 +108,10 @@ impl Gen<'_> {
             }
             "copyinstr" => {
                 if args.is_empty() || args.len() > 2 {
-                    return self.err(span, "copyinstr() takes an address and an optional size");
+                    return self.err(
+                        span,
+                        "[D_PROTO_LEN] copyinstr() takes an address and an optional size",
+                    );
                 }
                 let max = match args.get(1) {
                     None => 0,

@@ -217,12 +217,12 @@ impl Gen<'_> {
                 let rd = self.reg(e.span)?;
                 let j_else = self.emit(Op::Bz, 0, rc, 0, 0);
                 self.release(rc);
-                let (ra, ta) = self.expr(a)?;
+                let (ra, ta) = self.value(a, "D_OP_ACT", "D_OP_INCOMPAT")?;
                 self.emit(Op::Mov, rd, ra, 0, 0);
                 self.release(ra);
                 let j_end = self.emit(Op::Ba, 0, 0, 0, 0);
                 self.patch(j_else);
-                let (rb, tb) = self.expr(b)?;
+                let (rb, tb) = self.value(b, "D_OP_ACT", "D_OP_INCOMPAT")?;
                 self.emit(Op::Mov, rd, rb, 0, 0);
                 self.release(rb);
                 self.patch(j_end);
@@ -263,7 +263,7 @@ impl Gen<'_> {
                         ),
                     );
                 }
-                let (r, from) = self.expr(a)?;
+                let (r, from) = self.value(a, "D_CAST_INVAL", "D_CAST_INVAL")?;
                 if matches!(to, Ty::Sou(..) | Ty::Array(..)) {
                     return self.err(
                         e.span,
@@ -333,11 +333,11 @@ impl Gen<'_> {
         }
         match op {
             UnOp::Plus => {
-                self.need_scalar(&ty, a.span, "unary +")?;
+                self.need_scalar(&ty, a.span, "unary +", "D_OP_ARITH")?;
                 Ok((r, ty))
             }
             UnOp::Neg | UnOp::BitNot => {
-                self.need_scalar(&ty, a.span, "this operator")?;
+                self.need_scalar(&ty, a.span, "this operator", "D_OP_ARITH")?;
                 let rt = unary_type(&ty);
                 let o = if op == UnOp::Neg { Op::Neg } else { Op::Not };
                 self.emit(o, r, r, 0, 0);
@@ -345,7 +345,7 @@ impl Gen<'_> {
                 Ok((r, rt))
             }
             UnOp::Not => {
-                self.need_scalar(&ty, a.span, "operator !")?;
+                self.need_scalar(&ty, a.span, "operator !", "D_OP_SCALAR")?;
                 self.emit(Op::Lnot, r, r, 0, 0);
                 Ok((r, I32))
             }
@@ -362,6 +362,15 @@ impl Gen<'_> {
         b: &Expr,
         span: Span,
     ) -> GResult<(u8, Ty)> {
+        // An operand with no value, in DTrace's words for the operator.
+        let void_tag = match op {
+            BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div | BinOp::Mod => "D_OP_ARITH",
+            BinOp::And | BinOp::Or | BinOp::Xor | BinOp::Shl | BinOp::Shr => "D_OP_INT",
+            BinOp::LAnd | BinOp::LOr | BinOp::LXor => "D_OP_SCALAR",
+            _ => "D_OP_INCOMPAT",
+        };
+        self.need_value(a, void_tag, "D_OP_INCOMPAT")?;
+        self.need_value(b, void_tag, "D_OP_INCOMPAT")?;
         match op {
             BinOp::LAnd | BinOp::LOr => {
                 let (ra, ta) = self.expr(a)?;

@@ -84,7 +84,7 @@ impl Gen<'_> {
             _ => 3,
         };
         if let Some(m) = arity_error(name, args.len(), n, n) {
-            return self.err(span, format!("[D_PROTO_LEN] {m}"));
+            return self.err(span, m);
         }
         let void_ptr = Ty::Ptr(Box::new(Ty::Void));
         // Which argument is the size, and which the destination.

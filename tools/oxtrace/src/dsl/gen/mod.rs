@@ -148,15 +148,45 @@ impl<'a> Gen<'a> {
         }
     }
 
-    fn need_scalar(&self, ty: &Ty, span: Span, what: &str) -> GResult<()> {
+    /// Refuses a `ty` that is not an integer or pointer with DTrace's `tag` for the place.
+    fn need_scalar(&self, ty: &Ty, span: Span, what: &str, tag: &str) -> GResult<()> {
         if ty.is_scalar() {
             Ok(())
         } else {
             self.err(
                 span,
-                format!("{what} requires an integer or pointer, not {}", ty.name()),
+                format!(
+                    "[{tag}] {what} requires an integer or pointer, not {}",
+                    ty.name()
+                ),
             )
         }
+    }
+
+    /// Refuses `e` where a value is needed if it has none: an action (its type is void) or
+    /// an aggregation (its value lives in the aggregation buffer). DTrace names the place in
+    /// the error's tag: `void_tag` for an action, `agg_tag` for an aggregation.
+    fn need_value(&self, e: &Expr, void_tag: &str, agg_tag: &str) -> GResult<()> {
+        match &e.kind {
+            ExprKind::Call(name, _) if super::types::ACTIONS.contains(&name.as_str()) => self.err(
+                e.span,
+                format!("[{void_tag}] {name}() is an action: it has no value to use here"),
+            ),
+            ExprKind::AggRef(name) => self.err(
+                e.span,
+                format!(
+                    "[{agg_tag}] aggregation @{name} has no value to use here: it can only be an \
+                     argument of printa, clear, trunc or normalize"
+                ),
+            ),
+            _ => Ok(()),
+        }
+    }
+
+    /// [`Self::need_value`] then the value of `e`.
+    fn value(&mut self, e: &Expr, void_tag: &str, agg_tag: &str) -> GResult<(u8, Ty)> {
+        self.need_value(e, void_tag, agg_tag)?;
+        self.expr(e)
     }
 
     fn push_keys(&mut self, regs: &[(u8, Ty)]) {
@@ -222,7 +252,9 @@ fn arity_error(name: &str, n: usize, min: usize, max: usize) -> Option<String> {
         1 => format!("{min} or {max}"),
         _ => format!("{min} to {max}"),
     };
-    Some(format!("{name}() takes {want} argument(s), {n} given"))
+    Some(format!(
+        "[D_PROTO_LEN] {name}() takes {want} argument(s), {n} given"
+    ))
 }
 
 /// Whether memory of type `ty` holds a string: a `string` or a `char[N]`, which a string

@@ -282,7 +282,7 @@ impl Gen<'_> {
                     return self.err(
                         span,
                         format!(
-                            "{name}[] has {} key(s) elsewhere, {} here",
+                            "[D_PROTO_LEN] {name}[] has {} key(s) elsewhere, {} here",
                             want.len() - skip,
                             kinds.len() - skip
                         ),
@@ -297,7 +297,7 @@ impl Gen<'_> {
                         return self.err(
                             at,
                             format!(
-                                "key {} of {name}[] is {} elsewhere, {} here",
+                                "[D_PROTO_ARG] key {} of {name}[] is {} elsewhere, {} here",
                                 i + 1 - skip,
                                 w.name(),
                                 k.name()
