@@ -71,7 +71,7 @@ fn unknown_provider() {
     check(
         "sycall::read:entry { }",
         "1:1",
-        "unknown provider 'sycall' (did you mean 'syscall'?) (supported: fbt, syscall, proc, sched, io, profile, tracepoint, sdt, kprobe, kretprobe, interval, BEGIN, END, tick-N, profile-N; user space: pid$target or pidPID, and USDT providers as NAME$target)",
+        "[D_PDESC_ZERO] unknown provider 'sycall' (did you mean 'syscall'?) (supported: fbt, syscall, proc, sched, io, profile, tracepoint, sdt, kprobe, kretprobe, interval, BEGIN, END, tick-N, profile-N; user space: pid$target or pidPID, and USDT providers as NAME$target)",
         "^^^^^^^^^^^^^^^^^^",
     );
 }
@@ -81,7 +81,7 @@ fn bad_fbt_probe_name() {
     check(
         "BEGIN {}\nfbt::do_*:middle { }",
         "2:1",
-        "fbt probes are named 'entry' or 'return', not 'middle'",
+        "[D_PDESC_ZERO] fbt probes are named 'entry' or 'return', not 'middle'",
         "^^^^^^^^^^^^^^^^",
     );
 }
@@ -101,13 +101,13 @@ fn bad_tick_interval() {
     check(
         "tick-0s { }",
         "1:1",
-        "invalid tick interval '0s' (use e.g. tick-1s, tick-10ms, tick-100hz)",
+        "[D_PDESC_ZERO] invalid tick interval '0s' (use e.g. tick-1s, tick-10ms, tick-100hz)",
         "^^^^^^^",
     );
     check(
         "tick-1us { }",
         "1:1",
-        "tick interval out of range (100 µs to 1 hour)",
+        "[D_PDESC_ZERO] tick interval out of range (100 µs to 1 hour)",
         "^^^^^^^^",
     );
 }

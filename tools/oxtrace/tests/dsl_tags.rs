@@ -202,3 +202,16 @@ fn argument_types_are_d_proto_arg_or_the_places_tag() {
     let (pos, _) = err_at("BEGIN { x = 1 +\n  trace(1); }");
     assert_eq!(pos, "2:3");
 }
+
+#[test]
+fn descriptions_matching_no_probe_are_d_pdesc_zero() {
+    for src in [
+        "tick-1ns { }",
+        "tick-n { }",
+        "profile-1us { }",
+        "profile-n { }",
+        "BEGIN::read:entry { }",
+    ] {
+        assert_eq!(tag(src), "D_PDESC_ZERO", "{src}");
+    }
+}

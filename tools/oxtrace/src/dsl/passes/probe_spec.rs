@@ -55,12 +55,12 @@ pub(crate) fn probe_spec(text: &str) -> Result<Vec<ProbeSpec>, String> {
     let periodic = |kind, n: &str, what: [&str; 2], eg: &str| match parse_interval(n) {
         Some(ns) if (prog::TICK_MIN_NS..=prog::TICK_MAX_NS).contains(&ns) => Ok(other(kind, ns)),
         Some(_) => Err(format!(
-            "{} interval out of range ({} µs to 1 hour)",
+            "[D_PDESC_ZERO] {} interval out of range ({} µs to 1 hour)",
             what[0],
             prog::TICK_MIN_NS / 1000
         )),
         None => Err(format!(
-            "invalid {} {} '{n}' (use e.g. {eg})",
+            "[D_PDESC_ZERO] invalid {} {} '{n}' (use e.g. {eg})",
             what[0], what[1]
         )),
     };
@@ -114,7 +114,11 @@ pub(crate) fn probe_spec(text: &str) -> Result<Vec<ProbeSpec>, String> {
                     fbt(ProbeKind::FbtEntry, func)?,
                     fbt(ProbeKind::FbtReturn, func)?,
                 ],
-                _ => return Err(format!("fbt probes are named 'entry' or 'return', not '{name}'")),
+                _ => {
+                    return Err(format!(
+                        "[D_PDESC_ZERO] fbt probes are named 'entry' or 'return', not '{name}'"
+                    ))
+                }
             };
             in_module(module, specs)
         }
@@ -139,7 +143,7 @@ pub(crate) fn probe_spec(text: &str) -> Result<Vec<ProbeSpec>, String> {
 fn unknown(prov: &str) -> String {
     let near = crate::providers::syscalls::nearby(prov, PROVIDERS.iter().copied());
     format!(
-        "unknown provider '{prov}'{} (supported: fbt, syscall, proc, sched, io, profile, tracepoint, sdt, kprobe, kretprobe, interval, BEGIN, END, tick-N, profile-N{})",
+        "[D_PDESC_ZERO] unknown provider '{prov}'{} (supported: fbt, syscall, proc, sched, io, profile, tracepoint, sdt, kprobe, kretprobe, interval, BEGIN, END, tick-N, profile-N{})",
         crate::providers::syscalls::did_you_mean(&near),
         super::user_spec::unknown_hint()
     )
