@@ -167,7 +167,7 @@ fn bad_lquantize_bounds() {
     check(
         "BEGIN { @a = lquantize(arg0, 10, 0, 1); }",
         "1:34",
-        "lquantize( ) upper bound (argument #2) must be greater than lower bound (argument #1)",
+        "[D_LQUANT_MISMATCH] lquantize( ) upper bound (argument #2) must be greater than lower bound (argument #1)",
         "                                 ^",
     );
 }
@@ -200,7 +200,7 @@ fn non_constant_aggregation_parameter() {
     check(
         "BEGIN { @a = lquantize(arg0, arg1, 10); }",
         "1:30",
-        "expected an integer constant",
+        "[D_LQUANT_BASETYPE] lquantize( ) argument #1 must be an integer constant",
         "                             ^^^^",
     );
 }

@@ -215,3 +215,100 @@ fn descriptions_matching_no_probe_are_d_pdesc_zero() {
         assert_eq!(tag(src), "D_PDESC_ZERO", "{src}");
     }
 }
+
+// ---- aggregations ----------------------------------------------------------------------------
+
+#[test]
+fn lquantize_parameters_name_their_argument() {
+    // lquantize(value, lower, upper[, step]): 32-bit constant bounds, upper above lower, a
+    // positive 16-bit step and at least one level of it.
+    for (src, want) in [
+        ("@ = lquantize(0, x, 10);", "D_LQUANT_BASETYPE"),
+        ("@ = lquantize(0, 0, x);", "D_LQUANT_LIMTYPE"),
+        ("@ = lquantize(0, 0, 10, x);", "D_LQUANT_STEPTYPE"),
+        (
+            "@ = lquantize(0, 0x100000000, 0x200000000);",
+            "D_LQUANT_BASEVAL",
+        ),
+        ("@ = lquantize(0, 0, 0x100000000);", "D_LQUANT_LIMVAL"),
+        ("@ = lquantize(0, 10, 10);", "D_LQUANT_MISMATCH"),
+        ("@ = lquantize(0, 0, 10, 0);", "D_LQUANT_STEPTYPE"),
+        ("@ = lquantize(0, 0, 10, -1);", "D_LQUANT_STEPTYPE"),
+        ("@ = lquantize(0, 0, 100000, 70000);", "D_LQUANT_STEPVAL"),
+        ("@ = lquantize(0, 0, 10, 20);", "D_LQUANT_STEPLARGE"),
+        ("@ = lquantize(0, 0, 100000, 1);", "D_LQUANT_STEPSMALL"),
+        (
+            "@ = lquantize(0, 0, 10); @ = lquantize(0, 1, 10);",
+            "D_LQUANT_MATCHBASE",
+        ),
+        (
+            "@ = lquantize(0, 0, 10); @ = lquantize(0, 0, 20);",
+            "D_LQUANT_MATCHLIM",
+        ),
+        (
+            "@ = lquantize(0, 0, 10, 1); @ = lquantize(0, 0, 10, 2);",
+            "D_LQUANT_MATCHSTEP",
+        ),
+    ] {
+        assert_eq!(tag(&format!("BEGIN {{ x = 1; {src} }}")), want, "{src}");
+    }
+}
+
+#[test]
+fn llquantize_parameters_name_their_argument() {
+    // llquantize(value, factor, low, high, steps): unsigned 16-bit constants, factor two or
+    // more, high above low, steps that divide or are divided by the factor.
+    for (src, want) in [
+        ("@ = llquantize(0, x, 0, 6, 10);", "D_LLQUANT_FACTORTYPE"),
+        ("@ = llquantize(0, 10, x, 6, 10);", "D_LLQUANT_LMAGTYPE"),
+        ("@ = llquantize(0, 10, 0, x, 10);", "D_LLQUANT_HMAGTYPE"),
+        ("@ = llquantize(0, 10, 0, 6, x);", "D_LLQUANT_STEPTYPE"),
+        ("@ = llquantize(0, 1, 0, 6, 10);", "D_LLQUANT_FACTORVAL"),
+        ("@ = llquantize(0, 70000, 0, 6, 10);", "D_LLQUANT_FACTORVAL"),
+        ("@ = llquantize(0, 10, -1, 6, 10);", "D_LLQUANT_LMAGVAL"),
+        ("@ = llquantize(0, 10, 6, 6, 10);", "D_LLQUANT_HMAGVAL"),
+        ("@ = llquantize(0, 10, 0, 100, 10);", "D_LLQUANT_HMAGVAL"),
+        ("@ = llquantize(0, 10, 0, 6, 0);", "D_LLQUANT_STEPTYPE"),
+        ("@ = llquantize(0, 10, 0, 6, -1);", "D_LLQUANT_STEPTYPE"),
+        ("@ = llquantize(0, 10, 0, 6, 3);", "D_LLQUANT_STEPVAL"),
+        (
+            "@ = llquantize(0, 10, 0, 6, 10); @ = llquantize(0, 100, 0, 6, 100);",
+            "D_LLQUANT_MATCHFACTOR",
+        ),
+        (
+            "@ = llquantize(0, 10, 0, 6, 10); @ = llquantize(0, 10, 1, 6, 10);",
+            "D_LLQUANT_MATCHLMAG",
+        ),
+        (
+            "@ = llquantize(0, 10, 0, 6, 10); @ = llquantize(0, 10, 0, 7, 10);",
+            "D_LLQUANT_MATCHHMAG",
+        ),
+        (
+            "@ = llquantize(0, 10, 0, 6, 10); @ = llquantize(0, 10, 0, 6, 5);",
+            "D_LLQUANT_MATCHSTEPS",
+        ),
+    ] {
+        assert_eq!(tag(&format!("BEGIN {{ x = 1; {src} }}")), want, "{src}");
+    }
+}
+
+#[test]
+fn aggregation_actions_take_an_aggregation() {
+    for (src, want) in [
+        ("clear(1);", "D_CLEAR_AGGARG"),
+        ("trunc(x);", "D_TRUNC_AGGARG"),
+        ("normalize(x, 2);", "D_NORMALIZE_AGGARG"),
+        ("denormalize(1);", "D_NORMALIZE_AGGARG"),
+    ] {
+        assert_eq!(
+            tag(&format!("BEGIN {{ x = 1; @a = count(); {src} }}")),
+            want,
+            "{src}"
+        );
+    }
+    bad(
+        "BEGIN { @a = count(); clear(1); }",
+        "1:29",
+        "[D_CLEAR_AGGARG] clear( ) argument #1 must be an aggregation (@name)",
+    );
+}

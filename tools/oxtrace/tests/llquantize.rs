@@ -67,7 +67,7 @@ fn parameter_errors_are_the_validators_at_their_argument() {
     assert_eq!(e.position(), "1:38");
     assert_eq!(
         e.msg,
-        "llquantize( ) factor (argument #1) must be evenly divisible by the number of steps \
+        "[D_LLQUANT_STEPVAL] llquantize( ) factor (argument #1) must be evenly divisible by the number of steps \
          per magnitude (argument #4) when the steps are fewer than the factor"
     );
     let e = compile(
@@ -79,7 +79,7 @@ fn parameter_errors_are_the_validators_at_their_argument() {
     assert_eq!(e.position(), "1:38");
     assert!(e
         .msg
-        .starts_with("llquantize( ) factor (argument #1) must evenly divide"));
+        .starts_with("[D_LLQUANT_STEPVAL] llquantize( ) factor (argument #1) must evenly divide"));
     let e = compile(
         "BEGIN { @l = llquantize(3, 1, 0, 6, 30); }",
         "t.d",
@@ -89,6 +89,6 @@ fn parameter_errors_are_the_validators_at_their_argument() {
     assert_eq!(e.position(), "1:28");
     assert_eq!(
         e.msg,
-        "llquantize( ) factor (argument #1) must be two or more"
+        "[D_LLQUANT_FACTORVAL] llquantize( ) factor (argument #1) must be two or more"
     );
 }

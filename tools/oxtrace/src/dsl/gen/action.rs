@@ -120,7 +120,7 @@ impl Gen<'_> {
                 };
                 let aggs = agg_args
                     .iter()
-                    .map(|a| self.agg_ref(a))
+                    .map(|a| self.agg_ref(a, "printa"))
                     .collect::<GResult<Vec<u32>>>()?;
                 // Several aggregations print side by side: their keys must match.
                 for (a, &id) in agg_args.iter().zip(&aggs).skip(1) {
@@ -191,9 +191,12 @@ impl Gen<'_> {
             }
             "clear" | "denormalize" => {
                 if args.len() != 1 {
-                    return self.err(span, format!("[D_PROTO_LEN] {name}() takes 1 argument (an aggregation)"));
+                    return self.err(
+                        span,
+                        format!("[D_PROTO_LEN] {name}() takes 1 argument (an aggregation)"),
+                    );
                 }
-                let agg = self.agg_ref(&args[0])?;
+                let agg = self.agg_ref(&args[0], name)?;
                 let op = if name == "clear" {
                     Op::Clear
                 } else {
@@ -203,8 +206,8 @@ impl Gen<'_> {
             }
             "trunc" | "normalize" => {
                 let (agg, n) = match (name, args) {
-                    ("trunc", [a]) => (self.agg_ref(a)?, None),
-                    (_, [a, n]) => (self.agg_ref(a)?, Some(n)),
+                    ("trunc", [a]) => (self.agg_ref(a, name)?, None),
+                    (_, [a, n]) => (self.agg_ref(a, name)?, Some(n)),
                     _ => {
                         return self.err(
                             span,
@@ -289,7 +292,10 @@ impl Gen<'_> {
     ) -> GResult<()> {
         let freopen = name == "freopen";
         let Some(f) = args.first() else {
-            return self.err(span, format!("[D_PROTO_LEN] {name}() requires a format string"));
+            return self.err(
+                span,
+                format!("[D_PROTO_LEN] {name}() requires a format string"),
+            );
         };
         let text = match &f.kind {
             ExprKind::Str(s) => s.clone(),

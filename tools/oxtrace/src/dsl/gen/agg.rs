@@ -5,23 +5,113 @@ use super::super::syntax::ast::*;
 use super::super::KeyKind;
 use super::{arity_error, float_key, kinds_text, GResult, Gen};
 use oxtrace_core::action::{self as act, Op};
-use oxtrace_core::agg::{check_params, AggKind};
+use oxtrace_core::agg::{check_params, AggKind, ParamError};
+
+/// DTrace's tags for the parameters of lquantize() and llquantize(), argument #1 first
+/// (counted after the value): a parameter that is not a constant, one whose value is
+/// wrong, one that differs from the aggregation's other uses.
+const LQ_TAGS: [[&str; 3]; 3] = [
+    [
+        "D_LQUANT_BASETYPE",
+        "D_LQUANT_BASEVAL",
+        "D_LQUANT_MATCHBASE",
+    ],
+    ["D_LQUANT_LIMTYPE", "D_LQUANT_LIMVAL", "D_LQUANT_MATCHLIM"],
+    [
+        "D_LQUANT_STEPTYPE",
+        "D_LQUANT_STEPVAL",
+        "D_LQUANT_MATCHSTEP",
+    ],
+];
+const LLQ_TAGS: [[&str; 3]; 4] = [
+    [
+        "D_LLQUANT_FACTORTYPE",
+        "D_LLQUANT_FACTORVAL",
+        "D_LLQUANT_MATCHFACTOR",
+    ],
+    [
+        "D_LLQUANT_LMAGTYPE",
+        "D_LLQUANT_LMAGVAL",
+        "D_LLQUANT_MATCHLMAG",
+    ],
+    [
+        "D_LLQUANT_HMAGTYPE",
+        "D_LLQUANT_HMAGVAL",
+        "D_LLQUANT_MATCHHMAG",
+    ],
+    [
+        "D_LLQUANT_STEPTYPE",
+        "D_LLQUANT_STEPVAL",
+        "D_LLQUANT_MATCHSTEPS",
+    ],
+];
+
+/// The tags of `func`'s parameters (see [`LQ_TAGS`]).
+fn param_tags(func: AggKind) -> &'static [[&'static str; 3]] {
+    match func {
+        AggKind::Lquantize => &LQ_TAGS,
+        AggKind::Llquantize => &LLQ_TAGS,
+        _ => &[],
+    }
+}
+
+/// DTrace's tag for a parameter error `e` of `func` with parameters `p`.
+fn param_error_tag(func: AggKind, e: &ParamError, p: &[i64; 4]) -> &'static str {
+    let tags = param_tags(func);
+    match e {
+        ParamError::LqHighNotAboveLow => "D_LQUANT_MISMATCH",
+        ParamError::LqStepNotPositive => "D_LQUANT_STEPTYPE",
+        ParamError::LqStepTooLarge => "D_LQUANT_STEPLARGE",
+        ParamError::LqStepTooSmall => "D_LQUANT_STEPSMALL",
+        // A negative number of steps is of the wrong kind; too many, a wrong value.
+        ParamError::LlqRange(4) if p[3] < 0 => "D_LLQUANT_STEPTYPE",
+        ParamError::LlqStepsZero => "D_LLQUANT_STEPTYPE",
+        ParamError::LlqMagnitudeRange | ParamError::LlqMagnitudeTooBig => "D_LLQUANT_HMAGVAL",
+        _ => match e.argument() {
+            Some(n) if (1..=tags.len()).contains(&(n as usize)) => tags[n as usize - 1][1],
+            _ => "D_AGG_FUNC",
+        },
+    }
+}
 
 impl Gen<'_> {
-    pub(super) fn agg_ref(&self, e: &Expr) -> GResult<u32> {
+    /// The aggregation `e` names, as the argument of the action `func`.
+    pub(super) fn agg_ref(&self, e: &Expr, func: &str) -> GResult<u32> {
         match &e.kind {
             ExprKind::AggRef(n) => match self.t.agg_idx.get(n) {
                 Some(&i) => Ok(i),
                 None => self.err(e.span, format!("unknown aggregation @{n}")),
             },
-            _ => self.err(e.span, "expected an aggregation (@name)"),
+            _ => {
+                let tag = match func {
+                    "clear" => "D_CLEAR_AGGARG",
+                    "trunc" => "D_TRUNC_AGGARG",
+                    "normalize" | "denormalize" => "D_NORMALIZE_AGGARG",
+                    "printa" => "D_PRINTA_AGGARG",
+                    _ => "D_PROTO_ARG",
+                };
+                self.err(
+                    e.span,
+                    format!("[{tag}] {func}( ) argument #1 must be an aggregation (@name)"),
+                )
+            }
         }
     }
 
-    pub(super) fn const_int(&self, e: &Expr) -> GResult<i64> {
+    /// Parameter `n` (1 is the first after the value) of `func`: an integer constant.
+    pub(super) fn const_int(&self, e: &Expr, func: AggKind, n: usize) -> GResult<i64> {
         match const_eval(e) {
             Some(v) => Ok(v),
-            None => self.err(e.span, "expected an integer constant"),
+            None => {
+                let tag = param_tags(func).get(n - 1).map_or("D_AGG_FUNC", |t| t[0]);
+                self.err(
+                    e.span,
+                    format!(
+                        "[{tag}] {}( ) argument #{n} must be an integer constant",
+                        func.name()
+                    ),
+                )
+            }
         }
     }
 
@@ -57,17 +147,17 @@ impl Gen<'_> {
         match func {
             AggKind::Quantize => incr = call.args.get(1),
             AggKind::Lquantize => {
-                params[0] = self.const_int(&call.args[1])?;
-                params[1] = self.const_int(&call.args[2])?;
+                params[0] = self.const_int(&call.args[1], func, 1)?;
+                params[1] = self.const_int(&call.args[2], func, 2)?;
                 params[2] = match call.args.get(3) {
-                    Some(e) => self.const_int(e)?,
+                    Some(e) => self.const_int(e, func, 3)?,
                     None => 1,
                 };
                 incr = call.args.get(4);
             }
             AggKind::Llquantize => {
                 for (i, p) in params.iter_mut().enumerate() {
-                    *p = self.const_int(&call.args[i + 1])?;
+                    *p = self.const_int(&call.args[i + 1], func, i + 1)?;
                 }
                 incr = call.args.get(5);
             }
@@ -81,7 +171,8 @@ impl Gen<'_> {
                     .argument()
                     .and_then(|n| call.args.get(n as usize))
                     .map_or(cspan, |a| a.span);
-                return self.err(span, e.to_string());
+                let tag = param_error_tag(func, &e, &params);
+                return self.err(span, format!("[{tag}] {e}"));
             }
         }
         // One function and parameter set per aggregation, program-wide.
@@ -98,10 +189,16 @@ impl Gen<'_> {
         } else if a.func != func || a.params != params {
             let (afunc, afirst) = (a.func, a.first);
             let first = CompileError::at(self.src, self.input, afirst, "");
+            // The same function with another parameter: DTrace's tag names the parameter.
+            let differs = a.params.iter().zip(&params).position(|(x, y)| x != y);
+            let tag = match (a.func == func, differs) {
+                (true, Some(i)) => param_tags(func).get(i).map_or("D_AGG_REDEF", |t| t[2]),
+                _ => "D_AGG_REDEF",
+            };
             return self.err(
                 cspan,
                 format!(
-                    "[D_AGG_REDEF] @{name} is used with {}() at {}:{}; it cannot change function or parameters",
+                    "[{tag}] @{name} is used with {}() at {}:{}; it cannot change function or parameters",
                     afunc.name(),
                     first.line,
                     first.col
