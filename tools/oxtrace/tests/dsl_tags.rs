@@ -312,3 +312,52 @@ fn aggregation_actions_take_an_aggregation() {
         "[D_CLEAR_AGGARG] clear( ) argument #1 must be an aggregation (@name)",
     );
 }
+
+// ---- declarations ----------------------------------------------------------------------------
+
+#[test]
+fn storage_classes() {
+    // D's storage classes are self and this (and extern for a global); one at most.
+    c("extern int x;\nBEGIN { x = 1; }");
+    bad(
+        "self this int x;\nBEGIN { }",
+        "1:1",
+        "[D_DECL_CLASS] only one storage class may be given in a declaration",
+    );
+    bad(
+        "register x;\nBEGIN { }",
+        "1:1",
+        "[D_DECL_BADCLASS] specified storage class not appropriate in D",
+    );
+    assert_eq!(tag("static int x;\nBEGIN { }"), "D_DECL_BADCLASS");
+    bad(
+        "extern int;\nBEGIN { }",
+        "1:1",
+        "[D_DECL_USELESS] useless declaration",
+    );
+    // A struct declared by its tag alone is no useless declaration.
+    c("struct s;\nstruct s { int a; };\nBEGIN { }");
+}
+
+#[test]
+fn type_specifier_combinations() {
+    for (ty, want) in [
+        ("char long", "D_DECL_CHARATTR"),
+        ("short char", "D_DECL_CHARATTR"),
+        ("short void", "D_DECL_VOIDATTR"),
+        ("unsigned double", "D_DECL_SIGNINT"),
+        ("long short", "D_UNKNOWN"),
+        ("char int", "D_DECL_COMBO"),
+        ("double double", "D_DECL_COMBO"),
+    ] {
+        assert_eq!(tag(&format!("BEGIN {{ i = ({ty})0; }}")), want, "{ty}");
+    }
+    assert_eq!(
+        tag("long struct s { int i; };\nBEGIN { }"),
+        "D_DECL_LONGINT"
+    );
+    assert_eq!(
+        tag("unsigned struct s { int i; };\nBEGIN { }"),
+        "D_DECL_SIGNINT"
+    );
+}

@@ -87,10 +87,38 @@ fn int_error(text: &str) -> String {
     format!("[D_INT_OFLOW] constant {text} results in integer overflow")
 }
 
+/// Why the type specifier words `w` make no type, in DTrace's words and tags.
+fn combo_error(w: &[&str]) -> String {
+    let has = |x: &str| w.contains(&x);
+    let modifier = ["short", "long", "signed", "unsigned"]
+        .iter()
+        .any(|m| has(m));
+    if has("void") && modifier {
+        "[D_DECL_VOIDATTR] invalid type declaration: attributes may not be used with void type"
+            .into()
+    } else if has("char") && (has("short") || has("long")) {
+        "[D_DECL_CHARATTR] invalid type declaration: short and long may not be used with char type"
+            .into()
+    } else if has("short") && has("long") {
+        // DTrace takes both words and finds no such type.
+        format!(
+            "[D_UNKNOWN] failed to resolve type {}: Unknown type name",
+            w.join(" ")
+        )
+    } else if (has("signed") || has("unsigned")) && (has("float") || has("double")) {
+        "[D_DECL_SIGNINT] invalid type declaration: signed and unsigned may only be used with integer type".into()
+    } else {
+        format!("[D_DECL_COMBO] invalid type combination '{}'", w.join(" "))
+    }
+}
+
 /// The tag of an anonymous struct or union written at byte `at`: no D name can spell it.
 fn anon_tag(at: usize) -> String {
     format!("(anon@{at})")
 }
+
+/// C's storage classes: `extern` declares a global, the others mean nothing in D.
+const STORAGE_CLASSES: &[&str] = &["extern", "register", "static", "auto"];
 
 const TYPE_WORDS: &[&str] = &[
     "char",
@@ -408,7 +436,7 @@ impl<'a> Parser<'a> {
     /// declaration list may append several.
     fn stmt_into(&mut self, out: &mut Vec<Stmt>) -> PResult<()> {
         if self.is_decl_start() {
-            let class = self.decl_class();
+            let class = self.decl_class()?;
             let (base, _) = self.type_spec(false)?;
             loop {
                 let d = self.declarator(class, &base)?;
@@ -501,10 +529,13 @@ impl<'a> Parser<'a> {
     fn is_decl_start(&self) -> bool {
         match &self.peek().tok {
             Tok::Ident(w) if w == "self" || w == "this" => {
+                let class_word = matches!(&self.peek_at(1).tok, Tok::Ident(w)
+                    if w == "self" || w == "this" || STORAGE_CLASSES.contains(&w.as_str()));
                 !matches!(self.peek_at(1).tok, Tok::Punct("->"))
-                    && (self.is_type_start(1) || self.is_implicit_int(1))
+                    && (class_word || self.is_type_start(1) || self.is_implicit_int(1))
             }
             Tok::Ident(w) if w == "typedef" || w == "inline" => true,
+            Tok::Ident(w) if STORAGE_CLASSES.contains(&w.as_str()) => true,
             _ => self.is_type_start(0),
         }
     }
@@ -520,18 +551,38 @@ impl<'a> Parser<'a> {
             )
     }
 
-    fn decl_class(&mut self) -> DeclClass {
-        match &self.peek().tok {
-            Tok::Ident(w) if w == "self" => {
-                self.bump();
-                DeclClass::Thread
+    /// The storage class of a declaration: `self`, `this`, `extern` (a global) or none.
+    /// C's other classes mean nothing in D, and a declaration has one class at most.
+    fn decl_class(&mut self) -> PResult<DeclClass> {
+        let mut class: Option<(DeclClass, Span)> = None;
+        loop {
+            let t = self.peek().clone();
+            let c = match &t.tok {
+                Tok::Ident(w) if w == "self" && !self.is_member_use(1) => DeclClass::Thread,
+                Tok::Ident(w) if w == "this" && !self.is_member_use(1) => DeclClass::Local,
+                Tok::Ident(w) if w == "extern" => DeclClass::Global,
+                Tok::Ident(w) if STORAGE_CLASSES.contains(&w.as_str()) => {
+                    return self.err(
+                        t.span,
+                        "[D_DECL_BADCLASS] specified storage class not appropriate in D",
+                    )
+                }
+                _ => return Ok(class.map_or(DeclClass::Global, |c| c.0)),
+            };
+            if let Some((_, first)) = class {
+                return self.err(
+                    first.to(t.span),
+                    "[D_DECL_CLASS] only one storage class may be given in a declaration",
+                );
             }
-            Tok::Ident(w) if w == "this" => {
-                self.bump();
-                DeclClass::Local
-            }
-            _ => DeclClass::Global,
+            self.bump();
+            class = Some((c, t.span));
         }
+    }
+
+    /// Whether token `n` makes the `self` or `this` before it a variable's (`self->x`).
+    fn is_member_use(&self, n: usize) -> bool {
+        matches!(self.peek_at(n).tok, Tok::Punct("->"))
     }
 
     /// A top-level declaration: variables, struct/union/enum definitions, typedef, inline.
@@ -569,7 +620,7 @@ impl<'a> Parser<'a> {
             items.push(Item::Inline(ty, name, e, span));
             return Ok(());
         }
-        let class = self.decl_class();
+        let class = self.decl_class()?;
         let (base, defs) = if class != DeclClass::Global && self.is_implicit_int(0) {
             (
                 TypeName::Int {
@@ -581,9 +632,14 @@ impl<'a> Parser<'a> {
         } else {
             self.type_spec(true)?
         };
+        let defined = !defs.is_empty();
         items.extend(defs);
-        if self.eat(";") {
-            // A struct, union or enum definition alone.
+        if self.is(";") {
+            // A struct, union or enum definition alone, or a declaration of a tag.
+            let semi = self.bump().span;
+            if !defined && !matches!(base, TypeName::Sou(..) | TypeName::Enum(_)) {
+                return self.err(first.span.to(semi), "[D_DECL_USELESS] useless declaration");
+            }
             return Ok(());
         }
         loop {
@@ -695,6 +751,24 @@ impl<'a> Parser<'a> {
     /// `union`/`enum` with an optional definition (allowed when `defs_ok`; definitions are
     /// returned as items).
     fn type_spec(&mut self, defs_ok: bool) -> PResult<(TypeName, Vec<Item>)> {
+        // `long struct s`, `unsigned enum e`: the modifiers are for integers only.
+        let mut n = 0;
+        while matches!(&self.peek_at(n).tok,
+            Tok::Ident(w) if matches!(w.as_str(), "short" | "long" | "signed" | "unsigned"))
+        {
+            n += 1;
+        }
+        if n > 0
+            && matches!(&self.peek_at(n).tok,
+                Tok::Ident(w) if matches!(w.as_str(), "struct" | "union" | "enum"))
+        {
+            let t = self.peek().clone();
+            let m = match &t.tok {
+                Tok::Ident(w) if w == "signed" || w == "unsigned" => "[D_DECL_SIGNINT] invalid type declaration: signed and unsigned may only be used with integer type",
+                _ => "[D_DECL_LONGINT] invalid type declaration: long and short may only be used with integer or floating-point type",
+            };
+            return self.err(t.span, m);
+        }
         let t = self.peek().clone();
         let kw = match &t.tok {
             Tok::Ident(w) if w == "struct" || w == "union" || w == "enum" => w.clone(),
@@ -1108,12 +1182,7 @@ impl<'a> Parser<'a> {
                     ),
                 );
             }
-            _ => {
-                return self.err(
-                    start.to(end),
-                    format!("[D_DECL_COMBO] invalid type combination '{}'", w.join(" ")),
-                )
-            }
+            _ => return self.err(start.to(end), combo_error(&w)),
         };
         Ok(ty)
     }
