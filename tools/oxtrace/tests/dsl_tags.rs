@@ -361,3 +361,19 @@ fn type_specifier_combinations() {
         "D_DECL_SIGNINT"
     );
 }
+
+// ---- aggregation statements ----------------------------------------------------------------
+
+#[test]
+fn an_aggregation_is_assigned_a_function() {
+    bad(
+        "BEGIN { @a = count(); @a; }",
+        "1:23",
+        "[D_AGG_NULL] expression has null effect: @a is not assigned a function",
+    );
+    assert_eq!(tag("BEGIN { @a = count(); @a[1]; }"), "D_AGG_NULL");
+    assert_eq!(tag("BEGIN { @a; }"), "D_IDENT_UNDEF");
+    assert_eq!(tag("BEGIN { @[0][1] = count(); }"), "D_AGG_MDIM");
+    assert_eq!(tag("BEGIN { @ = tick-1(); }"), "D_FUNC_IDENT");
+    c("BEGIN { @[0, 1] = count(); }");
+}

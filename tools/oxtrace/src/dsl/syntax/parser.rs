@@ -32,6 +32,8 @@ pub struct Parser<'a> {
     typedefs: HashSet<String>,
     /// Option `defaultargs`: an unset `$N` is 0, an unset `$$N` "".
     default_args: bool,
+    /// Aggregations assigned so far, in text order.
+    aggs: HashSet<String>,
 }
 
 type PResult<T> = Result<T, CompileError>;
@@ -197,6 +199,7 @@ impl<'a> Parser<'a> {
             depth: 0,
             typedefs: HashSet::new(),
             default_args: false,
+            aggs: HashSet::new(),
         }
     }
 
@@ -887,8 +890,40 @@ impl<'a> Parser<'a> {
                 if self.eat("[") {
                     keys = self.expr_list("]")?;
                 }
+                if self.is("[") {
+                    let sp = self.peek().span;
+                    return self.err(
+                        sp,
+                        "[D_AGG_MDIM] multi-dimensional indexing is not permitted for aggregations: give the keys in one [ ]",
+                    );
+                }
+                if self.is(";") || self.is("}") {
+                    // An aggregation is only ever assigned an aggregating function's value.
+                    let at = name_span.to(self.peek().span);
+                    return if self.aggs.contains(&name) {
+                        self.err(
+                            at,
+                            format!("[D_AGG_NULL] expression has null effect: @{name} is not assigned a function"),
+                        )
+                    } else {
+                        self.err(
+                            name_span,
+                            format!(
+                                "[D_IDENT_UNDEF] failed to resolve @{name}: it is never assigned"
+                            ),
+                        )
+                    };
+                }
                 self.expect("=")?;
                 let (func, func_span) = self.ident()?;
+                if !self.is("(") {
+                    let sp = self.peek().span;
+                    return self.err(
+                        func_span.to(sp),
+                        format!("[D_FUNC_IDENT] {func} is not an aggregating function: expected {func}( ... )"),
+                    );
+                }
+                self.aggs.insert(name.clone());
                 self.expect("(")?;
                 let args = self.expr_list(")")?;
                 return Ok(Stmt::Agg {
