@@ -310,9 +310,9 @@ fn unterminated_string_and_comment() {
 #[test]
 fn invalid_character() {
     check(
-        "BEGIN { trace(1 ` 2); }",
+        "BEGIN { trace(1 # 2); }",
         "1:17",
-        "invalid character '`'",
+        "invalid character '#'",
         "                ^",
     );
 }

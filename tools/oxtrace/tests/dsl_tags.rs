@@ -377,3 +377,12 @@ fn an_aggregation_is_assigned_a_function() {
     assert_eq!(tag("BEGIN { @ = tick-1(); }"), "D_FUNC_IDENT");
     c("BEGIN { @[0, 1] = count(); }");
 }
+
+#[test]
+fn a_scoping_operator_alone() {
+    bad(
+        "BEGIN { x = sizeof(`); }",
+        "1:20",
+        "[D_IDENT_UNDEF] failed to resolve `: Unknown symbol name",
+    );
+}

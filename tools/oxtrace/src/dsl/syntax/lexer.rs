@@ -293,6 +293,13 @@ pub fn lex(src: &str) -> Result<Vec<Token>, LexError> {
                     span: Span::new(start, i),
                 });
             }
+            None if c == b'`' => {
+                // D's scoping operator with no name after it: a symbol no one has.
+                return Err((
+                    Span::new(start, start + 1),
+                    "[D_IDENT_UNDEF] failed to resolve `: Unknown symbol name".into(),
+                ));
+            }
             None => {
                 let ch = src[i..].chars().next().unwrap_or('?');
                 return Err((
