@@ -335,6 +335,10 @@ fn storage_classes() {
         "1:1",
         "[D_DECL_USELESS] useless declaration",
     );
+    // extern declares a kernel symbol: no D variable; its type may be implicit (int) and
+    // its arrays may leave their size out.
+    c("extern e9;\nextern int a1[], a2[1][2];\nextern void *p, **q;\nBEGIN { }");
+    assert_eq!(tag("extern int `k;\nBEGIN { }"), "D_DECL_SCOPE");
     // A struct declared by its tag alone is no useless declaration.
     c("struct s;\nstruct s { int a; };\nBEGIN { }");
 }

@@ -623,8 +623,9 @@ impl<'a> Parser<'a> {
             items.push(Item::Inline(ty, name, e, span));
             return Ok(());
         }
+        let is_extern = matches!(&first.tok, Tok::Ident(w) if w == "extern");
         let class = self.decl_class()?;
-        let (base, defs) = if class != DeclClass::Global && self.is_implicit_int(0) {
+        let (base, defs) = if (class != DeclClass::Global || is_extern) && self.is_implicit_int(0) {
             (
                 TypeName::Int {
                     size: 4,
@@ -645,6 +646,18 @@ impl<'a> Parser<'a> {
             }
             return Ok(());
         }
+        if is_extern {
+            // A kernel symbol's declaration: it makes no D variable (the symbol is read as
+            // `name), and its arrays may leave their size out (extern int a[];).
+            loop {
+                self.extern_declarator()?;
+                if !self.eat(",") {
+                    break;
+                }
+            }
+            self.expect(";")?;
+            return Ok(());
+        }
         loop {
             let d = self.declarator(class, &base)?;
             items.push(Item::Decl(d));
@@ -653,6 +666,26 @@ impl<'a> Parser<'a> {
             }
         }
         self.expect(";")?;
+        Ok(())
+    }
+
+    /// The declarator of an `extern` declaration: pointers, the name, then dimensions,
+    /// which may be empty.
+    fn extern_declarator(&mut self) -> PResult<()> {
+        while self.eat("*") {}
+        let (name, span) = self.ident()?;
+        if name.contains('`') {
+            return self.err(
+                span,
+                format!("[D_DECL_SCOPE] D scoping operator may not be used in a declaration name ({name})"),
+            );
+        }
+        while self.eat("[") {
+            if !self.eat("]") {
+                self.expr()?;
+                self.expect("]")?;
+            }
+        }
         Ok(())
     }
 
