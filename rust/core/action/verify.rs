@@ -445,10 +445,10 @@ pub fn verify<'a, D: Dict + ?Sized>(
 }
 
 /// Scratch bytes `sites` allocating instructions need: `scratchsize` for the memory they
-/// hand out, and the alignment padding of each (at most 7 bytes).
+/// hand out, and the alignment padding (at most 7 bytes) and header (8) of each.
 pub fn scratch_mem<D: Dict + ?Sized>(dict: &D, sites: u32) -> usize {
     if sites == 0 {
         return 0;
     }
-    dict.scratchsize().min(crate::limits::MAX_SCRATCHSIZE) as usize + 8 * sites as usize
+    dict.scratchsize().min(crate::limits::MAX_SCRATCHSIZE) as usize + 16 * sites as usize
 }

@@ -29,10 +29,10 @@ fn run_sized(words: &[u64], env: &mut TEnv) -> Result<u64, Fault> {
 }
 
 #[test]
-fn the_verifier_reserves_scratchsize_and_alignment_per_site() {
+fn the_verifier_reserves_scratchsize_alignment_and_header_per_site() {
     let d = TDict::default();
     assert_eq!(scratch_mem(&d, 0), 0);
-    assert_eq!(scratch_mem(&d, 2), 256 + 16);
+    assert_eq!(scratch_mem(&d, 2), 256 + 32);
     let b = code_bytes(&[
         ldi(1, 8),
         insn(Op::Alloca, 2, 1, 0, 0),
@@ -279,4 +279,93 @@ fn pushtm_reads_scratch_memory_the_clause_allocated() {
     );
     assert_eq!(r, Ok(0));
     assert_eq!(env.records[0].items, vec![OItem::M(vec![1, 2, 0])]);
+}
+
+/// Runs `words` twice over one scratch of the size LOAD would give (so both runs see the
+/// same addresses): `first`, then `words`.
+fn run_twice(first: &[u64], words: &[u64]) -> (Result<u64, Fault>, Result<u64, Fault>) {
+    let d = TDict::default();
+    let (b1, b2) = (code_bytes(first), code_bytes(words));
+    let v1 = verify(Code::new(&b1).unwrap(), &d, LIMIT).expect("program must verify");
+    let v2 = verify(Code::new(&b2).unwrap(), &d, LIMIT).expect("program must verify");
+    let need = scratch_size(d.nlocals, d.strsize, v2.string_allocs())
+        + scratch_mem(&d, v2.mem_sites().max(v1.mem_sites()));
+    let mut scratch = vec![0u8; need];
+    let mut vmst = VmState::new();
+    let mut vm = Vm::new(&mut vmst, &mut scratch, d.nlocals, d.strsize).unwrap();
+    vm.begin_clause();
+    let r1 = vm.run(&v1, &d, &mut TEnv::default());
+    vm.begin_clause();
+    let r2 = vm.run(&v2, &d, &mut TEnv::default());
+    (r1, r2)
+}
+
+#[test]
+fn loads_and_stores_stay_in_one_object() {
+    // Two 12-byte objects: reading past the first (into the padding and header before the
+    // second) faults, as reading before the second does; both objects are readable.
+    let allocs = [
+        ldi(1, 12),
+        insn(Op::Alloca, 2, 1, 0, 0),
+        insn(Op::Alloca, 3, 1, 0, 0),
+    ];
+    for (op, base, off, ok) in [
+        (Op::Ldub, 2, 11, true),
+        (Op::Ldub, 2, 12, false),
+        (Op::Lduw, 2, 8, true),
+        (Op::Lduw, 2, 9, false),
+        (Op::Ldx, 3, -8, false),
+        (Op::Ldub, 3, -1, false),
+        (Op::Ldx, 3, 4, true),
+    ] {
+        let code = [&allocs[..], &[insn(op, 4, base, 0, off as u32), RET0][..]].concat();
+        let (_, r) = run_twice(&code, &code);
+        assert_eq!(r.is_ok(), ok, "{op:?} r{base}{off:+}: {r:?}");
+        if let Err(e) = r {
+            assert!(matches!(e.kind, FaultKind::BadAddr(_)), "{e:?}");
+        }
+    }
+}
+
+proptest::proptest! {
+    /// Stores (and loads) of 1 to 8 bytes at any offset from either of two objects
+    /// succeed exactly when all their bytes are in one object.
+    #[test]
+    fn accesses_succeed_exactly_inside_an_object(
+        a in 0i32..40, b in 0i32..40, second in proptest::bool::ANY,
+        off in -48i32..56, w in 0usize..4, load in proptest::bool::ANY,
+    ) {
+        let allocs = [
+            ldi(1, a),
+            insn(Op::Alloca, 2, 1, 0, 0),
+            ldi(1, b),
+            insn(Op::Alloca, 3, 1, 0, 0),
+        ];
+        // The distance between the objects in this scratch.
+        let gap = [&allocs[..], &[insn(Op::Sub, 5, 3, 2, 0), insn(Op::Ret, 0, 5, 0, 0)][..]].concat();
+        let size = [1i32, 2, 4, 8][w];
+        let base = if second { 3 } else { 2 };
+        let op = if load {
+            [Op::Ldub, Op::Lduh, Op::Lduw, Op::Ldx][w]
+        } else {
+            [Op::Stb, Op::Sth, Op::Stw, Op::Stx][w]
+        };
+        let access = if load {
+            insn(op, 4, base, 0, off as u32)
+        } else {
+            insn(op, 0, base, 1, off as u32)
+        };
+        let code = [&allocs[..], &[access, RET0][..]].concat();
+        let (d, r) = run_twice(&gap, &code);
+        let d = d.unwrap() as i64;
+        // The access relative to the first object.
+        let at = off as i64 + if second { d } else { 0 };
+        let end = at + size as i64;
+        let in0 = at >= 0 && end <= a as i64;
+        let in1 = at >= d && end <= d + b as i64;
+        proptest::prop_assert_eq!(r.is_ok(), in0 || in1, "{:?} at {} of {} / {} gap {}: {:?}", op, at, a, b, d, r);
+        if let Err(e) = r {
+            proptest::prop_assert!(matches!(e.kind, FaultKind::BadAddr(_)), "{:?}", e);
+        }
+    }
 }

@@ -6,10 +6,17 @@
 //! Scratch memory is carved from the CPU's scratch area after the clause's string slots, by
 //! the same bump pointer, and is freed with them when the next clause begins. Pointers to it
 //! are real addresses, as in DTrace, so that D's pointer arithmetic, casts and member
-//! accesses work on them unchanged; a store is allowed only into what the clause allocated,
-//! so no store ever reaches kernel memory.
+//! accesses work on them unchanged. Each allocation is an *object*: an 8-byte header in the
+//! scratch (its size and the offset of the clause's previous header) then its bytes, and
+//! [`Vm::object`] finds the object an access lies in by following the headers back from the
+//! last one. Every access whose address is in the scratch area must lie in one object, a
+//! store wherever its address is: so no store reaches kernel memory, a header, a string slot
+//! or another object, and no load reads past the object it started in.
 
 use super::*;
+
+/// Bytes of an object's header.
+const MEM_HDR: usize = 8;
 
 impl Vm<'_> {
     /// The address of the scratch area's first byte.
@@ -17,50 +24,81 @@ impl Vm<'_> {
         self.scratch.as_ptr() as u64
     }
 
-    /// The scratch offset of `[addr, addr + len)` when it lies in the scratch area.
-    fn in_scratch(&self, addr: u64, len: u64) -> Option<usize> {
+    /// Whether `addr` is in the scratch area.
+    pub(super) fn scratch_addr(&self, addr: u64) -> bool {
+        addr.wrapping_sub(self.scratch_base()) < self.scratch.len() as u64
+    }
+
+    /// The scratch offset of `[addr, addr + len)` when it lies in one object the clause
+    /// allocated (`len` of 0 is taken as 1): the only place an access to the scratch area
+    /// may go.
+    pub(super) fn object(&self, addr: u64, len: u64) -> Option<usize> {
+        let (off, end) = self.object_at(addr)?;
+        (len.max(1) <= (end - off) as u64).then_some(off)
+    }
+
+    /// The object `addr` is in: its scratch offset and the end of the object.
+    fn object_at(&self, addr: u64) -> Option<(usize, usize)> {
         let off = addr.checked_sub(self.scratch_base())?;
-        let end = off.checked_add(len)?;
-        (end <= self.scratch.len() as u64).then_some(off as usize)
+        let mut h = self.st.last_mem;
+        // Each header's link is below it (`alloca`), so the walk ends, after at most as
+        // many steps as the clause made allocations.
+        while h != 0 {
+            let at = h - 1;
+            let hdr = u64::from_le_bytes(self.scratch.get(at..at + MEM_HDR)?.try_into().ok()?);
+            let start = (at + MEM_HDR) as u64;
+            let end = start + hdr as u32 as u64;
+            if off >= start && off < end {
+                return Some((off as usize, end as usize));
+            }
+            let prev = (hdr >> 32) as usize;
+            if prev >= h {
+                return None;
+            }
+            h = prev;
+        }
+        None
     }
 
-    /// [`Vm::in_scratch`] for the record assembly.
-    pub(super) fn in_scratch_off(&self, addr: u64, len: u64) -> Option<usize> {
-        self.in_scratch(addr, len)
-    }
-
-    /// The scratch offset of `[addr, addr + len)` when the clause allocated it: the only
-    /// place a store may go.
-    fn in_allocated(&self, addr: u64, len: u64) -> Option<usize> {
-        let off = self.in_scratch(addr, len)?;
-        (off >= self.slots_start() && off + len as usize <= self.st.next_slot).then_some(off)
-    }
-
-    /// Reads `out.len()` bytes at `addr`: from the scratch area itself when it is there,
-    /// else with the environment's non-faulting kernel read.
+    /// Reads `out.len()` bytes at `addr`: from the scratch area itself when it is there (in
+    /// one object, else false), else with the environment's non-faulting kernel read.
     pub(super) fn read_mem<E: Env + ?Sized>(
         &mut self,
         env: &mut E,
         addr: u64,
         out: &mut [u8],
     ) -> bool {
-        match self.in_scratch(addr, out.len() as u64) {
+        if !self.scratch_addr(addr) {
+            return env.read_kernel(addr, out);
+        }
+        match self.object(addr, out.len() as u64) {
             Some(off) => {
-                // PANIC: `in_scratch` checked that `off + out.len()` is within the scratch.
+                // PANIC: `object` checked that `off + out.len()` is within the scratch.
                 out.copy_from_slice(&self.scratch[off..off + out.len()]);
                 true
             }
-            None => env.read_kernel(addr, out),
+            None => false,
         }
     }
 
     /// A string read from scratch memory at `addr` (`stringof()`, a char array member of a
-    /// copied-in struct) into the new slot at `off`, at most `max` bytes; `None` when `addr`
-    /// is not in the scratch area.
-    pub(super) fn scratch_str(&mut self, addr: u64, off: usize, max: usize) -> Option<u64> {
-        let src = self.in_scratch(addr, 1)?;
-        let avail = (self.scratch.len() - src).min(max);
-        // PANIC: `src + avail <= scratch.len()` by the choice of `avail`.
+    /// copied-in struct) into the new slot at `off`, at most `max` bytes and not past the
+    /// object `addr` is in; `None` when `addr` is not in the scratch area, `BadAddr` when it
+    /// is in no object there.
+    pub(super) fn scratch_str(
+        &mut self,
+        addr: u64,
+        off: usize,
+        max: usize,
+    ) -> Option<Result<u64, FaultKind>> {
+        if !self.scratch_addr(addr) {
+            return None;
+        }
+        let Some((src, end)) = self.object_at(addr) else {
+            return Some(Err(FaultKind::BadAddr(addr)));
+        };
+        let avail = (end - src).min(max);
+        // PANIC: `object_at` found `src + avail <= end <= scratch.len()` (the header).
         let len = self.scratch[src..src + avail]
             .iter()
             .position(|&c| c == 0)
@@ -68,7 +106,7 @@ impl Vm<'_> {
         // PANIC: the slot at `off` has `strsize + 1 > max >= len` bytes (`alloc_slot`).
         self.scratch.copy_within(src..src + len, off);
         self.scratch[off + len] = 0;
-        Some(str_ref(STR_SPACE_SCRATCH, off as u32))
+        Some(Ok(str_ref(STR_SPACE_SCRATCH, off as u32)))
     }
 
     /// `alloca(size)`: `size` zeroed bytes of scratch memory, 8-byte aligned.
@@ -84,14 +122,19 @@ impl Vm<'_> {
         let size = size as usize;
         let at = self.scratch_base().wrapping_add(self.st.next_slot as u64);
         let pad = (at.wrapping_neg() & 7) as usize;
-        let off = self.st.next_slot + pad;
-        // The verifier reserved `scratchsize` and each allocation's padding: the second test
-        // only keeps the slice in bounds whatever the tables say.
+        let hdr = self.st.next_slot + pad;
+        let off = hdr + MEM_HDR;
+        // The verifier reserved `scratchsize` and each allocation's padding and header: the
+        // second test only keeps the slice in bounds whatever the tables say.
         if self.st.mem_used + size > limit || off + size > self.scratch.len() {
             return Err(FaultKind::ScratchExhausted);
         }
-        // PANIC: `off + size <= scratch.len()` (checked above).
+        // The header: the size, and the link to the clause's previous header (below it).
+        let link = ((self.st.last_mem as u64) << 32) | size as u64;
+        // PANIC: `hdr + MEM_HDR + size <= scratch.len()` (checked above).
+        self.scratch[hdr..off].copy_from_slice(&link.to_le_bytes());
         self.scratch[off..off + size].fill(0);
+        self.st.last_mem = hdr + 1;
         self.st.next_slot = off + size;
         self.st.mem_used += size;
         Ok(self.scratch_base() + off as u64)
@@ -122,10 +165,8 @@ impl Vm<'_> {
         dest: u64,
         env: &mut E,
     ) -> Result<(), FaultKind> {
-        let off = self
-            .in_allocated(dest, size)
-            .ok_or(FaultKind::BadAddr(dest))?;
-        // PANIC: `in_allocated` checked that `off + size` is within the scratch.
+        let off = self.object(dest, size).ok_or(FaultKind::BadAddr(dest))?;
+        // PANIC: `object` checked that `off + size` is within the scratch.
         let out = &mut self.scratch[off..off + size as usize];
         if !env.read_user(addr, out) {
             return Err(FaultKind::BadAddr(addr));
@@ -144,19 +185,18 @@ impl Vm<'_> {
         dict: &D,
         env: &mut E,
     ) -> Result<(), FaultKind> {
-        let off = self
-            .in_allocated(dest, size)
-            .ok_or(FaultKind::BadAddr(dest))?;
+        let off = self.object(dest, size).ok_or(FaultKind::BadAddr(dest))?;
         let n = size as usize;
         if src >> 48 == STR_TAG {
             return self.store_str(src, off, n, dict.strtab());
         }
-        if let Some(from) = self.in_scratch(src, size) {
+        if self.scratch_addr(src) {
+            let from = self.object(src, size).ok_or(FaultKind::BadAddr(src))?;
             // PANIC: both ranges are within the scratch (checked above).
             self.scratch.copy_within(from..from + n, off);
             return Ok(());
         }
-        // PANIC: `in_allocated` checked that `off + n` is within the scratch.
+        // PANIC: `object` checked that `off + n` is within the scratch.
         if !env.read_kernel(src, &mut self.scratch[off..off + n]) {
             return Err(FaultKind::BadAddr(src));
         }
@@ -176,7 +216,7 @@ impl Vm<'_> {
         // The string's first byte: `resolve_str` accepted the reference, so its offset is
         // within the table or the scratch and `len` bytes follow it there.
         let from = str_offset(r);
-        // PANIC: `in_allocated` checked that `off + n` is within the scratch and `len < n`;
+        // PANIC: `object` checked that `off + n` is within the scratch and `len < n`;
         // `from + len` is within the source (above).
         if str_space(r) == STR_SPACE_TABLE {
             self.scratch[off..off + len].copy_from_slice(&strtab[from..from + len]);
@@ -198,9 +238,9 @@ impl Vm<'_> {
     ) -> Result<(), FaultKind> {
         let addr = base.wrapping_add(imm as i32 as i64 as u64);
         let off = self
-            .in_allocated(addr, size as u64)
+            .object(addr, size as u64)
             .ok_or(FaultKind::BadAddr(addr))?;
-        // PANIC: `in_allocated` checked `off + size`; `size` is 1, 2, 4 or 8.
+        // PANIC: `object` checked `off + size`; `size` is 1, 2, 4 or 8.
         self.scratch[off..off + size].copy_from_slice(&v.to_le_bytes()[..size]);
         Ok(())
     }

@@ -263,6 +263,9 @@ pub struct VmState {
     next_slot: usize,
     /// Scratch memory bytes (`alloca()`) the clause took.
     mem_used: usize,
+    /// One past the scratch offset of the header of the clause's last object
+    /// (`alloca()`), 0 when it made none: where [`Vm::object`] starts.
+    last_mem: usize,
     /// This firing's clauses that read probe arguments run in the interpreter only
     /// ([`Vm::with_fallible_args`]).
     fallible_args: bool,
@@ -291,6 +294,7 @@ impl VmState {
             slots_start: 0,
             next_slot: 0,
             mem_used: 0,
+            last_mem: 0,
             fallible_args: false,
         }
     }
@@ -315,7 +319,9 @@ impl Default for VmState {
 /// While the `Vm` exists, `st.strsize` is in `1..=MAX_STRSIZE`, `st.nlocals` at most
 /// [`MAX_LOCALS`], `st.slots_start` is `scratch_size(st.nlocals, st.strsize, 0)`, the
 /// scratch holds that many bytes, and `st.next_slot` is at or after it; `st.mem_used`
-/// counts the scratch memory bytes (`alloca()`) the clause took.
+/// counts the scratch memory bytes (`alloca()`) the clause took; `st.last_mem` is 0 or one
+/// more than the offset of an object header `alloca` wrote this clause, whose object ends at
+/// or before `st.next_slot`, and each header links to 0 or to one below it (`mem.rs`).
 pub struct Vm<'s> {
     st: &'s mut VmState,
     scratch: &'s mut [u8],
@@ -392,6 +398,7 @@ impl<'s> Vm<'s> {
         st.slots_start = p.base;
         st.next_slot = p.base;
         st.mem_used = 0;
+        st.last_mem = 0;
         st.tlen = 0;
         st.spec = None;
         st.tls = None;
@@ -436,6 +443,7 @@ impl<'s> Vm<'s> {
         }
         self.st.next_slot = self.slots_start();
         self.st.mem_used = 0;
+        self.st.last_mem = 0;
         // `strtok` goes on in the next clause: its string is in the strtok slot, not freed.
         self.st.spec = None;
     }

@@ -86,9 +86,16 @@ impl<'s> Vm<'s> {
             return Err(FaultKind::ScratchExhausted);
         }
         let at = rb_start + n;
-        let src = self.in_scratch_off(addr, len as u64);
+        // Scratch memory only from inside one object the clause allocated, as every
+        // other access to the scratch area.
+        let src = if self.scratch_addr(addr) {
+            let off = self.object(addr, len as u64);
+            Some(off.ok_or(FaultKind::BadAddr(addr))?)
+        } else {
+            None
+        };
         // PANIC: `n + 3 + len <= rb_len`, and the record buffer is in the scratch area
-        // (`Vm::new` checked it); `src + len` is within it (`in_scratch_off`).
+        // (`Vm::new` checked it); `src + len` is within it (`object`).
         self.scratch[at] = ITEM_MEM;
         self.scratch[at + 1..at + 3].copy_from_slice(&(len as u16).to_le_bytes());
         match src {

@@ -233,7 +233,7 @@ impl<'s> Vm<'s> {
                 let user = imm & KSTR_USER != 0;
                 if !user {
                     if let Some(r) = self.scratch_str(a, off, max) {
-                        return Ok(r);
+                        return r;
                     }
                 }
                 // PANIC: as in `Ldbs`: `slot` is `ss + 1` bytes and `read_kernel_str`
