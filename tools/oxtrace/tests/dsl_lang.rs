@@ -471,7 +471,7 @@ fn address_of_kernel_memory() {
     bad(
         "BEGIN { x = 1; y = &x; }",
         "1:20",
-        "[D_ADDROF_VAR] cannot take the address of a D variable: only of kernel memory",
+        "[D_ADDROF_VAR] cannot take address of dynamic variable",
     );
     bad(
         "BEGIN { y = &(1 + 2); }",

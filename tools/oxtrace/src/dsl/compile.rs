@@ -5,7 +5,7 @@
 use super::error::{CompileError, GResult, Span};
 use super::gen::Gen;
 use super::passes::options::{pragma, set_option, OptionAt};
-use super::passes::{check, declare, infer, probe_spec::probe_spec, stable, Tables};
+use super::passes::{addr, check, declare, infer, probe_spec::probe_spec, stable, Tables};
 use super::syntax::ast::*;
 use super::syntax::prelude;
 use super::{AggInfo, Compiled, KeyKind, ProbeSpec, VarSummary};
@@ -104,6 +104,7 @@ pub fn compile_items(
         ));
     }
     declare::assigned(&mut t, &clauses);
+    addr::memvars(&mut t, &clauses);
     // Variable types: learned by rounds of code generation until they are stable.
     let (mut t, (probes, clause_descs, code)) = infer::learn_types(&t, |t| {
         c.clause_spans.clear();
@@ -170,6 +171,20 @@ pub fn compile_items(
         })
         .collect();
     let fmts: Vec<prog::FmtDesc> = t.fmts.iter().map(|&fmt| prog::FmtDesc { fmt }).collect();
+    // Clause-local variables kept in memory take scratch memory of their own, beyond the
+    // `scratchsize` the program's `alloca()`s may take.
+    let mem: u64 = t
+        .memvars
+        .iter()
+        .filter_map(|k| t.vty.get(k))
+        .map(|ty| (t.env.size(ty, t.strsize as u64) + 7) & !7)
+        .sum();
+    if mem > 0 {
+        c.options.scratchsize = (c.options.scratchsize + mem).min(limits::MAX_SCRATCHSIZE as u64);
+        if !c.set_options.contains(&OptKey::Scratchsize) {
+            c.set_options.push(OptKey::Scratchsize);
+        }
+    }
     let options: Vec<(OptKey, u64)> = c
         .set_options
         .iter()

@@ -4,7 +4,7 @@
 use super::super::error::Span;
 use super::super::syntax::ast::*;
 use super::super::types::{arith, builtin, int_const_type, resolve_type, unary_type, Ty, I32, U64};
-use super::loc::Loc;
+use super::loc::{KeyPart, Loc};
 use super::{ustack, GResult, Gen, STACK_USE};
 use oxtrace_core::action::{Builtin, Op};
 
@@ -179,6 +179,19 @@ impl Gen<'_> {
                         return Ok((r, Ty::Ptr(Box::new(Ty::Void))));
                     }
                 }
+                // A variable itself, as DTrace refuses it (its storage may move between
+                // firings); its members and elements are objects with addresses.
+                let dvar = match &a.kind {
+                    ExprKind::Ident(n) => !n.contains('`'),
+                    ExprKind::This(_) | ExprKind::SelfVar(_) | ExprKind::AggRef(_) => true,
+                    _ => false,
+                };
+                if dvar {
+                    return self.err(
+                        e.span,
+                        "[D_ADDROF_VAR] cannot take address of dynamic variable",
+                    );
+                }
                 if !self.is_storage(a) {
                     return self.err(
                         e.span,
@@ -191,9 +204,14 @@ impl Gen<'_> {
                         e.span,
                         "[D_ADDROF_BITFIELD] cannot take the address of a bit-field",
                     ),
+                    Loc::Var { class, keys, .. }
+                        if keys.iter().any(|k| matches!(k, KeyPart::Key(..))) || class == DeclClass::Local =>
+                    {
+                        self.err(e.span, "[D_ADDROF_VAR] cannot take address of dynamic variable")
+                    }
                     _ => self.err(
                         e.span,
-                        "[D_ADDROF_VAR] cannot take the address of a D variable: only of kernel memory",
+                        "[D_ADDROF_VAR] cannot take the address of a global or thread-local variable's member or element: only of clause-local ones (this->) and of memory",
                     ),
                 }
             }

@@ -56,7 +56,15 @@ impl Gen<'_> {
             }
             ExprKind::This(name) => {
                 let ty = self.vty(DeclClass::Local, name);
-                Ok(var(DeclClass::Local, name, ty))
+                match ty {
+                    Some(t @ (Ty::Array(..) | Ty::Sou(..)))
+                        if self.t.memvars.contains(&(DeclClass::Local, name.clone())) =>
+                    {
+                        let addr = self.local_mem(name, &t, e.span)?;
+                        Ok(Loc::Mem { addr, ty: t })
+                    }
+                    ty => Ok(var(DeclClass::Local, name, ty)),
+                }
             }
             ExprKind::Index(name, keys) if name == "args" => self.args(keys, e.span),
             ExprKind::Index(name, keys) if name == "uregs" => self.uregs(keys, e.span),
@@ -86,6 +94,9 @@ impl Gen<'_> {
                     let (r, ty) = self.expr(b)?;
                     Loc::Val { reg: r, ty }
                 };
+                // An array of a D variable kept in memory: its subscript is checked as
+                // that of one kept in slots.
+                self.check_index = self.in_memory(b);
                 match base.ty() {
                     Ty::Array(..) | Ty::Ptr(_) => self.subscript(base, keys, e.span),
                     _ => self.assoc_keys(base, keys, e.span),
@@ -165,6 +176,33 @@ impl Gen<'_> {
         }
     }
 
+    /// The address of clause-local `this->name` kept in memory (`passes/addr.rs`): the
+    /// clause's scratch memory, taken at the first use in the clause and kept in a hidden
+    /// `this->` slot (`&name`) for the others, so the predicate and the actions share it.
+    /// `begin_clause` zeroes the slot and frees the memory, as it does any `alloca()`.
+    fn local_mem(&mut self, name: &str, ty: &Ty, span: Span) -> GResult<u8> {
+        let size = self.t.env.size(ty, self.t.strsize as u64);
+        let slot = self.local(&format!("&{name}"));
+        let r = self.reg(span)?;
+        self.emit(Op::Ldls, r, 0, 0, slot);
+        let j = self.emit(Op::Bnz, 0, r, 0, 0);
+        self.load_const(r, size);
+        self.emit(Op::Alloca, r, r, 0, 0);
+        self.emit(Op::Stls, 0, r, 0, slot);
+        self.patch(j);
+        Ok(r)
+    }
+
+    /// Whether `e` is a clause-local variable kept in memory, or a member or element of
+    /// one (`this->s.a`).
+    fn in_memory(&self, e: &Expr) -> bool {
+        match &e.kind {
+            ExprKind::This(n) => self.t.memvars.contains(&(DeclClass::Local, n.clone())),
+            ExprKind::Member(b, _) | ExprKind::Subscript(b, _) => self.in_memory(b),
+            _ => false,
+        }
+    }
+
     /// `args[i]`: argument `i` of the probe, typed from the kernel's BTF where it knows the
     /// function (`btf_types.rs`), else an untyped 64-bit integer.
     pub(super) fn args<'e>(&mut self, keys: &[Expr], span: Span) -> GResult<Loc<'e>> {
@@ -207,6 +245,7 @@ impl Gen<'_> {
             );
         }
         let k = &keys[0];
+        let check = std::mem::take(&mut self.check_index);
         match base.ty().clone() {
             Ty::Array(elem, n) => {
                 if let Some(v) = const_eval(k) {
@@ -238,6 +277,9 @@ impl Gen<'_> {
                         let size = self.t.env.size(&elem, self.t.strsize as u64);
                         let (ri, ti) = self.expr(k)?;
                         self.need_int(&ti, k.span, "an array subscript")?;
+                        if check && const_eval(k).is_none() {
+                            self.emit(Op::Chkb, 0, ri, 0, n as u32);
+                        }
                         self.scale_add(addr, ri, size, span)?;
                         Ok(Loc::Mem { addr, ty: *elem })
                     }

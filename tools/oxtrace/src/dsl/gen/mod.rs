@@ -38,6 +38,9 @@ pub(super) struct Gen<'a> {
     /// What the clause's actions so far did (`subr::CLS_*`), for DTrace's ordering rules
     /// of `speculate`, `commit` and the actions around them.
     pub(super) clsflags: u8,
+    /// Set for the subscript about to be compiled when it is of an array in a D variable
+    /// kept in memory: bounds-checked at run time as one kept in `this->` slots.
+    pub(super) check_index: bool,
 }
 
 impl<'a> Gen<'a> {
@@ -52,6 +55,7 @@ impl<'a> Gen<'a> {
             xdepth: 0,
             inline_depth: 0,
             clsflags: 0,
+            check_index: false,
         }
     }
 

@@ -13,6 +13,7 @@ use oxtrace_core::action::Scope;
 use oxtrace_core::agg::AggKind;
 use std::collections::{HashMap, HashSet};
 
+pub(super) mod addr;
 pub(super) mod check;
 pub(super) mod declare;
 pub(super) mod infer;
@@ -83,6 +84,8 @@ pub(crate) struct Tables {
     pub(crate) inlines: HashMap<String, (Ty, Expr)>,
     /// Variables (storage class, base name) that some statement assigns.
     pub(crate) assigned: HashSet<(DeclClass, String)>,
+    /// Variables kept in memory so that pointers to them exist (`addr.rs`).
+    pub(crate) memvars: HashSet<(DeclClass, String)>,
     /// Set when a variable is read before its type is known (a later pass may know it).
     pub(crate) assumed: bool,
     /// Whether each variable (class, path) is used with keys (an associative array) or
@@ -145,6 +148,7 @@ impl Tables {
             decl_keys: HashMap::new(),
             inlines: HashMap::new(),
             assigned: HashSet::new(),
+            memvars: HashSet::new(),
             assumed: false,
             shapes: HashMap::new(),
             bitfields: HashMap::new(),
