@@ -7,7 +7,7 @@ for t in ./device_test ./dynvar_test ./tool_test.sh ./trace_test.sh ./agg_test.s
 	./json_test.sh ./provider_test.sh ./subr_test.sh ./print_test.sh ./stack_test.sh \
 	./oxt-loadtest ./pt_abi_test ./pt_test.sh "./oxt-doctest tutorial.rst" \
 	./ioctl_fuzz ./lifecycle_test ./probesafe_test.sh ./attach_test.sh ./ustack_test.sh \
-	./dlang_test.sh ./dtypes_test.sh ./btf_test.sh ./xlate_test.sh ./mem_test.sh ./uprobe_test ./pid_test.sh \
+	./dlang_test.sh ./dtypes_test.sh ./btf_test.sh ./xlate_test.sh ./mem_test.sh ./dptr_test.sh ./uprobe_test ./pid_test.sh \
 	./usdt_test.sh ./stable_test.sh ./oneliners_test.sh ./fbt_module_test.sh ./fbt_scale_test.sh \
 	./uattack_test.sh ./options_test.sh; do
 	echo "# selftest: $t"
