@@ -1,15 +1,11 @@
 //! `-C`: the program through the C preprocessor (needs `cpp`, as on the host; the guest has
 //! none, and the tool refuses -C there naming it).
 
+mod support;
+use support::have_cpp;
+
 use oxtrace::dsl::cpp::{preprocess, CppArg};
 use oxtrace::dsl::{compile, CompileOptions};
-
-fn have_cpp() -> bool {
-    std::process::Command::new("cpp")
-        .arg("--version")
-        .output()
-        .is_ok()
-}
 
 #[test]
 fn defines_undefs_and_includes_reach_the_program() {

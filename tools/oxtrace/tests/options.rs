@@ -1,6 +1,9 @@
 //! Options: `bufpolicy`, `argref`, `defaultargs=no`, the preprocessor's options and their
 //! order, `-b`, unknown `-x` options, and line markers.
 
+mod support;
+use support::have_cpp;
+
 use oxtrace::cli::Cli;
 use oxtrace::dsl::cpp::{preprocess, CppArg};
 use oxtrace::dsl::{compile, CompileOptions};
@@ -16,13 +19,6 @@ fn with(xopts: &[(&str, Option<&str>)], args: &[&str], src: &str) -> Result<u64,
     compile(src, "t.d", &o)
         .map(|c| c.options.get(OptKey::Bufpolicy))
         .map_err(|e| e.to_string())
-}
-
-fn have_cpp() -> bool {
-    std::process::Command::new("cpp")
-        .arg("--version")
-        .output()
-        .is_ok()
 }
 
 #[test]

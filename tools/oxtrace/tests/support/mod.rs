@@ -118,3 +118,11 @@ pub fn stack_ref(user: bool, pid: u64, pcs: &[u64]) -> Vec<u8> {
     b.truncate(n);
     b
 }
+
+/// Whether the host has the C preprocessor (`-C`; the guest has none).
+pub fn have_cpp() -> bool {
+    std::process::Command::new("cpp")
+        .arg("--version")
+        .output()
+        .is_ok()
+}
