@@ -7,6 +7,7 @@
 //! anything. A child of `gen`, so it uses the generator's helpers.
 
 use super::super::error::Span;
+use super::super::passes::xlate::Xlator;
 use super::super::syntax::ast::{DeclClass, Expr, ExprKind, TypeName, UnOp};
 use super::super::syntax::prelude::{PRELUDE, PRELUDE_NAME, PRELUDE_NAMES};
 use super::super::types::{resolve_type, Ty};
@@ -160,6 +161,32 @@ impl Gen<'_> {
         }
     }
 
+    /// Member `m` of `out` as translator `k` converts it: the member's type, the
+    /// translator, and its expression for the member.
+    fn xlate_conversion(
+        &mut self,
+        k: usize,
+        out: &Ty,
+        m: &str,
+        span: Span,
+    ) -> GResult<(Ty, Xlator, Expr)> {
+        let Some(mem) = self.t.env.member(out, m).cloned() else {
+            return self.err(
+                span,
+                format!("[D_TYPE_MEMBER] {m} is not a member of {}", out.name()),
+            );
+        };
+        let xl = self.t.xlate.list[k].clone();
+        let Some((_, me, _)) = xl.members.iter().find(|(n, _, _)| n == m) else {
+            return self.err(
+                span,
+                format!("[D_XLATE_NOCONV] translator does not define conversion for member: {m}"),
+            );
+        };
+        let me = me.clone();
+        Ok((mem.ty, xl, me))
+    }
+
     /// Member `m` of translation `x` to `out`: its translator's expression with the input
     /// bound to the value of `x.input`.
     fn xlate_read(&mut self, x: &XBase, out: &Ty, m: &str, span: Span) -> GResult<(u8, Ty)> {
@@ -192,25 +219,14 @@ impl Gen<'_> {
             r => r?,
         };
         let k = self.xlator_for(x, out, &ti, span)?;
-        let Some(mem) = self.t.env.member(out, m).cloned() else {
-            return self.err(
-                span,
-                format!("[D_TYPE_MEMBER] {m} is not a member of {}", out.name()),
-            );
-        };
-        let xl = self.t.xlate.list[k].clone();
-        let Some((_, me, _)) = xl.members.iter().find(|(n, _, _)| n == m) else {
-            return self.err(
-                span,
-                format!("[D_XLATE_NOCONV] translator does not define conversion for member: {m}"),
-            );
-        };
+        let (mem_ty, xl, me) = self.xlate_conversion(k, out, m, span)?;
+        let me = &me;
         let inp = xl.inp.clone().unwrap_or(ti);
         self.normalize(ri, &inp);
         self.xbind.push((xl.name.clone(), ri, inp));
         let r = self.in_source(xl.prelude, |g| {
             let (r, from) = g.expr(me)?;
-            g.xlate_convert(r, &from, &mem.ty, m, me)
+            g.xlate_convert(r, &from, &mem_ty, m, me)
         });
         self.xbind.pop();
         self.release(ri);
@@ -237,24 +253,13 @@ impl Gen<'_> {
         span: Span,
     ) -> GResult<(u8, Ty)> {
         let k = self.xlator_for(x, out, ti, span)?;
-        let Some(mem) = self.t.env.member(out, m).cloned() else {
-            return self.err(
-                span,
-                format!("[D_TYPE_MEMBER] {m} is not a member of {}", out.name()),
-            );
-        };
-        let xl = self.t.xlate.list[k].clone();
-        let Some((_, me, _)) = xl.members.iter().find(|(n, _, _)| n == m) else {
-            return self.err(
-                span,
-                format!("[D_XLATE_NOCONV] translator does not define conversion for member: {m}"),
-            );
-        };
+        let (mem_ty, xl, me) = self.xlate_conversion(k, out, m, span)?;
+        let me = &me;
         let me = substitute(me, &xl.name, &x.input);
         self.xdepth += 1;
         let r = self
             .expr(&me)
-            .and_then(|(r, from)| self.xlate_convert(r, &from, &mem.ty, m, &me));
+            .and_then(|(r, from)| self.xlate_convert(r, &from, &mem_ty, m, &me));
         self.xdepth -= 1;
         r
     }
