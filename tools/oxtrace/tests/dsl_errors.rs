@@ -246,8 +246,66 @@ fn printf_unsupported_conversion() {
     check(
         "BEGIN { printf(\"%w\\n\", 1); }",
         "1:18",
-        "printf(): conversion %w is not supported",
+        "[D_SYNTAX] format conversion #1 is undefined: %w",
         "                 ^",
+    );
+}
+
+#[test]
+fn printf_format_syntax() {
+    // Each wrong conversion is DTrace's D_SYNTAX, numbered as DTrace numbers them.
+    let cases = [
+        ("%d %", "#2 ends before its conversion character"),
+        ("%*", "#1 ends before its conversion character"),
+        ("%3", "#1 ends before its conversion character"),
+        ("%.*.*d", "#1 has more than one '.'"),
+        (
+            "%1$d",
+            "#1 uses a positional argument (%n$), which D does not support",
+        ),
+        (
+            "%*1$d",
+            "#1 uses a positional argument (%n$), which D does not support",
+        ),
+        (
+            "%.*1$d",
+            "#1 uses a positional argument (%n$), which D does not support",
+        ),
+        ("%-%", "#1 is %%, which takes no flags, width or precision"),
+        ("%Z", "#1 is undefined: %Z"),
+    ];
+    for (fmt, msg) in cases {
+        let e = err(&format!("BEGIN {{ printf(\"{fmt}\", 1); }}"));
+        assert!(
+            e.msg
+                .starts_with(&format!("[D_SYNTAX] format conversion {msg}")),
+            "{fmt}: {}",
+            e.msg
+        );
+    }
+    let e = err("BEGIN { printf(\"%@d\", 1); }");
+    assert!(e.msg.starts_with("[D_PRINTF_AGG_CONV] "), "{}", e.msg);
+}
+
+#[test]
+fn printf_pointer_width_flag() {
+    // `%?d` is one conversion (a pointer-wide column), so a second value is extra.
+    let e = err("BEGIN { printf(\"%?d\\n\", 1, 2); }");
+    assert!(e.msg.starts_with("[D_PRINTF_ARG_EXTRA] "), "{}", e.msg);
+    let out = support::run_begin(r#"BEGIN { printf("[%?p][%-?d][%?x]", 0x1234, 7, 255); }"#);
+    assert_eq!(
+        out,
+        "[          0x1234][7               ][              ff]"
+    );
+}
+
+#[test]
+fn printf_format_not_string() {
+    check(
+        "BEGIN { printf(1); }",
+        "1:16",
+        "[D_PROTO_ARG] printf( ) argument #1 must be a format string, not int",
+        "               ^",
     );
 }
 

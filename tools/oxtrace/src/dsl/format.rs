@@ -120,7 +120,12 @@ pub fn parse(fmt: &[u8], printa: bool) -> Result<Vec<Piece>, FormatError> {
             i += 1;
             continue;
         }
+        // DTrace's conversion number, for its errors.
+        let nconv = convs(&out).count() + 1;
+        let syntax = |what: String| format!("[D_SYNTAX] format conversion #{nconv} {what}");
         let mut flags = Flags::default();
+        // `?`: as wide as a pointer printed in hex, as DTrace's `%?p` columns are.
+        let mut ptr_width = false;
         while let Some(&c) = fmt.get(i) {
             match c {
                 b'-' => flags.minus = true,
@@ -128,12 +133,24 @@ pub fn parse(fmt: &[u8], printa: bool) -> Result<Vec<Piece>, FormatError> {
                 b' ' => flags.space = true,
                 b'0' => flags.zero = true,
                 b'#' => flags.alt = true,
+                b'?' => ptr_width = true,
                 b'\'' => {}
                 b'@' if printa => flags.agg = true,
-                b'@' => return Err((i, "the @ flag is only valid in printa() formats".into())),
+                b'@' => {
+                    return Err((
+                        i,
+                        "[D_PRINTF_AGG_CONV] %@ prints an aggregation's value: it is for printa( ) formats, not printf( )".into(),
+                    ))
+                }
                 _ => break,
             }
             i += 1;
+        }
+        if fmt.get(i) == Some(&b'%') {
+            return Err((
+                start,
+                syntax("is %%, which takes no flags, width or precision".into()),
+            ));
         }
         let num = |i: &mut usize| -> Result<Option<usize>, FormatError> {
             let s = *i;
@@ -152,11 +169,22 @@ pub fn parse(fmt: &[u8], printa: bool) -> Result<Vec<Piece>, FormatError> {
             }
             Ok(Some(v))
         };
-        // DTrace's conversion number, for its errors.
-        let nconv = convs(&out).count() + 1;
         let twice = |what: &str| {
-            format!("[D_SYNTAX] format conversion #{nconv} has more than one '*' specified for the output {what}")
+            syntax(format!(
+                "has more than one '*' specified for the output {what}"
+            ))
         };
+        // `%n$`, `*n$`: C's positional arguments, which D does not take.
+        let positional = |i: usize| {
+            let d = fmt[i..].iter().take_while(|c| c.is_ascii_digit()).count();
+            d > 0 && fmt.get(i + d) == Some(&b'$')
+        };
+        if positional(i) || (fmt.get(i) == Some(&b'*') && positional(i + 1)) {
+            return Err((
+                start,
+                syntax("uses a positional argument (%n$), which D does not support".into()),
+            ));
+        }
         let star_width = fmt.get(i) == Some(&b'*');
         let width = if star_width {
             i += 1;
@@ -180,19 +208,32 @@ pub fn parse(fmt: &[u8], printa: bool) -> Result<Vec<Piece>, FormatError> {
             } else {
                 prec = Some(num(&mut i)?.unwrap_or(0));
             }
+            if fmt.get(i) == Some(&b'.') {
+                return Err((i, syntax("has more than one '.'".into())));
+            }
+            if star_prec && positional(i) {
+                return Err((
+                    start,
+                    syntax("uses a positional argument (%n$), which D does not support".into()),
+                ));
+            }
         }
+        let width = match width {
+            None if ptr_width && !star_width => Some(2 * core::mem::size_of::<u64>()),
+            w => w,
+        };
         // Length modifiers are accepted and ignored: the argument's type decides.
         while let Some(b'h' | b'l' | b'L' | b'j' | b'z' | b't' | b'q') = fmt.get(i) {
             i += 1;
         }
         let conv = match fmt.get(i) {
-            None => return Err((start, "format ends in the middle of a conversion".into())),
+            None => return Err((start, syntax("ends before its conversion character".into()))),
             Some(&c) => c as char,
         };
         if !"diuxXocspSYakAeEfgG".contains(conv) {
             return Err((
                 i,
-                format!("conversion %{} is not supported", conv.escape_default()),
+                syntax(format!("is undefined: %{}", conv.escape_default())),
             ));
         }
         i += 1;

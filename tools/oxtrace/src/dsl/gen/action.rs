@@ -147,8 +147,13 @@ impl Gen<'_> {
                     let pieces = match format::parse(&text, true) {
                         Ok(p) => p,
                         Err((off, msg)) => {
-                            return self
-                                .err(fmt_span(self.src, f.span, off), format!("printa(): {msg}"))
+                            // DTrace's tagged errors stand alone.
+                            let msg = if msg.starts_with('[') {
+                                msg
+                            } else {
+                                format!("printa(): {msg}")
+                            };
+                            return self.err(fmt_span(self.src, f.span, off), msg);
                         }
                     };
                     // Keys and values of aggregations are never floats.
@@ -299,11 +304,19 @@ impl Gen<'_> {
         };
         let text = match &f.kind {
             ExprKind::Str(s) => s.clone(),
+            // A string that is not a constant breaks the format's rule; anything else is
+            // the wrong type for the first argument, as DTrace's prototype says.
             _ => {
-                return self.err(
-                    f.span,
-                    format!("[D_PRINTF_ARG_FMT] {name}() format must be a string literal"),
-                )
+                let ty = self.type_of(f)?;
+                let msg = if super::is_str_storage(&ty) {
+                    format!("[D_PRINTF_ARG_FMT] {name}() format must be a string literal")
+                } else {
+                    format!(
+                        "[D_PROTO_ARG] {name}( ) argument #1 must be a format string, not {}",
+                        ty.name()
+                    )
+                };
+                return self.err(f.span, msg);
             }
         };
         if text.is_empty() && !freopen {
