@@ -328,6 +328,19 @@ fn destructive_actions_need_w() {
     }
     // The pragma allows them as -w does.
     c("#pragma D option destructive\nBEGIN { chill(10); }");
+    // A wrong call is wrong before it is forbidden, as in DTrace.
+    for (src, tag) in [
+        ("BEGIN { chill(\"x\"); }", "[D_PROTO_ARG] chill( )"),
+        ("BEGIN { raise(); }", "[D_PROTO_LEN] raise()"),
+        ("BEGIN { stop(1); }", "[D_PROTO_LEN] stop()"),
+        (
+            "BEGIN { freopen(\".\"); }",
+            "[D_FREOPEN_INVALID] freopen( ) argument #1 cannot be \".\"",
+        ),
+    ] {
+        let (_, m) = err_at(src);
+        assert!(m.starts_with(tag), "{src}: {m}");
+    }
 }
 
 #[test]

@@ -319,6 +319,16 @@ impl Gen<'_> {
                 return self.err(f.span, msg);
             }
         };
+        // The current or parent directory is no file to write to.
+        if freopen && matches!(text.as_slice(), b"." | b"..") {
+            return self.err(
+                f.span,
+                format!(
+                    "[D_FREOPEN_INVALID] freopen( ) argument #1 cannot be \"{}\"",
+                    String::from_utf8_lossy(&text)
+                ),
+            );
+        }
         if text.is_empty() && !freopen {
             return self.err(
                 f.span,

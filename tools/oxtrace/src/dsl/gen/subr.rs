@@ -163,26 +163,19 @@ impl Gen<'_> {
         Ok(())
     }
 
-    /// The destructive actions: `system(fmt, ...)`, `raise(sig)`, `stop()`, `chill(ns)`;
-    /// refused, as DTrace refuses them, unless destructive actions are allowed.
+    /// The destructive actions: `system(fmt, ...)`, `freopen(fmt, ...)`, `raise(sig)`,
+    /// `stop()`, `chill(ns)`; refused, as DTrace refuses them, unless destructive actions
+    /// are allowed. The arguments are checked first, as DTrace checks a call's prototype
+    /// before its permission.
     pub(super) fn destructive_action(
         &mut self,
         name: &str,
         args: &[Expr],
         span: Span,
     ) -> GResult<()> {
-        if !self.t.destructive {
-            return self.err(
-                span,
-                format!(
-                    "{name}(): destructive actions not allowed \
-                     (allow them with -w or #pragma D option destructive)"
-                ),
-            );
-        }
         match name {
-            "system" => return self.printf_op(args, span, Op::System),
-            "freopen" => return self.printf_as(args, span, Op::Printf, name),
+            "system" => self.printf_op(args, span, Op::System)?,
+            "freopen" => self.printf_as(args, span, Op::Printf, name)?,
             "stop" => {
                 self.subr_args(name, args, span, &[], 0)?;
                 let r = self.subr_const(STOP_SIGNAL, span)?;
@@ -199,6 +192,15 @@ impl Gen<'_> {
                 self.emit(op, 0, r[0], 0, 0);
                 self.release_regs(&r);
             }
+        }
+        if !self.t.destructive {
+            return self.err(
+                span,
+                format!(
+                    "{name}(): destructive actions not allowed \
+                     (allow them with -w or #pragma D option destructive)"
+                ),
+            );
         }
         Ok(())
     }
