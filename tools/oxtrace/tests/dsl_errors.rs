@@ -324,7 +324,7 @@ fn unknown_option_in_pragma() {
     check(
         "#pragma D option nosuch=1\nBEGIN { }",
         "1:18",
-        "unknown option 'nosuch'",
+        "[D_PRAGMA_OPTSET] unknown option 'nosuch'",
         "                 ^^^^^^^^",
     );
 }
@@ -334,7 +334,7 @@ fn bad_option_value() {
     check(
         "#pragma D option bufsize=12q\nBEGIN { }",
         "1:18",
-        "invalid value '12q' for option 'bufsize'",
+        "[D_PRAGMA_OPTSET] invalid value '12q' for option 'bufsize'",
         "                 ^^^^^^^^^^^",
     );
 }
@@ -344,8 +344,93 @@ fn unsupported_preprocessor_directive() {
     check(
         "#include <x.h>\nBEGIN { }",
         "1:2",
-        "unsupported preprocessor directive '#include' (only #pragma D option is)",
+        "[D_PRAGCTL_INVAL] unsupported preprocessor directive '#include': run the program through cpp with -C",
         " ^^^^^^^",
+    );
+}
+
+#[test]
+fn pragma_directives() {
+    let bad = [
+        (
+            "#pragma D error \"stop here\"\nBEGIN { }",
+            "1:11",
+            "[D_PRAGERR] #error: stop here",
+        ),
+        (
+            "#pragma D option nspec=24 * 44\nBEGIN { }",
+            "1:27",
+            "[D_PRAGMA_MALFORM] #pragma D option takes one name or name=value, with no blanks in it",
+        ),
+        (
+            "#pragma D depends_on library net.d\nBEGIN { }",
+            "1:30",
+            "[D_PRAGMA_DEPEND] a program cannot depend on a D library: only a library can",
+        ),
+        (
+            "#pragma D depends_on provider nosuch\nBEGIN { }",
+            "1:31",
+            "[D_PRAGMA_DEPEND] program requires provider nosuch, which is not available",
+        ),
+        (
+            "#pragma D depends_on colour red\nBEGIN { }",
+            "1:22",
+            "[D_PRAGMA_INVAL] invalid class colour: #pragma D depends_on takes library, module or provider",
+        ),
+        (
+            "#pragma D attributes incorrect_attr\nBEGIN { }",
+            "1:11",
+            "[D_PRAGMA_MALFORM] #pragma D attributes takes attributes and a name",
+        ),
+        (
+            "#pragma D attributes Stable/Bogus/Common x\nBEGIN { }",
+            "1:22",
+            "[D_PRAGMA_INVAL] invalid attributes Stable/Bogus/Common: want name/data/class stabilities, as Stable/Stable/Common",
+        ),
+        (
+            "#pragma D attributes Evolving/Bogus/ISA provider io provider\nBEGIN { }",
+            "1:22",
+            "[D_PRAGMA_INVAL] invalid attributes Evolving/Bogus/ISA: want name/data/class stabilities, as Stable/Stable/Common",
+        ),
+        (
+            "#pragma D binding \"one\" x\nBEGIN { }",
+            "1:19",
+            "[D_PRAGMA_INVAL] invalid version \"one\" in #pragma D binding",
+        ),
+        (
+            "#pragma D frobnicate\nBEGIN { }",
+            "1:11",
+            "[D_PRAGMA_INVAL] unknown #pragma D directive 'frobnicate'",
+        ),
+        // Read where it stands, before the syntax error the line interrupts.
+        (
+            "inline int foo\n#pragma D attributes incorrect_attr foo\nBEGIN { }",
+            "2:22",
+            "[D_PRAGMA_INVAL] invalid attributes incorrect_attr: want name/data/class stabilities, as Stable/Stable/Common",
+        ),
+    ];
+    for (src, pos, msg) in bad {
+        let e = err(src);
+        assert_eq!((e.position().as_str(), e.msg.as_str()), (pos, msg), "{src}");
+    }
+    // Well-formed ones are taken; other namespaces' pragmas are ignored, as in C.
+    support::c(
+        "#pragma ident \"@(#)x.d 1.1\"\n#pragma D attributes Stable/Evolving/Common x\n\
+         #pragma D attributes Evolving/Evolving/ISA provider io provider\n\
+         #pragma D binding \"1.0\" x\n#pragma D depends_on provider syscall\n\
+         #pragma D depends_on module vmlinux\nBEGIN { }",
+    );
+}
+
+#[test]
+fn pragma_inside_a_clause() {
+    // DTrace's lexer reads a pragma line anywhere, even inside a clause.
+    let out = support::run_begin("BEGIN {\n#pragma D option quiet\n\tprintf(\"in\");\n}");
+    assert_eq!(out, "in");
+    let p = support::c("BEGIN\n#pragma D option bufsize=1m\n{ }");
+    assert_eq!(
+        p.options.get(oxtrace_core::program::OptKey::Bufsize),
+        1 << 20
     );
 }
 

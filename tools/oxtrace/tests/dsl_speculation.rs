@@ -132,7 +132,7 @@ fn misuse_is_a_compile_error() {
         (
             "#pragma D option nspec=0\nBEGIN { }",
             "1:18",
-            "option nspec=0 is below the smallest number of speculations, 1",
+            "[D_PRAGMA_OPTSET] option nspec=0 is below the smallest number of speculations, 1",
         ),
     ] {
         let (p, m) = err(src);

@@ -164,7 +164,7 @@ fn kernel_limits_are_the_compilers() {
     assert_eq!(e.position(), "1:18");
     assert_eq!(
         e.msg,
-        "option aggsize=65m exceeds the largest aggregation buffer, 64m"
+        "[D_PRAGMA_OPTSET] option aggsize=65m exceeds the largest aggregation buffer, 64m"
     );
 
     // 60 string slots of 4097 bytes need more than 256 KiB.

@@ -240,7 +240,18 @@ fn parse(
             p.add_typedef(ty);
         }
     }
-    let items = p.program()?;
+    let items = match p.program() {
+        Ok(items) => items,
+        Err(e) => {
+            // DTrace reads a pragma as its lexer meets it: a wrong one before the syntax
+            // error is the error.
+            let mut c = Compiled::default();
+            for (text, span) in p.passed_pragmas() {
+                passes::options::pragma(&mut c, src, input, text, span, true)?;
+            }
+            return Err(e);
+        }
+    };
     let mut nargs = (1..).take_while(|i: &usize| opts.macros.contains_key(&i.to_string()));
     if let Some(n) = nargs.find(|i| !used.contains(&i.to_string())) {
         if !argref {

@@ -125,6 +125,21 @@ pub(crate) fn set_option(
     Err(format!("unknown option '{name}'"))
 }
 
+/// DTrace's stability levels and dependency classes, the words of `#pragma D attributes`.
+const STABILITY: &[&str] = &[
+    "Internal", "Private", "Obsolete", "External", "Unstable", "Evolving", "Stable", "Standard",
+];
+const DEP_CLASS: &[&str] = &["Unknown", "CPU", "Platform", "Group", "ISA", "Common"];
+
+/// Whether `a` is an attribute triple `Name/Data/Class` (`Stable/Evolving/Common`).
+fn is_attributes(a: &str) -> bool {
+    let p: Vec<&str> = a.split('/').collect();
+    matches!(p[..], [n, d, c] if STABILITY.contains(&n) && STABILITY.contains(&d) && DEP_CLASS.contains(&c))
+}
+
+/// Apply a `#pragma` line (`text` is what follows `#`), as DTrace's lexer does wherever the
+/// line stands: `option`, `error`, `depends_on`, `attributes` and `binding` of the `D`
+/// namespace; other namespaces' pragmas (`#pragma ident`) are ignored, as in C.
 pub(crate) fn pragma(
     c: &mut Compiled,
     src: &str,
@@ -148,6 +163,7 @@ pub(crate) fn pragma(
         .split_ascii_whitespace()
         .map(|w| (w.as_ptr() as usize - text.as_ptr() as usize, w))
         .collect();
+    let end = text.trim_end().len();
     match words.as_slice() {
         [(_, "pragma"), (_, "D"), (_, "option"), (off, opt)] => {
             let (name, value) = match opt.split_once('=') {
@@ -158,18 +174,129 @@ pub(crate) fn pragma(
                 start: span.start + 1 + off,
                 len: opt.len(),
             });
-            set_option(c, name, value, checked, at).or_else(|m| err(*off, opt.len(), m))
+            set_option(c, name, value, checked, at)
+                .or_else(|m| err(*off, opt.len(), format!("[D_PRAGMA_OPTSET] {m}")))
         }
+        [(_, "pragma"), (_, "D"), (off, "option"), rest @ ..] => {
+            let (at, len) = match rest {
+                [_, (o, _), ..] => (*o, end - o),
+                _ => (*off, 6),
+            };
+            err(
+                at,
+                len,
+                "[D_PRAGMA_MALFORM] #pragma D option takes one name or name=value, with no blanks in it"
+                    .into(),
+            )
+        }
+        [(_, "pragma"), (_, "D"), (off, "error"), ..] => {
+            let msg = text[off + 5..].trim();
+            let msg = msg
+                .strip_prefix('"')
+                .and_then(|m| m.strip_suffix('"'))
+                .unwrap_or(msg);
+            err(*off, end - off, format!("[D_PRAGERR] #error: {msg}"))
+        }
+        [(_, "pragma"), (_, "D"), (off, "depends_on"), rest @ ..] => match rest {
+            [(_, "library"), (o, _)] => err(
+                *o,
+                end - o,
+                "[D_PRAGMA_DEPEND] a program cannot depend on a D library: only a library can"
+                    .into(),
+            ),
+            [(_, "provider"), (o, p)] => {
+                if super::probe_spec::PROVIDERS.contains(p) || *p == "pid" {
+                    Ok(())
+                } else {
+                    err(
+                        *o,
+                        p.len(),
+                        format!("[D_PRAGMA_DEPEND] program requires provider {p}, which is not available"),
+                    )
+                }
+            }
+            [(_, "module"), (o, m)] => {
+                if module_present(m) {
+                    Ok(())
+                } else {
+                    err(
+                        *o,
+                        m.len(),
+                        format!("[D_PRAGMA_DEPEND] program requires module {m}, which is not loaded"),
+                    )
+                }
+            }
+            [(o, class), _] => err(
+                *o,
+                class.len(),
+                format!("[D_PRAGMA_INVAL] invalid class {class}: #pragma D depends_on takes library, module or provider"),
+            ),
+            _ => err(
+                *off,
+                end - off,
+                "[D_PRAGMA_MALFORM] #pragma D depends_on takes a class and a name".into(),
+            ),
+        },
+        // Of a name, or of a provider's part: `attributes A provider io provider`.
+        [(_, "pragma"), (_, "D"), (off, "attributes"), rest @ ..] => match rest {
+            [(o, a), name @ ..] if name.len() == 1 || matches!(name, [(_, "provider"), _, _]) => {
+                // Stability is reported by nothing here: the attributes are checked, then
+                // kept by no one, as a consumer that does not print stability would.
+                if is_attributes(a) {
+                    Ok(())
+                } else {
+                    err(
+                        *o,
+                        a.len(),
+                        format!("[D_PRAGMA_INVAL] invalid attributes {a}: want name/data/class stabilities, as Stable/Stable/Common"),
+                    )
+                }
+            }
+            _ => err(
+                *off,
+                end - off,
+                "[D_PRAGMA_MALFORM] #pragma D attributes takes attributes and a name".into(),
+            ),
+        },
+        [(_, "pragma"), (_, "D"), (off, "binding"), rest @ ..] => match rest {
+            [(o, v), _] if !is_version(v.trim_matches('"')) => err(
+                *o,
+                v.len(),
+                format!("[D_PRAGMA_INVAL] invalid version {v} in #pragma D binding"),
+            ),
+            [_, _] => Ok(()),
+            _ => err(
+                *off,
+                end - off,
+                "[D_PRAGMA_MALFORM] #pragma D binding takes a version and a name".into(),
+            ),
+        },
         [(_, "pragma"), (_, "D"), (off, w), ..] => err(
             *off,
             w.len(),
-            format!("unsupported #pragma D directive '{w}'"),
+            format!("[D_PRAGMA_INVAL] unknown #pragma D directive '{w}'"),
         ),
+        [(_, "pragma"), ..] => Ok(()),
         [(off, w), ..] => err(
             *off,
             w.len(),
-            format!("unsupported preprocessor directive '#{w}' (only #pragma D option is)"),
+            format!("[D_PRAGCTL_INVAL] unsupported preprocessor directive '#{w}': run the program through cpp with -C"),
         ),
-        [] => err(0, 0, "empty preprocessor directive".into()),
+        [] => err(0, 0, "[D_PRAGCTL_INVAL] empty preprocessor directive".into()),
     }
+}
+
+/// Whether `v` is a D version: `major.minor[.micro]`, as `#pragma D binding "1.0"` names.
+fn is_version(v: &str) -> bool {
+    let parts: Vec<&str> = v.split('.').collect();
+    (2..=3).contains(&parts.len())
+        && parts
+            .iter()
+            .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// Whether kernel module `m` is loaded (or built in): `#pragma D depends_on module`.
+fn module_present(m: &str) -> bool {
+    matches!(m, "vmlinux" | "kernel")
+        || (!m.contains('/') && std::path::Path::new("/sys/module").join(m).exists())
 }

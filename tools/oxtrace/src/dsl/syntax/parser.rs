@@ -36,6 +36,12 @@ pub struct Parser<'a> {
     default_args: bool,
     /// Aggregations assigned so far, in text order.
     aggs: HashSet<String>,
+    /// The `#pragma` lines, out of the token stream (DTrace reads them wherever they
+    /// stand, even inside a clause or a declaration), each with the index of the token
+    /// that follows it.
+    pragmas: Vec<(usize, String, Span)>,
+    /// How many of `pragmas` the parse has passed.
+    pragmas_passed: usize,
 }
 
 type PResult<T> = Result<T, CompileError>;
@@ -158,8 +164,18 @@ fn is_type_word(w: &str) -> bool {
 impl<'a> Parser<'a> {
     /// A parser over `toks` of `src`.
     pub fn new(toks: Vec<Token>, src: &'a str, input: &'a str, macros: &'a Macros) -> Self {
+        let mut pragmas = Vec::new();
+        let mut rest = Vec::with_capacity(toks.len());
+        for t in toks {
+            match t.tok {
+                Tok::Pragma(text) => pragmas.push((rest.len(), text, t.span)),
+                _ => rest.push(t),
+            }
+        }
         Parser {
-            toks,
+            toks: rest,
+            pragmas,
+            pragmas_passed: 0,
             pos: 0,
             src,
             input,
@@ -232,7 +248,34 @@ impl<'a> Parser<'a> {
         if self.pos < self.toks.len() - 1 {
             self.pos += 1;
         }
+        self.pass_pragmas();
         t
+    }
+
+    /// Takes note of the pragmas before the current token: `defaultargs` applies to the
+    /// text after its line.
+    fn pass_pragmas(&mut self) {
+        while let Some((at, text, _)) = self.pragmas.get(self.pragmas_passed) {
+            if *at > self.pos {
+                break;
+            }
+            let w: Vec<&str> = text.split_whitespace().collect();
+            if let ["pragma", "D", "option", o] = w[..] {
+                let (k, v) = o.split_once('=').map_or((o, None), |(k, v)| (k, Some(v)));
+                if k == "defaultargs" {
+                    self.default_args = matches!(crate::options::runtime_value(k, v), Ok(Some(_)));
+                }
+            }
+            self.pragmas_passed += 1;
+        }
+    }
+
+    /// The pragmas the parse has passed, in text order: after a syntax error, DTrace would
+    /// have read each of them before it, and an error of theirs comes first.
+    pub fn passed_pragmas(&self) -> impl Iterator<Item = (&str, Span)> {
+        self.pragmas[..self.pragmas_passed]
+            .iter()
+            .map(|(_, t, s)| (t.as_str(), *s))
     }
 
     fn is(&self, p: &str) -> bool {
@@ -296,22 +339,17 @@ impl<'a> Parser<'a> {
     /// Parse a whole program.
     pub fn program(&mut self) -> PResult<Vec<Item>> {
         let mut items = Vec::new();
+        let mut given = 0;
         loop {
+            self.pass_pragmas();
+            // The pragmas passed so far, before the item they precede or stood in.
+            for (_, text, span) in &self.pragmas[given..self.pragmas_passed] {
+                items.push(Item::Pragma(text.clone(), *span));
+            }
+            given = self.pragmas_passed;
             let t = self.peek().clone();
             match t.tok {
                 Tok::Eof => break,
-                Tok::Pragma(text) => {
-                    self.bump();
-                    let w: Vec<&str> = text.split_whitespace().collect();
-                    if let ["pragma", "D", "option", o] = w[..] {
-                        let (k, v) = o.split_once('=').map_or((o, None), |(k, v)| (k, Some(v)));
-                        if k == "defaultargs" {
-                            self.default_args =
-                                matches!(crate::options::runtime_value(k, v), Ok(Some(_)));
-                        }
-                    }
-                    items.push(Item::Pragma(text, t.span));
-                }
                 Tok::Punct(";") => {
                     self.bump();
                 }
