@@ -247,7 +247,7 @@ fn declaration_errors() {
     bad(
         "struct t v;\nBEGIN { }",
         "1:10",
-        "[D_TYPE_ERR] struct t is not defined",
+        "[D_DECL_INCOMPLETE] declaration of v uses incomplete type struct t",
     );
     bad(
         "int pid;\nBEGIN { }",

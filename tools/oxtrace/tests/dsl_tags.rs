@@ -390,3 +390,47 @@ fn a_scoping_operator_alone() {
         "[D_IDENT_UNDEF] failed to resolve `: Unknown symbol name",
     );
 }
+
+// ---- declarations ------------------------------------------------------------------------
+
+#[test]
+fn function_prototypes() {
+    // Taken, as C takes a declaration of a function it never calls.
+    c("int foo(int, char *s, ...);\nvoid bar(void);\nint *baz();\nlong q(register int);\nBEGIN { }");
+    for (src, t) in [
+        ("int foo(int, void);\nBEGIN { }", "D_DECL_PROTO_VOID"),
+        ("int foo(void, int);\nBEGIN { }", "D_DECL_PROTO_VOID"),
+        ("int a(void v);\nBEGIN { }", "D_DECL_PROTO_NAME"),
+        ("int a(int a[int]);\nBEGIN { }", "D_DECL_PROTO_TYPE"),
+        ("int foo(static int);\nBEGIN { }", "D_DECL_PARMCLASS"),
+        ("int a[...];\nBEGIN { }", "D_DECL_PROTO_VARARGS"),
+        ("int a[int, ...];\nBEGIN { }", "D_DECL_PROTO_VARARGS"),
+        ("struct s { int trace(); };\nBEGIN { }", "D_DECL_VOIDOBJ"),
+    ] {
+        assert_eq!(tag(src), t, "{src}");
+    }
+}
+
+#[test]
+fn incomplete_and_unterminated_definitions() {
+    // A member or variable of a struct not (yet) defined is incomplete, as in C.
+    bad(
+        "struct r { struct pirate p; int x; };\nBEGIN { }",
+        "1:26",
+        "[D_DECL_INCOMPLETE] member p uses incomplete type struct pirate",
+    );
+    bad(
+        "struct r { union u a[2]; };\nBEGIN { }",
+        "1:20",
+        "[D_DECL_INCOMPLETE] member a uses incomplete type union u",
+    );
+    // A pointer to one declares its tag, as in C.
+    c("struct r { struct pirate *p; };\nstruct pirate *q;\nBEGIN { }");
+    // A definition needs its `;` before the next one.
+    bad(
+        "struct a { int x; }\nstruct b { int y; };\nBEGIN { }",
+        "2:1",
+        "[D_DECL_COMBO] invalid type combination: a definition ends with ';' before the next type",
+    );
+}
+

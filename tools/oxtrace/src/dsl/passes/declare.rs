@@ -88,10 +88,43 @@ fn taken(t: &Tables, name: &str) -> bool {
 /// overflowing.
 const MAX_TYPE_SIZE: u64 = 1 << 32;
 
+/// `struct foo` names its tag as C does: one never defined is incomplete, not unknown, when
+/// an object (not a pointer) of it is declared. The error of `m` for written type `tn` of
+/// `what`, in those words.
+fn incomplete(tn: &TypeName, what: &str, m: String) -> String {
+    let mut base = tn;
+    while let TypeName::Array(t, _) = base {
+        base = t;
+    }
+    match base {
+        TypeName::Sou(n, u) if m.starts_with("[D_TYPE_ERR]") => format!(
+            "[D_DECL_INCOMPLETE] {what} uses incomplete type {} {n}",
+            if *u { "union" } else { "struct" }
+        ),
+        _ => m,
+    }
+}
+
+/// A struct or union first named behind a pointer (`struct node *next`) is declared by it,
+/// as in C: the pointer is complete, only what it points to is not (yet).
+fn forward_pointees(t: &mut Tables, tn: &TypeName) {
+    match tn {
+        TypeName::Ptr(p) => super::xlate::forward(t, p),
+        TypeName::Array(e, _) => forward_pointees(t, e),
+        _ => {}
+    }
+}
+
 fn declare_var(t: &mut Tables, d: &Decl) -> DResult {
     t.env.btf_prepare(&d.ty);
-    let ty = resolve_type(&t.env, &d.ty).map_err(|m| (d.span, m))?;
+    forward_pointees(t, &d.ty);
     let what = class_text(d.class, &d.name);
+    let ty = resolve_type(&t.env, &d.ty).map_err(|m| {
+        (
+            d.span,
+            incomplete(&d.ty, &format!("declaration of {what}"), m),
+        )
+    })?;
     if t.env.size(&ty, t.strsize as u64) > MAX_TYPE_SIZE {
         return Err((
             d.span,
@@ -242,7 +275,9 @@ fn declare_sou(
     let mut bitpos = 0u64;
     for m in members {
         t.env.btf_prepare(&m.ty);
-        let ty = resolve_type(&t.env, &m.ty).map_err(|e| (m.span, e))?;
+        forward_pointees(t, &m.ty);
+        let ty = resolve_type(&t.env, &m.ty)
+            .map_err(|e| (m.span, incomplete(&m.ty, &format!("member {}", m.name), e)))?;
         if let Some(w) = &m.bits {
             // DTrace's words; an unnamed bit-field is `(anon)` in them.
             let shown = if m.name.is_empty() { "(anon)" } else { &m.name };

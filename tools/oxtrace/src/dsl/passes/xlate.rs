@@ -120,7 +120,7 @@ pub(crate) fn declare(
 /// Declare the struct or union `tn` names (through pointers) as a forward tag if nothing
 /// defines it, as C and D do for a tag first met in a translator's types: the translator
 /// is declared, and only a read of the missing definition's members fails.
-fn forward(t: &mut Tables, tn: &TypeName) {
+pub(super) fn forward(t: &mut Tables, tn: &TypeName) {
     match tn {
         TypeName::Ptr(p) => forward(t, p),
         TypeName::Sou(n, u) if t.env.sou(n, *u).is_none() => {

@@ -150,6 +150,14 @@ impl Parser<'_> {
         };
         let defined = !defs.is_empty();
         items.extend(defs);
+        // `struct a { ... } struct b { ... };`: a definition without its `;`.
+        if self.is_type_start(0) && matches!(base, TypeName::Sou(..) | TypeName::Enum(_)) {
+            let sp = self.peek().span;
+            return self.err(
+                sp,
+                "[D_DECL_COMBO] invalid type combination: a definition ends with ';' before the next type",
+            );
+        }
         if self.is(";") {
             // A struct, union or enum definition alone, or a declaration of a tag.
             let semi = self.bump().span;
@@ -171,14 +179,104 @@ impl Parser<'_> {
             return Ok(());
         }
         loop {
-            let d = self.declarator(class, &base)?;
-            items.push(Item::Decl(d));
+            if self.is_prototype() {
+                self.prototype()?;
+            } else {
+                let d = self.declarator(class, &base)?;
+                items.push(Item::Decl(d));
+            }
             if !self.eat(",") {
                 break;
             }
         }
         self.expect(";")?;
         Ok(())
+    }
+
+    /// Whether a function's declarator follows: `*`s, a name, `(`.
+    fn is_prototype(&self) -> bool {
+        let mut n = 0;
+        while matches!(self.peek_at(n).tok, Tok::Punct("*")) {
+            n += 1;
+        }
+        matches!(self.peek_at(n).tok, Tok::Ident(_))
+            && matches!(self.peek_at(n + 1).tok, Tok::Punct("("))
+    }
+
+    /// A function prototype, `int foo(int, char *s, ...)`: checked as DTrace checks it and
+    /// taken, as C takes a declaration of a function it never calls (D calls none).
+    fn prototype(&mut self) -> PResult<()> {
+        while self.eat("*") {}
+        let (name, _) = self.ident()?;
+        self.expect("(")?;
+        if self.eat(")") {
+            return Ok(());
+        }
+        let mut n = 0;
+        loop {
+            n += 1;
+            if self.eat("...") {
+                self.expect(")")?;
+                return Ok(());
+            }
+            let t = self.peek().clone();
+            if let Tok::Ident(w) = &t.tok {
+                match w.as_str() {
+                    "register" => {
+                        self.bump();
+                    }
+                    "static" | "extern" | "auto" | "self" | "this" | "typedef" | "inline" => {
+                        return self.err(
+                            t.span,
+                            format!("[D_DECL_PARMCLASS] parameter #{n} of {name}: a parameter's storage class can only be register"),
+                        )
+                    }
+                    _ => {}
+                }
+            }
+            let (base, _) = self.nested(|p| p.type_spec(false))?;
+            let mut ptr = false;
+            while self.eat("*") {
+                ptr = true;
+            }
+            let pname = match &self.peek().tok {
+                Tok::Ident(w) if !is_type_word(w) && !self.typedefs.contains(w) => {
+                    Some(self.ident()?)
+                }
+                _ => None,
+            };
+            while self.is("[") {
+                let open = self.bump().span;
+                if self.is_type_start(0) || self.is("...") {
+                    return self.err(
+                        open,
+                        format!("[D_DECL_PROTO_TYPE] parameter #{n} of {name} is an associative array: a function prototype cannot take a dynamic variable"),
+                    );
+                }
+                if !self.is("]") {
+                    self.expr()?;
+                }
+                self.expect("]")?;
+            }
+            if base == TypeName::Void && !ptr {
+                if let Some((v, sp)) = pname {
+                    return self.err(
+                        sp,
+                        format!("[D_DECL_PROTO_NAME] a void parameter cannot have a name: {v}"),
+                    );
+                }
+                if n > 1 || !self.is(")") {
+                    return self.err(
+                        t.span,
+                        format!("[D_DECL_PROTO_VOID] void must be the only parameter of {name}"),
+                    );
+                }
+            }
+            if self.eat(")") {
+                return Ok(());
+            }
+            self.expect(",")?;
+        }
     }
 
     /// The declarator of an `extern` declaration: pointers, the name, then dimensions,
@@ -230,9 +328,23 @@ impl Parser<'_> {
                     "[D_DECL_ARRNULL] array declaration requires array dimension or tuple signature",
                 );
             }
+            if self.is("...") {
+                let sp = self.peek().span;
+                return self.err(
+                    sp,
+                    "[D_DECL_PROTO_VARARGS] an associative array's key types cannot end in '...'",
+                );
+            }
             if self.is_type_start(0) && dims.is_empty() && keys.is_none() {
                 let mut ks = Vec::new();
                 loop {
+                    if self.is("...") {
+                        let sp = self.peek().span;
+                        return self.err(
+                            sp,
+                            "[D_DECL_PROTO_VARARGS] an associative array's key types cannot end in '...'",
+                        );
+                    }
                     let k = self.type_name()?;
                     ks.push(k);
                     if self.eat("]") {
@@ -392,7 +504,17 @@ impl Parser<'_> {
                         let (ty, mname, span) = if self.is(":") {
                             (mbase.clone(), String::new(), self.peek().span)
                         } else {
-                            self.declarator_parts(&mbase)?
+                            let d = self.declarator_parts(&mbase)?;
+                            if self.is("(") {
+                                return self.err(
+                                    d.2,
+                                    format!(
+                                        "[D_DECL_VOIDOBJ] a member cannot be a function: {}",
+                                        d.1
+                                    ),
+                                );
+                            }
+                            d
                         };
                         let bits = if self.eat(":") {
                             Some(self.ternary()?)
