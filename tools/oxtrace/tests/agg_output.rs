@@ -397,6 +397,14 @@ fn custom_printa_format() {
     t.printa_format(1, "%-6s|%@4d|%@x\n", SortOrder::default(), &mut s)
         .unwrap();
     assert_eq!(s, "sshd  |   1|1\nbash  |   2|2\n");
+    // `@` after the width, as DTrace scripts write it, and the pointer-width flag.
+    let mut s = String::new();
+    t.printa_format(1, "%-6s|%4@d|%-3.2@x|%?@d\n", SortOrder::default(), &mut s)
+        .unwrap();
+    assert_eq!(
+        s,
+        "sshd  |   1|01 |               1\nbash  |   2|02 |               2\n"
+    );
     let mut s = String::new();
     t.printa_format(
         1,

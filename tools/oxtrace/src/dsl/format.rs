@@ -222,6 +222,11 @@ pub fn parse(fmt: &[u8], printa: bool) -> Result<Vec<Piece>, FormatError> {
             None if ptr_width && !star_width => Some(2 * core::mem::size_of::<u64>()),
             w => w,
         };
+        // DTrace reads `@` wherever it stands before the conversion: `%8@d`, `%-8.2@d`.
+        if printa && fmt.get(i) == Some(&b'@') {
+            flags.agg = true;
+            i += 1;
+        }
         // Length modifiers are accepted and ignored: the argument's type decides.
         while let Some(b'h' | b'l' | b'L' | b'j' | b'z' | b't' | b'q') = fmt.get(i) {
             i += 1;

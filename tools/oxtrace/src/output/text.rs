@@ -3,6 +3,7 @@
 
 use super::{int_value, pad_at, push_int, push_int_padded, push_repeat, StackText};
 use crate::agg::{key_kinds, AggDef, EntryRef, KeyField, KeyKind};
+use crate::dsl::format::Piece;
 use oxtrace_core::agg::{quantize_bucket_value, AggFunc, KeyElem, KeyRef, QUANTIZE_ZERO};
 use std::fmt::Write as _;
 
@@ -252,45 +253,30 @@ pub fn format_entry_multi(
     // One aggregation: every `%@` prints its value; several: each takes the next.
     let single = vals.len() == 1;
     let mut next_val = 0;
-    let mut chars = format.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c != '%' {
-            out.push(c);
-            continue;
-        }
-        let mut spec = Spec::default();
-        while let Some(&f) = chars.peek() {
-            match f {
-                '-' => spec.left = true,
-                '+' => spec.plus = true,
-                ' ' => spec.space = true,
-                '0' => spec.zero = true,
-                '#' => spec.alt = true,
-                '@' => spec.agg = true,
-                _ => break,
+    // The compiler parsed and checked the format with the same parser.
+    let Ok(pieces) = crate::dsl::format::parse(format.as_bytes(), true) else {
+        out.push_str(format);
+        return;
+    };
+    for piece in &pieces {
+        let c = match piece {
+            Piece::Lit(b) => {
+                out.push_str(&String::from_utf8_lossy(b));
+                continue;
             }
-            chars.next();
-        }
-        spec.width = digits(&mut chars);
-        if chars.peek() == Some(&'.') {
-            chars.next();
-            spec.prec = Some(digits(&mut chars).unwrap_or(0));
-        }
-        if chars.peek() == Some(&'@') {
-            spec.agg = true;
-            chars.next();
-        }
-        while matches!(chars.peek(), Some('l' | 'h' | 'z' | 'j' | 't' | 'L')) {
-            chars.next();
-        }
-        let Some(conv) = chars.next() else {
-            out.push('%');
-            break;
+            Piece::Conv(c) => c,
         };
-        if conv == '%' {
-            out.push('%');
-            continue;
-        }
+        let spec = Spec {
+            left: c.flags.minus,
+            plus: c.flags.plus,
+            space: c.flags.space,
+            zero: c.flags.zero,
+            alt: c.flags.alt,
+            agg: c.flags.agg,
+            width: c.width,
+            prec: c.prec,
+        };
+        let conv = c.conv;
         if spec.agg {
             let at = if single { 0 } else { next_val };
             next_val += 1;
@@ -340,15 +326,6 @@ pub fn format_entry_multi(
             None => {}
         }
     }
-}
-
-fn digits(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) -> Option<usize> {
-    let mut n: Option<usize> = None;
-    while let Some(d) = chars.peek().and_then(|c| c.to_digit(10)) {
-        n = Some(n.unwrap_or(0).saturating_mul(10).saturating_add(d as usize));
-        chars.next();
-    }
-    n
 }
 
 #[derive(Default)]

@@ -5,6 +5,7 @@ use super::super::error::Span;
 use super::super::format::{self, ArgKind};
 use super::super::syntax::ast::*;
 use super::super::types::{Ty, ACTIONS, I32, I64};
+use super::super::KeyKind;
 use super::{arity_error, kinds_text, GResult, Gen};
 use oxtrace_core::action::{self as act, Op};
 
@@ -164,6 +165,25 @@ impl Gen<'_> {
                             fmt_span(self.src, f.span, c.start),
                             format!("[D_PRINTF_ARG_PROTO] printa( ): conversion {conv} takes a float, double, or long double, and aggregation keys and values are integers or strings"),
                         );
+                    }
+                    // A stack key prints only through %k, as DTrace's prototypes say.
+                    let keys = self.t.aggs[aggs[0] as usize]
+                        .keys
+                        .clone()
+                        .unwrap_or_default();
+                    let plain = format::convs(&pieces).filter(|c| !c.flags.agg);
+                    for (n, (c, k)) in plain.zip(&keys).enumerate() {
+                        if *k == KeyKind::Stack && c.conv != 'k' {
+                            let conv = String::from_utf8_lossy(&text[c.start..c.end]).into_owned();
+                            return self.err(
+                                fmt_span(self.src, f.span, c.start),
+                                format!(
+                                    "[D_PRINTF_ARG_TYPE] printa( ) argument #2 is incompatible with conversion #{} prototype: conversion: {conv}, prototype: {}, argument: stack",
+                                    n + 1,
+                                    format::prototype(c.conv)
+                                ),
+                            );
+                        }
                     }
                     let id = if aggs.len() > 1 {
                         let nagg = format::convs(&pieces).filter(|c| c.flags.agg).count();
