@@ -434,3 +434,20 @@ fn incomplete_and_unterminated_definitions() {
     );
 }
 
+// ---- expressions -------------------------------------------------------------------------
+
+#[test]
+fn void_pointers_have_no_arithmetic() {
+    bad(
+        "void *p;\nBEGIN { trace((int)(p + 1)); }",
+        "2:20",
+        "[D_OP_INCOMPAT] operands have incompatible types: \"void *\" + \"int\"",
+    );
+    assert_eq!(
+        tag("void *p;\nBEGIN { trace((int)(1 + p)); }"),
+        "D_OP_INCOMPAT"
+    );
+    // A cast says what the bytes are.
+    c("void *p;\nBEGIN { trace((int)((char *)p + 1)); }");
+}
+

@@ -324,6 +324,22 @@ impl Gen<'_> {
         span: Span,
     ) -> GResult<Option<(u8, Ty)>> {
         match (ta, op, tb) {
+            // A void pointer has no stride: DTrace refuses its arithmetic (C's GNU
+            // extension counts bytes; D asks for a cast that says so).
+            (Ty::Ptr(p), BinOp::Add | BinOp::Sub, Ty::Int { .. })
+            | (Ty::Int { .. }, BinOp::Add, Ty::Ptr(p))
+                if **p == Ty::Void =>
+            {
+                self.err(
+                    span,
+                    format!(
+                        "[D_OP_INCOMPAT] operands have incompatible types: \"{}\" {} \"{}\"",
+                        ta.name(),
+                        if op == BinOp::Add { "+" } else { "-" },
+                        tb.name()
+                    ),
+                )
+            }
             (Ty::Ptr(_), BinOp::Add | BinOp::Sub, Ty::Int { .. }) => {
                 self.mul_const(rb, self.stride(ta), span)?;
                 let o = if op == BinOp::Add { Op::Add } else { Op::Sub };
