@@ -451,3 +451,16 @@ fn void_pointers_have_no_arithmetic() {
     c("void *p;\nBEGIN { trace((int)((char *)p + 1)); }");
 }
 
+#[test]
+fn an_associative_array_has_no_size() {
+    bad(
+        "BEGIN { a[0] = 1; trace(sizeof(a)); }",
+        "1:31",
+        "[D_IDENT_BADREF] associative array a has no size: only its elements have one",
+    );
+    assert_eq!(
+        run_begin("BEGIN { a[0] = 1; printf(\"%d\", sizeof(a[0])); }"),
+        "4"
+    );
+}
+

@@ -101,6 +101,20 @@ impl Gen<'_> {
                 Ok((r, U64))
             }
             ExprKind::SizeofExpr(a) => {
+                let array = match &a.kind {
+                    ExprKind::Ident(n) => Some((DeclClass::Global, n.clone(), n.clone())),
+                    ExprKind::SelfVar(n) => Some((DeclClass::Thread, n.clone(), format!("self->{n}"))),
+                    ExprKind::This(n) => Some((DeclClass::Local, n.clone(), format!("this->{n}"))),
+                    _ => None,
+                };
+                if let Some((class, n, shown)) = array {
+                    if matches!(self.t.shapes.get(&(class, n)), Some(&(true, _))) {
+                        return self.err(
+                            a.span,
+                            format!("[D_IDENT_BADREF] associative array {shown} has no size: only its elements have one"),
+                        );
+                    }
+                }
                 if matches!(a.kind, ExprKind::Member(..) | ExprKind::Arrow(..)) {
                     let mark = self.code.len();
                     let free = self.free.clone();
