@@ -147,10 +147,6 @@ fn runtime_faults_are_counted_never_taken() {
             "BEGIN { this->d = 0x6000; bcopy(0x7000, (void *)this->d, 4); }",
             Some(FaultKind::BadAddr(0x6000)),
         ),
-        (
-            "BEGIN { this->x = 0; trace(uregs[this->x + 99]); }",
-            Some(FaultKind::IllegalOp),
-        ),
     ];
     for (src, want) in cases {
         let (s, out) = run(src, b"abcd");
@@ -247,6 +243,11 @@ fn compile_errors_name_the_line_and_column() {
             "BEGIN {\n  trace(uregs[30]);\n}",
             "2:15",
             "uregs[] index 30 is not a register",
+        ),
+        (
+            "BEGIN {\n  i = R_SP;\n  trace(uregs[i]);\n}",
+            "3:15",
+            "[D_PROTO_ARG] uregs[ ] index must be an integer constant (R_PC, R_SP, ...), not an expression computed when the probe fires",
         ),
         (
             "BEGIN {\n  x = bcopy(0, (void *)alloca(1), 1);\n}",

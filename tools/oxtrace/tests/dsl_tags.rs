@@ -464,3 +464,12 @@ fn an_associative_array_has_no_size() {
     );
 }
 
+#[test]
+fn uregs_takes_a_register_constant() {
+    assert_eq!(tag("BEGIN { i = R_SP; trace(uregs[i]); }"), "D_PROTO_ARG");
+    // DTrace's i386 names are the same registers as the x86-64 ones.
+    assert_eq!(
+        run_begin("BEGIN { printf(\"%d %d %d %d\", R_EDI, R_RDI, R_EIP, R_PC); }"),
+        "14 14 16 16"
+    );
+}

@@ -54,6 +54,17 @@ pub(crate) const UREG_NAMES: &[(&str, i64)] = &[
     ("R_PS", 18),
     ("R_R0", 10),
     ("R_R1", 5),
+    // The i386 names, which DTrace's x86-64 D library keeps for the same registers.
+    ("R_EAX", 10),
+    ("R_EBX", 5),
+    ("R_ECX", 11),
+    ("R_EDX", 12),
+    ("R_ESI", 13),
+    ("R_EDI", 14),
+    ("R_EBP", 4),
+    ("R_ESP", 19),
+    ("R_EIP", 16),
+    ("R_EFL", 18),
 ];
 
 const _: () = assert!(UREG_COUNT == 26);
@@ -182,8 +193,9 @@ impl Gen<'_> {
         let [k] = keys else {
             return self.err(span, "uregs[] takes one register index (R_PC, R_SP, ...)");
         };
-        if let Some(v) = const_eval(k).or_else(|| self.ureg_const(k)) {
-            if !(0..UREG_COUNT as i64).contains(&v) {
+        // DTrace's prototype: an integer constant, a register's name or number.
+        match const_eval(k).or_else(|| self.ureg_const(k)) {
+            Some(v) if !(0..UREG_COUNT as i64).contains(&v) => {
                 return self.err(
                     k.span,
                     format!(
@@ -192,14 +204,21 @@ impl Gen<'_> {
                     ),
                 );
             }
+            Some(_) => {}
+            None => {
+                let ty = self.type_of(k)?;
+                let what = if ty.is_int() {
+                    "an expression computed when the probe fires".to_string()
+                } else {
+                    ty.name()
+                };
+                return self.err(
+                    k.span,
+                    format!("[D_PROTO_ARG] uregs[ ] index must be an integer constant (R_PC, R_SP, ...), not {what}"),
+                );
+            }
         }
-        let (r, ty) = self.expr(k)?;
-        if !ty.is_int() {
-            return self.err(
-                k.span,
-                format!("uregs[] index must be an integer, not {}", ty.name()),
-            );
-        }
+        let (r, _) = self.expr(k)?;
         self.emit(Op::Uregs, r, r, 0, 0);
         Ok(Loc::Val { reg: r, ty: U64 })
     }
