@@ -593,3 +593,23 @@ fn freopen_records_the_path_it_formats() {
     let (_, m) = err_at("#pragma D option destructive\nBEGIN { freopen(\"%d\"); }");
     assert!(m.contains("D_PRINTF_ARG_PROTO"), "{m}");
 }
+
+/// A `char *` goes where a string goes, read as the string it points to, as DTrace takes
+/// it: here scratch memory from `alloca()`. NULL faults as an invalid address.
+#[test]
+fn char_pointers_are_strings_to_subroutines() {
+    let out = begin(
+        r#"BEGIN {
+            this->p = (char *)alloca(8);
+            this->p[0] = 'a'; this->p[1] = '/'; this->p[2] = 'b'; this->p[3] = 0;
+            printf("%s|%d|%s|%s\n", basename(this->p), strlen(this->p),
+                strjoin(this->p, "!"), strjoin("<", this->p));
+        }"#,
+    );
+    assert_eq!(out, "b|3|a/b!|<a/b\n");
+    let p = c("BEGIN { trace(strlen(NULL)); }");
+    let mut s = Sim::default();
+    s.fire(&p, &Firing::default());
+    assert_eq!(s.faults.len(), 1, "{:?}", s.faults);
+    assert_eq!(s.faults[0].1.kind, FaultKind::BadAddr(0));
+}

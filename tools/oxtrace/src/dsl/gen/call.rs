@@ -62,10 +62,14 @@ impl Gen<'_> {
             "strlen" => {
                 nargs(self, 1)?;
                 let (r, ty) = self.expr(&args[0])?;
-                if ty != Ty::Str {
+                let r = self.char_ptr_string(r, &ty, &args[0])?;
+                if ty != Ty::Str && !subr::is_char_ptr(&ty) && !super::expr::is_null(&args[0]) {
                     return self.err(
                         args[0].span,
-                        format!("strlen() requires a string, not {}", ty.name()),
+                        format!(
+                            "[D_PROTO_ARG] strlen( ) argument #1 is incompatible with prototype: prototype: char *, argument: {}",
+                            ty.name()
+                        ),
                     );
                 }
                 self.emit(Op::Strlen, r, r, 0, 0);
@@ -74,12 +78,18 @@ impl Gen<'_> {
             "strjoin" => {
                 nargs(self, 2)?;
                 let (a, ta) = self.expr(&args[0])?;
+                let a = self.char_ptr_string(a, &ta, &args[0])?;
                 let (b, tb) = self.expr(&args[1])?;
-                for (t, e) in [(&ta, &args[0]), (&tb, &args[1])] {
-                    if *t != Ty::Str {
+                let b = self.char_ptr_string(b, &tb, &args[1])?;
+                for (i, (t, e)) in [(&ta, &args[0]), (&tb, &args[1])].into_iter().enumerate() {
+                    if *t != Ty::Str && !subr::is_char_ptr(t) && !super::expr::is_null(e) {
                         return self.err(
                             e.span,
-                            format!("strjoin() requires strings, not {}", t.name()),
+                            format!(
+                                "[D_PROTO_ARG] strjoin( ) argument #{} is incompatible with prototype: prototype: char *, argument: {}",
+                                i + 1,
+                                t.name()
+                            ),
                         );
                     }
                 }

@@ -218,6 +218,20 @@ impl Gen<'_> {
         Ok(())
     }
 
+    /// `r`, the value of `e` of type `ty`: a `char *` (or NULL) read as the string it points
+    /// to (from kernel or scratch memory, bounded by `strsize`, as `stringof` reads it;
+    /// NULL faults with "invalid address"); anything else as is.
+    pub(super) fn char_ptr_string(&mut self, r: u8, ty: &Ty, e: &Expr) -> GResult<u8> {
+        if !is_char_ptr(ty) && !super::expr::is_null(e) {
+            return Ok(r);
+        }
+        let span = e.span;
+        let rd = self.reg(span)?;
+        self.emit(Op::Kstr, rd, r, 0, 0);
+        self.release(r);
+        Ok(rd)
+    }
+
     /// Checks the count (`min..=max`) and compiles the arguments, each of the kind `want`
     /// says; returns their registers.
     fn subr_args(
@@ -233,10 +247,16 @@ impl Gen<'_> {
         }
         let mut regs = Vec::new();
         for (a, w) in args.iter().zip(want) {
-            let (r, ty) = self.expr(a)?;
-            // A string parameter is DTrace's `char *`: it takes NULL (the constant 0),
-            // which faults with "invalid address" when the subroutine reads it.
+            let (mut r, ty) = self.expr(a)?;
+            // A string parameter is DTrace's `char *`: it takes a `char *` pointer, read
+            // as the string it points to, and NULL (the constant 0), which faults with
+            // "invalid address" when the subroutine reads it.
+            // (NULL stays 0: `strtok(NULL, ...)` goes on with the last string.)
+            if *w == Want::Str && is_char_ptr(&ty) {
+                r = self.char_ptr_string(r, &ty, a)?;
+            }
             let ok = match w {
+                Want::Str if is_char_ptr(&ty) => true,
                 Want::Str => ty == Ty::Str || super::expr::is_null(a),
                 Want::Int => ty.is_scalar(),
                 Want::Ptr(_) => matches!(ty, Ty::Ptr(_)) || super::expr::is_null(a),
@@ -441,4 +461,9 @@ impl Gen<'_> {
             _ => self.err(span, format!("unknown function '{name}'")),
         }
     }
+}
+
+/// Whether `ty` is `char *` (signed or not), which D takes where a string goes.
+pub(super) fn is_char_ptr(ty: &Ty) -> bool {
+    matches!(ty, Ty::Ptr(p) if matches!(**p, Ty::Int { size: 1, .. }))
 }
