@@ -3,6 +3,7 @@
 
 mod support;
 
+use oxtrace::dsl::{compile, CompileOptions};
 use oxtrace::runtime::sim::{Firing, Sim};
 use oxtrace_core::action::FaultKind;
 use support::{c, err_at as err};
@@ -94,6 +95,17 @@ fn full_speculative_buffer_drops() {
     // Each record takes 24 + 3 + 51 bytes, rounded to 80: 12 fit in 1 KiB.
     assert_eq!(s.printf_output(&p).lines().count(), 12);
     assert_eq!(s.spec_drops, 8);
+}
+
+#[test]
+fn actions_that_record_nothing_may_precede_speculate() {
+    // chill(), raise() and stop() act but record no data, as in DTrace.
+    let mut o = CompileOptions::default();
+    o.xopts.push(("destructive".into(), None));
+    for a in ["chill(1)", "raise(0)", "stop()"] {
+        let src = format!("BEGIN {{ self->s = speculation(); {a}; speculate(self->s); }}");
+        compile(&src, "t.d", &o).unwrap_or_else(|e| panic!("{src}: {e}"));
+    }
 }
 
 #[test]

@@ -137,7 +137,8 @@ impl Gen<'_> {
         self.not_speculated(what, span)?;
         self.clsflags |= match what {
             "commit" => CLS_COMMIT,
-            "discard" => 0,
+            // These act and record nothing, so speculate() may still follow them.
+            "discard" | "chill" | "raise" | "stop" => 0,
             "speculate" => CLS_SPEC,
             "an aggregation" => CLS_AGG,
             _ => CLS_DATAREC,
