@@ -159,3 +159,34 @@ fn tracemem_and_print_check_their_arguments() {
         "[D_PROTO_LEN] print( ) prototype mismatch: 0 args passed, 1 expected",
     );
 }
+
+/// `trace()` of a struct or union traces its bytes, shown as tracemem() shows them, as
+/// DTrace does: global, thread-local and clause-local objects alike.
+#[test]
+fn trace_of_a_struct_is_its_bytes() {
+    let head = "\n             0  1  2  3  4  5  6  7  8  9  a  b  c  d  e  f  0123456789abcdef\n";
+    let row = "         0: 34 12 00 00 00 00 00 00 76 98 00 00              4.......v...\n";
+    for (decl, obj) in [
+        ("struct { int a; char b; int c; } st;", "st"),
+        ("self struct { int a; char b; int c; } st;", "self->st"),
+        ("this struct { int a; char b; int c; } st;", "this->st"),
+    ] {
+        let out = run_begin(&format!(
+            "{decl}\nBEGIN {{ {obj}.a = 0x1234; {obj}.b = 0; {obj}.c = 0x9876; trace({obj}); }}"
+        ));
+        assert_eq!(out, format!("{head}{row}"), "{decl}");
+    }
+    // One in memory is read where it is, arrays and all.
+    let out = run_begin(
+        "struct s { int a; char b[4]; };\nBEGIN { this->p = (struct s *)alloca(8); this->p->a = 0x1234; this->p->b[0] = 'x'; trace(*this->p); }",
+    );
+    assert_eq!(
+        out,
+        format!("{head}         0: 34 12 00 00 78 00 00 00                          4...x...\n")
+    );
+    let out = run_begin("union { int i; char c[2]; } u;\nBEGIN { u.i = 0x4142; trace(u); }");
+    assert_eq!(
+        out,
+        format!("{head}         0: 42 41 00 00                                      BA..\n")
+    );
+}

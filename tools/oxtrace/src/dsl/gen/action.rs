@@ -66,6 +66,18 @@ impl Gen<'_> {
                 if let Some(m) = arity_error(name, args.len(), 1, 1) {
                     return self.err(span, m);
                 }
+                // A struct or union is traced as its bytes, shown as tracemem() shows
+                // them, as DTrace traces one. (A translation is never built: its own
+                // error says so.)
+                if self
+                    .need_value(&args[0], "D_TRACE_VOID", "D_TRACE_DYN")
+                    .is_ok()
+                    && self.xlate_type(&args[0]).is_none()
+                {
+                    if let ty @ Ty::Sou(..) = self.type_of(&args[0])? {
+                        return self.trace_object(&args[0], &ty);
+                    }
+                }
                 let (r, ty) = self.value(&args[0], "D_TRACE_VOID", "D_TRACE_DYN")?;
                 // The tool prints a stack symbolized: a printf record of format `%k`.
                 let stack = ty == Ty::Stack;

@@ -5,6 +5,8 @@ use super::super::error::Span;
 use super::super::syntax::ast::*;
 use super::super::types::ptype::PrintSpec;
 use super::super::types::{Ty, U64};
+use super::assign::sou_leaves;
+use super::loc::Loc;
 use super::{arity_error, GResult, Gen};
 use oxtrace_core::action::{record_buf_size, Op};
 
@@ -69,13 +71,77 @@ impl Gen<'_> {
                 rd
             }
         };
-        self.emit(Op::Pushtm, 0, ra, rd, size as u32);
-        self.release(rd);
-        self.release(ra);
+        self.hex_dump(ra, rd, size);
+        Ok(())
+    }
+
+    /// A record of at most `size` bytes at the address in `addr` (`len` of them, checked
+    /// at run time), printed as a hex dump; releases both registers.
+    fn hex_dump(&mut self, addr: u8, len: u8, size: u64) {
+        self.emit(Op::Pushtm, 0, addr, len, size as u32);
+        self.release(len);
+        self.release(addr);
         let id = self.t.fmt_unique(b"tracemem()");
         self.t.prints.push((id, PrintSpec::Tracemem));
         self.emit(Op::Printf, 0, 0, 0, id);
+    }
+
+    /// `trace(obj)` of a struct or union object: its bytes, shown as a hex dump. An object
+    /// in memory is read where it is; a D variable (kept member by member) is laid out in
+    /// scratch memory first, each scalar member at its offset.
+    pub(super) fn trace_object(&mut self, a: &Expr, ty: &Ty) -> GResult<()> {
+        let size = self.t.env.size(ty, u64::from(self.t.strsize));
+        let max = self.mem_max(0);
+        if size == 0 || size > max {
+            return self.err(
+                a.span,
+                format!(
+                    "trace( ): {} is {size} bytes: a record holds 1 to {max} (raise strsize)",
+                    ty.name()
+                ),
+            );
+        }
+        let r = match self.loc(a)? {
+            Loc::Mem { addr, .. } => addr,
+            Loc::Var { .. } => self.sou_in_scratch(a, ty, size)?,
+            Loc::Val { reg, .. } | Loc::MemBits { addr: reg, .. } => {
+                self.release(reg);
+                return self.err(
+                    a.span,
+                    format!(
+                        "trace( ): {} is a value with no bytes to trace: trace its members",
+                        ty.name()
+                    ),
+                );
+            }
+        };
+        let rs = self.reg(a.span)?;
+        self.load_const(rs, size);
+        self.hex_dump(r, rs, size);
         Ok(())
+    }
+
+    /// D struct variable `a` of type `ty` (`size` bytes) copied into new scratch memory,
+    /// zeroed, its scalar members at their offsets; the address.
+    fn sou_in_scratch(&mut self, a: &Expr, ty: &Ty, size: u64) -> GResult<u8> {
+        let base = self.reg(a.span)?;
+        self.load_const(base, size);
+        self.emit(Op::Alloca, base, base, 0, 0);
+        for (path, off, lty) in sou_leaves(&self.t.env, ty) {
+            if !lty.is_scalar() {
+                continue; // strings and arrays: a D variable keeps no bytes of them
+            }
+            let mut src = self.loc(a)?;
+            for seg in path.split('.').skip(1) {
+                src = self.member(src, seg, a.span)?;
+            }
+            let (rv, _) = self.load_loc(src, a.span)?;
+            let addr = self.reg(a.span)?;
+            self.load_const(addr, off);
+            self.emit(Op::Add, addr, addr, base, 0);
+            self.store_member(Loc::Mem { addr, ty: lty }, rv, a.span)?;
+        }
+        Ok(base)
     }
 
     /// `print(expr)`: the object a pointer points to (or a struct, union or array object
