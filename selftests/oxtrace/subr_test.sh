@@ -5,7 +5,7 @@ cd "$(dirname "$0")" || exit 1
 . ./tap.sh
 
 echo "TAP version 13"
-plan 26
+plan 27
 
 run 'BEGIN {
 	this->p = "/usr/lib/../share//doc/";
@@ -108,6 +108,21 @@ run 'fbt::ksys_read:entry /pid == $target/ { @n = count(); }
      fbt::ksys_read:return /pid == $target && arg1 == 8/ { exit(2); }
      END { printa("%@d\n", @n); }' -c "./oxt_workload read 1 20000"
 expect "no aggregation after exit: 8 reads up to the one of size 8" "8 rc=2" "$out rc=$rc"
+
+# The lock subroutines on a real mutex, just taken: its owner is the thread that took it.
+# (With lock debugging mutex_lock() is mutex_lock_nested().)
+mlock=mutex_lock
+grep -q ' mutex_lock_nested$' /proc/kallsyms && mlock=mutex_lock_nested
+prog='fbt::MLOCK:entry { self->m = arg0; }
+     fbt::MLOCK:return /self->m/ {
+	printf("%d %d %d %d\n", mutex_owned((struct mutex *)self->m),
+	    mutex_owner((struct mutex *)self->m) == curthread,
+	    mutex_type_adaptive((struct mutex *)self->m), mutex_type_spin((struct mutex *)self->m));
+	exit(0); }'
+run "$(printf %s "$prog" | sed "s/MLOCK/$mlock/g")"
+# (Another CPU may print before the exit: each line says the same.)
+expect "mutex_owned() and mutex_owner() of a mutex just taken" "1 1 1 0 rc=0" \
+	"$(echo "$out" | sort -u) rc=$rc"
 
 run 'BEGIN { exit(3); } BEGIN { exit(4); } END { exit(5); }'
 expect "the first exit status is kept" "rc=3" "rc=$rc"

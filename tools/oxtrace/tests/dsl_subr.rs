@@ -613,3 +613,57 @@ fn char_pointers_are_strings_to_subroutines() {
     assert_eq!(s.faults.len(), 1, "{:?}", s.faults);
     assert_eq!(s.faults[0].1.kind, FaultKind::BadAddr(0));
 }
+
+/// DTrace's lock subroutines read Linux's lock words: `struct mutex`'s owner (its low three
+/// bits flags) and a `rwlock_t`'s `qrwlock` counts (readers above bit 9, the writer byte
+/// and the waiting bit below).
+#[test]
+fn lock_subroutines_read_the_lock_words() {
+    let p = c(r#"BEGIN {
+        m = (void *)0x5000;
+        printf("%d %x %d %d\n", mutex_owned(m), (uint64_t)mutex_owner(m),
+            mutex_type_adaptive(m), mutex_type_spin(m));
+        printf("%x %x %x\n", rw_read_held((void *)0x6000), rw_write_held((void *)0x6000),
+            rw_iswriter((void *)0x6000));
+        printf("%x %x %x\n", rw_read_held((void *)0x6008), rw_write_held((void *)0x6008),
+            rw_iswriter((void *)0x6008));
+        printf("%d\n", mutex_owned((void *)0x5008));
+    }"#);
+    let mut s = Sim::default();
+    // An owner task at 0xffff0000 with the handoff flag; then none (curthread is 0 here).
+    s.mem.push((
+        0x5000,
+        [0xffff_0002u64, 0]
+            .iter()
+            .flat_map(|w| w.to_le_bytes())
+            .collect(),
+    ));
+    // Two readers; then a writer with another one waiting.
+    s.mem.push((
+        0x6000,
+        [2u32 << 9, 0, 0x1ff, 0]
+            .iter()
+            .flat_map(|w| w.to_le_bytes())
+            .collect(),
+    ));
+    s.fire(&p, &Firing::default());
+    assert!(s.faults.is_empty(), "{:?}", s.faults);
+    assert_eq!(
+        s.printf_output(&p),
+        "0 ffff0000 1 0\n400 0 0\n0 ff 1ff\n1\n"
+    );
+    for (src, tag) in [
+        (
+            r#"BEGIN { mutex_owned("badarg"); }"#,
+            "[D_PROTO_ARG] mutex_owned( )",
+        ),
+        ("BEGIN { mutex_owned(); }", "[D_PROTO_LEN] mutex_owned()"),
+        (
+            "BEGIN { rw_iswriter(0, 1); }",
+            "[D_PROTO_LEN] rw_iswriter()",
+        ),
+    ] {
+        let e = compile(src, "t.d", &CompileOptions::default()).unwrap_err();
+        assert!(e.msg.starts_with(tag), "{src}: {}", e.msg);
+    }
+}

@@ -4,10 +4,10 @@
 //! register and emission helpers; `Gen::call` hands it every name [`is_subr`] knows.
 
 use super::super::error::Span;
-use super::super::syntax::ast::Expr;
+use super::super::syntax::ast::{Expr, ExprKind};
 use super::super::types::{Ty, I32, I64, U32, U64};
 use super::{GResult, Gen};
-use oxtrace_core::action::{subr, Op};
+use oxtrace_core::action::{subr, Builtin, Op};
 
 /// Subroutines compiled here.
 const SUBRS: &[&str] = &[
@@ -39,7 +39,22 @@ const SUBRS: &[&str] = &[
     "progenyof",
     "getmajor",
     "getminor",
+    "mutex_owned",
+    "mutex_owner",
+    "mutex_type_adaptive",
+    "mutex_type_spin",
+    "rw_read_held",
+    "rw_write_held",
+    "rw_iswriter",
 ];
+
+/// The bits of `struct mutex`'s `owner` (`atomic_long_t`, its first member) that are flags,
+/// not the owning task's address (`MUTEX_FLAGS`, kernel/locking/mutex.h).
+const MUTEX_FLAGS: u64 = 0x07;
+/// `struct qrwlock`'s `cnts` (the first word of a `rwlock_t`): the writer byte and the
+/// waiting-writer bit below `_QR_SHIFT`, the readers above (include/asm-generic/qrwlock.h).
+const QW_LOCKED: u64 = 0x0ff;
+const QW_WMASK: u64 = 0x1ff;
 
 /// `SIGSTOP` on Linux (every architecture but alpha, mips, parisc and sparc): `stop()`.
 const STOP_SIGNAL: u64 = 19;
@@ -219,6 +234,55 @@ impl Gen<'_> {
         Ok(())
     }
 
+    /// DTrace's lock subroutines on Linux's locks: `mutex_*(struct mutex *)` and
+    /// `rw_*(rwlock_t *)`, reading the lock word without faulting (a bad address is the
+    /// run-time "invalid address"). A Linux mutex is adaptive (its waiters spin while the
+    /// owner runs), never a spin lock.
+    fn lock_subr(&mut self, name: &str, args: &[Expr], span: Span) -> GResult<(u8, Ty)> {
+        let proto = if name.starts_with("mutex_") {
+            "struct mutex *"
+        } else {
+            "rwlock_t *"
+        };
+        let r = self.subr_args(name, args, span, &[Want::Ptr(proto)], 1)?[0];
+        let mask = match name {
+            "mutex_type_adaptive" | "mutex_type_spin" => {
+                self.load_const(r, u64::from(name == "mutex_type_adaptive"));
+                return Ok((r, I32));
+            }
+            "mutex_owned" | "mutex_owner" => {
+                self.emit(Op::Ldx, r, r, 0, 0);
+                !MUTEX_FLAGS
+            }
+            _ => {
+                self.emit(Op::Lduw, r, r, 0, 0);
+                match name {
+                    "rw_read_held" => !QW_WMASK & u64::from(u32::MAX),
+                    "rw_write_held" => QW_LOCKED,
+                    _ => QW_WMASK,
+                }
+            }
+        };
+        let t = self.reg(span)?;
+        self.load_const(t, mask);
+        self.emit(Op::And, r, r, t, 0);
+        let ty = match name {
+            "mutex_owned" => {
+                self.emit(Op::Ldb, t, 0, 0, Builtin::Curthread as u32);
+                self.emit(Op::Eq, r, r, t, 0);
+                I32
+            }
+            // The owner, typed as `curthread` is.
+            "mutex_owner" => self.type_of(&Expr {
+                kind: ExprKind::Ident("curthread".into()),
+                span,
+            })?,
+            _ => I32,
+        };
+        self.release(t);
+        Ok((r, ty))
+    }
+
     /// `r`, the value of `e` of type `ty`: a `char *` (or NULL) read as the string it points
     /// to (from kernel or scratch memory, bounded by `strsize`, as `stringof` reads it;
     /// NULL faults with "invalid address"); anything else as is.
@@ -298,6 +362,9 @@ impl Gen<'_> {
     /// Compiles subroutine `name` (one [`is_subr`] knows) into a new register.
     pub(super) fn subr_call(&mut self, name: &str, args: &[Expr], span: Span) -> GResult<(u8, Ty)> {
         use Want::{Int, Str};
+        if name.starts_with("mutex_") || name.starts_with("rw_") {
+            return self.lock_subr(name, args, span);
+        }
         // Opcodes `rd = op(r1, r2)` giving a string.
         let str2 = |n: &str| match n {
             "strstr" => Some((Op::Strstr, [Str, Str])),
