@@ -54,16 +54,6 @@ pub fn compile_items(
     }
     // The D library's constants (`EPERM`, `SIGKILL`, `DTRACEFLT_BADADDR`, ...).
     t.env.enums.extend(super::types::consts::dlib());
-    // `link_ntop()`'s link types, as DTrace's net.d names them.
-    for (n, v) in [
-        ("ARPHRD_ETHER", oxtrace_core::action::subr::ARPHRD_ETHER),
-        (
-            "ARPHRD_INFINIBAND",
-            oxtrace_core::action::subr::ARPHRD_INFINIBAND,
-        ),
-    ] {
-        t.env.enums.insert(n.to_string(), v as i64);
-    }
     let clauses: Vec<&Clause> = items
         .iter()
         .filter_map(|i| match i {

@@ -1,8 +1,10 @@
 //! The constants of DTrace's D library (`/usr/lib/dtrace/*.d`) that mean something on
 //! Linux: fault types, process models and states, `errno` values, signals, `open(2)`
-//! flags, address families and IP protocols. Each is an `int` every program may name, as
-//! an enumerator; the values come from where the rule lives (the module's fault types in
-//! `oxtrace_core::probe::flt`, the C library's for the kernel's ABI), never a second copy.
+//! flags, address families, IP protocols and link types. Each is an `int` every program
+//! may name, as an enumerator; the values come from where the rule lives (the module's
+//! fault types in `oxtrace_core::probe::flt`, the kernel's link types in
+//! `oxtrace_core::action::subr`, the C library's for the kernel's ABI), never a second
+//! copy.
 
 /// `(name, value)` pairs of constants from the C library.
 macro_rules! libc_consts {
@@ -243,12 +245,25 @@ const PROCFS: &[(&str, i64)] = &[
     ("PIDTYPE_SID", 3),
 ];
 
+/// `link_ntop()`'s link types, as DTrace's net.d names them; the values are the kernel's
+/// (`subr`), which the kernel's `link_ntop` reads.
+const LINK: &[(&str, i64)] = &[
+    (
+        "ARPHRD_ETHER",
+        oxtrace_core::action::subr::ARPHRD_ETHER as i64,
+    ),
+    (
+        "ARPHRD_INFINIBAND",
+        oxtrace_core::action::subr::ARPHRD_INFINIBAND as i64,
+    ),
+];
+
 /// Every constant of the D library: name and value.
 pub(crate) fn dlib() -> impl Iterator<Item = (String, i64)> {
     let flt = oxtrace_core::probe::flt::ALL
         .iter()
         .map(|&(n, v)| (format!("DTRACEFLT_{n}"), v as i64));
-    let rest = [ERRNO, SIGNALS, LIBC, PROCFS]
+    let rest = [ERRNO, SIGNALS, LIBC, PROCFS, LINK]
         .into_iter()
         .flatten()
         .map(|&(n, v)| (n.to_string(), v));
