@@ -788,19 +788,31 @@ static unsigned int oxt_fset_drop_paired(struct oxt_fset *s, struct oxt_probe **
 	return k;
 }
 
+/*
+ * Whether the @n probes can share one ftrace_ops or fprobe: a run of such a set is fired
+ * through its first probe's ops and cookie, so every probe must have the same ones.
+ */
+static bool oxt_set_fires_as_one(struct oxt_probe **probes, unsigned int n)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++)
+		if (!probes[i]->ops->fire_many || probes[i]->ops != probes[0]->ops ||
+		    probes[i]->cookie != probes[0]->cookie)
+			return false;
+	return true;
+}
+
 struct oxt_fset *oxt_fset_alloc(struct oxt_probe **probes, unsigned int n)
 {
 	struct oxt_fset *s;
 	unsigned long *ips;
 	unsigned int i, m = 0, u = 0;
 
-	for (i = 0; i < n; i++) {
-		/* A run of the set is fired through its first probe's ops and cookie. */
-		if (!probes[i]->ops->fire_many || probes[i]->ops != probes[0]->ops ||
-		    probes[i]->cookie != probes[0]->cookie)
-			return NULL;
+	if (!oxt_set_fires_as_one(probes, n))
+		return NULL;
+	for (i = 0; i < n; i++)
 		m += oxt_fset_takes(probes[i]);
-	}
 	if (!m)
 		return NULL;
 	s = kvzalloc(size_add(struct_size(s, ent, m), array_size(m, sizeof(*s->slot))),
@@ -988,13 +1000,10 @@ struct oxt_rset *oxt_rset_alloc(struct oxt_probe **probes, unsigned int n)
 	unsigned long *ips;
 	unsigned int i, r = 0, u = 0, m = 0;
 
-	for (i = 0; i < n; i++) {
-		/* Runs go through their first probe's ops and cookie, as an fset's. */
-		if (!probes[i]->ops->fire_many || probes[i]->ops != probes[0]->ops ||
-		    probes[i]->cookie != probes[0]->cookie)
-			return NULL;
+	if (!oxt_set_fires_as_one(probes, n))
+		return NULL;
+	for (i = 0; i < n; i++)
 		r += oxt_rset_return(probes[i]);
-	}
 	if (!r)
 		return NULL;
 	ips = kvmalloc_array(r, sizeof(*ips), OXT_GFP_LOAD);
