@@ -154,18 +154,16 @@ kretprobe:ksys_read /@start[tid]/ { @ = hist(nsecs - @start[tid]); delete(@start
 
 # btk_prog PAIR: the pair's bpftrace program on kfunc:/kretfunc: (BPF trampolines, its
 # cheapest kernel attach; it needs the kernel's BTF), where one applies: empty if none.
+# The kprobe program with kfunc: for kprobe: and kretfunc: for kretprobe:, but for the
+# two whose arguments differ.
 btk_prog() {
 	case $1 in
-	empty) echo 'kfunc:ksys_read { }' ;;
-	count) echo 'kfunc:ksys_read { @[pid] = count(); }' ;;
 	# arg0 of a kprobe is ksys_read's first parameter, fd.
 	sum) echo 'kfunc:ksys_read { @s = sum(args->fd); }' ;;
-	trace) echo 'kfunc:ksys_read { printf("%d\n", pid); }' ;;
-	hist) echo 'kfunc:ksys_read { @start[tid] = nsecs; }
-kretfunc:ksys_read /@start[tid]/ { @ = hist(nsecs - @start[tid]); delete(@start[tid]); }' ;;
-	ten) for i in 0 1 2 3 4 5 6 7 8 9; do echo "kfunc:ksys_read { @c$i = count(); }"; done ;;
 	# The read system call's own function: the entry of read(2) alone, as the tracepoint.
 	sysread) echo 'kfunc:__x64_sys_read { @[pid] = count(); }' ;;
+	empty | count | trace | hist | ten)
+		bt_prog "$1" | sed 's/^kprobe:/kfunc:/; s/^kretprobe:/kretfunc:/' ;;
 	esac
 }
 
