@@ -126,13 +126,25 @@ static long nivcsw(void)
 	return ru.ru_nivcsw;
 }
 
-/* Feeds a child blocked on pipe p N times, each byte once it sleeps again (pipe N). */
-static void feed(pid_t pid, int fd, volatile long *done, long n)
+/*
+ * Feeds a child blocked on pipe p N times, each byte once it sleeps again (pipe N). With
+ * `spins`, the count of a spinner on the child's CPU, each byte also waits for the spinner
+ * to run again: the CPU has then finished switching the child out, so the wakeup cannot
+ * be handed to that CPU to do (a wakeup of a task still on its CPU is queued there).
+ */
+static void feed(pid_t pid, int fd, volatile long *done, volatile long *spins, long n)
 {
 	for (long i = 0; i < n; i++) {
+		long s;
+
 		/* The last byte consumed, and the child asleep in its next read. */
 		while (__atomic_load_n(done, __ATOMIC_SEQ_CST) != i || !sleeping(pid))
 			sched_yield();
+		if (spins) {
+			s = __atomic_load_n(spins, __ATOMIC_SEQ_CST);
+			while (__atomic_load_n(spins, __ATOMIC_SEQ_CST) == s)
+				sched_yield();
+		}
 		if (write(fd, "x", 1) != 1)
 			die("write");
 	}
@@ -262,7 +274,7 @@ int main(int argc, char **argv)
 		if (!pid)
 			reader(p, done, n);
 		close(p[0]);
-		feed(pid, p[1], done, n);
+		feed(pid, p[1], done, NULL, n);
 		reap(pid, 0);
 		return 0;
 	}
@@ -317,7 +329,7 @@ int main(int argc, char **argv)
 		if (!spinner) {
 			pin(1);
 			for (;;)
-				;
+				__atomic_add_fetch(&done[1], 1, __ATOMIC_SEQ_CST);
 		}
 		if (pipe(p))
 			die("pipe");
@@ -331,7 +343,7 @@ int main(int argc, char **argv)
 			reader(p, done, n);
 		}
 		close(p[0]);
-		feed(pid, p[1], done, n);
+		feed(pid, p[1], done, &done[1], n);
 		reap(pid, 0);
 		kill(spinner, SIGKILL);
 		waitpid(spinner, NULL, 0);
