@@ -163,37 +163,8 @@ pub fn lex(src: &str) -> Result<Vec<Token>, LexError> {
             continue;
         }
         if c == b'"' {
-            i += 1;
-            let mut s = Vec::new();
-            loop {
-                match b.get(i) {
-                    None => {
-                        return Err((
-                            Span::new(start, i),
-                            "end-of-file encountered before matching \"".into(),
-                        ))
-                    }
-                    Some(b'\n') => {
-                        return Err((
-                            Span::new(start, i),
-                            "[D_STR_NL] newline encountered in string literal".into(),
-                        ))
-                    }
-                    Some(b'"') => {
-                        i += 1;
-                        break;
-                    }
-                    Some(b'\\') => {
-                        let (v, n) = escape(b, i)?;
-                        s.push(v);
-                        i += n;
-                    }
-                    Some(&ch) => {
-                        s.push(ch);
-                        i += 1;
-                    }
-                }
-            }
+            let (s, end) = literal(b, start, "[D_STR_NL] newline encountered in string literal")?;
+            i = end;
             out.push(Token {
                 tok: Tok::Str(s),
                 span: Span::new(start, i),
@@ -204,35 +175,12 @@ pub fn lex(src: &str) -> Result<Vec<Token>, LexError> {
             // A character constant: one character is a char; up to eight are an int whose
             // bytes they are, the first the most significant (as C's multi-character
             // constants and DTrace's).
-            i += 1;
-            let mut bytes = Vec::new();
-            loop {
-                match b.get(i) {
-                    None => {
-                        return Err((
-                            Span::new(start, i),
-                            "end-of-file encountered before matching '".into(),
-                        ))
-                    }
-                    Some(b'\n') => {
-                        return Err((
-                            Span::new(start, i),
-                            "[D_CHR_NL] newline encountered in character constant".into(),
-                        ))
-                    }
-                    Some(b'\'') => break,
-                    Some(b'\\') => {
-                        let (v, n) = escape(b, i)?;
-                        bytes.push(v);
-                        i += n;
-                    }
-                    Some(&ch) => {
-                        bytes.push(ch);
-                        i += 1;
-                    }
-                }
-            }
-            i += 1;
+            let (bytes, end) = literal(
+                b,
+                start,
+                "[D_CHR_NL] newline encountered in character constant",
+            )?;
+            i = end;
             let span = Span::new(start, i);
             let tok = match bytes.as_slice() {
                 [] => return Err((span, "[D_CHR_NULL] empty character constant".into())),
@@ -314,6 +262,35 @@ pub fn lex(src: &str) -> Result<Vec<Token>, LexError> {
         span: Span::new(b.len(), b.len()),
     });
     Ok(out)
+}
+
+/// The bytes of the string or character literal whose opening quote is at `start`, escapes
+/// read, and the offset after its closing quote; `nl` is the error of a newline inside it.
+fn literal(b: &[u8], start: usize, nl: &str) -> Result<(Vec<u8>, usize), LexError> {
+    let quote = b[start];
+    let mut i = start + 1;
+    let mut out = Vec::new();
+    loop {
+        match b.get(i) {
+            None => {
+                return Err((
+                    Span::new(start, i),
+                    format!("end-of-file encountered before matching {}", quote as char),
+                ))
+            }
+            Some(b'\n') => return Err((Span::new(start, i), nl.into())),
+            Some(&c) if c == quote => return Ok((out, i + 1)),
+            Some(b'\\') => {
+                let (v, n) = escape(b, i)?;
+                out.push(v);
+                i += n;
+            }
+            Some(&c) => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
 }
 
 /// Decode the escape at `b[i] == '\\'`; returns the byte and the bytes consumed.
