@@ -322,25 +322,54 @@ impl<'a> KernelEnv<'a> {
     /// use the room a fill buffer keeps for them) and counts it.
     #[inline(never)]
     fn put(&mut self, kind: u32, id: u32, ts: u64, data: &[u8]) -> bool {
+        let hdr = self.header(kind, id, ts);
+        let end = self.slot.kind == ProbeKind::End;
         let r = &mut *self.room;
-        let hdr = buffer::Header {
+        put_record(
+            self.s,
+            self.cpu,
+            &mut r.pbuf_cur,
+            r.pbuf.active(),
+            end,
+            &hdr,
+            data,
+        )
+    }
+
+    /// The header of a record of this firing.
+    fn header(&self, kind: u32, id: u32, ts: u64) -> buffer::Header {
+        buffer::Header {
             size: 0,
             kind,
             probe: self.slot.id,
             id,
             timestamp: ts,
-        };
-        let end = self.slot.kind == ProbeKind::End;
-        let w = r.pbuf_cur.write(r.pbuf.active(), end, &hdr, data);
-        if w == buffer::Written::Filled {
-            bump(&self.s.filled);
         }
-        let ok = w == buffer::Written::Ok;
-        if let Some(c) = self.s.cpu_counters.get(self.cpu as usize) {
-            bump(if ok { &c.records } else { &c.drops });
-        }
-        ok
     }
+}
+
+/// Writes a record to CPU `cpu`'s principal buffer `buf` under its policy (END's records,
+/// `end`, may use the room a fill buffer keeps for them) and counts it; whether it was
+/// written. The cursor and the buffer come apart so that the data may lie elsewhere in the
+/// CPU's room (a stack definition).
+fn put_record(
+    s: &Session,
+    cpu: u32,
+    cur: &mut buffer::Cursor,
+    buf: &mut [u8],
+    end: bool,
+    hdr: &buffer::Header,
+    data: &[u8],
+) -> bool {
+    let w = cur.write(buf, end, hdr, data);
+    if w == buffer::Written::Filled {
+        bump(&s.filled);
+    }
+    let ok = w == buffer::Written::Ok;
+    if let Some(c) = s.cpu_counters.get(cpu as usize) {
+        bump(if ok { &c.records } else { &c.drops });
+    }
+    ok
 }
 
 impl ClauseEnv for KernelEnv<'_> {
@@ -672,28 +701,21 @@ impl Env for KernelEnv<'_> {
         } else {
             stack::DEF_KERNEL
         };
+        let hdr = self.header(kind, def, ts);
+        let end = self.slot.kind == ProbeKind::End;
         let r = &mut *self.room;
         let stk = &mut *r.stk;
         // PANIC: as above; `len <= DEF_MAX_BYTES`, the length of `def`.
         let len = stack::write_def(id, pid, &stk.pcs[..n], &mut stk.def);
-        let hdr = buffer::Header {
-            size: 0,
-            kind,
-            probe: self.slot.id,
-            id: def,
-            timestamp: ts,
-        };
-        let end = self.slot.kind == ProbeKind::End;
-        let w = r
-            .pbuf_cur
-            .write(r.pbuf.active(), end, &hdr, &stk.def[..len]);
-        if w == buffer::Written::Filled {
-            bump(&self.s.filled);
-        }
-        let ok = w == buffer::Written::Ok;
-        if let Some(c) = self.s.cpu_counters.get(self.cpu as usize) {
-            bump(if ok { &c.records } else { &c.drops });
-        }
+        let ok = put_record(
+            self.s,
+            self.cpu,
+            &mut r.pbuf_cur,
+            r.pbuf.active(),
+            end,
+            &hdr,
+            &stk.def[..len],
+        );
         if !ok {
             return 0;
         }
