@@ -232,7 +232,7 @@ pub enum OptKey {
     /// Scratch memory a clause may allocate (`alloca()`, `copyin()`), bytes.
     Scratchsize = 10,
     /// Principal buffer policy: `buffer::POLICY_SWITCH`, `POLICY_FILL` or `POLICY_RING`
-    /// (ABI 1.14).
+    /// (ABI 1.15).
     Bufpolicy = 11,
 }
 
