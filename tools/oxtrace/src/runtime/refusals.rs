@@ -36,13 +36,19 @@ pub fn error_line(
     (clause, pc): (u32, u32),
     fault: FaultMsg,
 ) -> String {
-    let epid = epids.epid(slot, clause);
     let at = clause_at(prog, &src, clause);
-    let probe = match id {
-        0 => name.to_string(),
-        id => format!("ID {id}: {name}"),
-    };
-    format!("error on enabled probe ID {epid} ({probe}): {fault} in {at}, instruction {pc}")
+    let head = error_head(epids, (slot, id, name), clause);
+    format!("{head}: {fault} in {at}, instruction {pc}")
+}
+
+/// The head of DTrace's runtime error lines, for clause `clause` firing on `probe` (see
+/// [`error_line`]): "error on enabled probe ID N (ID P: prov:mod:func:name)".
+pub fn error_head(epids: &EnabledIds, (slot, id, name): (u32, u32, &str), clause: u32) -> String {
+    let epid = epids.epid(slot, clause);
+    match id {
+        0 => format!("error on enabled probe ID {epid} ({name})"),
+        id => format!("error on enabled probe ID {epid} (ID {id}: {name})"),
+    }
 }
 
 /// A byte count as the options write it, in whole MiB (rounded down) when not exact.

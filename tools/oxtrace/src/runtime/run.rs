@@ -7,7 +7,7 @@ use super::child;
 use super::device::Device;
 use super::dynstat::{self, DropTracker};
 use super::exporter::Metrics;
-use super::refusals::{error_line, load_error};
+use super::refusals::{error_head, error_line, load_error};
 use super::{OutFmt, RunError, Source, Target};
 use crate::agg::{AggDef, AggTable, Dictionary, KeyField, KeyKind, SortOrder};
 use crate::dsl::{self, Compiled};
@@ -657,16 +657,16 @@ impl<'a> Run<'a> {
             },
             Err(e) => e,
         };
-        let epid = self.epids.epid(h.probe, h.clause());
         let id = self.names.get(h.probe as usize).map_or(0, |n| n.id);
-        let probe = match id {
-            0 => self.probe_name(h.probe).1.to_string(),
-            id => format!("ID {id}: {}", self.probe_name(h.probe).1),
-        };
+        let head = error_head(
+            &self.epids,
+            (h.probe, id, self.probe_name(h.probe).1),
+            h.clause(),
+        );
         let _ = self.out.flush();
         // dtrace shows an option set without a value as set to "1".
         eprintln!(
-            "oxtrace: error on enabled probe ID {epid} ({probe}): couldn't set option \"{name}\" to \"{}\": {}",
+            "oxtrace: {head}: couldn't set option \"{name}\" to \"{}\": {}",
             value.unwrap_or("1"),
             why.text()
         );
