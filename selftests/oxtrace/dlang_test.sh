@@ -7,7 +7,7 @@ cd "$(dirname "$0")" || exit 1
 . ./tap.sh
 
 echo "TAP version 13"
-plan 11
+plan 12
 
 # expect_file NAME: /tmp/out is exactly /tmp/want (trailing blank lines included).
 expect_file() {
@@ -124,5 +124,13 @@ run 'fbt::ksys_read:entry /pid == $target/ { @r[ipl] = count(); } END { printa("
 run2=$out
 run 'tick-10ms { @t[ipl] = count(); exit(0); } END { printa("%d %@d\n", @t); }'
 expect "ipl in a task and in a hardirq" "0 5 2 1" "$run2 $out"
+
+# A description without a provider is right-filled and matches every provider: read:entry
+# is ::read:entry (syscall::read:entry), ksys_read:entry is fbt::ksys_read:entry.
+run 'read:entry, ksys_read:entry /pid == $target/ { printf("%s:%s %d\n", probeprov, probefunc, arg2); }' \
+	-c "./oxt_workload read 1 2"
+expect "descriptions that name no provider" \
+	"fbt:ksys_read 1 fbt:ksys_read 2 syscall:read 1 syscall:read 2 rc=0" \
+	"$(echo "$out" | sort | tr '\n' ' ')rc=$rc$err"
 
 tap_exit

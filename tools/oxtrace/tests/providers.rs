@@ -290,3 +290,40 @@ fn fbt_and_kprobe_take_a_module() {
     let e = err("fbt:ext.4:f:entry { }");
     assert!(e.contains("invalid module name 'ext.4'"), "{e}");
 }
+
+#[test]
+fn descriptions_without_a_provider_match_every_provider() {
+    // `write:entry` is `::write:entry`: syscall::write:entry (and fbt's, had the kernel a
+    // function `write`).
+    let p = c("write:entry, sys*::read:return { }");
+    let calls: Vec<_> = p
+        .probes
+        .iter()
+        .filter(|s| !matches!(s.kind, ProbeKind::FbtEntry | ProbeKind::FbtReturn))
+        .map(|s| (s.kind, s.func.as_str()))
+        .collect();
+    assert_eq!(
+        calls,
+        [
+            (ProbeKind::SyscallEntry, "write"),
+            (ProbeKind::SyscallReturn, "read")
+        ]
+    );
+    let p = c(":::BEGIN, *:::END { }");
+    let kinds: Vec<_> = p.probes.iter().map(|s| s.kind).collect();
+    assert_eq!(kinds, [ProbeKind::Begin, ProbeKind::End]);
+    let e = err("nosuchfunc_xyz:entry { }");
+    assert!(
+        e.contains(
+            "[D_PDESC_ZERO] probe description ::nosuchfunc_xyz:entry does not match any probes"
+        ),
+        "{e}"
+    );
+    // bpftrace's short forms keep their meaning.
+    let p = c("kprobe:vfs_read, tick-1s, BEGIN { }");
+    let kinds: Vec<_> = p.probes.iter().map(|s| s.kind).collect();
+    assert_eq!(
+        kinds,
+        [ProbeKind::FbtEntry, ProbeKind::Tick, ProbeKind::Begin]
+    );
+}

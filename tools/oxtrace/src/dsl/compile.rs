@@ -5,7 +5,7 @@
 use super::error::{CompileError, GResult, Span};
 use super::gen::Gen;
 use super::passes::options::{pragma, set_option, OptionAt};
-use super::passes::{addr, check, declare, infer, probe_spec::probe_spec, stable, Tables};
+use super::passes::{addr, check, declare, infer, partial, probe_spec::probe_spec, stable, Tables};
 use super::syntax::ast::*;
 use super::syntax::prelude;
 use super::{AggInfo, Compiled, KeyKind, ProbeSpec, VarSummary};
@@ -295,14 +295,22 @@ fn gen_clause(
     let mut groups = Vec::new();
     for p in &cl.probes {
         let at = |m| CompileError::at(src, input, p.span, m);
-        if stable::is_stable(&p.text) {
+        // `write:entry` and `*:::entry` stand for the full descriptions that match.
+        let texts = match partial::resolve(&p.text) {
+            Some(r) => r.map_err(at)?,
+            None => vec![p.text.clone()],
+        };
+        for text in &texts {
+            if !stable::is_stable(text) {
+                plain.extend(probe_spec(text).map_err(at)?);
+                continue;
+            }
             if t.env.btf.btf.is_none() {
                 return Err(at(format!(
-                    "{}: the stable providers translate the kernel's structs, which needs the kernel's BTF (/sys/kernel/btf/vmlinux: CONFIG_DEBUG_INFO_BTF)",
-                    p.text
+                    "{text}: the stable providers translate the kernel's structs, which needs the kernel's BTF (/sys/kernel/btf/vmlinux: CONFIG_DEBUG_INFO_BTF)"
                 )));
             }
-            for g in stable::expand(&p.text, probe_spec).map_err(at)? {
+            for g in stable::expand(text, probe_spec).map_err(at)? {
                 match groups
                     .iter_mut()
                     .find(|(s, _): &&mut (_, Vec<_>)| same(*s, g.stable))
@@ -311,8 +319,6 @@ fn gen_clause(
                     None => groups.push((g.stable, g.specs)),
                 }
             }
-        } else {
-            plain.extend(probe_spec(&p.text).map_err(at)?);
         }
     }
     if !plain.is_empty() {

@@ -18,6 +18,7 @@ pub(super) mod check;
 pub(super) mod declare;
 pub(super) mod infer;
 pub(crate) mod options;
+pub(super) mod partial;
 pub(super) mod probe_spec;
 pub(super) mod stable;
 pub(crate) mod user_spec;
