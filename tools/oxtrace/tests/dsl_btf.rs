@@ -91,6 +91,10 @@ fn kernel() -> Arc<Btf> {
     let ssize_t = b.typedef("ssize_t", long);
     let ushort = b.int("short unsigned int", 2, false);
     b.typedef("umode_t", ushort);
+    let u8_ = b.typedef("__u8", uchar);
+    b.typedef("u8", u8_);
+    // A kernel typedef with a name that does not read as a type.
+    b.typedef("code", int);
     b.func(
         "vfs_read",
         ssize_t,
@@ -495,6 +499,30 @@ fn casts_to_kernel_typedefs() {
     );
     // A parenthesized variable stays one.
     c("BEGIN { x = 1; trace((x) + 1); trace((x)); }");
+}
+
+#[test]
+fn kernel_typedef_names_are_type_names() {
+    // In declarations and in casts a plain cast could not tell from an expression.
+    let p = c("__u8 b[4]; loff_t o;
+        fbt::vfs_read:entry {
+            o = arg0; trace(o); trace(sizeof(b)); trace((umode_t)-1); trace((u8)(arg0 + 0x100));
+            code = 7; trace(code);
+        }");
+    let mut s = Sim::default();
+    s.fire(&p, &entry("vfs_read", [5, 0, 0, 0, 0, 0]));
+    assert_eq!(
+        items(&s),
+        [
+            OwnedItem::Int(5, IntType::new(8, true).0),
+            OwnedItem::Int(4, IntType::U64.0),
+            OwnedItem::Int(0xffff, IntType::new(2, false).0),
+            OwnedItem::Int(5, IntType::new(1, false).0),
+            OwnedItem::Int(7, IntType::new(4, true).0),
+        ]
+    );
+    // Without BTF they are unknown.
+    assert!(err("__u8 b[4];", false).contains("[D_SYNTAX]"));
 }
 
 #[test]

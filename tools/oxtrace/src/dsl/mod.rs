@@ -235,9 +235,15 @@ fn parse(
     }
     let mut p = syntax::parser::Parser::new(toks, src, input, &opts.macros);
     p.set_default_args(crate::options::flag_set(&opts.xopts, "defaultargs"));
-    if opts.btf.is_some() {
+    if let Some(btf) = &opts.btf {
         for ty in syntax::prelude::PRELUDE_TYPES {
             p.add_typedef(ty);
+        }
+        // As DTrace, the kernel's typedef names are type names: those that read as types.
+        for ty in btf.names(crate::btf::NameKind::Typedef) {
+            if reads_as_type(ty) {
+                p.add_typedef(ty);
+            }
         }
     }
     let items = match p.program() {
@@ -293,4 +299,15 @@ pub fn disassemble(code: &[u64]) -> String {
         ));
     }
     s
+}
+
+/// Whether kernel typedef name `n` reads as a type (`loff_t`, `__u8`, `u32`, `s64`): other
+/// typedef names (`code`, `config`) stay free for variables.
+fn reads_as_type(n: &str) -> bool {
+    n.ends_with("_t")
+        || n.starts_with("__")
+        || matches!(
+            n,
+            "u8" | "u16" | "u32" | "u64" | "s8" | "s16" | "s32" | "s64"
+        )
 }

@@ -260,6 +260,16 @@ pub fn list(pattern: &str, cli: &Cli) -> Res<i32> {
     Ok(0)
 }
 
+/// Whether compile error `msg`, got without the kernel's types, is one they may cure: a
+/// kernel typedef name read as a variable (`D_SYNTAX`, `D_IDENT_UNDEF`), a type not
+/// defined, or what says it needs them. Only these: compiling again is not free.
+fn kernel_types_may_help(msg: &str) -> bool {
+    msg.contains("[D_SYNTAX]")
+        || msg.contains("[D_IDENT_UNDEF]")
+        || (msg.contains("] type ") && msg.contains(" is not defined"))
+        || msg.contains("needs the kernel's BTF")
+}
+
 /// The D text of `-n PROBE` or `-P PROVIDER`: a description alone gets DTrace's default
 /// action (an empty clause).
 fn probe_program(cli: &Cli) -> Option<(String, String)> {
@@ -414,9 +424,10 @@ pub fn trace(cli: &Cli) -> Res<i32> {
     opts.btf = if wants_btf { kernel_types() } else { None };
     let mut compiled = dsl::compile(&text, &name, &opts);
     // A kernel typedef (`(loff_t)x`) needs the types too: compile again with them.
-    if compiled.as_ref().is_err_and(|e| {
-        e.msg.contains("is not defined") || e.msg.contains("needs the kernel's BTF")
-    }) && !wants_btf
+    if compiled
+        .as_ref()
+        .is_err_and(|e| kernel_types_may_help(&e.msg))
+        && !wants_btf
     {
         opts.btf = kernel_types();
         if opts.btf.is_some() {
@@ -473,6 +484,25 @@ pub fn trace(cli: &Cli) -> Res<i32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    #[test]
+    fn only_errors_kernel_types_may_cure_compile_again() {
+        for m in [
+            "1:10: [D_SYNTAX] syntax error: expected ';', found 'o'",
+            "1:9: [D_IDENT_UNDEF] failed to resolve umode_t: it is never assigned or declared",
+            "1:1: [D_TYPE_ERR] type loff_t is not defined",
+            "proc:::exit: the stable providers translate the kernel's structs, which needs the kernel's BTF",
+        ] {
+            assert!(kernel_types_may_help(m), "{m}");
+        }
+        for m in [
+            "1:1: [D_MACRO_UNDEF] macro argument $1 is not defined",
+            "1:1: [D_PDESC_ZERO] probe description ::nosuch:entry does not match any probes",
+            "1:5: [D_DIV_ZERO] division by zero",
+        ] {
+            assert!(!kernel_types_may_help(m), "{m}");
+        }
+    }
+
     #[test]
     fn interpreter_lines_are_blank() {
         let s = strip_interpreter_line("#!/usr/bin/oxtrace -qs\nBEGIN { }\n".into());

@@ -147,6 +147,7 @@ const TYPE_WORDS: &[&str] = &[
     "dev_t",
     "ino_t",
     "nlink_t",
+    "ipaddr_t",
     "caddr_t",
     "bool",
     "_Bool",

@@ -605,7 +605,8 @@ impl Parser<'_> {
             | ["u_int32_t"]
             | ["mode_t"]
             | ["dev_t"]
-            | ["nlink_t"] => int(4, false),
+            | ["nlink_t"]
+            | ["ipaddr_t"] => int(4, false),
             ["long"]
             | ["long", "int"]
             | ["long", "long"]
