@@ -11,7 +11,7 @@ W="./oxt_workload read 4 2000"
 ZERO='pid == $target && args[0]->f_path.dentry->d_name.len == 4'
 
 echo "TAP version 13"
-plan 19
+plan 20
 
 run "struct ids { int p; int t; char name[16]; };
      translator struct ids < struct task_struct *T > { p = T->tgid; t = T->pid; name = T->comm; };
@@ -158,5 +158,13 @@ expect "ERROR's arg4 is DTRACEFLT_BADADDR" "1 8" "$out"
 
 run 'BEGIN { printf("%d %d %d %d\n", SIGKILL, SIGTERM, EPERM, ENOENT); exit(0); }'
 expect "signals and errno values" "9 15 1 2" "$out"
+
+# pr_wstat is what wait() will return (exit 3: 3 << 8, set before proc:::exit fires);
+# Solaris's ids are 0; the exiting thread's name is its comm.
+run 'proc:::exit /pid == $target/ { printf("%d %d %s\n", curpsinfo->pr_wstat,
+       curpsinfo->pr_taskid + curpsinfo->pr_projid + curpsinfo->pr_poolid +
+       curpsinfo->pr_zoneid + curpsinfo->pr_contract + curpsinfo->pr_nzomb,
+       curlwpsinfo->pr_name); }' -c "sh -c 'exit 3'"
+expect "pr_wstat of exit 3, Solaris's ids, lwpsinfo_t's pr_name" "768 0 sh" "$out$err"
 
 tap_exit

@@ -466,7 +466,7 @@ fn errors() {
         (
             "BEGIN { trace(curpsinfo->pr_nlwp); }".to_string(),
             k(),
-            "1:15: [D_TYPE_MEMBER] struct task_struct has no member 'signal' (translating member pr_nlwp at <prelude>:42:12)",
+            "1:15: [D_TYPE_MEMBER] struct task_struct has no member 'signal' (translating member pr_nlwp at <prelude>:50:12)",
         ),
         (
             format!("{SOU}translator struct out < struct in I > {{ oi = I.i; }};\nstruct in *p;\nBEGIN {{ trace(xlate <struct out> (p).oi); }}"),
@@ -539,6 +539,13 @@ fn the_prelude_on_the_running_kernel() {
         "pr_argv",
         "pr_envp",
         "pr_dmodel",
+        "pr_wstat",
+        "pr_taskid",
+        "pr_projid",
+        "pr_poolid",
+        "pr_zoneid",
+        "pr_contract",
+        "pr_nzomb",
     ] {
         c_with(&format!("BEGIN {{ trace(curpsinfo->{m}); }}"), btf.clone());
     }
@@ -552,6 +559,7 @@ fn the_prelude_on_the_running_kernel() {
         "pr_pri",
         "pr_clname",
         "pr_onpro",
+        "pr_name",
     ] {
         c_with(
             &format!("BEGIN {{ trace(curlwpsinfo->{m}); }}"),

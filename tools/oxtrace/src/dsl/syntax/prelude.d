@@ -24,6 +24,13 @@ typedef struct psinfo {
 	uintptr_t pr_argv;	/* the user address of the initial argv[] */
 	uintptr_t pr_envp;	/* the user address of the initial envp[] */
 	char pr_dmodel;		/* data model: PR_MODEL_ILP32 1, PR_MODEL_LP64 2, none 0 */
+	int pr_wstat;		/* the status wait() returns for it, once it exits */
+	id_t pr_taskid;		/* Solaris's task, project, pool, zone and contract ids, */
+	id_t pr_projid;		/* which Linux has not: 0, as in Oracle's DTrace */
+	id_t pr_poolid;
+	id_t pr_zoneid;
+	id_t pr_contract;
+	int pr_nzomb;		/* zombie threads: 0 */
 } psinfo_t;
 
 typedef struct lwpsinfo {
@@ -36,6 +43,7 @@ typedef struct lwpsinfo {
 	int pr_pri;		/* the kernel's priority (0..139, lower runs first) */
 	char pr_clname[8];	/* scheduling class: TS, RT, DL, IDLE, SYS */
 	int pr_onpro;		/* the CPU it last ran on */
+	char pr_name[16];	/* the thread's name (comm) */
 } lwpsinfo_t;
 
 translator psinfo_t < struct task_struct *T > {
@@ -75,6 +83,14 @@ translator psinfo_t < struct task_struct *T > {
 	    (*(long *)copyin(T->mm->start_stack, sizeof (long)) + 2) * sizeof (long);
 	pr_dmodel = T->mm == 0 ? 0 :
 	    T->thread_info.flags & (1 << 29) ? PR_MODEL_ILP32 : PR_MODEL_LP64;
+	/* do_exit() sets exit_code (exit status << 8, or the signal) before proc:::exit. */
+	pr_wstat = T->exit_code;
+	pr_taskid = 0;
+	pr_projid = 0;
+	pr_poolid = 0;
+	pr_zoneid = 0;
+	pr_contract = 0;
+	pr_nzomb = 0;
 };
 
 translator lwpsinfo_t < struct task_struct *T > {
@@ -90,6 +106,7 @@ translator lwpsinfo_t < struct task_struct *T > {
 	pr_clname = T->flags & 0x200000 ? "SYS" : T->policy == 1 || T->policy == 2 ? "RT" :
 	    T->policy == 6 ? "DL" : T->policy == 5 ? "IDLE" : "TS";
 	pr_onpro = T->thread_info.cpu;
+	pr_name = T->comm;
 };
 
 inline psinfo_t *curpsinfo = xlate <psinfo_t *> (curthread);
