@@ -288,7 +288,7 @@ fn return_globs_and_other_probes() {
     for src in [
         "fbt::vfs_read:entry, fbt::do_sys_openat2:entry { trace(args[0] + 1); }",
         "syscall::read:entry, syscall::openat:entry { trace(args[1] + 1); }",
-        "BEGIN { trace(args[9]); }",
+        "tick-1s { trace(args[9]); }",
     ] {
         c(src);
     }
@@ -364,11 +364,11 @@ fn syscall_args_are_typed_from_the_prototype() {
     // The argument's C type, in errors; out of range on a single call is an error.
     assert_eq!(
         err("syscall::openat:entry { trace(args[1]->x); }", true),
-        "1:31: [D_OP_PTR] operator -> must be applied to a pointer to a struct or union, not char *"
+        "1:31: [D_OP_SOU] operator -> must be applied to a pointer to a struct or union, not char *"
     );
     assert_eq!(
         err("syscall::openat:entry { trace(args[4]); }", true),
-        "1:31: args[4] does not exist: openat() has 4 arguments"
+        "1:31: [D_ARGS_IDX] args[4] does not exist: openat() has 4 arguments"
     );
     // On return only args[0] is typed; all calls at once disagree: untyped.
     c("syscall::read:return { trace(args[1] + 1); }");
@@ -546,11 +546,11 @@ fn errors_name_the_type_and_member() {
         ),
         (
             "fbt::vfs_read:entry { trace(args[4]); }",
-            "1:29: args[4] does not exist: vfs_read() has 4 arguments",
+            "1:29: [D_ARGS_IDX] args[4] does not exist: vfs_read() has 4 arguments",
         ),
         (
             "fbt::vfs_read:entry { trace(args[arg0]); }",
-            "1:29: args[] takes one constant index from 0 to 9",
+            "1:29: [D_PROTO_ARG] args[] takes one integer constant index",
         ),
         (
             "BEGIN { trace(sizeof(struct nosuch)); }",
@@ -663,7 +663,7 @@ fn the_running_kernels_types() {
     }
     let p = compile(
         "BEGIN { trace(offsetof(struct qstr, name)); trace(sizeof(struct list_head));
-                 trace(offsetof(struct path, dentry)); trace(sizeof(args[0])); }",
+                 trace(offsetof(struct path, dentry)); trace(sizeof(arg0)); }",
         "t.d",
         &o,
     )

@@ -210,7 +210,7 @@ fn unknown_aggregating_function() {
     check(
         "BEGIN { @a = median(1); }",
         "1:14",
-        "[D_AGG_FUNC] unknown aggregating function 'median'",
+        "[D_FUNC_UNDEF] unknown aggregating function 'median'",
         "             ^^^^^^",
     );
 }

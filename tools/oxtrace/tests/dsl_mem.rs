@@ -224,15 +224,20 @@ fn compile_errors_name_the_line_and_column() {
             "copyin() size 300 exceeds",
         ),
         (
-            "BEGIN {\n  bcopy(arg1, arg0, 4);\n}",
+            "BEGIN {\n  bcopy(arg1, (void *)arg0, 4);\n}",
             "2:15",
             "bcopy() writes only to scratch memory (alloca(), copyin()), not through arg0",
+        ),
+        (
+            "BEGIN {\n  bcopy(arg1, arg0, 4);\n}",
+            "2:15",
+            "[D_PROTO_ARG] bcopy( ) argument #2 requires a pointer, not int64_t",
         ),
         ("BEGIN {\n  x = alloca(1, 2);\n}", "2:7", "alloca"),
         (
             "BEGIN {\n  this->p = alloca(\"x\");\n}",
             "2:20",
-            "alloca() argument #1 requires an integer size, not string",
+            "[D_PROTO_ARG] alloca( ) argument #1 requires an integer, not string",
         ),
         (
             "BEGIN {\n  this->p = alloca(8);\n  *this->p = 1;\n}",

@@ -185,7 +185,7 @@ fn copyinstr_reads_user_memory_only() {
         oxtrace_core::action::FaultKind::BadAddr(0x9000)
     );
     assert!(err("BEGIN { trace(copyinstr(0, 0)); }").contains("size must be a constant from 1"));
-    assert!(err("BEGIN { trace(copyinstr(\"x\")); }").contains("requires an address"));
+    assert!(err("BEGIN { trace(copyinstr(\"x\")); }").contains("[D_PROTO_ARG]"));
 }
 
 const FORK_FORMAT: &str = "name: sched_process_fork

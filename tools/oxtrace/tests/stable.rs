@@ -230,11 +230,11 @@ fn refusals_say_why() {
     );
     assert_eq!(
         e("proc:::exec-success { trace(args[0]); }"),
-        "1:29: proc:::exec-success has no args[0] (it has no arguments)"
+        "1:29: [D_ARGS_IDX] proc:::exec-success has no args[0] (it has no arguments)"
     );
     assert_eq!(
         e("proc:::create { trace(args[1]); }"),
-        "1:23: proc:::create has no args[1] (args[0]: psinfo_t *)"
+        "1:23: [D_ARGS_IDX] proc:::create has no args[1] (args[0]: psinfo_t *)"
     );
     assert_eq!(
         e("proc:::signal-send { trace(arg2); }"),

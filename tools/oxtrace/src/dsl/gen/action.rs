@@ -6,7 +6,7 @@ use super::super::format::{self, ArgKind};
 use super::super::syntax::ast::*;
 use super::super::types::{Ty, ACTIONS, I32, I64};
 use super::super::KeyKind;
-use super::{arity_error, kinds_text, GResult, Gen};
+use super::{arity_error, kinds_text, GResult, Gen, Want};
 use oxtrace_core::action::{self as act, Op};
 
 impl Gen<'_> {
@@ -257,6 +257,7 @@ impl Gen<'_> {
                 };
                 let r = match n {
                     Some(n) => {
+                        self.proto_arg(name, 1, n, Want::Scalar)?;
                         let (r, ty) = self.expr(n)?;
                         self.need_scalar(&ty, n.span, name, "D_PROTO_ARG")?;
                         r
@@ -283,6 +284,9 @@ impl Gen<'_> {
     pub(super) fn setopt(&mut self, args: &[Expr], span: Span) -> GResult<()> {
         if let Some(m) = arity_error("setopt", args.len(), 1, 2) {
             return self.err(span, m);
+        }
+        for (i, a) in args.iter().enumerate() {
+            self.proto_arg("setopt", i, a, Want::Str)?;
         }
         let mut text = Vec::new();
         for a in args {

@@ -2,6 +2,7 @@
 
 use super::super::error::{CompileError, Span};
 use super::super::syntax::ast::*;
+use super::super::types::ACTIONS;
 use super::super::KeyKind;
 use super::{arity_error, float_key, kinds_text, GResult, Gen};
 use oxtrace_core::action::{self as act, Op};
@@ -125,10 +126,17 @@ impl Gen<'_> {
         let func = match AggKind::from_name(&call.func) {
             Some(f) => f,
             None => {
+                // A function D knows but that does not aggregate is misused; a name D does
+                // not know at all is an undefined function, as anywhere else.
+                let known = ACTIONS.contains(&call.func.as_str())
+                    || super::subr::is_subr(&call.func)
+                    || super::mem::is_call(&call.func)
+                    || super::ustack::is_call(&call.func);
+                let tag = if known { "D_AGG_FUNC" } else { "D_FUNC_UNDEF" };
                 return self.err(
                     call.func_span,
-                    format!("[D_AGG_FUNC] unknown aggregating function '{}'", call.func),
-                )
+                    format!("[{tag}] unknown aggregating function '{}'", call.func),
+                );
             }
         };
         let cspan = call.func_span;

@@ -4,7 +4,7 @@
 use super::super::error::Span;
 use super::super::syntax::ast::*;
 use super::super::types::{Ty, ACTIONS, I32, U64};
-use super::{arity_error, mem, subr, ustack, GResult, Gen};
+use super::{arity_error, mem, subr, ustack, GResult, Gen, Want};
 use crate::providers::tracepoints::FieldKind;
 use oxtrace_core::action::{Builtin, Op};
 use oxtrace_core::agg::AggKind;
@@ -123,6 +123,10 @@ impl Gen<'_> {
                         "[D_PROTO_LEN] copyinstr() takes an address and an optional size",
                     );
                 }
+                self.proto_arg(name, 0, &args[0], Want::Scalar)?;
+                if let Some(e) = args.get(1) {
+                    self.proto_arg(name, 1, e, Want::Int)?;
+                }
                 let max = match args.get(1) {
                     None => 0,
                     Some(e) => {
@@ -211,7 +215,7 @@ impl Gen<'_> {
             ),
             n if AggKind::from_name(n).is_some() => self.err(
                 span,
-                format!("{name}() is an aggregating function: use it as @name[keys] = {name}(...)"),
+                format!("[D_CG_EXPR] {name}() is an aggregating function: use it as @name[keys] = {name}(...)"),
             ),
             _ => self.err(span, format!("[D_FUNC_UNDEF] unknown function '{name}'")),
         }

@@ -141,7 +141,13 @@ impl Gen<'_> {
                 Ok((r, U64))
             }
             ExprKind::Offsetof(tn, m) => {
-                let ty = self.resolve(tn, e.span)?;
+                // A struct or union nobody defined is no operand offsetof can take.
+                let ty = self.resolve(tn, e.span).map_err(|mut err| {
+                    if let Some(m) = err.msg.strip_prefix("[D_TYPE_ERR]") {
+                        err.msg = format!("[D_OFFSETOF_TYPE]{m}");
+                    }
+                    err
+                })?;
                 if !matches!(ty, Ty::Sou(..)) {
                     return self.err(
                         e.span,
@@ -210,6 +216,12 @@ impl Gen<'_> {
                     return self.err(
                         e.span,
                         "[D_ADDROF_LVAL] unary & requires an lvalue as its operand",
+                    );
+                }
+                if self.is_bitfield(a)? {
+                    return self.err(
+                        e.span,
+                        "[D_ADDROF_BITFIELD] cannot take the address of a bit-field",
                     );
                 }
                 match self.loc(a)? {
@@ -342,7 +354,17 @@ impl Gen<'_> {
 
     /// A predicate or `if` condition, which must be scalar; `what` begins the error.
     pub(crate) fn condition(&mut self, e: &Expr, what: &str) -> GResult<u8> {
-        let (r, ty) = self.expr(e)?;
+        // An array or struct variable is refused as a condition before it is read (a
+        // read of it has its own error).
+        let stored = if self.is_storage(e) {
+            Some(self.type_of(e)?)
+        } else {
+            None
+        };
+        let (r, ty) = match stored {
+            Some(ty) if !ty.is_scalar() => (0, ty),
+            _ => self.expr(e)?,
+        };
         if !ty.is_scalar() {
             return self.err(
                 e.span,
@@ -575,6 +597,21 @@ impl Gen<'_> {
             ),
             _ => Ok(self.t.env.size(ty, self.t.strsize as u64)),
         }
+    }
+
+    /// Whether `e` is a bit-field member (of a variable as of memory: DTrace refuses its
+    /// address before asking where the struct lives).
+    fn is_bitfield(&mut self, e: &Expr) -> GResult<bool> {
+        let (b, m) = match &e.kind {
+            ExprKind::Member(b, m) => (b, m),
+            ExprKind::Arrow(b, m) => (b, m),
+            _ => return Ok(false),
+        };
+        let bt = match (&e.kind, self.type_of(b)?) {
+            (ExprKind::Arrow(..), Ty::Ptr(p)) => *p,
+            (_, t) => t,
+        };
+        Ok(self.t.env.member(&bt, m).is_some_and(|x| x.bits.is_some()))
     }
 
     /// The type of `e` without keeping its code.

@@ -7,6 +7,7 @@ use super::super::types::{builtin, Ty, I64};
 use super::ustack;
 use super::{GResult, Gen};
 use oxtrace_core::action::{Builtin, Op, Scope};
+use oxtrace_core::program::ProbeKind;
 
 impl Gen<'_> {
     /// The storage of a variable, member or element, or of kernel memory, without reading it.
@@ -111,9 +112,30 @@ impl Gen<'_> {
                 self.member(base, m, e.span)
             }
             ExprKind::Arrow(b, m) => {
+                // As DTrace: a struct itself is not a pointer (D_OP_PTR), a pointer to
+                // something else has no members (D_OP_SOU); a struct is refused before
+                // its value would be read.
+                if self.is_storage(b) {
+                    let bt = self.type_of(b)?;
+                    if matches!(bt, Ty::Sou(..)) {
+                        return self.err(
+                            e.span,
+                            format!("[D_OP_PTR] operator -> must be applied to a pointer, not {}: use . for a member", bt.name()),
+                        );
+                    }
+                }
                 let (r, ty) = self.expr(b)?;
                 let pointee = match &ty {
                     Ty::Ptr(p) if matches!(**p, Ty::Sou(..)) => (**p).clone(),
+                    Ty::Ptr(p) if !matches!(**p, Ty::Void) => {
+                        return self.err(
+                            e.span,
+                            format!(
+                                "[D_OP_SOU] operator -> must be applied to a pointer to a struct or union, not {}",
+                                ty.name()
+                            ),
+                        );
+                    }
                     _ => {
                         let mut msg = format!(
                             "[D_OP_PTR] operator -> must be applied to a pointer to a struct or union, not {}",
@@ -206,20 +228,30 @@ impl Gen<'_> {
     /// `args[i]`: argument `i` of the probe, typed from the kernel's BTF where it knows the
     /// function (`btf_types.rs`), else an untyped 64-bit integer.
     pub(super) fn args<'e>(&mut self, keys: &[Expr], span: Span) -> GResult<Loc<'e>> {
-        let i = match keys {
-            [k] => const_eval(k),
-            _ => None,
+        let i = match args_index(keys) {
+            Ok(i) => i,
+            Err(m) => return self.err(span, m),
         };
-        let Some(i) = i.filter(|i| (0..10).contains(i)) else {
-            return self.err(span, "args[] takes one constant index from 0 to 9");
-        };
-        let ty = match self.t.env.btf_arg(i as usize) {
+        if let Some((k, _)) = (self.t.env.btf.clause.iter())
+            .find(|(k, _)| matches!(k, ProbeKind::Begin | ProbeKind::End))
+        {
+            let which = if *k == ProbeKind::Begin {
+                "BEGIN"
+            } else {
+                "END"
+            };
+            return self.err(
+                span,
+                format!("[D_ARGS_IDX] args[{i}] is not available: {which} has no arguments"),
+            );
+        }
+        let ty = match self.t.env.btf_arg(i) {
             Ok(t) => t,
             Err(m) => return self.err(span, m),
         };
         let r = self.reg(span)?;
         use Builtin::*;
-        let arg = [Arg0, Arg1, Arg2, Arg3, Arg4, Arg5, Arg6, Arg7, Arg8, Arg9][i as usize];
+        let arg = [Arg0, Arg1, Arg2, Arg3, Arg4, Arg5, Arg6, Arg7, Arg8, Arg9][i];
         self.emit(Op::Ldb, r, 0, 0, arg as u32);
         self.normalize(r, &ty);
         Ok(Loc::Val { reg: r, ty })

@@ -11,7 +11,7 @@ use super::super::syntax::ast::{BinOp, Expr, ExprKind, UnOp};
 use super::super::types::{builtin, Ty, U64};
 use super::loc::Loc;
 use super::place::Place;
-use super::{arity_error, const_eval, is_str_storage, GResult, Gen};
+use super::{arity_error, const_eval, is_str_storage, GResult, Gen, Want};
 use oxtrace_core::action::{Op, UREG_COUNT};
 
 /// The subroutines compiled here.
@@ -105,6 +105,18 @@ impl Gen<'_> {
             "copyinto" => (1, Some(2)),
             _ => (2, Some(1)),
         };
+        // The prototype first, as DTrace checks it: the size an integer, the destination a
+        // pointer, the source an address.
+        for (i, a) in args.iter().enumerate() {
+            let want = if i == size_at {
+                Want::Int
+            } else if Some(i) == dest_at {
+                Want::Ptr
+            } else {
+                Want::Scalar
+            };
+            self.proto_arg(name, i, a, want)?;
+        }
         self.mem_size(name, &args[size_at])?;
         if let Some(d) = dest_at {
             if let Some(root) = kernel_root(&args[d]) {
@@ -115,28 +127,8 @@ impl Gen<'_> {
             }
         }
         let mut regs = Vec::with_capacity(n);
-        for (i, a) in args.iter().enumerate() {
-            let (r, ty) = self.expr(a)?;
-            let ok = if i == size_at {
-                ty.is_int()
-            } else {
-                ty.is_scalar()
-            };
-            if !ok {
-                let what = if i == size_at {
-                    "an integer size"
-                } else {
-                    "an address"
-                };
-                return self.err(
-                    a.span,
-                    format!(
-                        "[D_PROTO_ARG] {name}() argument #{} requires {what}, not {}",
-                        i + 1,
-                        ty.name()
-                    ),
-                );
-            }
+        for a in args {
+            let (r, _) = self.expr(a)?;
             regs.push(r);
         }
         let rd = match name {

@@ -167,6 +167,38 @@ impl<'a> Gen<'a> {
         }
     }
 
+    /// Checks argument `i` (from 0) of `name()` against its prototype before anything else
+    /// is asked of the call, as DTrace does: `D_PROTO_ARG` when `e`'s type is not `want`.
+    fn proto_arg(&mut self, name: &str, i: usize, e: &Expr, want: Want) -> GResult<()> {
+        let ty = match &e.kind {
+            ExprKind::AggRef(_) => None,
+            _ => Some(self.type_of(e)?),
+        };
+        let ok = ty.as_ref().is_some_and(|t| match want {
+            Want::Int => t.is_int(),
+            Want::Scalar => t.is_scalar() || matches!(t, Ty::Array(..)),
+            Want::Ptr => matches!(t, Ty::Ptr(_) | Ty::Array(..)),
+            Want::Str => matches!(t, Ty::Str),
+        });
+        if ok {
+            return Ok(());
+        }
+        let what = match want {
+            Want::Int => "an integer",
+            Want::Scalar => "an integer or pointer",
+            Want::Ptr => "a pointer",
+            Want::Str => "a string",
+        };
+        let got = ty.map_or_else(|| "an aggregation".to_string(), |t| t.name());
+        self.err(
+            e.span,
+            format!(
+                "[D_PROTO_ARG] {name}( ) argument #{} requires {what}, not {got}",
+                i + 1
+            ),
+        )
+    }
+
     /// Refuses `e` where a value is needed if it has none: an action (its type is void) or
     /// an aggregation (its value lives in the aggregation buffer). DTrace names the place in
     /// the error's tag: `void_tag` for an action, `agg_tag` for an aggregation.
@@ -269,4 +301,17 @@ fn is_str_storage(ty: &Ty) -> bool {
         Ty::Array(e, _) => matches!(**e, Ty::Int { size: 1, .. }),
         _ => false,
     }
+}
+
+/// What a function's prototype wants of an argument (see [`Gen::proto_arg`]).
+#[derive(Clone, Copy)]
+pub(super) enum Want {
+    /// An integer.
+    Int,
+    /// An integer or a pointer (an array stands for its address).
+    Scalar,
+    /// A pointer.
+    Ptr,
+    /// A string.
+    Str,
 }

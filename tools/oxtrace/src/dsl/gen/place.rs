@@ -46,6 +46,12 @@ impl Gen<'_> {
                         DeclClass::Thread => format!("self->{base}"),
                         DeclClass::Local => format!("this->{base}"),
                     };
+                    if what == "args" {
+                        return self.err(
+                            span,
+                            "[D_IDENT_BADREF] args is an array: use args[N] for one argument",
+                        );
+                    }
                     return self.err(
                         span,
                         format!("[D_IDENT_UNDEF] failed to resolve {what}: it is never assigned or declared"),

@@ -7,7 +7,7 @@ use super::super::types::ptype::PrintSpec;
 use super::super::types::{Ty, U64};
 use super::assign::sou_leaves;
 use super::loc::Loc;
-use super::{arity_error, GResult, Gen};
+use super::{arity_error, GResult, Gen, Want};
 use oxtrace_core::action::{record_buf_size, Op};
 
 /// Bytes of an item's header in record data (its tag and length); an integer item's size.
@@ -28,7 +28,9 @@ impl Gen<'_> {
         if let Some(m) = arity_error("tracemem", args.len(), 2, 3) {
             return self.err(span, m);
         }
-        let (ra, ta) = self.expr(&args[0])?;
+        self.proto_arg("tracemem", 1, &args[1], Want::Int)?;
+        // The address's type first: a struct is refused before it would be read.
+        let ta = self.type_of(&args[0])?;
         if !ta.is_scalar() {
             return self.err(
                 args[0].span,
@@ -38,6 +40,7 @@ impl Gen<'_> {
                 ),
             );
         }
+        let (ra, _) = self.expr(&args[0])?;
         let size = match const_eval(&args[1]) {
             Some(v) if v > 0 => v as u64,
             _ => {

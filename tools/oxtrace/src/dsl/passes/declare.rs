@@ -163,6 +163,13 @@ fn declare_var(t: &mut Tables, d: &Decl) -> DResult {
             let mut v = Vec::new();
             for k in ks {
                 let kt = resolve_type(&t.env, k).map_err(|m| (d.span, m))?;
+                if kt == Ty::Void {
+                    // As in a function's prototype, void is no parameter's type.
+                    return Err((
+                        d.span,
+                        format!("[D_DECL_PROTO_TYPE] a key of {what} cannot have type void"),
+                    ));
+                }
                 if !matches!(kt, Ty::Int { .. } | Ty::Str | Ty::Ptr(_)) {
                     return Err((
                         d.span,

@@ -139,19 +139,18 @@ fn expr(e: &mut Expr, p: &Probe, h: &Hook) -> Result<(), (Span, String)> {
             _ => None,
         },
         ExprKind::Index(n, keys) if n == "args" => {
-            let k = match keys.as_slice() {
-                [k] => super::super::syntax::ast::const_eval(k),
-                _ => None,
-            };
-            let Some(k) = k.filter(|k| (0..10).contains(k)) else {
-                return Err((span, "args[] takes one constant index from 0 to 9".into()));
-            };
-            match h.args.get(k as usize) {
+            let k = super::super::syntax::ast::args_index(keys).map_err(|m| (span, m))?;
+            match h.args.get(k) {
                 Some(text) => Some(parse(text, span)?),
                 None => {
                     return Err((
                         span,
-                        format!("{}:::{} has no args[{k}] ({})", p.prov, p.name, arg_list(p)),
+                        format!(
+                            "[D_ARGS_IDX] {}:::{} has no args[{k}] ({})",
+                            p.prov,
+                            p.name,
+                            arg_list(p)
+                        ),
                     ))
                 }
             }

@@ -376,6 +376,23 @@ impl Expr {
     }
 }
 
+/// The index of `args[keys]`: one integer constant, from 0 to 9 (the most a probe passes).
+/// A wrong index is refused as DTrace does: not a constant is `D_PROTO_ARG`, a constant
+/// out of range `D_ARGS_IDX`.
+pub fn args_index(keys: &[Expr]) -> Result<usize, String> {
+    let v = match keys {
+        [k] => const_eval(k),
+        _ => None,
+    };
+    match v {
+        None => Err("[D_PROTO_ARG] args[] takes one integer constant index".into()),
+        Some(i) if !(0..10).contains(&i) => Err(format!(
+            "[D_ARGS_IDX] index {i} is out of range for args[] (0 to 9)"
+        )),
+        Some(i) => Ok(i as usize),
+    }
+}
+
 /// Evaluate a constant integer expression.
 pub fn const_eval(e: &Expr) -> Option<i64> {
     Some(match &e.kind {

@@ -552,8 +552,10 @@ impl<'a> Parser<'a> {
                 }
                 if self.is(";") || self.is("}") {
                     // An aggregation is only ever assigned an aggregating function's value.
+                    // As in DTrace, keys make `@a[1]` an aggregation even if nothing
+                    // assigns it; a bare `@a` must have been assigned before.
                     let at = name_span.to(self.peek().span);
-                    return if self.aggs.contains(&name) {
+                    return if self.aggs.contains(&name) || !keys.is_empty() {
                         self.err(
                             at,
                             format!("[D_AGG_NULL] expression has null effect: @{name} is not assigned a function"),

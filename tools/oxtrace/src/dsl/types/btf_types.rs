@@ -472,7 +472,7 @@ fn c_int(words: &[&str]) -> Ty {
 /// The error for `args[i]` of `f`, which has `n` arguments.
 fn no_arg(f: &str, i: usize, n: usize) -> String {
     format!(
-        "args[{i}] does not exist: {f}() has {n} argument{}",
+        "[D_ARGS_IDX] args[{i}] does not exist: {f}() has {n} argument{}",
         if n == 1 { "" } else { "s" }
     )
 }

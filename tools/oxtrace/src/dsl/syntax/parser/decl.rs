@@ -374,6 +374,14 @@ impl Parser<'_> {
                         format!("[D_DECL_ARRBIG] array dimension {n} is too big (at most {MAX_ARRAY})"),
                     )
                 }
+                // A negative dimension is an expression (`-7`), not the constant DTrace
+                // wants there.
+                Some(n) if n < 0 => {
+                    return self.err(
+                        e.span,
+                        "[D_DECL_ARRSUB] positive integral constant expression or tuple signature expected as array declaration subscript",
+                    )
+                }
                 Some(_) => {
                     return self.err(sp, "[D_DECL_ARRBIG] array dimension must be positive")
                 }

@@ -1,0 +1,129 @@
+//! DTrace's tags for wrong calls, `args[]` and declarations: a call is checked against its
+//! prototype before anything else is asked of it, and each misuse is refused with the tag
+//! DTrace gives it, at the line it names.
+
+mod support;
+
+use support::{c, err_at};
+
+/// The tag and `line:column` of `src`'s compile error.
+fn tag_at(src: &str) -> (String, String) {
+    let (pos, msg) = err_at(src);
+    match msg.strip_prefix('[').and_then(|m| m.split_once(']')) {
+        Some((t, _)) => (t.to_string(), pos),
+        None => panic!("no tag in: {msg}"),
+    }
+}
+
+/// Asserts that `src` is refused with `tag` at `pos`.
+fn refused(src: &str, tag: &str, pos: &str) {
+    assert_eq!(tag_at(src), (tag.to_string(), pos.to_string()), "{src}");
+}
+
+#[test]
+fn args_takes_one_constant_index_of_a_probe_with_arguments() {
+    refused("BEGIN {\n\ttrace(args[\"a\"]);\n}", "D_PROTO_ARG", "2:8");
+    refused("BEGIN { x = 1; trace(args[x]); }", "D_PROTO_ARG", "1:22");
+    refused("tick-1s { trace(args[-1]); }", "D_ARGS_IDX", "1:17");
+    refused("tick-1s { trace(args[10]); }", "D_ARGS_IDX", "1:17");
+    // BEGIN and END have no arguments at all.
+    refused("BEGIN {\n\ttrace(args[0]);\n}", "D_ARGS_IDX", "2:8");
+    refused("END { trace(args[9]); }", "D_ARGS_IDX", "1:13");
+    refused("BEGIN { trace(args); }", "D_IDENT_BADREF", "1:15");
+    c("tick-1s { trace(args[9]); }");
+    // A program's own `args` is a variable like any other.
+    c("BEGIN { args = 1; trace(args); }");
+}
+
+#[test]
+fn an_aggregation_stands_only_where_it_is_assigned_a_function() {
+    refused("BEGIN {\n\t@a[1];\n}", "D_AGG_NULL", "2:2");
+    refused("BEGIN { @a; }", "D_IDENT_UNDEF", "1:9");
+    refused("BEGIN {\n\t@ = f();\n}", "D_FUNC_UNDEF", "2:6");
+    // A function D knows but that does not aggregate.
+    refused("BEGIN { @ = trace(1); }", "D_AGG_FUNC", "1:13");
+    refused("BEGIN {\n\tavg(1);\n}", "D_CG_EXPR", "2:2");
+}
+
+#[test]
+fn declarations() {
+    refused("int a[-7];\nBEGIN { }", "D_DECL_ARRSUB", "1:7");
+    refused("int a[0];\nBEGIN { }", "D_DECL_ARRBIG", "1:6");
+    refused(
+        "int x[void, char];\nBEGIN { x[1, 'a'] = 456; }",
+        "D_DECL_PROTO_TYPE",
+        "1:5",
+    );
+    refused("int a[4];\nBEGIN\n/a/\n{ }", "D_PRED_SCALAR", "3:2");
+    refused(
+        "struct s { int x; } v;\nBEGIN\n/v/\n{ }",
+        "D_PRED_SCALAR",
+        "3:2",
+    );
+    refused(
+        "BEGIN { trace(offsetof(struct no_such_type, x)); }",
+        "D_OFFSETOF_TYPE",
+        "1:15",
+    );
+}
+
+#[test]
+fn arrow_wants_a_pointer_to_a_struct() {
+    refused(
+        "struct s { int a; } xyz;\nBEGIN {\n\txyz->a = 1;\n}",
+        "D_OP_PTR",
+        "3:2",
+    );
+    refused(
+        "struct s { int a; } f;\nBEGIN { trace(f->a); }",
+        "D_OP_PTR",
+        "2:15",
+    );
+    refused("int *abc;\nBEGIN {\n\tabc->a = 1;\n}", "D_OP_SOU", "3:2");
+    refused("BEGIN { trace(execname->a); }", "D_OP_PTR", "1:15");
+}
+
+#[test]
+fn a_bit_field_has_no_address() {
+    let decl = "struct r { int a : 1; int b : 3; } var;\n";
+    refused(
+        &format!("{decl}BEGIN {{ trace(&var.b); }}"),
+        "D_ADDROF_BITFIELD",
+        "2:15",
+    );
+    refused(
+        &format!("{decl}BEGIN {{ this->p = (struct r *)alloca(8); trace(&this->p->a); }}"),
+        "D_ADDROF_BITFIELD",
+        "2:48",
+    );
+}
+
+#[test]
+fn calls_are_checked_against_their_prototypes_first() {
+    refused(
+        "BEGIN {\n\ttracemem(123, \"i'm a string\");\n}",
+        "D_PROTO_ARG",
+        "2:16",
+    );
+    refused(
+        "struct s { int a; } v;\nBEGIN { tracemem(v, 123); }",
+        "D_TRACEMEM_ADDR",
+        "2:18",
+    );
+    refused("BEGIN { copyinto(1, 2, 3); }", "D_PROTO_ARG", "1:24");
+    refused("BEGIN { copyinto(\"1\", 2, 3); }", "D_PROTO_ARG", "1:18");
+    refused("BEGIN { copyinto(1, \"2\", 3); }", "D_PROTO_ARG", "1:21");
+    refused("BEGIN { bcopy(arg0, 2, 3); }", "D_PROTO_ARG", "1:21");
+    refused("BEGIN { copyinstr(\"1\", 2); }", "D_PROTO_ARG", "1:19");
+    refused("BEGIN { copyinstr(1, \"2\"); }", "D_PROTO_ARG", "1:22");
+    refused("BEGIN { setopt(1); }", "D_PROTO_ARG", "1:16");
+    refused("BEGIN { setopt(\"quiet\", 1); }", "D_PROTO_ARG", "1:25");
+    refused(
+        "BEGIN { @a = count(); trunc(@a, @a); }",
+        "D_PROTO_ARG",
+        "1:33",
+    );
+    // A right prototype goes on to the call's own checks.
+    refused("BEGIN { setopt(probename); }", "D_SETOPT_ARG", "1:16");
+    c("BEGIN { copyinto(arg0, 8, alloca(8)); bcopy(arg0, alloca(8), 8); }");
+}
