@@ -127,3 +127,32 @@ fn calls_are_checked_against_their_prototypes_first() {
     refused("BEGIN { setopt(probename); }", "D_SETOPT_ARG", "1:16");
     c("BEGIN { copyinto(arg0, 8, alloca(8)); bcopy(arg0, alloca(8), 8); }");
 }
+
+#[test]
+fn printa_wants_aggregations_whose_keys_the_format_prints() {
+    refused(
+        "BEGIN {\n\t@ = count();\n\tprinta(\"%d\", @);\n}",
+        "D_PRINTF_ARG_PROTO",
+        "3:10",
+    );
+    refused(
+        "BEGIN { @[1] = count(); printa(\"%d %d %@d\", @); }",
+        "D_PRINTF_ARG_PROTO",
+        "1:36",
+    );
+    refused("BEGIN {\n\tprinta(\"%d\");\n}", "D_PRINTA_PROTO", "2:2");
+    refused(
+        "BEGIN { @a = count(); @b[1] = count(); printa(@a, @b); }",
+        "D_PRINTA_AGGKEY",
+        "1:51",
+    );
+    refused(
+        "BEGIN { @a[1, \"\", 2] = count(); @b[1, 2, \"\"] = count(); printa(@a, @b); }",
+        "D_PRINTA_AGGPROTO",
+        "1:68",
+    );
+    // A key printed, the value left out, as DTrace allows.
+    c("BEGIN { @[1, \"a\"] = count(); printa(\"%d %s\\n\", @); }");
+    // Keys not known yet (assigned in a later clause): the format is not judged.
+    c("tick-1s { printa(\"%d %@d\\n\", @a); }\nBEGIN { @a[1] = count(); }");
+}

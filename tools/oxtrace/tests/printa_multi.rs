@@ -39,7 +39,7 @@ fn printa_group_errors() {
         err("BEGIN { @a[1] = count(); @b[\"k\"] = count(); printa(\"%d %@d %@d\\n\", @a, @b); }"),
         (
             "1:72".into(),
-            "printa(): @b has keys (string), @a has (integer)".into()
+            "[D_PRINTA_AGGPROTO] printa( ): @b has keys (string), @a has (integer)".into()
         )
     );
     assert_eq!(

@@ -122,7 +122,16 @@ impl Gen<'_> {
             "setopt" => self.setopt(args, span)?,
             "printa" => {
                 let (fmt, agg_args) = match args {
+                    // A format alone has no aggregation to print.
+                    [a] if matches!(a.kind, ExprKind::Str(_)) => {
+                        return self.err(
+                            span,
+                            "[D_PRINTA_PROTO] printa( ) prototype mismatch: a format must be followed by an aggregation",
+                        )
+                    }
                     [a] => (None, std::slice::from_ref(a)),
+                    // Aggregations only, with no format.
+                    [a, ..] if matches!(a.kind, ExprKind::AggRef(_)) => (None, args),
                     [f, rest @ ..] if !rest.is_empty() => (Some(f), rest),
                     _ => {
                         return self.err(
@@ -135,18 +144,27 @@ impl Gen<'_> {
                     .iter()
                     .map(|a| self.agg_ref(a, "printa"))
                     .collect::<GResult<Vec<u32>>>()?;
-                // Several aggregations print side by side: their keys must match.
+                // Several aggregations print side by side: their keys must match, in number
+                // (D_PRINTA_AGGKEY) and in type (D_PRINTA_AGGPROTO), as in DTrace.
                 for (a, &id) in agg_args.iter().zip(&aggs).skip(1) {
                     let (k0, k) = (&self.t.aggs[aggs[0] as usize], &self.t.aggs[id as usize]);
-                    if k0.keys.is_some() && k.keys.is_some() && k0.keys != k.keys {
+                    if let (Some(ks0), Some(ks)) = (&k0.keys, &k.keys) {
+                        if ks0 == ks {
+                            continue;
+                        }
+                        let tag = if ks0.len() == ks.len() {
+                            "D_PRINTA_AGGPROTO"
+                        } else {
+                            "D_PRINTA_AGGKEY"
+                        };
                         return self.err(
                             a.span,
                             format!(
-                                "printa(): @{} has keys ({}), @{} has ({})",
+                                "[{tag}] printa( ): @{} has keys ({}), @{} has ({})",
                                 k.name,
-                                kinds_text(k.keys.as_deref().unwrap_or_default()),
+                                kinds_text(ks),
                                 k0.name,
-                                kinds_text(k0.keys.as_deref().unwrap_or_default())
+                                kinds_text(ks0)
                             ),
                         );
                     }
@@ -183,8 +201,23 @@ impl Gen<'_> {
                         .keys
                         .clone()
                         .unwrap_or_default();
-                    let plain = format::convs(&pieces).filter(|c| !c.flags.agg);
-                    for (n, (c, k)) in plain.zip(&keys).enumerate() {
+                    // Each plain conversion prints a key: one past the keys has nothing
+                    // (known once a clause before this one assigned the aggregation).
+                    let known = self.t.aggs[aggs[0] as usize].keys.is_some();
+                    let plain: Vec<_> = format::convs(&pieces).filter(|c| !c.flags.agg).collect();
+                    if let Some(c) = plain.get(keys.len()).filter(|_| known) {
+                        let conv = String::from_utf8_lossy(&text[c.start..c.end]).into_owned();
+                        return self.err(
+                            fmt_span(self.src, f.span, c.start),
+                            format!(
+                                "[D_PRINTF_ARG_PROTO] printa( ): conversion #{} {conv} has no key to print: @{} has {} key(s)",
+                                keys.len() + 1,
+                                self.t.aggs[aggs[0] as usize].name,
+                                keys.len()
+                            ),
+                        );
+                    }
+                    for (n, (c, k)) in plain.iter().zip(&keys).enumerate() {
                         if *k == KeyKind::Stack && c.conv != 'k' {
                             let conv = String::from_utf8_lossy(&text[c.start..c.end]).into_owned();
                             return self.err(
