@@ -10,7 +10,7 @@ use oxtrace_core::action::{Dict, KeyLayout};
 use oxtrace_core::program::{Image, ProbeKind};
 use oxtrace_core::stack;
 use oxtrace_core::ustack::{Decoded, Style};
-use support::{c, err_text as err};
+use support::{c, err_text as err, tagged};
 
 const PCS: [u64; 4] = [
     0xffff_ffff_8123_4519,
@@ -119,6 +119,13 @@ fn stack_depth_errors() {
         );
     }
     assert!(err("BEGIN { @[stack(1, 2)] = count(); }").contains("optional frame count"));
+    // DTrace's tags: a count of the wrong type, out of range, too many arguments.
+    tagged(&[
+        ("BEGIN { stack(\"s\"); }", "[D_PROTO_ARG]"),
+        ("BEGIN { stack(0); }", "[D_STACK_SIZE]"),
+        ("BEGIN { stack(-1); }", "[D_STACK_SIZE]"),
+        ("BEGIN { stack(1, 2); }", "[D_PROTO_LEN]"),
+    ]);
     for bad in [
         "x = stack() + 1;",
         "x = stack();",

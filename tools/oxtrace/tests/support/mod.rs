@@ -44,6 +44,14 @@ pub fn err_at(src: &str) -> (String, String) {
     (e.position(), e.msg)
 }
 
+/// Checks that each program is refused with its tag (`"[D_...]"`) in the error.
+pub fn tagged(cases: &[(&str, &str)]) {
+    for (src, tag) in cases {
+        let e = err_text(src);
+        assert!(e.contains(tag), "{src}: {e}");
+    }
+}
+
 /// The compile error of `src` as the tool prints it.
 pub fn err_text(src: &str) -> String {
     err(src).to_string()

@@ -105,12 +105,20 @@ impl Gen<'_> {
                 use oxtrace_core::stack::MAX_FRAMES;
                 let n = match args {
                     [] => self.t.stackframes,
-                    [e] => self.const_upto(
-                        e,
-                        MAX_FRAMES.min(self.t.maxframes),
-                        "stack()'s frame count",
-                    )?,
-                    _ => return self.err(span, "stack() takes an optional frame count"),
+                    [e] => {
+                        self.proto_arg(name, 0, e, Want::Int)?;
+                        self.const_upto(
+                            e,
+                            MAX_FRAMES.min(self.t.maxframes),
+                            "[D_STACK_SIZE] stack()'s frame count",
+                        )?
+                    }
+                    _ => {
+                        return self.err(
+                            span,
+                            "[D_PROTO_LEN] stack() takes an optional frame count",
+                        )
+                    }
                 };
                 let rd = self.reg(span)?;
                 self.emit(Op::Kstack, rd, 0, 0, n);
