@@ -8,7 +8,7 @@ use oxtrace::dsl::{compile, CompileOptions, Compiled, KeyKind};
 use oxtrace::runtime::sim::{Firing, OwnedKey, Sim};
 use oxtrace_core::program::ProbeKind;
 use oxtrace_core::ustack::{Decoded, Style, MAX_FRAMES};
-use support::{c, err_text as err};
+use support::{c, err_text as err, tagged};
 
 fn opts(x: &[(&str, &str)]) -> CompileOptions {
     CompileOptions {
@@ -89,21 +89,52 @@ fn keys(s: &Sim) -> Vec<(Style, u64, Vec<u64>)> {
         .collect()
 }
 
+/// The keys of `p` fired once on a user stack of 30 frames.
+fn keys_of(p: &Compiled) -> Vec<(Style, u64, Vec<u64>)> {
+    let (mut s, f) = world(30);
+    s.fire(p, &f);
+    assert!(s.faults.is_empty(), "{:?}", s.faults);
+    keys(&s)
+}
+
 #[test]
 fn ustack_is_a_stack_key_walked_to_its_depth() {
     let p = c("profile-1ms { @a[ustack()] = count(); @b[ustack(3)] = count(); }");
     assert_eq!(p.aggs[0].keys, vec![KeyKind::Stack]);
-    let (mut s, f) = world(30);
-    s.fire(&p, &f);
-    assert!(s.faults.is_empty(), "{:?}", s.faults);
     // DTrace's default of 20 frames; ustack(3).
     assert_eq!(
-        keys(&s),
+        keys_of(&p),
         vec![
             (Style::Ustack, 4321, expected(20)),
             (Style::Ustack, 4321, expected(3))
         ]
     );
+}
+
+#[test]
+fn jstack_and_the_string_space_are_ustack() {
+    // Linux has no ustack helpers to name a VM's frames: jstack() is ustack(), and the
+    // string space such helpers would fill is checked and left unused.
+    let p = c(
+        "profile-1ms { @a[jstack()] = count(); @b[jstack(3, 100)] = count(); \
+               @c[ustack(4, 0)] = count(); }",
+    );
+    assert_eq!(
+        keys_of(&p),
+        vec![
+            (Style::Ustack, 4321, expected(20)),
+            (Style::Ustack, 4321, expected(3)),
+            (Style::Ustack, 4321, expected(4))
+        ]
+    );
+    tagged(&[
+        ("BEGIN { ustack(1, -1); }", "[D_USTACK_STRSIZE]"),
+        ("BEGIN { x = 5; jstack(1, x); }", "[D_USTACK_STRSIZE]"),
+        ("BEGIN { ustack(1, \"s\"); }", "[D_PROTO_ARG]"),
+        ("BEGIN { jstack(\"s\"); }", "[D_PROTO_ARG]"),
+        ("BEGIN { ustack(0, 200); }", "[D_USTACK_FRAMES]"),
+        ("BEGIN { ustack(1, 10, 1); }", "[D_PROTO_LEN]"),
+    ]);
 }
 
 #[test]

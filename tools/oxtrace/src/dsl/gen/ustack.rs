@@ -4,7 +4,7 @@
 //! (`oxtrace_core::ustack`) and the tool prints symbolized; the symbol values are stack
 //! typed, so they are keys and `trace()`/`printf("%k")` items like `stack()`.
 
-use super::{Expr, GResult, Gen, Span, Ty, U64};
+use super::{const_eval, Expr, GResult, Gen, Span, Ty, Want, U64};
 use oxtrace_core::action::Op;
 use oxtrace_core::ustack::{Style, MAX_FRAMES};
 
@@ -29,7 +29,7 @@ fn sym_style(name: &str) -> Option<Style> {
 
 /// Whether `name` is one of the functions here.
 pub(super) fn is_call(name: &str) -> bool {
-    name == "ustack" || sym_style(name).is_some()
+    matches!(name, "ustack" | "jstack") || sym_style(name).is_some()
 }
 
 impl Gen<'_> {
@@ -54,21 +54,37 @@ impl Gen<'_> {
         args: &[Expr],
         span: Span,
     ) -> GResult<(u8, Ty)> {
-        if name == "ustack" {
-            let n = match args {
-                [] => self.t.ustackframes,
-                [e] => self.const_upto(
+        // jstack() is ustack() with the frames a Java VM's ustack helper would name;
+        // Linux has no such helpers, so it is ustack() itself, as in Oracle's DTrace.
+        if matches!(name, "ustack" | "jstack") {
+            if args.len() > 2 {
+                return self.err(
+                    span,
+                    format!(
+                        "[D_PROTO_LEN] {name}() takes an optional frame count and string space"
+                    ),
+                );
+            }
+            for (i, a) in args.iter().enumerate() {
+                self.proto_arg(name, i, a, Want::Int)?;
+            }
+            let n = match args.first() {
+                None => self.t.ustackframes,
+                Some(e) => self.const_upto(
                     e,
                     MAX_FRAMES.min(self.t.maxframes),
-                    "ustack()'s frame count",
+                    &format!("[D_USTACK_FRAMES] {name}()'s frame count"),
                 )?,
-                [_, e, ..] => {
+            };
+            // The string space is where helpers put their frame names: checked, unused.
+            if let Some(e) = args.get(1) {
+                if const_eval(e).is_none_or(|v| v < 0) {
                     return self.err(
                         e.span,
-                        "ustack() takes an optional frame count (no string space)",
-                    )
+                        format!("[D_USTACK_STRSIZE] {name}()'s string space must be a non-negative integer constant"),
+                    );
                 }
-            };
+            }
             let rd = self.reg(span)?;
             self.emit(Op::Ustack, rd, 0, 0, n);
             return Ok((rd, Ty::Stack));
