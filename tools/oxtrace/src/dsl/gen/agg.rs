@@ -131,7 +131,8 @@ impl Gen<'_> {
                 let known = ACTIONS.contains(&call.func.as_str())
                     || super::subr::is_subr(&call.func)
                     || super::mem::is_call(&call.func)
-                    || super::ustack::is_call(&call.func);
+                    || super::ustack::is_call(&call.func)
+                    || super::call::is_unimplemented(&call.func);
                 let tag = if known { "D_AGG_FUNC" } else { "D_FUNC_UNDEF" };
                 return self.err(
                     call.func_span,

@@ -225,9 +225,53 @@ impl Gen<'_> {
                 span,
                 format!("[D_CG_EXPR] {name}() is an aggregating function: use it as @name[keys] = {name}(...)"),
             ),
+            n if is_unimplemented(n) => self.unimplemented_call(n, args, span),
             _ => self.err(span, format!("[D_FUNC_UNDEF] unknown function '{name}'")),
         }
     }
 
+    /// A DTrace action oxtrace does not implement: checked against its prototype as DTrace
+    /// checks it, so that a wrong call has DTrace's tag, then refused.
+    fn unimplemented_call(&mut self, name: &str, args: &[Expr], span: Span) -> GResult<(u8, Ty)> {
+        let Some((params, why)) = unimplemented(name) else {
+            return self.err(span, format!("[D_FUNC_UNDEF] unknown function '{name}'"));
+        };
+        if let Some(m) = arity_error(name, args.len(), params.len(), params.len()) {
+            return self.err(span, m);
+        }
+        for (i, (a, want)) in args.iter().zip(params).enumerate() {
+            if let Some(w) = want {
+                self.proto_arg(name, i, a, *w)?;
+            }
+        }
+        self.err(
+            span,
+            format!("{name}() is a destructive DTrace action oxtrace does not implement: it {why}"),
+        )
+    }
+
     // ---- statements --------------------------------------------------------------------
+}
+
+/// The prototype (`None`: any type, as DTrace's `void *` takes a string) of DTrace action
+/// `name` if oxtrace does not implement it, and what the action would do.
+fn unimplemented(name: &str) -> Option<(&'static [Option<Want>], &'static str)> {
+    Some(match name {
+        "copyout" => (
+            &[None, Some(Want::Scalar), Some(Want::Int)],
+            "would write user memory",
+        ),
+        "copyoutstr" => (
+            &[Some(Want::Str), Some(Want::Scalar), Some(Want::Int)],
+            "would write user memory",
+        ),
+        "breakpoint" => (&[], "would stop the kernel in a debugger"),
+        "panic" => (&[], "would panic the kernel"),
+        _ => return None,
+    })
+}
+
+/// Whether `name` is a DTrace action oxtrace knows but does not implement.
+pub(super) fn is_unimplemented(name: &str) -> bool {
+    unimplemented(name).is_some()
 }
