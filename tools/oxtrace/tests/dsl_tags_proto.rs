@@ -183,3 +183,10 @@ fn unimplemented_destructive_actions_are_checked_then_refused() {
         );
     }
 }
+
+#[test]
+fn a_unary_operator_refuses_an_actions_void() {
+    refused("BEGIN {\n\tp = 123 + -trace(0);\n}", "D_OP_ARITH", "2:12");
+    refused("BEGIN { p = ~printf(\"x\"); }", "D_OP_INT", "1:13");
+    refused("BEGIN { p = !exit(0); }", "D_OP_SCALAR", "1:13");
+}

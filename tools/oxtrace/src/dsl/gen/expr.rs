@@ -3,7 +3,9 @@
 
 use super::super::error::Span;
 use super::super::syntax::ast::*;
-use super::super::types::{arith, builtin, int_const_type, resolve_type, unary_type, Ty, I32, U64};
+use super::super::types::{
+    arith, builtin, int_const_type, resolve_type, unary_type, Ty, ACTIONS, I32, U64,
+};
 use super::loc::{KeyPart, Loc};
 use super::{ustack, GResult, Gen, STACK_USE};
 use oxtrace_core::action::{Builtin, Op};
@@ -375,14 +377,18 @@ impl Gen<'_> {
     }
 
     pub(super) fn unary(&mut self, op: UnOp, a: &Expr, span: Span) -> GResult<(u8, Ty)> {
+        let m = match op {
+            UnOp::Neg => "[D_OP_ARITH] operator - requires an operand of arithmetic type",
+            UnOp::Plus => "[D_OP_ARITH] operator + requires an operand of arithmetic type",
+            UnOp::BitNot => "[D_OP_INT] operator ~ requires an operand of integral type",
+            _ => "[D_OP_SCALAR] operator ! requires an operand of scalar type",
+        };
+        // An action's value is void: the operator refuses it, as DTrace's does.
+        if matches!(&a.kind, ExprKind::Call(n, _) if ACTIONS.contains(&n.as_str())) {
+            return self.err(span, m);
+        }
         let (r, ty) = self.expr(a)?;
         if ty.is_float() || !ty.is_scalar() {
-            let m = match op {
-                UnOp::Neg => "[D_OP_ARITH] operator - requires an operand of arithmetic type",
-                UnOp::Plus => "[D_OP_ARITH] operator + requires an operand of arithmetic type",
-                UnOp::BitNot => "[D_OP_INT] operator ~ requires an operand of integral type",
-                _ => "[D_OP_SCALAR] operator ! requires an operand of scalar type",
-            };
             return self.err(span, m);
         }
         match op {
