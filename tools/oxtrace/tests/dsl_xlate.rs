@@ -466,7 +466,18 @@ fn errors() {
         (
             "BEGIN { trace(curpsinfo->pr_nlwp); }".to_string(),
             k(),
-            "1:15: [D_TYPE_MEMBER] struct task_struct has no member 'signal' (translating member pr_nlwp at <prelude>:50:12)",
+            "1:15: [D_TYPE_MEMBER] struct task_struct has no member 'signal' (translating member pr_nlwp at <prelude>:56:12)",
+        ),
+        (
+            // Declared as in DTrace's view, not translated on Linux.
+            "BEGIN { trace(curpsinfo->pr_rssize); }".to_string(),
+            k(),
+            "1:15: [D_XLATE_NOCONV] translator does not define conversion for member: pr_rssize",
+        ),
+        (
+            "BEGIN { trace(curlwpsinfo->pr_cpu); }".to_string(),
+            k(),
+            "1:15: [D_XLATE_NOCONV] translator does not define conversion for member: pr_cpu",
         ),
         (
             format!("{SOU}translator struct out < struct in I > {{ oi = I.i; }};\nstruct in *p;\nBEGIN {{ trace(xlate <struct out> (p).oi); }}"),

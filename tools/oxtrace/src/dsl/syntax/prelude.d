@@ -31,6 +31,9 @@ typedef struct psinfo {
 	id_t pr_zoneid;
 	id_t pr_contract;
 	int pr_nzomb;		/* zombie threads: 0 */
+	/* Members of DTrace's view that the translator leaves out (D_XLATE_NOCONV). */
+	size_t pr_size;		/* image size, kB */
+	size_t pr_rssize;	/* resident set size, kB */
 } psinfo_t;
 
 typedef struct lwpsinfo {
@@ -44,6 +47,9 @@ typedef struct lwpsinfo {
 	char pr_clname[8];	/* scheduling class: TS, RT, DL, IDLE, SYS */
 	int pr_onpro;		/* the CPU it last ran on */
 	char pr_name[16];	/* the thread's name (comm) */
+	/* Members of DTrace's view that the translator leaves out (D_XLATE_NOCONV). */
+	char pr_oldpri;		/* the old priority scale */
+	char pr_cpu;		/* CPU usage */
 } lwpsinfo_t;
 
 translator psinfo_t < struct task_struct *T > {
