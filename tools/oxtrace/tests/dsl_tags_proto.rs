@@ -4,6 +4,7 @@
 
 mod support;
 
+use oxtrace_core::program::ProbeKind;
 use support::{c, err_at};
 
 /// The tag and `line:column` of `src`'s compile error.
@@ -189,4 +190,20 @@ fn a_unary_operator_refuses_an_actions_void() {
     refused("BEGIN {\n\tp = 123 + -trace(0);\n}", "D_OP_ARITH", "2:12");
     refused("BEGIN { p = ~printf(\"x\"); }", "D_OP_INT", "1:13");
     refused("BEGIN { p = !exit(0); }", "D_OP_SCALAR", "1:13");
+}
+
+#[test]
+fn a_function_and_name_alone_are_a_system_call_or_a_kernel_function() {
+    // DTrace's FUNC:NAME leaves the provider and module out.
+    let p = c("read:entry { trace(arg0); }\nvfs_read:return { trace(arg1); }");
+    let kinds: Vec<_> = p.probes.iter().map(|s| (s.kind, s.func.as_str())).collect();
+    assert_eq!(
+        kinds,
+        [
+            (ProbeKind::SyscallEntry, "read"),
+            (ProbeKind::FbtReturn, "vfs_read")
+        ]
+    );
+    refused("read:entry { trace(args[-1]); }", "D_ARGS_IDX", "1:20");
+    refused("read:entry { trace(args[3]); }", "D_ARGS_IDX", "1:20");
 }
