@@ -207,3 +207,10 @@ fn a_function_and_name_alone_are_a_system_call_or_a_kernel_function() {
     refused("read:entry { trace(args[-1]); }", "D_ARGS_IDX", "1:20");
     refused("read:entry { trace(args[3]); }", "D_ARGS_IDX", "1:20");
 }
+
+#[test]
+fn uregs_names_an_undefined_index_and_a_register_out_of_range() {
+    refused("BEGIN {\n\ttrace(uregs[FOO]);\n}", "D_IDENT_UNDEF", "2:14");
+    refused("BEGIN { trace(uregs[42]); }", "D_UNKNOWN", "1:21");
+    refused("BEGIN { i = 1; trace(uregs[i]); }", "D_PROTO_ARG", "1:28");
+}

@@ -191,14 +191,19 @@ impl Gen<'_> {
                 return self.err(
                     k.span,
                     format!(
-                        "uregs[] index {v} is not a register (0 to {})",
+                        "[D_UNKNOWN] uregs[] index {v} is not a register (0 to {})",
                         UREG_COUNT - 1
                     ),
                 );
             }
             Some(_) => {}
             None => {
-                let ty = self.type_of(k)?;
+                // Evaluated (and dropped) first: a name nothing defines is that error,
+                // as in DTrace.
+                let (mark, free) = (self.code.len(), self.free.clone());
+                let (_, ty) = self.expr(k)?;
+                self.code.truncate(mark);
+                self.free = free;
                 let what = if ty.is_int() {
                     "an expression computed when the probe fires".to_string()
                 } else {
