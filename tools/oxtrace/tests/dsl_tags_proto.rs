@@ -214,3 +214,13 @@ fn uregs_names_an_undefined_index_and_a_register_out_of_range() {
     refused("BEGIN { trace(uregs[42]); }", "D_UNKNOWN", "1:21");
     refused("BEGIN { i = 1; trace(uregs[i]); }", "D_PROTO_ARG", "1:28");
 }
+
+#[test]
+fn a_missing_or_repeated_member_is_dtraces_unknown_error() {
+    refused(
+        "struct r { int a; };\nBEGIN { trace(offsetof(struct r, NULL)); }",
+        "D_UNKNOWN",
+        "2:15",
+    );
+    refused("struct foo {\n\tint x;\n\tchar x;\n};", "D_UNKNOWN", "3:7");
+}

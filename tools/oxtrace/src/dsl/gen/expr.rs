@@ -171,9 +171,10 @@ impl Gen<'_> {
                         if let Some(msg) = self.t.env.btf_no_member(&ty, m) {
                             return self.err(e.span, msg);
                         }
+                        // As DTrace, which has no tag of its own for offsetof's.
                         return self.err(
                             e.span,
-                            format!("[D_TYPE_MEMBER] {} is not a member of {}", m, ty.name()),
+                            format!("[D_UNKNOWN] failed to determine offset of {m}: {m} is not a member of {}", ty.name()),
                         );
                     }
                 };

@@ -366,7 +366,8 @@ fn declare_sou(
         if out.iter().any(|x| x.name == m.name) {
             return Err((
                 m.span,
-                format!("[D_DECL_IDRED] member redeclared: {}", m.name),
+                // DTrace has no tag of its own for this one.
+                format!("[D_UNKNOWN] failed to define member '{}': a member of that name is declared before", m.name),
             ));
         }
         let a = t.env.align(&ty);
