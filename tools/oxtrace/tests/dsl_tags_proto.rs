@@ -224,3 +224,11 @@ fn a_missing_or_repeated_member_is_dtraces_unknown_error() {
     );
     refused("struct foo {\n\tint x;\n\tchar x;\n};", "D_UNKNOWN", "3:7");
 }
+
+#[test]
+fn a_declaration_cannot_take_a_functions_name() {
+    // Refused before the missing clause, as DTrace refuses it.
+    refused("inline int rand = 7;", "D_DECL_IDRED", "1:12");
+    refused("int strlen;\nBEGIN { }", "D_DECL_IDRED", "1:5");
+    refused("inline int trace = 1;\nBEGIN { }", "D_DECL_IDRED", "1:12");
+}

@@ -3,7 +3,7 @@
 //! before it is sent.
 
 use super::error::{CompileError, GResult, Span};
-use super::gen::Gen;
+use super::gen::{is_function, Gen};
 use super::passes::options::{pragma, set_option, OptionAt};
 use super::passes::{addr, check, declare, infer, partial, probe_spec::probe_spec, stable, Tables};
 use super::syntax::ast::*;
@@ -72,6 +72,16 @@ pub fn compile_items(
         .iter()
         .flat_map(|(v, s, i, p)| v.iter().map(move |it| (it, *s, *i, *p)))
     {
+        // The functions D knows are code generation's: a declaration taking one's name is
+        // refused here, as DTrace refuses it (`declare` knows the other names).
+        if let Some((name, at)) = global_name(it).filter(|(n, _)| !pre && is_function(n)) {
+            return Err(CompileError::at(
+                src,
+                input,
+                at,
+                format!("[D_DECL_IDRED] identifier redeclared: {name}"),
+            ));
+        }
         let r = declare::item(&mut t, it, pre);
         r.map_err(|(span, m)| CompileError::at(src, input, span, m))?;
         match it {
@@ -410,4 +420,13 @@ fn gen_group(
     });
     c.clause_spans.push((cl.span, first..probes.len()));
     Ok(())
+}
+
+/// The global name `it` declares, and where: an inline's or a global variable's.
+fn global_name(it: &Item) -> Option<(&str, Span)> {
+    match it {
+        Item::Inline(_, name, _, at) => Some((name, *at)),
+        Item::Decl(d) if d.class == DeclClass::Global => Some((&d.name, d.span)),
+        _ => None,
+    }
 }

@@ -2,7 +2,6 @@
 
 use super::super::error::{CompileError, Span};
 use super::super::syntax::ast::*;
-use super::super::types::ACTIONS;
 use super::super::KeyKind;
 use super::{arity_error, float_key, kinds_text, GResult, Gen};
 use oxtrace_core::action::{self as act, Op};
@@ -128,12 +127,11 @@ impl Gen<'_> {
             None => {
                 // A function D knows but that does not aggregate is misused; a name D does
                 // not know at all is an undefined function, as anywhere else.
-                let known = ACTIONS.contains(&call.func.as_str())
-                    || super::subr::is_subr(&call.func)
-                    || super::mem::is_call(&call.func)
-                    || super::ustack::is_call(&call.func)
-                    || super::call::is_unimplemented(&call.func);
-                let tag = if known { "D_AGG_FUNC" } else { "D_FUNC_UNDEF" };
+                let tag = if super::is_function(&call.func) {
+                    "D_AGG_FUNC"
+                } else {
+                    "D_FUNC_UNDEF"
+                };
                 return self.err(
                     call.func_span,
                     format!("[{tag}] unknown aggregating function '{}'", call.func),

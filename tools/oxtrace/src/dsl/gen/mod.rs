@@ -303,6 +303,20 @@ fn is_str_storage(ty: &Ty) -> bool {
     }
 }
 
+/// Whether `name` is a function D knows: an action, a subroutine or another built-in call
+/// (whether or not oxtrace implements it).
+pub(crate) fn is_function(name: &str) -> bool {
+    super::types::ACTIONS.contains(&name)
+        || subr::is_subr(name)
+        || mem::is_call(name)
+        || ustack::is_call(name)
+        || call::is_unimplemented(name)
+        || matches!(
+            name,
+            "speculation" | "stringof" | "strlen" | "strjoin" | "stack" | "copyinstr"
+        )
+}
+
 /// What a function's prototype wants of an argument (see [`Gen::proto_arg`]).
 #[derive(Clone, Copy)]
 pub(super) enum Want {
