@@ -232,3 +232,13 @@ fn a_declaration_cannot_take_a_functions_name() {
     refused("int strlen;\nBEGIN { }", "D_DECL_IDRED", "1:5");
     refused("inline int trace = 1;\nBEGIN { }", "D_DECL_IDRED", "1:12");
 }
+
+#[test]
+fn printfs_arguments_are_judged_before_its_format() {
+    refused(
+        "struct b { int a : 1; } var;\nBEGIN { printf(\"%n\", sizeof(var.a)); }",
+        "D_SIZEOF_BITFIELD",
+        "2:22",
+    );
+    refused("BEGIN { printf(\"%n\", 1); }", "D_SYNTAX", "1:18");
+}

@@ -407,6 +407,13 @@ impl Gen<'_> {
         let pieces = match format::parse(&text, false) {
             Ok(p) => p,
             Err((off, msg)) => {
+                // DTrace reads the arguments before the format: an argument's own error
+                // comes first.
+                for a in &args[1..] {
+                    if !matches!(a.kind, ExprKind::AggRef(_)) {
+                        self.type_of(a)?;
+                    }
+                }
                 // DTrace's tagged errors stand alone.
                 let msg = if msg.starts_with('[') {
                     msg
