@@ -242,3 +242,18 @@ fn printfs_arguments_are_judged_before_its_format() {
     );
     refused("BEGIN { printf(\"%n\", 1); }", "D_SYNTAX", "1:18");
 }
+
+#[test]
+fn a_type_defined_again_where_no_definition_may_stand() {
+    // Braces for a translator's angle brackets define struct o again.
+    refused(
+        "struct o { int a; };\ntranslator struct o\n{ int *p }\n{ a = *p; };\nBEGIN { }",
+        "D_DECL_TYPERED",
+        "3:1",
+    );
+    refused(
+        "translator struct o\n{ int *p }\n{ a = *p; };\nBEGIN { }",
+        "D_SYNTAX",
+        "2:1",
+    );
+}

@@ -32,6 +32,8 @@ pub struct Parser<'a> {
     depth: usize,
     /// Names declared by `typedef` so far (a cast or declaration may start with one).
     typedefs: HashSet<String>,
+    /// The structs, unions and enums defined so far (`struct foo`).
+    sou_defs: HashSet<String>,
     /// Option `defaultargs`: an unset `$N` is 0, an unset `$$N` "".
     default_args: bool,
     /// Aggregations assigned so far, in text order.
@@ -184,6 +186,7 @@ impl<'a> Parser<'a> {
             in_pred: false,
             depth: 0,
             typedefs: HashSet::new(),
+            sou_defs: HashSet::new(),
             default_args: false,
             aggs: HashSet::new(),
         }

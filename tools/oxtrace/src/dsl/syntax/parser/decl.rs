@@ -471,12 +471,18 @@ impl Parser<'_> {
                     format!("[D_SYNTAX] syntax error: a {kw} defined in D cannot have the scoped name {name}"),
                 );
             }
+            let tag = format!("{kw} {name}");
             if !defs_ok {
+                // A type defined before is being defined again, as DTrace sees it.
+                if self.sou_defs.contains(&tag) {
+                    return self.err(open, format!("[D_DECL_TYPERED] type redeclared: {tag}"));
+                }
                 return self.err(
                     open,
                     format!("[D_SYNTAX] syntax error: a {kw} cannot be defined here"),
                 );
             }
+            self.sou_defs.insert(tag);
             if kw == "enum" {
                 let mut items = Vec::new();
                 loop {
