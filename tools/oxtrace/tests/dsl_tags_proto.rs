@@ -257,3 +257,17 @@ fn a_type_defined_again_where_no_definition_may_stand() {
         "2:1",
     );
 }
+
+#[test]
+fn a_translation_is_no_aggregation_key() {
+    let decls = "struct in { int i; };\nstruct out { int o; };\n\
+                 translator struct out < struct in *P > { o = P->i; };\nstruct in *p;\n";
+    refused(
+        &format!("{decls}BEGIN {{ @[xlate <struct out *> (p)] = count(); }}"),
+        "D_KEY_TYPE",
+        "5:11",
+    );
+    c(&format!(
+        "{decls}BEGIN {{ @[xlate <struct out *> (p)->o] = count(); }}"
+    ));
+}

@@ -220,6 +220,13 @@ impl Gen<'_> {
         }
         let mut kr = Vec::new();
         for k in keys {
+            // A translation is never built: no key to keep, as DTrace says.
+            if let Some(what) = self.xlate_data(k) {
+                return self.err(
+                    k.span,
+                    format!("[D_KEY_TYPE] {what} cannot be an aggregation key: use its members"),
+                );
+            }
             let (r, t) = self.value(k, "D_KEY_TYPE", "D_KEY_TYPE")?;
             if t.is_float() {
                 return self.err(k.span, float_key(&t));
