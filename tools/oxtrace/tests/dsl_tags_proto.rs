@@ -270,4 +270,10 @@ fn a_translation_is_no_aggregation_key() {
     c(&format!(
         "{decls}BEGIN {{ @[xlate <struct out *> (p)->o] = count(); }}"
     ));
+    // Nor a statement's value.
+    refused(
+        &format!("{decls}BEGIN {{ xlate <struct out *> (p); }}"),
+        "D_CG_DYN",
+        "5:9",
+    );
 }

@@ -18,6 +18,15 @@ impl Gen<'_> {
                         return self.action(name, args, e.span);
                     }
                 }
+                // A translation alone is a value of a type that is never built.
+                if let Some(what) = self.xlate_data(e) {
+                    return self.err(
+                        e.span,
+                        format!(
+                            "[D_CG_DYN] a statement cannot evaluate to {what}: use its members"
+                        ),
+                    );
+                }
                 let (r, _) = self.expr(e)?;
                 self.release(r);
                 Ok(())
