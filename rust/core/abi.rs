@@ -12,7 +12,7 @@ pub const DEVICE_NAME: &str = "oxtrace";
 /// ABI major version: a new major breaks old tools.
 pub const ABI_MAJOR: u32 = 1;
 /// ABI minor version: a new minor only adds.
-pub const ABI_MINOR: u32 = 15;
+pub const ABI_MINOR: u32 = 16;
 
 /// Image option `bufpolicy` (11; minor 15): two halves per CPU, swapped at each snapshot.
 pub const BUFPOLICY_SWITCH: u64 = crate::buffer::POLICY_SWITCH;

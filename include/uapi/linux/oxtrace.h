@@ -48,9 +48,11 @@
  * link families (1 << 16 | ARPHRD_ETHER or ARPHRD_INFINIBAND), link_ntop().
  * Minor 15: image option 11, bufpolicy (OXT_BUFPOLICY_*: switch, fill, ring),
  * and struct oxt_status.filled.
+ * Minor 16: inet_ntop's family AF_INET6 | 1 << 8 (inet_ntoa6() without strict: an
+ * IPv4 address inside the IPv6 one as the bare dotted quad).
  */
 #define OXT_ABI_MAJOR 1
-#define OXT_ABI_MINOR 15
+#define OXT_ABI_MINOR 16
 
 /*
  * Principal buffer policies, the values of image option 11 (bufpolicy; minor 15).

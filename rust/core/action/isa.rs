@@ -189,8 +189,9 @@ pub enum Op {
     Cleanpath = 85,
     /// `rd = inet_ntop(r1, r2)`: the address of family `r1` (`AF_INET`, `AF_INET6`; or
     /// `link_ntop()`'s link type, `subr::LINK_FAMILY` | `ARPHRD_ETHER` or `ARPHRD_INFINIBAND`,
-    /// since ABI minor 14) in kernel memory at `r2`, as a new scratch string; faults on
-    /// another family or a bad address.
+    /// since ABI minor 14; `subr::AF_INET6_LOOSE`, an IPv4 address inside the IPv6 one as
+    /// the bare dotted quad, since minor 16) in kernel memory at `r2`, as a new scratch
+    /// string; faults on another family or a bad address.
     InetNtop = 86,
     /// `rd = r1` in network byte order, `imm` bits (16, 32 or 64) wide: `hton*`/`ntoh*`.
     Hton = 87,

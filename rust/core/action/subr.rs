@@ -346,18 +346,30 @@ pub fn inet_ntoa(a: &[u8; 4], out: &mut [u8]) -> usize {
     n
 }
 
+/// `inet_ntop()`'s family for `inet_ntoa6()` without its `strict` argument (ABI minor
+/// 16): [`AF_INET6`], an IPv4 address inside an IPv6 one written as the bare dotted quad.
+pub const AF_INET6_LOOSE: u64 = AF_INET6 | (1 << 8);
+
 /// An IPv6 address (network order) as RFC 5952 writes it: lowercase hexadecimal groups
-/// without leading zeros, the first longest run of two or more zero groups as `::`, and an
-/// IPv4-mapped address as `::ffff:a.b.c.d`.
-pub fn inet_ntoa6(a: &[u8; 16], out: &mut [u8]) -> usize {
+/// without leading zeros, the first longest run of two or more zero groups as `::`. An
+/// IPv4-mapped address (`::ffff:a.b.c.d`) and, as DTrace takes it, an IPv4-compatible one
+/// (six zero groups then anything but `::` and `::1`) end in the dotted quad; unless
+/// `strict`, the dotted quad alone (DTrace's `inet_ntoa6()`).
+pub fn inet_ntoa6(a: &[u8; 16], strict: bool, out: &mut [u8]) -> usize {
     let mut g = [0u16; 8];
     // PANIC (this function): `i < 8` indexes `g` and `2 * i + 1 < 16` indexes `a`; a run of
     // zero groups starts and ends within `g`; a group has at most 4 hex digits (`k < 4`).
     for (i, w) in g.iter_mut().enumerate() {
         *w = u16::from_be_bytes([a[2 * i], a[2 * i + 1]]);
     }
-    if g[..5] == [0; 5] && g[5] == 0xffff {
-        let n = copy(b"::ffff:", out);
+    let prefix: Option<&[u8]> = match (g[..5] == [0; 5], g[5], g[6], g[7]) {
+        (true, 0xffff, _, _) => Some(b"::ffff:"),
+        (true, 0, 0, 0 | 1) => None,
+        (true, 0, _, _) => Some(b"::"),
+        _ => None,
+    };
+    if let Some(p) = prefix {
+        let n = if strict { copy(p, out) } else { 0 };
         let v4 = [a[12], a[13], a[14], a[15]];
         return n + inet_ntoa(&v4, out.get_mut(n..).unwrap_or(&mut []));
     }

@@ -181,24 +181,38 @@ fn inet_formats() {
         s(|o| inet_ntoa(&[255, 255, 255, 255], o)),
         "255.255.255.255"
     );
-    let v6 = |hex: [u16; 8]| {
+    let groups = |hex: [u16; 8], strict: bool| {
         let mut a = [0u8; 16];
         for (i, g) in hex.iter().enumerate() {
             a[2 * i..2 * i + 2].copy_from_slice(&g.to_be_bytes());
         }
-        s(|o| inet_ntoa6(&a, o))
+        s(|o| inet_ntoa6(&a, strict, o))
     };
-    assert_eq!(v6([0; 8]), "::");
-    assert_eq!(v6([0, 0, 0, 0, 0, 0, 0, 1]), "::1");
-    assert_eq!(v6([0xfe80, 0, 0, 0, 0x1, 0x2, 0x3, 0x4]), "fe80::1:2:3:4");
-    assert_eq!(v6([0x2001, 0xdb8, 0, 1, 0, 0, 0, 1]), "2001:db8:0:1::1");
-    assert_eq!(v6([0x2001, 0xdb8, 0, 0, 1, 0, 0, 1]), "2001:db8::1:0:0:1");
-    assert_eq!(v6([1, 0, 2, 0, 3, 0, 4, 0]), "1:0:2:0:3:0:4:0");
-    assert_eq!(v6([1, 2, 3, 4, 5, 6, 0, 0]), "1:2:3:4:5:6::");
-    assert_eq!(v6([0, 0, 0, 0, 0, 0xffff, 0x7f00, 1]), "::ffff:127.0.0.1");
+    // (groups, strict, text): `strict` false is inet_ntoa6() without its second argument.
+    for (hex, strict, want) in [
+        ([0; 8], true, "::"),
+        ([0, 0, 0, 0, 0, 0, 0, 1], true, "::1"),
+        ([0xfe80, 0, 0, 0, 1, 2, 3, 4], true, "fe80::1:2:3:4"),
+        ([0x2001, 0xdb8, 0, 1, 0, 0, 0, 1], true, "2001:db8:0:1::1"),
+        ([0x2001, 0xdb8, 0, 0, 1, 0, 0, 1], true, "2001:db8::1:0:0:1"),
+        ([1, 0, 2, 0, 3, 0, 4, 0], true, "1:0:2:0:3:0:4:0"),
+        ([1, 2, 3, 4, 5, 6, 0, 0], true, "1:2:3:4:5:6::"),
+        ([0, 0, 0, 0, 0, 0xffff, 0x7f00, 1], true, "::ffff:127.0.0.1"),
+        // IPv4-compatible: six zero groups, then anything but `::` and `::1`.
+        ([0, 0, 0, 0, 0, 0, 0x7f00, 1], true, "::127.0.0.1"),
+        ([0, 0, 0, 0, 0, 0, 0, 2], true, "::0.0.0.2"),
+        ([0, 0, 0, 0, 0, 0xfffe, 0x7f00, 1], true, "::fffe:7f00:1"),
+        ([0, 0, 0, 0, 0, 0xffff, 0x7f00, 1], false, "127.0.0.1"),
+        ([0, 0, 0, 0, 0, 0, 0x7f00, 1], false, "127.0.0.1"),
+        ([0, 0, 0, 0, 0, 0, 0, 1], false, "::1"),
+        ([0; 8], false, "::"),
+        ([0xfe80, 0, 0, 0, 1, 2, 3, 4], false, "fe80::1:2:3:4"),
+    ] {
+        assert_eq!(groups(hex, strict), want, "{hex:x?} {strict}");
+    }
     // Truncated to a short output, never past it.
     let mut o = [0u8; 5];
-    assert_eq!(inet_ntoa6(&[0xab; 16], &mut o), 5);
+    assert_eq!(inet_ntoa6(&[0xab; 16], true, &mut o), 5);
     assert_eq!(&o, b"abab:");
 }
 

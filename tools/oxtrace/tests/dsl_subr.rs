@@ -151,6 +151,24 @@ fn inet_subroutines_read_kernel_memory() {
     s.fire(&p, &Firing::default());
     assert!(s.faults.is_empty(), "{:?}", s.faults);
     assert_eq!(s.printf_output(&p), "127.0.0.1 ::1 fe80::2a\n");
+    // An IPv4 address inside an IPv6 one: inet_ntoa6() shows the bare dotted quad unless
+    // its constant `strict` is not 0; inet_ntop() is strict.
+    let p = c(r#"BEGIN {
+        printf("%s %s %s\n", inet_ntoa6((void *)0x5000), inet_ntoa6((void *)0x5000, 0),
+            inet_ntoa6((void *)0x5000, 2 - 1));
+        printf("%s %s\n", inet_ntop(AF_INET6, (void *)0x5000), inet_ntoa6((void *)0x5010));
+    }"#);
+    let mut s = Sim::default();
+    let mut mem = [0u8; 32];
+    mem[10..16].copy_from_slice(&[0xff, 0xff, 10, 0, 0, 1]);
+    mem[28..32].copy_from_slice(&[127, 0, 0, 1]);
+    s.mem.push((0x5000, mem.to_vec()));
+    s.fire(&p, &Firing::default());
+    assert!(s.faults.is_empty(), "{:?}", s.faults);
+    assert_eq!(
+        s.printf_output(&p),
+        "10.0.0.1 10.0.0.1 ::ffff:10.0.0.1\n::ffff:10.0.0.1 127.0.0.1\n"
+    );
     // An unreadable address is a fault, never a crash.
     let p = c(r#"BEGIN { trace(inet_ntoa((void *)0x9999)); }"#);
     let mut s = Sim::default();
@@ -516,6 +534,32 @@ fn link_ntop_formats_ethernet_and_infiniband_addresses() {
     s.mem.push((0x6000, vec![0; 20]));
     s.fire(&p, &Firing::default());
     assert_eq!(s.faults[0].1.kind, FaultKind::IllegalOp);
+}
+
+#[test]
+fn inet_ntoa6_strict_is_an_integer_constant() {
+    for (src, pos, msg) in [
+        (
+            "BEGIN { n = 0; trace(inet_ntoa6((void *)0, n)); }",
+            "1:44",
+            "argument #2 must be an integer constant",
+        ),
+        (
+            "BEGIN { trace(inet_ntoa6((void *)0, \"\")); }",
+            "1:37",
+            "prototype: int, argument: string",
+        ),
+        (
+            "BEGIN { trace(inet_ntoa6((void *)0, 0, 0)); }",
+            "1:15",
+            "[D_PROTO_LEN]",
+        ),
+        ("BEGIN { trace(inet_ntoa6()); }", "1:15", "[D_PROTO_LEN]"),
+    ] {
+        let e = support::err(src);
+        assert_eq!(e.position(), pos, "{src}: {}", e.msg);
+        assert!(e.msg.contains(msg), "{src}: {}", e.msg);
+    }
 }
 
 #[test]

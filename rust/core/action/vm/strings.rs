@@ -162,7 +162,7 @@ impl<'s> Vm<'s> {
                 let mut addr = [0u8; 20];
                 let (n, link) = match a {
                     subr::AF_INET => (4, false),
-                    subr::AF_INET6 => (16, false),
+                    subr::AF_INET6 | subr::AF_INET6_LOOSE => (16, false),
                     _ if a == subr::LINK_FAMILY | subr::ARPHRD_ETHER => (6, true),
                     _ if a == subr::LINK_FAMILY | subr::ARPHRD_INFINIBAND => (20, true),
                     _ => return Err(FaultKind::IllegalOp),
@@ -178,7 +178,7 @@ impl<'s> Vm<'s> {
                         _ => {
                             let mut a6 = [0u8; 16];
                             a6.copy_from_slice(&addr[..16]);
-                            subr::inet_ntoa6(&a6, out)
+                            subr::inet_ntoa6(&a6, a == subr::AF_INET6, out)
                         }
                     }))
                 })?

@@ -4,7 +4,7 @@
 //! register and emission helpers; `Gen::call` hands it every name [`is_subr`] knows.
 
 use super::super::error::Span;
-use super::super::syntax::ast::{Expr, ExprKind};
+use super::super::syntax::ast::{const_eval, Expr, ExprKind};
 use super::super::types::{Ty, I32, I64, U32, U64};
 use super::{GResult, Gen};
 use oxtrace_core::action::{subr, Builtin, Op};
@@ -346,6 +346,28 @@ impl Gen<'_> {
         Ok(regs)
     }
 
+    /// `inet_ntoa6()`'s `strict`: an integer constant, as in DTrace; when it is not 0, an
+    /// IPv4 address inside the IPv6 one keeps its IPv6 prefix.
+    fn strict_arg(&mut self, e: &Expr) -> GResult<bool> {
+        let ty = self.type_of(e)?;
+        if !ty.is_int() {
+            return self.err(
+                e.span,
+                format!(
+                    "[D_PROTO_ARG] inet_ntoa6( ) argument #2 is incompatible with prototype: prototype: int, argument: {}",
+                    ty.name()
+                ),
+            );
+        }
+        match const_eval(e) {
+            Some(v) => Ok(v != 0),
+            None => self.err(
+                e.span,
+                "[D_PROTO_ARG] inet_ntoa6( ) argument #2 must be an integer constant",
+            ),
+        }
+    }
+
     /// A register holding the constant `v`.
     fn subr_const(&mut self, v: u64, span: Span) -> GResult<u8> {
         let r = self.reg(span)?;
@@ -468,13 +490,27 @@ impl Gen<'_> {
                         self.release(rk);
                         r
                     }
+                    "inet_ntoa" => {
+                        let mut r =
+                            self.subr_args(name, args, span, &[Want::Ptr("ipaddr_t *")], 1)?;
+                        r.insert(0, self.subr_const(subr::AF_INET, span)?);
+                        r
+                    }
                     _ => {
-                        let (af, proto) = if name == "inet_ntoa" {
-                            (subr::AF_INET, "ipaddr_t *")
-                        } else {
-                            (subr::AF_INET6, "in6_addr_t *")
+                        if let Some(m) = super::arity_error(name, args.len(), 1, 2) {
+                            return self.err(span, m);
+                        }
+                        let want = [Want::Ptr("in6_addr_t *")];
+                        let mut r = self.subr_args(name, &args[..1], span, &want, 1)?;
+                        let strict = match args.get(1) {
+                            None => false,
+                            Some(e) => self.strict_arg(e)?,
                         };
-                        let mut r = self.subr_args(name, args, span, &[Want::Ptr(proto)], 1)?;
+                        let af = if strict {
+                            subr::AF_INET6
+                        } else {
+                            subr::AF_INET6_LOOSE
+                        };
                         r.insert(0, self.subr_const(af, span)?);
                         r
                     }
