@@ -8,6 +8,7 @@
 #include <linux/cpu.h>
 #include <linux/cpuhotplug.h>
 #include <linux/hrtimer.h>
+#include <linux/mm_types.h>
 #include <linux/mutex.h>
 #include <linux/perf_event.h>
 #include <linux/percpu.h>
@@ -21,6 +22,7 @@
 #include <linux/workqueue.h>
 #include <linux/bitmap.h>
 #include <asm/irq_regs.h>
+#include <asm/processor.h>
 #include <asm/syscall.h>
 
 #include "shim.h"
@@ -493,6 +495,26 @@ long oxt_read_user_nofault(void *dst, unsigned long src, size_t len)
 	if (!current->mm)
 		return -EFAULT;
 	return copy_from_user_nofault(dst, (const void __user *)src, len);
+}
+
+long oxt_write_user_nofault(unsigned long dst, const void *src, size_t len)
+{
+	struct mm_struct *mm = current->mm;
+
+	/* bpf_probe_write_user()'s checks: no interrupt, kernel thread or exit */
+	if (in_interrupt() || !mm || (current->flags & (PF_KTHREAD | PF_EXITING)))
+		return -EPERM;
+#ifdef CONFIG_X86
+	/*
+	 * Its nmi_uaccess_okay() is not exported: inside switch_mm() or
+	 * text_poke()'s temporary mm, user addresses are not the task's.
+	 */
+	if (read_cr3_pa() != __pa(mm->pgd))
+		return -EPERM;
+#else
+	return -EPERM;
+#endif
+	return copy_to_user_nofault((void __user *)dst, src, len);
 }
 
 void oxt_provider_exit(void)

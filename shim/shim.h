@@ -297,6 +297,12 @@ unsigned long oxt_tp_record(void);
 
 /* 0, or -EFAULT when user memory [src, src + len) of current can't be read. */
 long oxt_read_user_nofault(void *dst, unsigned long src, size_t len);
+/*
+ * 0, -EFAULT when user memory [dst, dst + len) of current can't be written, or
+ * -EPERM when current's user memory is not at hand: in an interrupt, a kernel
+ * thread, an exiting task, or while another mm is loaded.
+ */
+long oxt_write_user_nofault(unsigned long dst, const void *src, size_t len);
 
 /*
  * User-space probes (uprobe.c): a uprobe on the instruction at file offset

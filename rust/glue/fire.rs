@@ -551,6 +551,10 @@ impl Env for KernelEnv<'_> {
         task::read_user(addr, out)
     }
 
+    fn write_user(&mut self, addr: u64, data: &[u8]) -> bool {
+        task::write_user(addr, data)
+    }
+
     fn global_load(&mut self, id: u32) -> u64 {
         self.s
             .globals

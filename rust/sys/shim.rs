@@ -249,6 +249,7 @@ extern "C" {
     pub(crate) fn oxt_tpev_free(t: *mut Tpev);
     pub(crate) fn oxt_tp_record() -> c_ulong;
     pub(crate) fn oxt_read_user_nofault(dst: *mut c_void, src: c_ulong, len: usize) -> c_long;
+    pub(crate) fn oxt_write_user_nofault(dst: c_ulong, src: *const c_void, len: usize) -> c_long;
 }
 
 /// `struct oxt_uprobe` (a uprobe consumer for one process), only ever handled by pointer.

@@ -116,3 +116,14 @@ pub(crate) fn read_user(addr: u64, out: &mut [u8]) -> bool {
         shim::oxt_read_user_nofault(out.as_mut_ptr() as *mut c_void, addr as _, out.len()) == 0
     }
 }
+
+/// Writes `data` into the current task's user memory at `addr` without faulting
+/// (`copyout()`); false if any byte can't be written, or the task's user memory is not at
+/// hand (an interrupt, a kernel thread, an exiting task, another address space loaded).
+pub(crate) fn write_user(addr: u64, data: &[u8]) -> bool {
+    // SAFETY: `data` is valid for reads of its length; the destination is written with
+    // `copy_to_user_nofault`, which checks the address and never faults or sleeps.
+    unsafe {
+        shim::oxt_write_user_nofault(addr as _, data.as_ptr() as *const c_void, data.len()) == 0
+    }
+}

@@ -5,7 +5,7 @@ cd "$(dirname "$0")" || exit 1
 . ./tap.sh
 
 echo "TAP version 13"
-plan 27
+plan 29
 
 run 'BEGIN {
 	this->p = "/usr/lib/../share//doc/";
@@ -220,6 +220,15 @@ run 'BEGIN { chill(1000000); printf("chilled\n"); chill(600000000); printf("no\n
      BEGIN { exit(0); }' -w
 expect "chill() within DTrace's budget, refused past it" "chilled illegal=1" \
 	"$out illegal=$(echo "$err" | grep -c 'illegal operation')"
+
+# copyout() and copyoutstr() rewrite the buffer write(2) is given before the kernel reads
+# it; an unmapped destination is an invalid address and leaves the buffer alone.
+run 'syscall::write:entry /pid == $target/ { copyout("XY", arg1, 2);
+	copyoutstr("zz", arg1 + 2, 2); }' -w -c "echo hello"
+expect "copyout() and copyoutstr() rewrite what write(2) writes" "XYzzo rc=0" "$out rc=$rc"
+run 'syscall::write:entry /pid == $target/ { copyout("XY", 16, 2); }' -w -c "echo hello"
+expect "copyout() to an unmapped address is an invalid address" "hello 1" \
+	"$out $(echo "$err" | grep -c 'invalid address (0x10)')"
 
 # A script says what it matched in one line, as dtrace -s does.
 printf 'BEGIN { exit(0); }\nEND { }\n' >/tmp/m.d

@@ -49,7 +49,8 @@
  * Minor 15: image option 11, bufpolicy (OXT_BUFPOLICY_*: switch, fill, ring),
  * and struct oxt_status.filled.
  * Minor 16: inet_ntop's family AF_INET6 | 1 << 8 (inet_ntoa6() without strict: an
- * IPv4 address inside the IPv6 one as the bare dotted quad).
+ * IPv4 address inside the IPv6 one as the bare dotted quad); opcodes 98 and 99,
+ * copyout and copyoutstr (writes to the current task's user memory).
  */
 #define OXT_ABI_MAJOR 1
 #define OXT_ABI_MINOR 16

@@ -217,6 +217,13 @@ pub enum Op {
     /// [`crate::stack::MAX_FRAMES`]), as a reference ([`crate::stack`]) in a scratch string
     /// slot; the empty string where there is none.
     Kstack = 97,
+    /// `copyout(r1, r2, r_imm)`: `r_imm` bytes from `r1` (scratch memory, or a string as
+    /// DTrace keeps it: its bytes then NULs, at most `strsize + 1`) into the current task's
+    /// user memory at `r2` (destructive; not in a speculated clause).
+    Copyout = 98,
+    /// `copyoutstr(r1, r2, r_imm)`: string `r1` and its NUL, at most `r_imm` bytes, into the
+    /// current task's user memory at `r2` (destructive; not in a speculated clause).
+    Copyoutstr = 99,
     /// `rd = ` the user stack of the current thread, at most `imm` frames (clamped to
     /// [`crate::ustack::MAX_FRAMES`]), as a reference ([`crate::stack`]) in a scratch
     /// string slot; the empty string where there is none (a kernel thread).
@@ -281,7 +288,7 @@ pub const UREG_COUNT: u64 = 26;
 pub const USTACK_OPS: core::ops::RangeInclusive<u8> = 120..=124;
 
 /// Number of opcodes; every byte value at or above it is invalid.
-pub const NOPS: u8 = 98;
+pub const NOPS: u8 = 100;
 
 /// [`Op::Kstr`]'s `imm` bit for a string in user memory (`copyinstr`).
 pub const KSTR_USER: u32 = 1;
@@ -389,6 +396,8 @@ impl Op {
             Raise,
             Chill,
             Kstack,
+            Copyout,
+            Copyoutstr,
         ];
         match b {
             120 => Some(Ustack),
@@ -434,6 +443,8 @@ impl Op {
                 | Speculate
                 | Commit
                 | Discard
+                | Copyout
+                | Copyoutstr
         )
     }
 
@@ -538,6 +549,8 @@ impl Op {
             Discard => "discard",
             System => "system",
             Raise => "raise",
+            Copyout => "copyout",
+            Copyoutstr => "copyoutstr",
             Chill => "chill",
             Kstack => "kstack",
             Ustack => "ustack",

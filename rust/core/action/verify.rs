@@ -282,7 +282,7 @@ fn shape(op: Op) -> Shape {
         // which `verify` reserves once for a program that allocates.
         Alloca | Uregs => sh(true, true, false, I::Zero),
         Copyin => sh(true, true, true, I::Zero),
-        Copyinto | Bcopy => sh(false, true, true, I::Reg),
+        Copyinto | Bcopy | Copyout | Copyoutstr => sh(false, true, true, I::Reg),
         // imm: a signed offset, every value meaningful; the address is checked at run time.
         Stb | Sth | Stw | Stx => sh(false, true, true, I::Any),
     }

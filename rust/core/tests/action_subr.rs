@@ -603,6 +603,44 @@ fn speculation_opcodes() {
 }
 
 #[test]
+fn copyout_faults_in_a_speculated_clause_and_on_an_unwritable_address() {
+    // r2: the string "lib" (TAB offset 10), r3: the user address, r4: the size.
+    let copy = |op| {
+        [
+            insn(Op::Sets, 2, 0, 0, 10),
+            insn(Op::Ldi, 3, 0, 0, 0x7000),
+            insn(Op::Ldi, 4, 0, 0, 4),
+            insn(op, 0, 2, 3, 4),
+            insn(Op::Ret, 0, 0, 0, 0),
+        ]
+    };
+    for op in [Op::Copyout, Op::Copyoutstr] {
+        let mut code = vec![
+            insn(Op::Speculation, 1, 0, 0, 0),
+            insn(Op::Speculate, 0, 1, 0, 0),
+        ];
+        code.extend(copy(op));
+        let (r, _) = run_tab(TAB, &code);
+        assert_eq!(
+            r,
+            Err(Fault {
+                pc: 5,
+                kind: FaultKind::IllegalOp
+            })
+        );
+        // The test environment has no user memory to write.
+        let (r, _) = run_tab(TAB, &copy(op));
+        assert_eq!(
+            r,
+            Err(Fault {
+                pc: 3,
+                kind: FaultKind::BadAddr(0x7000)
+            })
+        );
+    }
+}
+
+#[test]
 fn an_aggregation_after_a_record_in_a_speculated_clause_faults() {
     // `trace` leaves `exec` for `slow`; the aggregation after it is then dispatched by
     // `Vm::run` itself, which must refuse it in a speculation as `slow` does.

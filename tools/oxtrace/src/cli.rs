@@ -70,7 +70,7 @@ pub struct Cli {
     /// Print only what the program prints.
     #[arg(short = 'q')]
     pub quiet: bool,
-    /// Allow destructive actions (system, raise, stop, chill), like #pragma D option
+    /// Allow destructive actions (system, raise, stop, chill, copyout), like #pragma D option
     /// destructive.
     #[arg(short = 'w')]
     pub destructive: bool,

@@ -1,6 +1,6 @@
 //! Scratch memory compiled and run through the simulator: `alloca()`, `copyin()`,
-//! `copyinto()`, `bcopy()`, stores through D pointers, `uregs[]`; their runtime faults and
-//! their compile errors with `line:column`.
+//! `copyinto()`, `bcopy()`, stores through D pointers, `uregs[]`, `copyout()`; their runtime
+//! faults and their compile errors with `line:column`.
 
 mod support;
 
@@ -484,5 +484,87 @@ fn string_stores_fault_outside_what_the_clause_allocated() {
             "{src}: {:?}",
             s.faults
         );
+    }
+}
+
+const W: &str = "#pragma D option destructive\n";
+
+#[test]
+fn copyout_and_copyoutstr_write_user_memory() {
+    // A string is its bytes then NULs; scratch memory its bytes; copyoutstr cut at its
+    // size has no NUL.
+    let (s, _) = run(
+        &format!(
+            "{W}BEGIN {{
+                copyout(\"XY\", 0x7000, 4);
+                this->p = (char *)alloca(2);
+                this->p[0] = 'a';
+                copyout(this->p, 0x7004, 2);
+                copyoutstr(\"hello\", 0x7008, 3);
+                this->s = \"ab\";
+                copyoutstr(this->s, 0x700c, 10);
+            }}"
+        ),
+        &[b'-'; 16],
+    );
+    assert!(s.faults.is_empty(), "{:?}", s.faults);
+    assert_eq!(s.user_mem[0].1, b"XY\0\0a\0--hel-ab\0-");
+}
+
+#[test]
+fn copyout_faults() {
+    for (src, kind) in [
+        // The source must be scratch memory or a string, as DTrace's checked pointer.
+        ("copyout((void *)3, 0x7000, 5);", FaultKind::BadAddr(3)),
+        ("copyout(\"x\", 0x9000, 1);", FaultKind::BadAddr(0x9000)),
+        ("copyoutstr(\"x\", 0x700f, 2);", FaultKind::BadAddr(0x700f)),
+        ("copyout(alloca(4), 0x7000, 5);", FaultKind::BadAddr(0)),
+        // More than the string's strsize + 1 bytes.
+        ("copyout(\"x\", 0x7000, 300);", FaultKind::IllegalOp),
+    ] {
+        let (s, _) = run(&format!("{W}BEGIN {{ {src} }}"), &[b'-'; 16]);
+        let kinds: Vec<_> = s.faults.iter().map(|f| f.1.kind).collect();
+        match (kind, kinds.as_slice()) {
+            (FaultKind::BadAddr(0), [FaultKind::BadAddr(_)]) => {}
+            (k, [got]) if k == *got => {}
+            _ => panic!("{src}: {kinds:?}"),
+        }
+        // The string's byte fits before the end of user memory, its NUL does not.
+        let end = if src.contains("0x700f") { b'x' } else { b'-' };
+        assert_eq!(s.user_mem[0].1[..15], [b'-'; 15], "{src}");
+        assert_eq!(s.user_mem[0].1[15], end, "{src}");
+    }
+}
+
+#[test]
+fn copyout_is_destructive_and_checks_its_prototype() {
+    for (src, pos, msg) in [
+        (
+            "BEGIN { copyout(\"a\", 1, 1); }",
+            "1:9",
+            "copyout(): destructive actions not allowed",
+        ),
+        (
+            "BEGIN { copyoutstr(\"a\", 1, 1); }",
+            "1:9",
+            "copyoutstr(): destructive actions not allowed",
+        ),
+        (
+            "BEGIN { copyout(\"a\", \"b\", 1); }",
+            "1:22",
+            "[D_PROTO_ARG] copyout( ) argument #2 is incompatible with prototype: prototype: uintptr_t, argument: string",
+        ),
+        (
+            "BEGIN { copyout(1, 2, 1); }",
+            "1:17",
+            "[D_PROTO_ARG] copyout( ) argument #1 is incompatible with prototype: prototype: void *",
+        ),
+        ("BEGIN { copyout(0, 20); }", "1:9", "[D_PROTO_LEN]"),
+        ("BEGIN { copyoutstr(\"s\"); }", "1:9", "[D_PROTO_LEN]"),
+        ("BEGIN { x = copyout(\"a\", 1, 1); }", "1:13", "is an action"),
+    ] {
+        let (p, m) = err_at(src);
+        assert!(m.contains(msg), "{src}: {m}");
+        assert_eq!(p, pos, "{src}: {m}");
     }
 }

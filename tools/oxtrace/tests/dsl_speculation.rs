@@ -197,6 +197,16 @@ fn commit_and_speculate_order_as_dtrace_checks_it() {
             "1:23",
             "[D_ACT_SPEC] destructive actions may not follow speculate( )",
         ),
+        (
+            "BEGIN { speculate(1); copyout(\"a\", 1, 1); }",
+            "1:23",
+            "[D_ACT_SPEC] destructive actions may not follow speculate( )",
+        ),
+        (
+            "BEGIN { speculate(1); copyoutstr(\"a\", 1, 1); }",
+            "1:23",
+            "[D_ACT_SPEC] destructive actions may not follow speculate( )",
+        ),
     ] {
         let (p, m) = err(src);
         assert_eq!((p.as_str(), m.as_str()), (pos, msg), "{src}");

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Scratch memory: `alloca()`, `copyin()`, `copyinto()`, `bcopy()`, stores through D pointers
-//! and `uregs[]`.
+//! and `uregs[]`; and `copyout()`/`copyoutstr()`, which write scratch memory or a string to
+//! user memory.
 //!
 //! Scratch memory is carved from the CPU's scratch area after the clause's string slots, by
 //! the same bump pointer, and is freed with them when the next clause begins. Pointers to it
@@ -17,6 +18,9 @@ use super::*;
 
 /// Bytes of an object's header.
 const MEM_HDR: usize = 8;
+
+/// The NULs `copyout()` writes after a string's bytes, this many at a time.
+static NULS: [u8; 64] = [0; 64];
 
 impl Vm<'_> {
     /// The address of the scratch area's first byte.
@@ -242,6 +246,62 @@ impl Vm<'_> {
             .ok_or(FaultKind::BadAddr(addr))?;
         // PANIC: `object` checked `off + size`; `size` is 1, 2, 4 or 8.
         self.scratch[off..off + size].copy_from_slice(&v.to_le_bytes()[..size]);
+        Ok(())
+    }
+
+    /// `copyout(src, addr, size)` and `copyoutstr(src, addr, size)` (`ins`: `r1`, `r2` and
+    /// the register `imm`, taken here so that `slow` passes no argument on the stack):
+    /// bytes written into the current task's user memory at `addr` (destructive). `copyout`
+    /// writes `size` bytes of the scratch object at `src`, or of the string `src` as DTrace
+    /// keeps it (in `strsize + 1` bytes: its bytes, then NULs; a larger `size` is an
+    /// illegal operation); `copyoutstr` the string `src` and its NUL, at most `size` bytes
+    /// (cut there, without the NUL).
+    #[inline(never)]
+    pub(super) fn copyout<D: Dict + ?Sized, E: Env + ?Sized>(
+        &mut self,
+        ins: DInsn,
+        nregs: usize,
+        dict: &D,
+        env: &mut E,
+    ) -> Result<(), FaultKind> {
+        let (_, src, addr) = self.operands(ins);
+        let size = self.imm_reg(ins.imm, nregs);
+        let str = ins.op == Op::Copyoutstr;
+        let ss = self.st.strsize as usize;
+        let (bytes, nuls) = if str || src >> 48 == STR_TAG {
+            let s =
+                resolve_str(dict.strtab(), self.scratch, ss, src).ok_or(FaultKind::BadString)?;
+            let room = if str {
+                (s.len() as u64 + 1).min(size)
+            } else if size <= ss as u64 + 1 {
+                size
+            } else {
+                return Err(FaultKind::IllegalOp);
+            };
+            // PANIC: `room - n` NULs follow the `n <= s.len()` bytes.
+            let n = s.len().min(room as usize);
+            (&s[..n], room as usize - n)
+        } else {
+            let off = self.object(src, size).ok_or(FaultKind::BadAddr(src))?;
+            // PANIC: `object` checked that `off + size` is within the scratch.
+            (&self.scratch[off..off + size as usize], 0)
+        };
+        if !env.write_user(addr, bytes) {
+            return Err(FaultKind::BadAddr(addr));
+        }
+        // At most `strsize + 1` NULs (the room above): a bounded loop.
+        let mut at = addr.wrapping_add(bytes.len() as u64);
+        let mut left = nuls;
+        while left > 0 {
+            let k = left.min(NULS.len());
+            // PANIC: `k <= NULS.len()`.
+            // DTrace names the destination, wherever in it the write failed.
+            if !env.write_user(at, &NULS[..k]) {
+                return Err(FaultKind::BadAddr(addr));
+            }
+            at = at.wrapping_add(k as u64);
+            left -= k;
+        }
         Ok(())
     }
 

@@ -45,6 +45,12 @@ pub trait Env {
     fn read_user(&mut self, _addr: u64, _out: &mut [u8]) -> bool {
         false
     }
+    /// Write `data` into the current task's user memory at `addr` without faulting
+    /// (`copyout()`, destructive); false on failure, and where there is no user memory or
+    /// it may not be written now.
+    fn write_user(&mut self, _addr: u64, _data: &[u8]) -> bool {
+        false
+    }
     /// Load global scalar `id`.
     fn global_load(&mut self, id: u32) -> u64;
     /// Store global scalar `id`.
@@ -842,7 +848,7 @@ const fn hot(op: Op) -> Hot {
         | Speculation | Commit | Discard | Substr | Strstr | Strchr | Strrchr | Index | Rindex
         | Strtok | Lltostr | Strtoll | Toupper | Tolower | Basename | Dirname | Cleanpath
         | InetNtop | Rand | Progenyof | Kstack | Ustack | Ustackdepth | Ucaller | Kstackdepth
-        | Symval | Alloca | Copyin | Copyinto | Bcopy | Uregs => Hot::Slow,
+        | Symval | Alloca | Copyin | Copyinto | Bcopy | Uregs | Copyout | Copyoutstr => Hot::Slow,
         Ret => Hot::Ret,
         Ldi => Hot::Ldi,
         Ldb => Hot::Ldb,

@@ -356,6 +356,7 @@ impl<'s> Vm<'s> {
                 self.bcopy(a, dest, b, dict, env).map_err(f)?;
             }
             Uregs => out = Some(self.uregs(a, env).map_err(f)?),
+            Copyout | Copyoutstr => self.copyout(ins, code.nregs(), dict, env).map_err(f)?,
 
             _ => return Err(f(FaultKind::Invalid)),
         }

@@ -142,7 +142,7 @@ pub struct Sim {
     pub faults: Vec<(usize, Fault)>,
     /// Readable kernel memory.
     pub mem: Vec<(u64, Vec<u8>)>,
-    /// Readable user memory of the firing's process (`copyinstr`).
+    /// User memory of the firing's process, read by `copyinstr` and written by `copyout`.
     pub user_mem: Vec<(u64, Vec<u8>)>,
     /// `ptwrite()` values in order: (clause, value).
     pub ptwrites: Vec<(usize, u64)>,
@@ -268,6 +268,14 @@ impl Env for FiringEnv<'_> {
 
     fn read_user(&mut self, addr: u64, out: &mut [u8]) -> bool {
         read_in(&self.sim.user_mem, addr, out)
+    }
+
+    fn write_user(&mut self, addr: u64, data: &[u8]) -> bool {
+        let Some(dst) = find_in(&mut self.sim.user_mem, addr, data.len()) else {
+            return false;
+        };
+        dst.copy_from_slice(data);
+        true
     }
 
     fn global_load(&mut self, id: u32) -> u64 {
@@ -610,4 +618,12 @@ fn read_in(mem: &[(u64, Vec<u8>)], addr: u64, out: &mut [u8]) -> bool {
         }
     }
     false
+}
+
+/// The `len` bytes at `addr` of one of `mem`'s regions, to write them.
+fn find_in(mem: &mut [(u64, Vec<u8>)], addr: u64, len: usize) -> Option<&mut [u8]> {
+    mem.iter_mut().find_map(|(base, bytes)| {
+        let o = usize::try_from(addr.checked_sub(*base)?).ok()?;
+        bytes.get_mut(o..o.checked_add(len)?)
+    })
 }

@@ -68,7 +68,7 @@ impl Gen<'_> {
         self.clause_order(name, span)?;
         match name {
             "speculate" | "commit" | "discard" => self.spec_action(name, args, span)?,
-            "system" | "raise" | "stop" | "chill" | "freopen" => {
+            "system" | "raise" | "stop" | "chill" | "freopen" | "copyout" | "copyoutstr" => {
                 self.destructive_action(name, args, span)?
             }
             "trace" => {

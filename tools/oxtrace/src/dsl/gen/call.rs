@@ -257,14 +257,6 @@ impl Gen<'_> {
 /// `name` if oxtrace does not implement it, and what the action would do.
 fn unimplemented(name: &str) -> Option<(&'static [Option<Want>], &'static str)> {
     Some(match name {
-        "copyout" => (
-            &[None, Some(Want::Scalar), Some(Want::Int)],
-            "would write user memory",
-        ),
-        "copyoutstr" => (
-            &[Some(Want::Str), Some(Want::Scalar), Some(Want::Int)],
-            "would write user memory",
-        ),
         "breakpoint" => (&[], "would stop the kernel in a debugger"),
         "panic" => (&[], "would panic the kernel"),
         _ => return None,

@@ -71,6 +71,10 @@ enum Want {
     Int,
     /// A pointer (or the constant 0, NULL), of DTrace's prototype type.
     Ptr(&'static str),
+    /// An integer or a pointer, of DTrace's prototype type (`uintptr_t`, `size_t`).
+    Scalar(&'static str),
+    /// `copyout()`'s `void *` source: a pointer, NULL or a string.
+    Buf,
 }
 
 /// `Gen::clsflags`: the clause has a `speculate()`.
@@ -153,7 +157,7 @@ impl Gen<'_> {
         self.clsflags |= match what {
             "commit" => CLS_COMMIT,
             // These act and record nothing, so speculate() may still follow them.
-            "discard" | "chill" | "raise" | "stop" => 0,
+            "discard" | "chill" | "raise" | "stop" | "copyout" | "copyoutstr" => 0,
             "speculate" => CLS_SPEC,
             "an aggregation" => CLS_AGG,
             _ => CLS_DATAREC,
@@ -180,7 +184,8 @@ impl Gen<'_> {
     }
 
     /// The destructive actions: `system(fmt, ...)`, `freopen(fmt, ...)`, `raise(sig)`,
-    /// `stop()`, `chill(ns)`; refused, as DTrace refuses them, unless destructive actions
+    /// `stop()`, `chill(ns)`, `copyout(buf, addr, nbytes)`, `copyoutstr(str, addr,
+    /// maxlen)`; refused, as DTrace refuses them, unless destructive actions
     /// are allowed. The arguments are checked first, as DTrace checks a call's prototype
     /// before its permission.
     pub(super) fn destructive_action(
@@ -197,6 +202,17 @@ impl Gen<'_> {
                 let r = self.subr_const(STOP_SIGNAL, span)?;
                 self.emit(Op::Raise, 0, r, 0, 0);
                 self.release(r);
+            }
+            "copyout" | "copyoutstr" => {
+                let (first, op) = if name == "copyout" {
+                    (Want::Buf, Op::Copyout)
+                } else {
+                    (Want::Str, Op::Copyoutstr)
+                };
+                let want = [first, Want::Scalar("uintptr_t"), Want::Scalar("size_t")];
+                let r = self.subr_args(name, args, span, &want, 3)?;
+                self.emit(op, 0, r[0], r[1], r[2] as u32);
+                self.release_regs(&r);
             }
             _ => {
                 let r = self.subr_args(name, args, span, &[Want::Int], 1)?;
@@ -325,12 +341,15 @@ impl Gen<'_> {
                 Want::Str => ty == Ty::Str || super::expr::is_null(a),
                 Want::Int => ty.is_scalar(),
                 Want::Ptr(_) => matches!(ty, Ty::Ptr(_)) || super::expr::is_null(a),
+                Want::Scalar(_) => ty.is_scalar(),
+                Want::Buf => matches!(ty, Ty::Ptr(_) | Ty::Str) || super::expr::is_null(a),
             };
             if !ok {
                 let proto = match w {
                     Want::Int => "int",
                     Want::Str => "char *",
-                    Want::Ptr(p) => p,
+                    Want::Buf => "void *",
+                    Want::Ptr(p) | Want::Scalar(p) => p,
                 };
                 return self.err(
                     a.span,

@@ -309,6 +309,8 @@ pub(super) const ACTIONS: &[&str] = &[
     "raise",
     "stop",
     "chill",
+    "copyout",
+    "copyoutstr",
     "setopt",
     "tracemem",
     "print",
