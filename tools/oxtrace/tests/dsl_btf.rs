@@ -560,6 +560,23 @@ fn errors_name_the_type_and_member() {
             "fbt::vfs_read:entry { args[0] = 0; }",
             "1:23: [D_OP_WRITE] operator requires a writable variable: kernel memory cannot be modified",
         ),
+        // Module-scoped names (`module_scoped_type_names`).
+        (
+            "BEGIN { trace(sizeof(struct D`qstr)); }",
+            "1:15: [D_TYPE_ERR] struct D`qstr is not defined",
+        ),
+        (
+            "BEGIN { trace(sizeof(nomod`int)); }",
+            "1:22: [D_UNKNOWN] failed to resolve type nomod`int: Unknown module name",
+        ),
+        (
+            "BEGIN { trace(sizeof(struct nomod`x)); }",
+            "1:15: [D_SIZEOF_TYPE] cannot apply sizeof to an incomplete type (struct nomod`x)",
+        ),
+        (
+            "struct foo`bar { int x; };",
+            "1:8: [D_SYNTAX] syntax error: a struct defined in D cannot have the scoped name foo`bar",
+        ),
     ];
     for (src, want) in cases {
         assert_eq!(err(src, true), want, "{src}");
@@ -678,4 +695,34 @@ fn the_running_kernels_types() {
         })
         .collect();
     assert_eq!(got, [8, 16, 8, 8]);
+}
+
+#[test]
+fn module_scoped_type_names() {
+    // A kernel module's scope finds BTF's types, `D` and `C` the program's own.
+    let p = c(r#"struct s { int x; int y; };
+    typedef struct s s_t;
+    struct task_struct { char pad[3]; int mine; };
+    BEGIN {
+        trace(sizeof(struct vmlinux`file));
+        trace(offsetof(struct vmlinux`qstr, name));
+        trace(offsetof(struct D`s, y));
+        trace(sizeof(D`s_t));
+        trace(sizeof(C`int));
+        trace(sizeof(D`uint64_t));
+        trace(sizeof(struct D`task_struct));
+        trace(((struct vmlinux`file *)0)->f_count);
+        trace((struct nomod`unknown *)0);
+    }"#);
+    let mut s = Sim::default();
+    s.mem.push((0, vec![7, 0, 0, 0]));
+    s.fire(&p, &Firing::default());
+    let vals: Vec<_> = items(&s)
+        .into_iter()
+        .map(|i| match i {
+            OwnedItem::Int(v, _) => v,
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(vals[..8], [40, 8, 4, 8, 4, 8, 8, 7]);
 }

@@ -123,7 +123,7 @@ pub(crate) fn declare(
 pub(super) fn forward(t: &mut Tables, tn: &TypeName) {
     match tn {
         TypeName::Ptr(p) => forward(t, p),
-        TypeName::Sou(n, u) if t.env.sou(n, *u).is_none() => {
+        TypeName::Sou(n, u) if t.env.scoped_sou(n, *u).is_none() => {
             t.env.sous.push(SouDef {
                 name: format!("{} {n}", if *u { "union" } else { "struct" }),
                 members: vec![],

@@ -5,3 +5,4 @@ pub mod ast;
 pub mod lexer;
 pub mod parser;
 pub(crate) mod prelude;
+pub(crate) mod scope;

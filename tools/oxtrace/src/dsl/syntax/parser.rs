@@ -761,7 +761,15 @@ impl<'a> Parser<'a> {
 
     fn is_type_start(&self, n: usize) -> bool {
         matches!(&self.peek_at(n).tok, Tok::Ident(s)
-            if is_type_word(s) || self.typedefs.contains(s))
+            if is_type_word(s) || self.typedefs.contains(s) || self.is_scoped_type(s))
+    }
+
+    /// Whether ``m`name`` names a type: a typedef or a type word scoped by a module.
+    fn is_scoped_type(&self, s: &str) -> bool {
+        super::scope::split(s).is_some_and(|(_, b)| {
+            self.typedefs.contains(b)
+                || (is_type_word(b) && !matches!(b, "struct" | "union" | "enum"))
+        })
     }
 
     /// A type name of a cast, `sizeof` or `offsetof`: a specifier and `*`s.

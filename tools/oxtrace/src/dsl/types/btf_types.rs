@@ -53,11 +53,23 @@ pub(crate) const NO_BTF: &str = "the kernel has no BTF (/sys/kernel/btf/vmlinux:
 impl TypeEnv {
     /// Import the kernel types `tn` names that the program does not declare.
     pub(crate) fn btf_prepare(&mut self, tn: &TypeName) {
+        match tn {
+            TypeName::Ptr(t) | TypeName::Array(t, _) => self.btf_prepare(t),
+            _ => {
+                if let Some(t) = self.scope_prepare(tn) {
+                    self.btf_import(&t);
+                }
+            }
+        }
+    }
+
+    /// Import kernel type `tn` (a struct, union, typedef or enum name) if the program does
+    /// not declare it.
+    pub(super) fn btf_import(&mut self, tn: &TypeName) {
         let Some(btf) = self.btf.btf.clone() else {
             return;
         };
         match tn {
-            TypeName::Ptr(t) | TypeName::Array(t, _) => self.btf_prepare(t),
             TypeName::Sou(n, union) if self.sou(n, *union).is_none() => {
                 let ns = if *union {
                     NameKind::Union

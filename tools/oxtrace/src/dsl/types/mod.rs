@@ -8,6 +8,7 @@ pub(super) mod btf_types;
 pub(crate) mod consts;
 mod kvar;
 pub mod ptype;
+mod scoped;
 use oxtrace_core::action::{Builtin, IntType};
 
 /// A value type.
@@ -329,7 +330,7 @@ pub(super) fn resolve_type(env: &TypeEnv, tn: &TypeName) -> Result<Ty, String> {
         TypeName::Void => Ty::Void,
         TypeName::Ptr(p) => match &**p {
             // A pointer may name a struct that is not defined (yet).
-            TypeName::Sou(n, u) if env.sou(n, *u).is_none() => {
+            TypeName::Sou(n, u) if env.scoped_sou(n, *u).is_none() => {
                 return Err(format!(
                     "[D_TYPE_ERR] {} {n} is not defined",
                     if *u { "union" } else { "struct" }
@@ -337,7 +338,7 @@ pub(super) fn resolve_type(env: &TypeEnv, tn: &TypeName) -> Result<Ty, String> {
             }
             _ => Ty::Ptr(Box::new(resolve_type(env, p)?)),
         },
-        TypeName::Sou(n, u) => match env.sou(n, *u) {
+        TypeName::Sou(n, u) => match env.scoped_sou(n, *u) {
             Some(i) => Ty::Sou(i, env.sous[i].name.clone()),
             None => {
                 return Err(format!(
@@ -348,12 +349,12 @@ pub(super) fn resolve_type(env: &TypeEnv, tn: &TypeName) -> Result<Ty, String> {
         },
         TypeName::Enum(n) => {
             // An anonymous enum (`typedef enum { A, B } ab_t;`) is written with its body.
-            if !n.is_empty() && !env.enum_tags.contains(n) {
+            if !n.is_empty() && !env.enum_tags.contains(&env.scoped_name(n, "enum ")?) {
                 return Err(format!("[D_TYPE_ERR] enum {n} is not defined"));
             }
             I32
         }
-        TypeName::Named(n) => match env.typedefs.get(n) {
+        TypeName::Named(n) => match env.typedefs.get(&env.scoped_name(n, "")?) {
             Some(t) => t.clone(),
             None => return Err(format!("[D_TYPE_ERR] type {n} is not defined")),
         },

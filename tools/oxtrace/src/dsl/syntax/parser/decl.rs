@@ -3,6 +3,7 @@
 use super::super::super::error::Span;
 use super::super::ast::*;
 use super::super::lexer::Tok;
+use super::super::scope;
 use super::{is_type_word, PResult, Parser, MAX_ARRAY};
 
 /// Why the type specifier words `w` make no type, in DTrace's words and tags.
@@ -443,7 +444,7 @@ impl Parser<'_> {
         let t = self.peek().clone();
         let kw = match &t.tok {
             Tok::Ident(w) if w == "struct" || w == "union" || w == "enum" => w.clone(),
-            Tok::Ident(w) if self.typedefs.contains(w) && !is_type_word(w) => {
+            Tok::Ident(w) if self.is_typedef_name(w) => {
                 self.bump();
                 return Ok((TypeName::Named(w.clone()), vec![]));
             }
@@ -566,11 +567,50 @@ impl Parser<'_> {
         Ok((ty, defs))
     }
 
+    /// Whether `w` is a typedef name, maybe scoped by a module (``D`dqstr_t``: resolved
+    /// with its scope). Out of `type_spec`, whose frame every nested struct stacks.
+    #[inline(never)]
+    fn is_typedef_name(&self, w: &str) -> bool {
+        (self.typedefs.contains(w) && !is_type_word(w))
+            || scope::split(w).is_some_and(|(_, b)| self.typedefs.contains(b))
+    }
+
+    /// The type word of ``m`word`` (taken), if `s` is one; kept out of `type_words`, whose
+    /// frame every nested struct definition stacks.
+    #[inline(never)]
+    fn scoped_type_word(&mut self, s: &str) -> PResult<Option<String>> {
+        let Some((m, b)) = scope::split(s) else {
+            return Ok(None);
+        };
+        if !self.is_scoped_type(s) || self.typedefs.contains(b) {
+            return Ok(None);
+        }
+        if !scope::is_known(m) {
+            let sp = self.peek().span;
+            return self.err(
+                sp,
+                format!("[D_UNKNOWN] failed to resolve type {s}: Unknown module name"),
+            );
+        }
+        let w = b.to_string();
+        self.bump();
+        Ok(Some(w))
+    }
+
     /// Integer type words (`unsigned long long`, `uint32_t`...), `string` or `void`.
     pub(super) fn type_words(&mut self) -> PResult<TypeName> {
         let mut words = Vec::new();
         let start = self.peek().span;
         while let Tok::Ident(s) = self.peek().tok.clone() {
+            // ``C`int``: a type word scoped by a module is the word itself.
+            if s.contains('`') {
+                if words.is_empty() {
+                    if let Some(w) = self.scoped_type_word(&s)? {
+                        words.push(w);
+                    }
+                }
+                break;
+            }
             if !is_type_word(&s) || matches!(s.as_str(), "struct" | "union" | "enum") {
                 break;
             }
