@@ -578,6 +578,18 @@ fn inet_and_link_subroutines_take_pointers_as_dtrace_does() {
             "int",
         ),
         (
+            "BEGIN { trace(inet_ntoa6((int *)arg0)); }",
+            "1:26",
+            "in6_addr_t *",
+            "int *",
+        ),
+        (
+            "struct in6 { int x[4]; }; BEGIN { trace(inet_ntoa6((struct in6 *)arg0)); }",
+            "1:52",
+            "in6_addr_t *",
+            "struct in6 *",
+        ),
+        (
             "BEGIN { trace(inet_ntop(2, arg0)); }",
             "1:28",
             "void *",
@@ -596,7 +608,8 @@ fn inet_and_link_subroutines_take_pointers_as_dtrace_does() {
         } else {
             1
         };
-        let name = &src[14..src
+        let from = src.find("trace(").unwrap() + 6;
+        let name = &src[from..src
             .find('(')
             .map_or(0, |i| src[i + 1..].find('(').unwrap() + i + 1)];
         assert_eq!(
@@ -608,6 +621,12 @@ fn inet_and_link_subroutines_take_pointers_as_dtrace_does() {
             "{src}"
         );
     }
+    // An in6_addr pointer, a void one or NULL is what inet_ntoa6() takes.
+    c(
+        "struct in6_addr { int x[4]; }; typedef struct in6_addr in6_addr_t;
+        BEGIN { trace(inet_ntoa6((struct in6_addr *)arg0)); trace(inet_ntoa6((in6_addr_t *)arg0));
+        trace(inet_ntoa6((void *)arg0)); trace(inet_ntoa6(0)); trace(inet_ntoa6(NULL)); }",
+    );
     // NULL is a pointer: a runtime error, not a compile one.
     let p = c("BEGIN { trace(inet_ntoa(0)); }");
     let mut s = Sim::default();

@@ -77,6 +77,20 @@ enum Want {
     Buf,
 }
 
+/// Whether a pointer to `t` passes for a parameter of pointer type `proto`: as DTrace takes
+/// it, a pointer to the prototype's pointee or a `void *`. (Only `inet_ntoa6()`'s is checked:
+/// the others take any pointer.)
+fn pointee_ok(proto: &str, t: &Ty) -> bool {
+    match proto {
+        "in6_addr_t *" => match t {
+            Ty::Void => true,
+            Ty::Sou(_, n) => n == "struct in6_addr",
+            _ => false,
+        },
+        _ => true,
+    }
+}
+
 /// `Gen::clsflags`: the clause has a `speculate()`.
 const CLS_SPEC: u8 = 1;
 /// The clause has a `commit()`.
@@ -340,7 +354,10 @@ impl Gen<'_> {
                 Want::Str if is_char_ptr(&ty) => true,
                 Want::Str => ty == Ty::Str || super::expr::is_null(a),
                 Want::Int => ty.is_scalar(),
-                Want::Ptr(_) => matches!(ty, Ty::Ptr(_)) || super::expr::is_null(a),
+                Want::Ptr(p) => match &ty {
+                    Ty::Ptr(t) => pointee_ok(p, t),
+                    _ => super::expr::is_null(a),
+                },
                 Want::Scalar(_) => ty.is_scalar(),
                 Want::Buf => matches!(ty, Ty::Ptr(_) | Ty::Str) || super::expr::is_null(a),
             };
