@@ -512,12 +512,35 @@ fn copyout_and_copyoutstr_write_user_memory() {
 }
 
 #[test]
+fn copyoutstr_takes_a_void_pointer_as_dtrace_does() {
+    let (s, _) = run(
+        &format!(
+            "{W}BEGIN {{
+                this->v = alloca(3);
+                ((char *)this->v)[0] = 'z';
+                ((char *)this->v)[1] = 0;
+                copyoutstr(this->v, 0x7000, 3);
+                trace(strlen(this->v));
+            }}"
+        ),
+        &[b'-'; 4],
+    );
+    assert!(s.faults.is_empty(), "{:?}", s.faults);
+    assert_eq!(s.user_mem[0].1, b"z\0--");
+}
+
+#[test]
 fn copyout_faults() {
     for (src, kind) in [
         // The source must be scratch memory or a string, as DTrace's checked pointer.
         ("copyout((void *)3, 0x7000, 5);", FaultKind::BadAddr(3)),
         ("copyout(\"x\", 0x9000, 1);", FaultKind::BadAddr(0x9000)),
         ("copyoutstr(\"x\", 0x700f, 2);", FaultKind::BadAddr(0x700f)),
+        // A void pointer is the string it points to (scratch memory here).
+        (
+            "copyoutstr(alloca(8), 0x9000, 8);",
+            FaultKind::BadAddr(0x9000),
+        ),
         ("copyout(alloca(4), 0x7000, 5);", FaultKind::BadAddr(0)),
         // More than the string's strsize + 1 bytes.
         ("copyout(\"x\", 0x7000, 300);", FaultKind::IllegalOp),

@@ -63,7 +63,7 @@ impl Gen<'_> {
                 nargs(self, 1)?;
                 let (r, ty) = self.expr(&args[0])?;
                 let r = self.char_ptr_string(r, &ty, &args[0])?;
-                if ty != Ty::Str && !subr::is_char_ptr(&ty) && !super::expr::is_null(&args[0]) {
+                if ty != Ty::Str && !subr::is_str_ptr(&ty) && !super::expr::is_null(&args[0]) {
                     return self.err(
                         args[0].span,
                         format!(
@@ -82,7 +82,7 @@ impl Gen<'_> {
                 let (b, tb) = self.expr(&args[1])?;
                 let b = self.char_ptr_string(b, &tb, &args[1])?;
                 for (i, (t, e)) in [(&ta, &args[0]), (&tb, &args[1])].into_iter().enumerate() {
-                    if *t != Ty::Str && !subr::is_char_ptr(t) && !super::expr::is_null(e) {
+                    if *t != Ty::Str && !subr::is_str_ptr(t) && !super::expr::is_null(e) {
                         return self.err(
                             e.span,
                             format!(

@@ -317,7 +317,7 @@ impl Gen<'_> {
     /// to (from kernel or scratch memory, bounded by `strsize`, as `stringof` reads it;
     /// NULL faults with "invalid address"); anything else as is.
     pub(super) fn char_ptr_string(&mut self, r: u8, ty: &Ty, e: &Expr) -> GResult<u8> {
-        if !is_char_ptr(ty) && !super::expr::is_null(e) {
+        if !is_str_ptr(ty) && !super::expr::is_null(e) {
             return Ok(r);
         }
         let span = e.span;
@@ -347,11 +347,11 @@ impl Gen<'_> {
             // as the string it points to, and NULL (the constant 0), which faults with
             // "invalid address" when the subroutine reads it.
             // (NULL stays 0: `strtok(NULL, ...)` goes on with the last string.)
-            if *w == Want::Str && is_char_ptr(&ty) {
+            if *w == Want::Str && is_str_ptr(&ty) {
                 r = self.char_ptr_string(r, &ty, a)?;
             }
             let ok = match w {
-                Want::Str if is_char_ptr(&ty) => true,
+                Want::Str if is_str_ptr(&ty) => true,
                 Want::Str => ty == Ty::Str || super::expr::is_null(a),
                 Want::Int => ty.is_scalar(),
                 Want::Ptr(p) => match &ty {
@@ -603,7 +603,9 @@ impl Gen<'_> {
     }
 }
 
-/// Whether `ty` is `char *` (signed or not), which D takes where a string goes.
-pub(super) fn is_char_ptr(ty: &Ty) -> bool {
-    matches!(ty, Ty::Ptr(p) if matches!(**p, Ty::Int { size: 1, .. }))
+/// Whether `ty` is a pointer D takes where a string (DTrace's `char *`) goes, as the string
+/// it points to: `char *` (signed or not) or, as DTrace's pointer rules allow, `void *`
+/// (Oracle's `copyoutstr(alloca(...), ...)`).
+pub(super) fn is_str_ptr(ty: &Ty) -> bool {
+    matches!(ty, Ty::Ptr(p) if matches!(**p, Ty::Int { size: 1, .. } | Ty::Void))
 }
