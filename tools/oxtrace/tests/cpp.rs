@@ -30,6 +30,13 @@ fn defines_undefs_and_includes_reach_the_program() {
     let out = preprocess("BEGIN { linux = 1; }\n", "-e", &[]).unwrap();
     assert!(out.contains("linux = 1"), "{out}");
     compile(&out, "-e", &CompileOptions::default()).unwrap();
+    // The system's headers work as DTrace's preprocessor sees them, and its names.
+    let src = "#include <endian.h>\n#if __BYTE_ORDER == __LITTLE_ENDIAN && defined(__linux) && defined(__SUNW_D) && !defined(__GNUC__)\nBEGIN { little = 1; }\n#endif\n";
+    let out = preprocess(src, "-e", &[]).unwrap();
+    assert!(
+        out.contains("little = 1") == cfg!(target_endian = "little"),
+        "{out}"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

@@ -35,6 +35,18 @@ impl CppArg {
     }
 }
 
+/// What DTrace passes the preprocessor before the user's arguments.
+const BUILTIN: &[&str] = &[
+    "-std=c99",
+    "-D__linux",
+    "-D__unix",
+    "-D__SVR4",
+    "-D__SUNW_D=1",
+    "-D__SUNW_D_64",
+    "-D__Linux",
+    "-U__GNUC__",
+];
+
 /// Run `text` (named `input` in messages) through [`CPP`] with `args`.
 pub fn preprocess(text: &str, input: &str, args: &[CppArg]) -> Result<String, String> {
     preprocess_with(CPP, text, input, args)
@@ -50,8 +62,13 @@ pub fn preprocess_with(
     args: &[CppArg],
 ) -> Result<String, String> {
     let mut cmd = Command::new(cpp);
-    // No builtin Linux/GCC names (`linux`, `unix`) that D programs may use as words.
-    cmd.arg("-undef");
+    // DTrace's preprocessor: ISO C (no `linux`, `unix` that D programs may use as words),
+    // the system's headers as a 64-bit Linux program sees them (`#include <endian.h>`), and
+    // DTrace's names of the system; the user's -D/-U/-I after them.
+    cmd.args(BUILTIN);
+    if cfg!(target_arch = "x86_64") {
+        cmd.arg("-D__amd64");
+    }
     for a in args {
         match a {
             CppArg::Define(d) => cmd.arg(format!("-D{d}")),
