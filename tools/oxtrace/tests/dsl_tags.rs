@@ -397,12 +397,21 @@ fn a_scoping_operator_alone() {
 fn function_prototypes() {
     // Taken, as C takes a declaration of a function it never calls.
     c("int foo(int, char *s, ...);\nvoid bar(void);\nint *baz();\nlong q(register int);\nBEGIN { }");
+    // So are extern ones, and pointers to functions.
+    c(
+        "extern int getint(void);\nextern int *getptr(void), x;\nextern int *(*fp)(void);\n\
+       extern int **(**fpp)(int, ...);\nextern int v(...);\nBEGIN { }",
+    );
     for (src, t) in [
         ("int foo(int, void);\nBEGIN { }", "D_DECL_PROTO_VOID"),
         ("int foo(void, int);\nBEGIN { }", "D_DECL_PROTO_VOID"),
         ("int a(void v);\nBEGIN { }", "D_DECL_PROTO_NAME"),
         ("int a(int a[int]);\nBEGIN { }", "D_DECL_PROTO_TYPE"),
         ("int foo(static int);\nBEGIN { }", "D_DECL_PARMCLASS"),
+        (
+            "extern int (*fp)(static int);\nBEGIN { }",
+            "D_DECL_PARMCLASS",
+        ),
         ("int a[...];\nBEGIN { }", "D_DECL_PROTO_VARARGS"),
         ("int a[int, ...];\nBEGIN { }", "D_DECL_PROTO_VARARGS"),
         ("struct s { int trace(); };\nBEGIN { }", "D_DECL_VOIDOBJ"),

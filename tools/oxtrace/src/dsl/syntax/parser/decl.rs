@@ -171,7 +171,13 @@ impl Parser<'_> {
             // A kernel symbol's declaration: it makes no D variable (the symbol is read as
             // `name), and its arrays may leave their size out (extern int a[];).
             loop {
-                self.extern_declarator()?;
+                if self.is_prototype() {
+                    self.prototype()?;
+                } else if self.is_function_pointer() {
+                    self.function_pointer()?;
+                } else {
+                    self.extern_declarator()?;
+                }
                 if !self.eat(",") {
                     break;
                 }
@@ -209,6 +215,32 @@ impl Parser<'_> {
     fn prototype(&mut self) -> PResult<()> {
         while self.eat("*") {}
         let (name, _) = self.ident()?;
+        self.parameters(&name)
+    }
+
+    /// Whether a pointer to a function's declarator follows: `*`s, `(`, `*`.
+    fn is_function_pointer(&self) -> bool {
+        let mut n = 0;
+        while matches!(self.peek_at(n).tok, Tok::Punct("*")) {
+            n += 1;
+        }
+        matches!(self.peek_at(n).tok, Tok::Punct("("))
+            && matches!(self.peek_at(n + 1).tok, Tok::Punct("*"))
+    }
+
+    /// `int *(*fp)(void)`, a pointer to a function: checked as a prototype and taken, as C
+    /// takes the declaration of an object that D never reads.
+    fn function_pointer(&mut self) -> PResult<()> {
+        while self.eat("*") {}
+        self.expect("(")?;
+        while self.eat("*") {}
+        let (name, _) = self.ident()?;
+        self.expect(")")?;
+        self.parameters(&name)
+    }
+
+    /// The parameter list of function `name`, from its `(`.
+    fn parameters(&mut self, name: &str) -> PResult<()> {
         self.expect("(")?;
         if self.eat(")") {
             return Ok(());
