@@ -28,6 +28,19 @@ fn character_constants() {
         "6162636465666768"
     );
     assert_eq!(run_begin("BEGIN { printf(\"%x\", '\\n\\t'); }"), "a09");
+    // Escapes as DTrace reads them: octal of up to three digits, hex of any number, and
+    // one it does not know (\?, \', \c) kept as the backslash and the character.
+    assert_eq!(
+        run_begin(
+            r#"BEGIN { printf("%x %x %x %x %x %x", '\0103', '\x4E', '\?', '\'', '\c', '\"\ba'); }"#
+        ),
+        "833 4e 5c3f 5c27 5c63 220861"
+    );
+    // In a string too; a NUL ends it.
+    assert_eq!(
+        run_begin(r#"BEGIN { printf("%s|%s|", "\?\\\'\"\0gone", "a\x4D\044"); }"#),
+        r#"\?\\'"|aM$|"#
+    );
     bad(
         "BEGIN { x = 'abcdefghi'; }",
         "1:13",

@@ -163,8 +163,13 @@ pub fn lex(src: &str) -> Result<Vec<Token>, LexError> {
             continue;
         }
         if c == b'"' {
-            let (s, end) = literal(b, start, "[D_STR_NL] newline encountered in string literal")?;
+            let (mut s, end) =
+                literal(b, start, "[D_STR_NL] newline encountered in string literal")?;
             i = end;
+            // A NUL (`\0`) ends the string, as it ends DTrace's C string.
+            if let Some(n) = s.iter().position(|&c| c == 0) {
+                s.truncate(n);
+            }
             out.push(Token {
                 tok: Tok::Str(s),
                 span: Span::new(start, i),
@@ -280,11 +285,7 @@ fn literal(b: &[u8], start: usize, nl: &str) -> Result<(Vec<u8>, usize), LexErro
             }
             Some(b'\n') => return Err((Span::new(start, i), nl.into())),
             Some(&c) if c == quote => return Ok((out, i + 1)),
-            Some(b'\\') => {
-                let (v, n) = escape(b, i)?;
-                out.push(v);
-                i += n;
-            }
+            Some(b'\\') => i += escape(b, i, &mut out),
             Some(&c) => {
                 out.push(c);
                 i += 1;
@@ -293,8 +294,11 @@ fn literal(b: &[u8], start: usize, nl: &str) -> Result<(Vec<u8>, usize), LexErro
     }
 }
 
-/// Decode the escape at `b[i] == '\\'`; returns the byte and the bytes consumed.
-fn escape(b: &[u8], i: usize) -> Result<(u8, usize), LexError> {
+/// Decode the escape at `b[i] == '\\'` into `out` as DTrace decodes one; returns the bytes
+/// consumed. An octal escape takes up to three digits, a hexadecimal one every hex digit
+/// after it (none is 0), both truncated to a byte; an escape DTrace does not know (`\?`,
+/// `\'`, `\c`) stays a backslash and the character, as DTrace keeps it.
+fn escape(b: &[u8], i: usize, out: &mut Vec<u8>) -> usize {
     let v = match b.get(i + 1) {
         Some(b'n') => b'\n',
         Some(b't') => b'\t',
@@ -305,42 +309,39 @@ fn escape(b: &[u8], i: usize) -> Result<(u8, usize), LexError> {
         Some(b'v') => 0x0b,
         Some(b'\\') => b'\\',
         Some(b'"') => b'"',
-        Some(b'\'') => b'\'',
-        Some(b'?') => b'?',
-        Some(d @ b'0'..=b'7') => {
-            let mut v: u32 = (d - b'0') as u32;
-            let mut n = 2;
+        Some(b'0'..=b'7') => {
+            let mut v: u32 = 0;
+            let mut n = 1;
             while n < 4 {
                 match b.get(i + n) {
-                    Some(d @ b'0'..=b'7') => v = v * 8 + (d - b'0') as u32,
+                    Some(d @ b'0'..=b'7') => v = v * 8 + u32::from(d - b'0'),
                     _ => break,
                 }
                 n += 1;
             }
-            if v > 255 {
-                return Err((Span::new(i, i + n), "octal escape out of range".into()));
-            }
-            return Ok((v as u8, n));
+            out.push(v as u8);
+            return n;
         }
         Some(b'x') => {
-            let mut v: u32 = 0;
+            let mut v: u8 = 0;
             let mut n = 2;
             while let Some(d) = b.get(i + n).and_then(|c| (*c as char).to_digit(16)) {
-                v = v * 16 + d;
+                v = v.wrapping_mul(16).wrapping_add(d as u8);
                 n += 1;
-                if v > 255 {
-                    return Err((Span::new(i, i + n), "hex escape out of range".into()));
-                }
             }
-            if n == 2 {
-                return Err((
-                    Span::new(i, i + 2),
-                    "\\x used with no following hex digits".into(),
-                ));
-            }
-            return Ok((v as u8, n));
+            out.push(v);
+            return n;
         }
-        _ => return Err((Span::new(i, i + 2), "unknown escape sequence".into())),
+        // A newline is the literal's error, at the loop.
+        Some(b'\n') | None => {
+            out.push(b'\\');
+            return 1;
+        }
+        Some(&c) => {
+            out.extend([b'\\', c]);
+            return 2;
+        }
     };
-    Ok((v, 2))
+    out.push(v);
+    2
 }
