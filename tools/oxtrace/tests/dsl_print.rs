@@ -125,6 +125,22 @@ fn tracemem_dumps_bytes_bounded_by_the_dynamic_size() {
 }
 
 #[test]
+fn tracemem_takes_the_size_of_a_type() {
+    let out = run_begin(
+        r#"struct two { char a; char b; };
+        BEGIN {
+            p = (char *)alloca(2);
+            p[0] = 'o'; p[1] = 'k';
+            tracemem(p, sizeof (struct two));
+        }"#,
+    );
+    assert!(
+        out.ends_with("         0: 6f 6b                                            ok\n"),
+        "{out}"
+    );
+}
+
+#[test]
 fn tracemem_and_print_check_their_arguments() {
     bad(
         "BEGIN { tracemem(0, 0); }",

@@ -41,7 +41,15 @@ impl Gen<'_> {
             );
         }
         let (ra, _) = self.expr(&args[0])?;
-        let size = match const_eval(&args[1]) {
+        // `sizeof (type)` is a constant too, as DTrace folds it.
+        let size = match &args[1].kind {
+            ExprKind::SizeofType(tn) => {
+                let ty = self.resolve(tn, args[1].span)?;
+                i64::try_from(self.sizeof(&ty, args[1].span)?).ok()
+            }
+            _ => const_eval(&args[1]),
+        };
+        let size = match size {
             Some(v) if v > 0 => v as u64,
             _ => {
                 return self.err(
