@@ -415,6 +415,15 @@ fn function_prototypes() {
         "extern int getint(void);\nextern int *getptr(void), x;\nextern int *(*fp)(void);\n\
        extern int **(**fpp)(int, ...);\nextern int v(...);\nBEGIN { }",
     );
+    // A member may be a pointer to a function, or an array of them.
+    assert_eq!(
+        run_begin(
+            "struct fps { char c; int (*fp)(); int *(*afp[2])(void); int x; };\n\
+             BEGIN { printf(\"%d %d %d\", sizeof (struct fps), offsetof(struct fps, afp),\n\
+             offsetof(struct fps, x)); }"
+        ),
+        "40 16 32"
+    );
     for (src, t) in [
         ("int foo(int, void);\nBEGIN { }", "D_DECL_PROTO_VOID"),
         ("int foo(void, int);\nBEGIN { }", "D_DECL_PROTO_VOID"),
@@ -424,6 +433,10 @@ fn function_prototypes() {
         (
             "extern int (*fp)(static int);\nBEGIN { }",
             "D_DECL_PARMCLASS",
+        ),
+        (
+            "struct s { int (*fp)(void v); };\nBEGIN { }",
+            "D_DECL_PROTO_NAME",
         ),
         ("int a[...];\nBEGIN { }", "D_DECL_PROTO_VARARGS"),
         ("int a[int, ...];\nBEGIN { }", "D_DECL_PROTO_VARARGS"),

@@ -239,6 +239,33 @@ impl Parser<'_> {
         self.parameters(&name)
     }
 
+    /// A member's declarator: an unnamed bit-field's (`int : 0`), a pointer to a function
+    /// (`int (*fp)(void)`, `int (*afp[2])()`: `void *`, as D calls none, checked as a
+    /// prototype), or a variable's. Out of `type_spec`, whose frame every nested struct
+    /// stacks.
+    #[inline(never)]
+    fn member_declarator(&mut self, base: &TypeName) -> PResult<(TypeName, String, Span)> {
+        if self.is(":") {
+            return Ok((base.clone(), String::new(), self.peek().span));
+        }
+        if !self.is_function_pointer() {
+            let d = self.declarator_parts(base)?;
+            if self.is("(") {
+                return self.err(
+                    d.2,
+                    format!("[D_DECL_VOIDOBJ] a member cannot be a function: {}", d.1),
+                );
+            }
+            return Ok(d);
+        }
+        while self.eat("*") {}
+        self.expect("(")?;
+        let (ty, name, span) = self.declarator_parts(&TypeName::Void)?;
+        self.expect(")")?;
+        self.parameters(&name)?;
+        Ok((ty, name, span))
+    }
+
     /// The parameter list of function `name`, from its `(`.
     fn parameters(&mut self, name: &str) -> PResult<()> {
         self.expect("(")?;
@@ -548,21 +575,7 @@ impl Parser<'_> {
                     defs.extend(mdefs);
                     loop {
                         // An unnamed bit-field (`int : 0;` ends its storage unit).
-                        let (ty, mname, span) = if self.is(":") {
-                            (mbase.clone(), String::new(), self.peek().span)
-                        } else {
-                            let d = self.declarator_parts(&mbase)?;
-                            if self.is("(") {
-                                return self.err(
-                                    d.2,
-                                    format!(
-                                        "[D_DECL_VOIDOBJ] a member cannot be a function: {}",
-                                        d.1
-                                    ),
-                                );
-                            }
-                            d
-                        };
+                        let (ty, mname, span) = self.member_declarator(&mbase)?;
                         let bits = if self.eat(":") {
                             Some(self.ternary()?)
                         } else {
