@@ -202,3 +202,31 @@ fn bit_fields_and_their_errors() {
         "[D_DECL_BFTYPE] invalid type for bit-field: (anon)",
     );
 }
+
+#[test]
+fn storing_zero_deletes_a_dynamic_struct() {
+    // As a dynamic scalar: `a[k] = 0` and `self->s = 0` delete the struct, member by member;
+    // the others stay.
+    let src = r#"this struct { int a; long b; } val;
+        this union { int a; char c; } u;
+        BEGIN {
+            this->val.a = 1; this->val.b = 10; a[1] = this->val;
+            this->val.a = 2; this->val.b = 20; a[2] = this->val; self->s = this->val;
+            this->u.a = 7; self->u = this->u;
+            a[1] = 0; self->s = 0; self->u = 0;
+            printf("%d %d %d %d %d %d %d\n", a[1].a, a[1].b, a[2].a, a[2].b, self->s.a,
+                self->s.b, self->u.a);
+        }"#;
+    assert_eq!(run(src), "0 0 2 20 0 0 0\n");
+    bad(
+        "this struct { int a; } v; BEGIN { g = this->v; g = 0; }",
+        "1:52",
+        "[D_OP_INCOMPAT] operands have incompatible types: \"struct (anon)\" = \"int\"",
+    );
+    // An array member cannot be given 0: such a struct is not deleted member by member.
+    bad(
+        "this struct { int n[2]; } v; BEGIN { self->s = this->v; self->s = 0; }",
+        "1:67",
+        "[D_OP_INCOMPAT] operands have incompatible types: \"struct (anon)\" = \"int\"",
+    );
+}

@@ -128,6 +128,30 @@ impl Gen<'_> {
         rhs: &Expr,
         span: Span,
     ) -> GResult<(u8, Ty)> {
+        // `a[k] = 0`, `self->s = 0`: storing 0 deletes a dynamic variable, a struct too
+        // (member by member here), as DTrace deletes it. An array member cannot be given
+        // 0, so a struct with one keeps the incompatible assignment's error rather than
+        // leaving that member stored.
+        let dynamic = matches!(&l, Loc::Var { class, keys, .. }
+            if *class == DeclClass::Thread || !keys.is_empty());
+        let leaves = if dynamic && matches!(rhs.kind, ExprKind::Int(0, _)) {
+            sou_leaves(&self.t.env, ty)
+        } else {
+            Vec::new()
+        };
+        if !leaves.is_empty() && leaves.iter().all(|(_, _, t)| !matches!(t, Ty::Array(..))) {
+            for (path, _off, _) in leaves {
+                let mut dst = self.loc_copy(&l, span)?;
+                for seg in path.split('.').skip(1) {
+                    dst = self.member(dst, seg, span)?;
+                }
+                let r = self.reg(span)?;
+                self.load_const(r, 0);
+                self.store_member(dst, r, span)?;
+            }
+            let r = self.reg(span)?;
+            return Ok((r, I64));
+        }
         let src_ty = self.type_of(rhs)?;
         self.check_compat(ty, &src_ty, rhs.span, None)?;
         let dst_addr = match &l {
