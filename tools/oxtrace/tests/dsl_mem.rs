@@ -97,6 +97,28 @@ fn bcopy_and_copyinto_fill_scratch() {
 }
 
 #[test]
+fn bcopy_takes_a_string_as_its_bytes_then_nuls() {
+    let out = ok(
+        r#"BEGIN {
+            this->a = (char *)alloca(8);
+            this->a[5] = 'x';
+            bcopy("hello", this->a, 3);
+            this->b = (char *)alloca(8);
+            this->b[0] = 'x'; this->b[1] = 'y'; this->b[2] = 'z';
+            bcopy(probename, this->b, 8);
+            this->c = (char *)alloca(4);
+            this->s = "ab";
+            this->c[3] = 'q';
+            bcopy(this->s, this->c, 3);
+            printf("%s %s %s %d\n", stringof(this->a), stringof(this->b), stringof(this->c),
+                this->c[3]);
+        }"#,
+        b"",
+    );
+    assert_eq!(out, "hel BEGIN ab 113\n");
+}
+
+#[test]
 fn alloca_is_aligned_zeroed_and_freed_at_the_clause_end() {
     // Two clauses each take all 256 bytes: the first's are freed when it ends. Objects are
     // 8-byte aligned, each after an 8-byte header of its own.

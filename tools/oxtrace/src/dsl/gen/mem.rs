@@ -107,7 +107,13 @@ impl Gen<'_> {
         };
         // The prototype first, as DTrace checks it: the size an integer, the destination a
         // pointer, the source an address.
+        // bcopy()'s source may be a string, as DTrace's `void *` takes one: its bytes then
+        // NULs, as it keeps one in strsize + 1 bytes.
+        let str_src = name == "bcopy" && self.type_of(&args[0])? == Ty::Str;
         for (i, a) in args.iter().enumerate() {
+            if i == 0 && str_src {
+                continue;
+            }
             let want = if i == size_at {
                 Want::Int
             } else if Some(i) == dest_at {
@@ -144,6 +150,22 @@ impl Gen<'_> {
             // copyinto(addr, size, dest)
             "copyinto" => {
                 self.emit(Op::Copyinto, 0, regs[0], regs[1], regs[2] as u32);
+                regs[0]
+            }
+            // bcopy(src, dest, size) of a string: the string stored into `size + 1` bytes
+            // of scratch (at most `size` of its bytes, then NULs), then `size` of them
+            // copied.
+            _ if str_src => {
+                let n = self.reg(span)?;
+                self.load_const(n, 1);
+                self.emit(Op::Add, n, n, regs[2], 0);
+                let tmp = self.reg(span)?;
+                self.emit(Op::Mov, tmp, n, 0, 0);
+                self.emit(Op::Alloca, tmp, tmp, 0, 0);
+                self.emit(Op::Bcopy, 0, regs[0], n, u32::from(tmp));
+                self.emit(Op::Bcopy, 0, tmp, regs[2], regs[1] as u32);
+                self.release(n);
+                self.release(tmp);
                 regs[0]
             }
             // bcopy(src, dest, size)
