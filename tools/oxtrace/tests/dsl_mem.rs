@@ -613,3 +613,20 @@ fn copyout_is_destructive_and_checks_its_prototype() {
         assert_eq!(p, pos, "{src}: {m}");
     }
 }
+
+#[test]
+fn a_string_subscript_reads_a_character() {
+    let out = ok(
+        r#"BEGIN {
+            s = "ABCDEFG"; a[1234] = "ABCDEFG"; this->s = "xyz"; self->s = "hi";
+            printf("%d %d %d %d %d %c|%s\n", s[1], a[1234][1], this->s[2], self->s[0], s[20],
+                execname[0], execname);
+        }"#,
+        b"",
+    );
+    let (nums, name) = out.trim_end().split_once('|').unwrap();
+    assert_eq!(nums[..nums.len() - 1], *"66 66 122 104 0 ", "{out}");
+    assert_eq!(nums.chars().last(), name.chars().next(), "{out}");
+    let (p, m) = err_at("BEGIN { this->s = \"abc\"; this->s[1]++; }");
+    assert_eq!((p.as_str(), m.as_str()), ("1:26", "[D_OP_WRITE] operator requires a writable variable: a string's characters cannot be modified"));
+}

@@ -69,6 +69,14 @@ impl Gen<'_> {
             }
             ExprKind::Index(name, keys) if name == "args" => self.args(keys, e.span),
             ExprKind::Index(name, keys) if name == "uregs" => self.uregs(keys, e.span),
+            // `execname[0]`, `s[1]` of a string scalar: one of its characters.
+            ExprKind::Index(name, keys) if keys.len() == 1 && self.is_string_scalar(name) => {
+                let (r, _) = self.expr(&Expr {
+                    kind: ExprKind::Ident(name.clone()),
+                    span: e.span,
+                })?;
+                self.string_char(r, &keys[0], e.span)
+            }
             ExprKind::Index(name, keys) => {
                 let ty = self.vty(DeclClass::Global, name);
                 let scalar = self
@@ -100,6 +108,10 @@ impl Gen<'_> {
                 self.check_index = self.in_memory(b);
                 match base.ty() {
                     Ty::Array(..) | Ty::Ptr(_) => self.subscript(base, keys, e.span),
+                    Ty::Str if keys.len() == 1 => {
+                        let (r, _) = self.load_loc(base, e.span)?;
+                        self.string_char(r, &keys[0], e.span)
+                    }
                     _ => self.assoc_keys(base, keys, e.span),
                 }
             }

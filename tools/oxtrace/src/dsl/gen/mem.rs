@@ -7,7 +7,7 @@
 //! comes from a built-in variable (`curthread`, `arg0`, `args[]`) or a constant.
 
 use super::super::error::Span;
-use super::super::syntax::ast::{BinOp, Expr, ExprKind, UnOp};
+use super::super::syntax::ast::{BinOp, DeclClass, Expr, ExprKind, UnOp};
 use super::super::types::{builtin, Ty, U64};
 use super::loc::Loc;
 use super::place::Place;
@@ -179,6 +179,46 @@ impl Gen<'_> {
         Ok((rd, Ty::Void))
     }
 
+    /// Whether global `name` is a string scalar (a built-in one, or a variable used as a
+    /// scalar so far), which a subscript reads a character of rather than making it an
+    /// associative array.
+    pub(super) fn is_string_scalar(&mut self, name: &str) -> bool {
+        if let Some((_, t)) = builtin(name) {
+            return t == Ty::Str;
+        }
+        self.vty(DeclClass::Global, name) == Some(Ty::Str)
+            && matches!(
+                self.t.shapes.get(&(DeclClass::Global, name.to_string())),
+                Some(&(false, _))
+            )
+    }
+
+    /// Character `k` of the string in register `s` (released), as DTrace reads `s[k]`: the
+    /// string is stored into `k + 2` bytes of scratch (at most `k + 1` of its bytes, then
+    /// NULs), where the character is read, a NUL past its end.
+    pub(super) fn string_char<'e>(&mut self, s: u8, k: &Expr, span: Span) -> GResult<Loc<'e>> {
+        let (ri, ti) = self.expr(k)?;
+        self.need_int(&ti, k.span, "a string subscript")?;
+        let n = self.reg(span)?;
+        self.load_const(n, 2);
+        self.emit(Op::Add, n, n, ri, 0);
+        let addr = self.reg(span)?;
+        self.emit(Op::Mov, addr, n, 0, 0);
+        self.emit(Op::Alloca, addr, addr, 0, 0);
+        self.emit(Op::Bcopy, 0, s, n, u32::from(addr));
+        self.emit(Op::Add, addr, addr, ri, 0);
+        self.release(n);
+        self.release(ri);
+        self.release(s);
+        Ok(Loc::Mem {
+            addr,
+            ty: Ty::Int {
+                size: 1,
+                signed: true,
+            },
+        })
+    }
+
     /// A constant size must be one `scratchsize` can hold.
     fn mem_size(&self, name: &str, e: &Expr) -> GResult<()> {
         let Some(v) = const_eval(e) else {
@@ -250,9 +290,21 @@ impl Gen<'_> {
     }
 
     /// Refuses a store to `target` that the compiler can see goes to kernel memory.
-    pub(super) fn check_store(&self, target: &Expr, l: &Loc<'_>) -> GResult<()> {
+    pub(super) fn check_store(&mut self, target: &Expr, l: &Loc<'_>) -> GResult<()> {
         if !matches!(l, Loc::Mem { .. } | Loc::MemBits { .. }) {
             return Ok(());
+        }
+        // A string's character is read from a copy: a value, not storage.
+        let string_char = match &target.kind {
+            ExprKind::Index(name, keys) => keys.len() == 1 && self.is_string_scalar(name),
+            ExprKind::Subscript(b, keys) => keys.len() == 1 && self.type_of(b)? == Ty::Str,
+            _ => false,
+        };
+        if string_char {
+            return self.err(
+                target.span,
+                "[D_OP_WRITE] operator requires a writable variable: a string's characters cannot be modified",
+            );
         }
         match kernel_root(target) {
             // A kernel variable (`jiffies, `init_task.pid): what storing to any kernel
