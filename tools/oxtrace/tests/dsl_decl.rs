@@ -5,7 +5,7 @@
 
 mod support;
 
-use support::{bad, run_begin as run};
+use support::{bad, c, run_begin as run};
 
 #[test]
 fn enums_count_on_from_the_last_value() {
@@ -229,4 +229,21 @@ fn storing_zero_deletes_a_dynamic_struct() {
         "1:67",
         "[D_OP_INCOMPAT] operands have incompatible types: \"struct (anon)\" = \"int\"",
     );
+}
+
+#[test]
+fn a_thread_local_array_of_pointers_stays_an_array() {
+    // The values' type, a pointer, is learned in a later round: `self->x[k]` still names an
+    // element, not a subscript of the pointer.
+    c(
+        "syscall::read:entry { self->x[1] = (int *)arg1; self->x[2] = (int *)arg2; }
+       syscall::read:return /self->x[1]/ { trace(*self->x[1]); self->x[1] = 0; }",
+    );
+    bad(
+        "BEGIN { self->x[1] = (int *)arg0; self->x[2] = 3; }",
+        "1:48",
+        "[D_OP_INCOMPAT] operands have incompatible types: \"int *\" = \"int\"",
+    );
+    // A pointer used as one is subscripted as before.
+    c("BEGIN { self->p = (int *)arg0; trace(self->p[1]); }");
 }

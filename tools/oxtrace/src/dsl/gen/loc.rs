@@ -106,8 +106,16 @@ impl Gen<'_> {
                 // An array of a D variable kept in memory: its subscript is checked as
                 // that of one kept in slots.
                 self.check_index = self.in_memory(b);
+                // A thread-local or clause-local variable used as an associative array
+                // keeps that shape whatever type its values have.
+                let var = match &b.kind {
+                    ExprKind::SelfVar(n) => Some((DeclClass::Thread, n.clone())),
+                    ExprKind::This(n) => Some((DeclClass::Local, n.clone())),
+                    _ => None,
+                };
+                let assoc = var.is_some_and(|v| matches!(self.t.shapes.get(&v), Some(&(true, _))));
                 match base.ty() {
-                    Ty::Array(..) | Ty::Ptr(_) => self.subscript(base, keys, e.span),
+                    Ty::Array(..) | Ty::Ptr(_) if !assoc => self.subscript(base, keys, e.span),
                     Ty::Str if keys.len() == 1 => {
                         let (r, _) = self.load_loc(base, e.span)?;
                         self.string_char(r, &keys[0], e.span)

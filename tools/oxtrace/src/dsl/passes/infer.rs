@@ -19,17 +19,24 @@ pub(crate) fn learn_types<T>(
     mut gen: impl FnMut(&mut Tables) -> GResult<T>,
 ) -> GResult<(Tables, T)> {
     let mut seeds = base.vty.clone();
+    let mut shapes = base.shapes.clone();
     let mut round = 0;
     loop {
         round += 1;
         let mut t = base.clone();
         t.vty = seeds.clone();
+        // What the last round saw a variable used as: `self->x[k]` of a variable whose
+        // learned type is a pointer stays an associative array.
+        t.shapes = shapes.clone();
         let r = gen(&mut t);
         let learned = t.vty != seeds;
         match r {
             Ok(out) if !(learned && t.assumed) || round >= MAX_ROUNDS => return Ok((t, out)),
             Err(e) if !learned || round >= MAX_ROUNDS => return Err(e),
-            _ => seeds = t.vty.clone(),
+            _ => {
+                seeds = t.vty.clone();
+                shapes = t.shapes.clone();
+            }
         }
     }
 }
